@@ -1,0 +1,281 @@
+// Package api holds agentrun's resource types (Agent, AgentRun, ...), their defaults and their
+// validation: the vocabulary every other package speaks. It does no I/O. Resources follow the
+// Kubernetes convention {apiVersion, kind, metadata, spec, status}: users write spec, only the
+// system writes status.
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// APIVersion is the canonical apiVersion; AltAPIVersion is accepted so the Nodus seed's YAML applies as is.
+const (
+	APIVersion    = "agentrun.dev/v1"
+	AltAPIVersion = "nodus.dev/v1"
+)
+
+// Limits from the seeds.
+const (
+	MaxInputBytes           = 256 << 10 // input and each message
+	AnswerPreviewSize       = 4 << 10   // status.answer.preview
+	DefaultMaxTokens        = 4096
+	DefaultMaxToolCalls     = 50
+	DefaultPerRunMaxCostUSD = "1.00"
+)
+
+// ObjectMeta is the metadata every resource carries.
+type ObjectMeta struct {
+	Name              string            `json:"name"`
+	Labels            map[string]string `json:"labels,omitempty"`
+	UID               string            `json:"uid,omitempty"`
+	ResourceVersion   string            `json:"resourceVersion,omitempty"`
+	Generation        int64             `json:"generation,omitempty"`
+	CreationTimestamp *time.Time        `json:"creationTimestamp,omitempty"`
+}
+
+// TypeMeta names the kind of a resource.
+type TypeMeta struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+}
+
+// Agent is a definition: instructions, model access, tools, computer. Every change of spec makes a
+// new immutable revision (status.revision); a run pins the revision it started on.
+type Agent struct {
+	TypeMeta `json:",inline"`
+	Metadata ObjectMeta  `json:"metadata"`
+	Spec     AgentSpec   `json:"spec"`
+	Status   AgentStatus `json:"status,omitempty"`
+}
+
+// AgentSpec is what a user writes for an agent.
+type AgentSpec struct {
+	// DisplayName is the human name (the AgentRun seed's definition.name).
+	DisplayName string `json:"displayName,omitempty"`
+	// System is the agent's instructions (system prompt).
+	System   string        `json:"system,omitempty"`
+	Model    ModelSpec     `json:"model,omitempty"`
+	Tools    []string      `json:"tools,omitempty"`
+	Skills   []string      `json:"skills,omitempty"`
+	Computer *ComputerSpec `json:"computer,omitempty"`
+	// Harness is "builtin" (default) or an external harness name.
+	Harness string `json:"harness,omitempty"`
+	// MaxTokens is the output limit of each model call.
+	MaxTokens int `json:"maxTokens,omitempty"`
+	// MaxToolCalls bounds the tool calls in one turn (default 50).
+	MaxToolCalls int `json:"maxToolCalls,omitempty"`
+	// PerRunMaxCostUSD is the cap each run copies at creation (decimal string, default "1.00").
+	PerRunMaxCostUSD string `json:"perRunMaxCostUSD,omitempty"`
+	// State "Stopped" refuses new runs.
+	State string `json:"state,omitempty"`
+}
+
+// ModelSpec says how the agent reaches a model.
+type ModelSpec struct {
+	// Access is "Server" (alias "Nodus": the server's keys) or "BYOK" (the user's apiKeySecret).
+	Access string `json:"access,omitempty"`
+	// Provider is "anthropic", "openai" or "openrouter"; empty means the server's default provider.
+	Provider string `json:"provider,omitempty"`
+	// Name is a concrete model id; empty means the server's default model.
+	Name         string   `json:"name,omitempty"`
+	Families     []string `json:"families,omitempty"`
+	APIKeySecret string   `json:"apiKeySecret,omitempty"`
+}
+
+// ComputerSpec names the computer an agent works on.
+type ComputerSpec struct {
+	Kind     string `json:"kind,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Network  bool   `json:"network,omitempty"`
+}
+
+// AgentStatus is written by the system.
+type AgentStatus struct {
+	Revision int64 `json:"revision,omitempty"`
+}
+
+// Agent states.
+const (
+	AgentStateRunning = "Running"
+	AgentStateStopped = "Stopped"
+)
+
+// AgentRun is one conversation with an agent.
+type AgentRun struct {
+	TypeMeta `json:",inline"`
+	Metadata ObjectMeta     `json:"metadata"`
+	Spec     AgentRunSpec   `json:"spec"`
+	Status   AgentRunStatus `json:"status,omitempty"`
+}
+
+// AgentRunSpec is what a user writes for a run.
+type AgentRunSpec struct {
+	Agent string `json:"agent"`
+	// Input is the first user message (at most 256 KiB).
+	Input     string `json:"input,omitempty"`
+	KeepAlive bool   `json:"keepAlive,omitempty"`
+	// Deadline bounds the run's lifetime: an RFC 3339 time, or a duration ("30m") from creation.
+	Deadline string `json:"deadline,omitempty"`
+	// MaxCostUSD defaults to the agent's perRunMaxCostUSD, copied at creation.
+	MaxCostUSD string   `json:"maxCostUSD,omitempty"`
+	Group      string   `json:"group,omitempty"`
+	TaskKey    string   `json:"taskKey,omitempty"`
+	DependsOn  []string `json:"dependsOn,omitempty"`
+}
+
+// Run phases.
+const (
+	PhaseQueued          = "Queued"
+	PhaseRunning         = "Running"
+	PhaseWaiting         = "Waiting"
+	PhaseNeedsResolution = "NeedsResolution"
+	PhaseSucceeded       = "Succeeded"
+	PhaseFailed          = "Failed"
+	PhaseCancelled       = "Cancelled"
+)
+
+// Run reasons (status.reason).
+const (
+	ReasonMessage          = "Message"
+	ReasonQuestion         = "Question"
+	ReasonApproval         = "Approval"
+	ReasonMaxCostReached   = "MaxCostReached"
+	ReasonCredits          = "Credits"
+	ReasonInterrupted      = "InterruptedStep"
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	ReasonModelError       = "ModelError"
+	ReasonToolError        = "ToolError"
+	ReasonInternalError    = "InternalError"
+	ReasonUserCancelled    = "UserCancelled"
+	ReasonCompleted        = "Completed"
+)
+
+// Finished reports whether a phase is terminal.
+func Finished(phase string) bool {
+	return phase == PhaseSucceeded || phase == PhaseFailed || phase == PhaseCancelled
+}
+
+// WaitingOnPerson reports whether a run waits on a person (the CLI's exit code 8).
+func WaitingOnPerson(phase, reason string) bool {
+	if phase == PhaseNeedsResolution {
+		return true
+	}
+	if phase != PhaseWaiting {
+		return false
+	}
+	switch reason {
+	case ReasonQuestion, ReasonApproval, ReasonMaxCostReached, ReasonCredits:
+		return true
+	}
+	return false
+}
+
+// AgentRunStatus is written by the system.
+type AgentRunStatus struct {
+	Phase   string `json:"phase,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// AgentRevision is the agent revision this run is pinned to.
+	AgentRevision int64 `json:"agentRevision,omitempty"`
+	// Deadline is the resolved absolute deadline, if any.
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// WaitingOn says what a Waiting or NeedsResolution run waits on.
+	WaitingOn  *WaitingOn `json:"waitingOn,omitempty"`
+	Answer     *Answer    `json:"answer,omitempty"`
+	Cost       *RunCost   `json:"cost,omitempty"`
+	Turns      []Turn     `json:"turns,omitempty"`
+	StartedAt  *time.Time `json:"startedAt,omitempty"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	ConsoleURL string     `json:"consoleURL,omitempty"`
+	// Runner is the runner that last held the run.
+	Runner string `json:"runner,omitempty"`
+	// CancelRequested is set when a user asked to cancel a run a runner holds.
+	CancelRequested bool `json:"cancelRequested,omitempty"`
+}
+
+// WaitingOn names what a run waits on.
+type WaitingOn struct {
+	// Kind is "message", "question", "approval", "resolution", "cost", "credits".
+	Kind     string `json:"kind"`
+	StepKey  string `json:"stepKey,omitempty"`
+	Question string `json:"question,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// Answer is the run's final answer: the first 4 KiB inline, the whole at /answer.
+type Answer struct {
+	Preview   string `json:"preview"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Bytes     int    `json:"bytes"`
+}
+
+// RunCost is the model spend so far, in decimal dollars (strings, from integer micro-dollars).
+// TotalUSD is "unknown" when a call could not be priced.
+type RunCost struct {
+	TotalUSD  string `json:"totalUSD"`
+	LimitUSD  string `json:"limitUSD,omitempty"`
+	NeededUSD string `json:"neededUSD,omitempty"`
+}
+
+// Turn is one prompt answered by the model.
+type Turn struct {
+	Index            int    `json:"index"`
+	Model            string `json:"model,omitempty"`
+	Family           string `json:"family,omitempty"`
+	ChosenBy         string `json:"chosenBy,omitempty"`
+	InputTokens      int64  `json:"inputTokens,omitempty"`
+	OutputTokens     int64  `json:"outputTokens,omitempty"`
+	CacheReadTokens  int64  `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int64  `json:"cacheWriteTokens,omitempty"`
+	CostUSD          string `json:"costUSD,omitempty"`
+}
+
+// Step is one journaled step of a run, as the API shows it.
+type Step struct {
+	Seq         int64           `json:"seq"`
+	Key         string          `json:"key"`
+	Kind        string          `json:"kind"`
+	State       string          `json:"state"`
+	Title       string          `json:"title,omitempty"`
+	Attempt     int             `json:"attempt"`
+	ArgsHash    string          `json:"argsHash,omitempty"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	CostMicros  *int64          `json:"costMicros,omitempty"`
+	StartedAt   time.Time       `json:"startedAt"`
+	CompletedAt *time.Time      `json:"completedAt,omitempty"`
+	Resolution  string          `json:"resolution,omitempty"`
+}
+
+// Step states.
+const (
+	StepStarted     = "Started"
+	StepCompleted   = "Completed"
+	StepInterrupted = "Interrupted"
+)
+
+// Event is one timeline entry of a run. Seq is resumable (SSE Last-Event-ID).
+type Event struct {
+	Seq     int64           `json:"seq"`
+	Time    time.Time       `json:"time"`
+	Type    string          `json:"type"`
+	StepKey string          `json:"stepKey,omitempty"`
+	Message string          `json:"message,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Message is one message sent to a run.
+type Message struct {
+	Seq     int64     `json:"seq"`
+	Key     string    `json:"messageKey,omitempty"`
+	Payload string    `json:"payload"`
+	Time    time.Time `json:"time"`
+}
+
+// List is a list of resources of one kind.
+type List[T any] struct {
+	TypeMeta `json:",inline"`
+	Items    []T `json:"items"`
+}

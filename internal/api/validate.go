@@ -1,0 +1,192 @@
+package api
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"agentrun.dev/agentrun/internal/cost"
+)
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ValidName checks a metadata.name (a DNS label).
+func ValidName(field, name string) error {
+	if name == "" {
+		return Errorf(http.StatusUnprocessableEntity, CodeRequired, field, "%s is required", field)
+	}
+	if len(name) > 63 || !dnsLabel.MatchString(name) {
+		return Invalid(field, "%q is not a DNS label (lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit)", name)
+	}
+	return nil
+}
+
+func checkTypeMeta(tm *TypeMeta, kind string) error {
+	if tm.APIVersion != "" && tm.APIVersion != APIVersion && tm.APIVersion != AltAPIVersion {
+		return Invalid("apiVersion", "apiVersion %q is not served; use %s", tm.APIVersion, APIVersion)
+	}
+	if tm.Kind != "" && tm.Kind != kind {
+		return Invalid("kind", "kind is %q, expected %s", tm.Kind, kind)
+	}
+	tm.APIVersion, tm.Kind = APIVersion, kind
+	return nil
+}
+
+// Built-in tool names an agent may list.
+var KnownTools = map[string]bool{
+	"read": true, "write": true, "edit": true, "ls": true, "grep": true,
+	"bash": true, "web_fetch": true, "ask_person": true,
+}
+
+// DefaultAndValidateAgent fills defaults and checks an agent as a user submitted it.
+// extraTools are additional tool names this server offers.
+func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
+	if err := checkTypeMeta(&a.TypeMeta, "Agent"); err != nil {
+		return err
+	}
+	if err := ValidName("metadata.name", a.Metadata.Name); err != nil {
+		return err
+	}
+	s := &a.Spec
+	switch s.Model.Access {
+	case "":
+		s.Model.Access = "Server"
+	case "Nodus":
+		s.Model.Access = "Server"
+	case "Server", "BYOK":
+	default:
+		return Invalid("spec.model.access", "access %q: use Server (alias Nodus) or BYOK", s.Model.Access)
+	}
+	if s.Model.Access == "BYOK" {
+		if s.Model.APIKeySecret == "" {
+			return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.model.apiKeySecret", "BYOK access needs apiKeySecret (a Secret holding the vendor key)")
+		}
+		if s.Model.Name == "" {
+			return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.model.name", "BYOK access needs a model name")
+		}
+	}
+	switch s.Model.Provider {
+	case "", "anthropic", "openai", "openrouter":
+	default:
+		return Invalid("spec.model.provider", "provider %q: use anthropic, openai or openrouter", s.Model.Provider)
+	}
+	for i, f := range s.Model.Families {
+		switch f {
+		case "haiku", "sonnet", "opus", "fable":
+		default:
+			return Invalid("spec.model.families["+itoa(i)+"]", "family %q: use haiku, sonnet, opus or fable", f)
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range s.Tools {
+		if !KnownTools[t] && !extraTools[t] {
+			return Invalid("spec.tools["+itoa(i)+"]", "unknown tool %q", t)
+		}
+		if seen[t] {
+			return Invalid("spec.tools["+itoa(i)+"]", "tool %q is listed twice", t)
+		}
+		seen[t] = true
+	}
+	if s.Harness == "" {
+		s.Harness = "builtin"
+	}
+	if s.Harness != "builtin" {
+		return Invalid("spec.harness", "harness %q is not available on this server (available: builtin)", s.Harness)
+	}
+	if s.Computer != nil {
+		switch s.Computer.Kind {
+		case "", "none":
+			s.Computer.Kind = "none"
+		case "sandbox", "browser", "desktop", "phone":
+			return Invalid("spec.computer.kind", "computer kind %q is not available on this server (available: none)", s.Computer.Kind)
+		default:
+			return Invalid("spec.computer.kind", "computer kind %q: use none, sandbox, browser, desktop or phone", s.Computer.Kind)
+		}
+	}
+	if s.MaxTokens < 0 || s.MaxTokens > 1_000_000 {
+		return Invalid("spec.maxTokens", "maxTokens must be between 1 and 1000000")
+	}
+	if s.MaxTokens == 0 {
+		s.MaxTokens = DefaultMaxTokens
+	}
+	if s.MaxToolCalls < 0 || s.MaxToolCalls > 1000 {
+		return Invalid("spec.maxToolCalls", "maxToolCalls must be between 1 and 1000")
+	}
+	if s.MaxToolCalls == 0 {
+		s.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if s.PerRunMaxCostUSD == "" {
+		s.PerRunMaxCostUSD = DefaultPerRunMaxCostUSD
+	}
+	if _, err := cost.ParseUSD(s.PerRunMaxCostUSD); err != nil {
+		return Invalid("spec.perRunMaxCostUSD", "%v", err)
+	}
+	switch s.State {
+	case "", AgentStateRunning, AgentStateStopped:
+	default:
+		return Invalid("spec.state", "state %q: use Running or Stopped", s.State)
+	}
+	if len(s.System) > MaxInputBytes {
+		return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "spec.system", "system prompt is %d bytes; the limit is %d", len(s.System), MaxInputBytes)
+	}
+	return nil
+}
+
+// DefaultAndValidateRun checks a run as a user submitted it (before the agent is looked up).
+// now resolves a relative deadline.
+func DefaultAndValidateRun(r *AgentRun, now time.Time) error {
+	if err := checkTypeMeta(&r.TypeMeta, "AgentRun"); err != nil {
+		return err
+	}
+	if err := ValidName("metadata.name", r.Metadata.Name); err != nil {
+		return err
+	}
+	s := &r.Spec
+	if s.Agent == "" {
+		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.agent", "spec.agent is required")
+	}
+	if err := ValidName("spec.agent", s.Agent); err != nil {
+		return err
+	}
+	if len(s.Input) > MaxInputBytes {
+		return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "spec.input", "input is %d bytes; the limit is %d (256 KiB)", len(s.Input), MaxInputBytes)
+	}
+	if strings.TrimSpace(s.Input) == "" && !s.KeepAlive {
+		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.input", "spec.input is required (a run without input must set keepAlive and receive messages)")
+	}
+	if s.MaxCostUSD != "" {
+		if _, err := cost.ParseUSD(s.MaxCostUSD); err != nil {
+			return Invalid("spec.maxCostUSD", "%v", err)
+		}
+	}
+	if s.Deadline != "" {
+		if _, err := ResolveDeadline(s.Deadline, now); err != nil {
+			return err
+		}
+	}
+	if s.Group != "" || s.TaskKey != "" || len(s.DependsOn) > 0 {
+		return Invalid("spec.group", "groups are not available on this server yet")
+	}
+	return nil
+}
+
+// ResolveDeadline turns spec.deadline into an absolute time.
+func ResolveDeadline(s string, from time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return time.Time{}, Invalid("spec.deadline", "deadline %q is neither an RFC 3339 time nor a positive duration like \"30m\"", s)
+	}
+	return from.Add(d), nil
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}

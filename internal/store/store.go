@@ -1,0 +1,126 @@
+// Package store owns durable state: the Store interface every backend implements, the errors it
+// returns and the lease/fencing contract (design.md sections 4-6). Backends live in sqlite/ and
+// postgres/; storetest/ is the conformance suite both must pass. Every write a runner makes for a
+// run goes through Commit, which applies it only under the lease generation the runner claimed
+// with, so a stale runner can never overwrite the new owner's work.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// Errors every backend returns (wrapped with context).
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrConflict: the resourceVersion given is not the current one (optimistic concurrency).
+	ErrConflict = errors.New("resource version conflict")
+	// ErrFenced: the lease generation is stale; another runner owns the run now.
+	ErrFenced = errors.New("lease lost: run is owned by another runner")
+	// ErrFinished: the run has ended and takes no more messages or resolutions.
+	ErrFinished = errors.New("run finished")
+	// ErrNotWaiting: a resolution was sent to a step that does not need one.
+	ErrNotWaiting = errors.New("step does not need resolution")
+)
+
+// Lease is a runner's claim on a run. Generation increases with every claim; writes carry it.
+type Lease struct {
+	Run        string
+	Owner      string
+	Generation int64
+	// PokeSeq is the run's poke counter when it was claimed (see Write.Release).
+	PokeSeq int64
+	// ExpiresAt is when the lease runs out unless renewed (store clock).
+	ExpiresAt time.Time
+}
+
+// RunFilter selects runs to list.
+type RunFilter struct {
+	Agent string
+	Phase string
+	Limit int
+}
+
+// Write is everything a runner records for a run in one fenced transaction.
+type Write struct {
+	// Steps are journal rows. State Started inserts the step (or, for a step already present,
+	// restarts it with the given Attempt); Completed and Interrupted update the existing row.
+	Steps []api.Step
+	// Events are appended to the timeline; their Seq is assigned by the store.
+	Events []api.Event
+	// Status, when set, replaces the run's status (the phase column follows status.phase).
+	Status *api.AgentRunStatus
+	// Release gives the lease up after the write. The run becomes claimable again at WakeAt (nil:
+	// only when poked), or at once if it was poked after the lease was claimed.
+	Release bool
+	WakeAt  *time.Time
+}
+
+// Signals is what a runner learns from a commit.
+type Signals struct {
+	CancelRequested bool
+	PokeSeq         int64
+}
+
+// Store is the durable state of agentrun.
+type Store interface {
+	// Backend names the backend ("sqlite", "postgres").
+	Backend() string
+	Close() error
+
+	// CreateAgent stores a new agent as revision 1 (sets uid, resourceVersion, generation 1,
+	// creationTimestamp, status.revision 1). ErrAlreadyExists if the name is taken.
+	CreateAgent(ctx context.Context, a *api.Agent) error
+	// UpdateAgent replaces an agent's spec and labels. A non-empty metadata.resourceVersion must
+	// match (else ErrConflict). A changed spec makes a new immutable revision and bumps generation.
+	// On success a is updated to what was stored.
+	UpdateAgent(ctx context.Context, a *api.Agent) error
+	GetAgent(ctx context.Context, name string) (*api.Agent, error)
+	ListAgents(ctx context.Context) ([]*api.Agent, error)
+	// DeleteAgent removes the agent; its revisions stay for the runs pinned to them.
+	DeleteAgent(ctx context.Context, name string) error
+	// GetAgentRevision returns the spec of one revision.
+	GetAgentRevision(ctx context.Context, name string, revision int64) (*api.AgentSpec, error)
+
+	// CreateRun stores a new run, claimable at once (unless its status.phase is terminal).
+	// It sets uid, resourceVersion, creationTimestamp. ErrAlreadyExists if the name is taken.
+	CreateRun(ctx context.Context, r *api.AgentRun) error
+	GetRun(ctx context.Context, name string) (*api.AgentRun, error)
+	ListRuns(ctx context.Context, f RunFilter) ([]*api.AgentRun, error)
+	// DeleteRun removes a run with its steps, events and messages.
+	DeleteRun(ctx context.Context, name string) error
+	// RequestCancel marks a run for cancellation and pokes it (the lease holder, or the next
+	// claimer, finishes it as Cancelled). ErrFinished if it has already ended.
+	RequestCancel(ctx context.Context, name string) (*api.AgentRun, error)
+
+	// AddMessage appends a message to a run and pokes it. A non-empty key already used on this
+	// run returns the first message and created=false. ErrFinished if the run has ended.
+	AddMessage(ctx context.Context, run, key, payload string) (msg api.Message, created bool, err error)
+	// ListMessages returns the run's messages with seq > afterSeq, in order.
+	ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error)
+	// ResolveStep records a person's resolution ("retry", "skip", "complete" with result) on a
+	// step and pokes the run. ErrNotWaiting unless the run is in NeedsResolution on that step.
+	ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error
+
+	// ClaimRuns leases up to max claimable runs to owner for ttl: runs with no owner whose
+	// claimable time has come, and runs whose lease has expired. Each claim bumps the generation.
+	ClaimRuns(ctx context.Context, owner string, max int, ttl time.Duration) ([]Lease, error)
+	// RenewLeases extends the given leases; it returns those that are no longer held (fenced).
+	RenewLeases(ctx context.Context, leases []Lease, ttl time.Duration) (lost []Lease, err error)
+	// Commit applies w under the lease, atomically, or returns ErrFenced and applies nothing.
+	Commit(ctx context.Context, l Lease, w Write) (Signals, error)
+	// AppendEvents adds timeline events from outside a runner (the server); seqs are assigned.
+	AppendEvents(ctx context.Context, run string, evs []api.Event) error
+
+	ListSteps(ctx context.Context, run string) ([]api.Step, error)
+	// ListEvents returns events with seq > afterSeq, at most limit (0: all).
+	ListEvents(ctx context.Context, run string, afterSeq int64, limit int) ([]api.Event, error)
+
+	// WaitWork blocks until runs may have become claimable (a create or a poke in this process, or
+	// a notification from the database), or until ctx ends or d passes.
+	WaitWork(ctx context.Context, d time.Duration)
+}

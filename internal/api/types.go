@@ -246,7 +246,9 @@ type Step struct {
 	CostMicros  *int64          `json:"costMicros,omitempty"`
 	StartedAt   time.Time       `json:"startedAt"`
 	CompletedAt *time.Time      `json:"completedAt,omitempty"`
-	Resolution  string          `json:"resolution,omitempty"`
+	// Resolution is a person's decision on an interrupted step: retry, skip or complete.
+	Resolution       string          `json:"resolution,omitempty"`
+	ResolutionResult json.RawMessage `json:"resolutionResult,omitempty"`
 }
 
 // Step states.

@@ -123,4 +123,6 @@ type Store interface {
 	// WaitWork blocks until runs may have become claimable (a create or a poke in this process, or
 	// a notification from the database), or until ctx ends or d passes.
 	WaitWork(ctx context.Context, d time.Duration)
+	// WaitEvents blocks until a timeline event may have been appended, or ctx ends, or d passes.
+	WaitEvents(ctx context.Context, d time.Duration)
 }

@@ -1,0 +1,859 @@
+// Package sqlite is the embedded store backend: one SQLite file in the data folder, in WAL mode,
+// with a single writer connection (so write transactions never contend) and a pool of readers.
+// It implements store.Store and passes the shared conformance suite in store/storetest.
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/store"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Store is the SQLite backend.
+type Store struct {
+	w    *sql.DB // the single writer connection
+	r    *sql.DB // readers
+	now  func() time.Time
+	wake *waker
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path and applies migrations.
+func Open(path string) (*Store, error) {
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	w, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	r, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(8)
+	s := &Store{w: w, r: r, now: time.Now, wake: newWaker()}
+	if err := s.migrate(context.Background()); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Backend names the backend.
+func (s *Store) Backend() string { return "sqlite" }
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+var migrations = []string{
+	// 1: the durable core.
+	`CREATE TABLE agents (
+		name TEXT PRIMARY KEY, uid TEXT NOT NULL, resource_version INTEGER NOT NULL,
+		generation INTEGER NOT NULL, revision INTEGER NOT NULL, created_at INTEGER NOT NULL,
+		labels TEXT NOT NULL, spec TEXT NOT NULL);
+	CREATE TABLE agent_revisions (
+		agent TEXT NOT NULL, revision INTEGER NOT NULL, spec TEXT NOT NULL, created_at INTEGER NOT NULL,
+		PRIMARY KEY (agent, revision));
+	CREATE TABLE runs (
+		name TEXT PRIMARY KEY, uid TEXT NOT NULL, agent TEXT NOT NULL, resource_version INTEGER NOT NULL,
+		created_at INTEGER NOT NULL, labels TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL,
+		phase TEXT NOT NULL,
+		lease_owner TEXT, lease_expires_at INTEGER, lease_generation INTEGER NOT NULL DEFAULT 0,
+		claimable_at INTEGER, poke_seq INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0,
+		next_step INTEGER NOT NULL DEFAULT 0, next_event INTEGER NOT NULL DEFAULT 0, next_message INTEGER NOT NULL DEFAULT 0);
+	CREATE INDEX runs_claimable ON runs (claimable_at) WHERE lease_owner IS NULL AND claimable_at IS NOT NULL;
+	CREATE INDEX runs_leased ON runs (lease_expires_at) WHERE lease_owner IS NOT NULL;
+	CREATE INDEX runs_agent ON runs (agent, created_at);
+	CREATE TABLE steps (
+		run TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,
+		title TEXT NOT NULL, attempt INTEGER NOT NULL, args_hash TEXT NOT NULL, args TEXT, result TEXT,
+		error TEXT NOT NULL, cost_micros INTEGER, started_at INTEGER NOT NULL, completed_at INTEGER,
+		resolution TEXT NOT NULL DEFAULT '', resolution_result TEXT,
+		PRIMARY KEY (run, seq), UNIQUE (run, key));
+	CREATE TABLE run_events (
+		run TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL, type TEXT NOT NULL,
+		step_key TEXT NOT NULL, message TEXT NOT NULL, data TEXT, PRIMARY KEY (run, seq));
+	CREATE TABLE messages (
+		run TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, payload TEXT NOT NULL, time INTEGER NOT NULL,
+		PRIMARY KEY (run, seq));
+	CREATE UNIQUE INDEX messages_key ON messages (run, key) WHERE key <> '';`,
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for i, m := range migrations {
+		v := i + 1
+		err := s.tx(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, m); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, s.now().UnixMilli())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate to version %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func newUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %T: %v", v, err)) // our own types always marshal
+	}
+	return string(b)
+}
+
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// ---- agents ----
+
+func (s *Store) CreateAgent(ctx context.Context, a *api.Agent) error {
+	now := s.now()
+	a.Metadata.UID = newUID()
+	a.Metadata.ResourceVersion = "1"
+	a.Metadata.Generation = 1
+	ct := now.UTC().Truncate(time.Millisecond)
+	a.Metadata.CreationTimestamp = &ct
+	a.Status.Revision = 1
+	spec := mustJSON(a.Spec)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO agents (name, uid, resource_version, generation, revision, created_at, labels, spec) VALUES (?, ?, 1, 1, 1, ?, ?, ?)`,
+			a.Metadata.Name, a.Metadata.UID, ms(now), mustJSON(a.Metadata.Labels), spec)
+		if err != nil {
+			if isUnique(err) {
+				return fmt.Errorf("agent %q: %w", a.Metadata.Name, store.ErrAlreadyExists)
+			}
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, 1, ?, ?)`, a.Metadata.Name, spec, ms(now))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create agent %s: %w", a.Metadata.Name, err)
+	}
+	return nil
+}
+
+func isUnique(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") || err != nil && strings.Contains(err.Error(), "constraint failed: PRIMARY KEY")
+}
+
+func (s *Store) UpdateAgent(ctx context.Context, a *api.Agent) error {
+	name := a.Metadata.Name
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		cur, err := scanAgent(tx.QueryRowContext(ctx, agentCols+` WHERE name = ?`, name))
+		if err != nil {
+			return err
+		}
+		if a.Metadata.ResourceVersion != "" && a.Metadata.ResourceVersion != cur.Metadata.ResourceVersion {
+			return fmt.Errorf("agent %q has resourceVersion %s, not %s: %w", name, cur.Metadata.ResourceVersion, a.Metadata.ResourceVersion, store.ErrConflict)
+		}
+		rv, _ := strconv.ParseInt(cur.Metadata.ResourceVersion, 10, 64)
+		rv++
+		gen, rev := cur.Metadata.Generation, cur.Status.Revision
+		specChanged := !reflect.DeepEqual(normSpec(cur.Spec), normSpec(a.Spec))
+		if specChanged {
+			gen++
+			rev++
+			if _, err := tx.ExecContext(ctx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, ?, ?, ?)`, name, rev, mustJSON(a.Spec), ms(s.now())); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE agents SET resource_version = ?, generation = ?, revision = ?, labels = ?, spec = ? WHERE name = ?`,
+			rv, gen, rev, mustJSON(a.Metadata.Labels), mustJSON(a.Spec), name); err != nil {
+			return err
+		}
+		a.Metadata.UID, a.Metadata.CreationTimestamp = cur.Metadata.UID, cur.Metadata.CreationTimestamp
+		a.Metadata.ResourceVersion = strconv.FormatInt(rv, 10)
+		a.Metadata.Generation = gen
+		a.Status.Revision = rev
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update agent %s: %w", name, err)
+	}
+	return nil
+}
+
+// normSpec round-trips a spec through JSON so nil and empty slices compare equal.
+func normSpec(sp api.AgentSpec) any {
+	var v any
+	json.Unmarshal([]byte(mustJSON(sp)), &v)
+	return v
+}
+
+const agentCols = `SELECT name, uid, resource_version, generation, revision, created_at, labels, spec FROM agents`
+
+type rowScanner interface{ Scan(...any) error }
+
+func scanAgent(row rowScanner) (*api.Agent, error) {
+	var a api.Agent
+	var rv, created int64
+	var labels, spec string
+	if err := row.Scan(&a.Metadata.Name, &a.Metadata.UID, &rv, &a.Metadata.Generation, &a.Status.Revision, &created, &labels, &spec); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, store.ErrNotFound
+		}
+		return nil, err
+	}
+	a.APIVersion, a.Kind = api.APIVersion, "Agent"
+	a.Metadata.ResourceVersion = strconv.FormatInt(rv, 10)
+	ct := fromMS(created)
+	a.Metadata.CreationTimestamp = &ct
+	json.Unmarshal([]byte(labels), &a.Metadata.Labels)
+	if err := json.Unmarshal([]byte(spec), &a.Spec); err != nil {
+		return nil, fmt.Errorf("decode agent %s spec: %w", a.Metadata.Name, err)
+	}
+	return &a, nil
+}
+
+func (s *Store) GetAgent(ctx context.Context, name string) (*api.Agent, error) {
+	a, err := scanAgent(s.r.QueryRowContext(ctx, agentCols+` WHERE name = ?`, name))
+	if err != nil {
+		return nil, fmt.Errorf("get agent %s: %w", name, err)
+	}
+	return a, nil
+}
+
+func (s *Store) ListAgents(ctx context.Context) ([]*api.Agent, error) {
+	rows, err := s.r.QueryContext(ctx, agentCols+` ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	defer rows.Close()
+	var out []*api.Agent
+	for rows.Next() {
+		a, err := scanAgent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list agents: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) DeleteAgent(ctx context.Context, name string) error {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM agents WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("delete agent %s: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("delete agent %s: %w", name, store.ErrNotFound)
+	}
+	return nil
+}
+
+func (s *Store) GetAgentRevision(ctx context.Context, name string, revision int64) (*api.AgentSpec, error) {
+	var spec string
+	err := s.r.QueryRowContext(ctx, `SELECT spec FROM agent_revisions WHERE agent = ? AND revision = ?`, name, revision).Scan(&spec)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("agent %s revision %d: %w", name, revision, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent %s revision %d: %w", name, revision, err)
+	}
+	var sp api.AgentSpec
+	if err := json.Unmarshal([]byte(spec), &sp); err != nil {
+		return nil, fmt.Errorf("decode agent %s revision %d: %w", name, revision, err)
+	}
+	return &sp, nil
+}
+
+// ---- runs ----
+
+func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
+	now := s.now()
+	r.Metadata.UID = newUID()
+	r.Metadata.ResourceVersion = "1"
+	r.Metadata.Generation = 1
+	ct := now.UTC().Truncate(time.Millisecond)
+	r.Metadata.CreationTimestamp = &ct
+	var claimable any = ms(now)
+	if api.Finished(r.Status.Phase) {
+		claimable = nil
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?)`,
+		r.Metadata.Name, r.Metadata.UID, r.Spec.Agent, ms(now), mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable)
+	if err != nil {
+		if isUnique(err) {
+			return fmt.Errorf("create run %s: %w", r.Metadata.Name, store.ErrAlreadyExists)
+		}
+		return fmt.Errorf("create run %s: %w", r.Metadata.Name, err)
+	}
+	s.wake.poke()
+	return nil
+}
+
+const runCols = `SELECT name, uid, resource_version, created_at, labels, spec, status, cancel_requested, lease_owner FROM runs`
+
+func scanRun(row rowScanner) (*api.AgentRun, error) {
+	var r api.AgentRun
+	var rv, created int64
+	var labels, spec, status string
+	var cancel int
+	var owner sql.NullString
+	if err := row.Scan(&r.Metadata.Name, &r.Metadata.UID, &rv, &created, &labels, &spec, &status, &cancel, &owner); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, store.ErrNotFound
+		}
+		return nil, err
+	}
+	r.APIVersion, r.Kind = api.APIVersion, "AgentRun"
+	r.Metadata.ResourceVersion = strconv.FormatInt(rv, 10)
+	r.Metadata.Generation = 1
+	ct := fromMS(created)
+	r.Metadata.CreationTimestamp = &ct
+	json.Unmarshal([]byte(labels), &r.Metadata.Labels)
+	if err := json.Unmarshal([]byte(spec), &r.Spec); err != nil {
+		return nil, fmt.Errorf("decode run %s spec: %w", r.Metadata.Name, err)
+	}
+	if err := json.Unmarshal([]byte(status), &r.Status); err != nil {
+		return nil, fmt.Errorf("decode run %s status: %w", r.Metadata.Name, err)
+	}
+	r.Status.CancelRequested = cancel != 0 && !api.Finished(r.Status.Phase)
+	return &r, nil
+}
+
+func (s *Store) GetRun(ctx context.Context, name string) (*api.AgentRun, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, runCols+` WHERE name = ?`, name))
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", name, err)
+	}
+	return r, nil
+}
+
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*api.AgentRun, error) {
+	q := runCols + ` WHERE 1=1`
+	var args []any
+	if f.Agent != "" {
+		q += ` AND agent = ?`
+		args = append(args, f.Agent)
+	}
+	if f.Phase != "" {
+		q += ` AND phase = ?`
+		args = append(args, f.Phase)
+	}
+	q += ` ORDER BY created_at, name`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*api.AgentRun
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) DeleteRun(ctx context.Context, name string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE name = ?`, name)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return store.ErrNotFound
+		}
+		for _, t := range []string{"steps", "run_events", "messages"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE run = ?`, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete run %s: %w", name, err)
+	}
+	return nil
+}
+
+// runPhase reads a run's phase inside tx; ErrNotFound if it is missing.
+func runPhase(ctx context.Context, tx *sql.Tx, name string) (string, error) {
+	var phase string
+	err := tx.QueryRowContext(ctx, `SELECT phase FROM runs WHERE name = ?`, name).Scan(&phase)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", store.ErrNotFound
+	}
+	return phase, err
+}
+
+// poke marks a run as needing attention: claimable now if unleased, and noted for the holder.
+func (s *Store) pokeTx(ctx context.Context, tx *sql.Tx, name string, extra string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE runs SET poke_seq = poke_seq + 1, claimable_at = ?`+extra+`, resource_version = resource_version + 1 WHERE name = ?`, ms(s.now()), name)
+	return err
+}
+
+func (s *Store) RequestCancel(ctx context.Context, name string) (*api.AgentRun, error) {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		phase, err := runPhase(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if api.Finished(phase) {
+			return store.ErrFinished
+		}
+		return s.pokeTx(ctx, tx, name, `, cancel_requested = 1`)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel run %s: %w", name, err)
+	}
+	s.wake.poke()
+	return s.GetRun(ctx, name)
+}
+
+func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.Message, bool, error) {
+	var msg api.Message
+	created := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		phase, err := runPhase(ctx, tx, run)
+		if err != nil {
+			return err
+		}
+		if key != "" {
+			var t int64
+			err := tx.QueryRowContext(ctx, `SELECT seq, payload, time FROM messages WHERE run = ? AND key = ?`, run, key).Scan(&msg.Seq, &msg.Payload, &t)
+			if err == nil {
+				msg.Key, msg.Time = key, fromMS(t)
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if api.Finished(phase) {
+			return store.ErrFinished
+		}
+		now := s.now()
+		if err := tx.QueryRowContext(ctx, `UPDATE runs SET next_message = next_message + 1 WHERE name = ? RETURNING next_message`, run).Scan(&msg.Seq); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (run, seq, key, payload, time) VALUES (?, ?, ?, ?, ?)`, run, msg.Seq, key, payload, ms(now)); err != nil {
+			return err
+		}
+		msg.Key, msg.Payload, msg.Time = key, payload, now.UTC().Truncate(time.Millisecond)
+		created = true
+		return s.pokeTx(ctx, tx, run, "")
+	})
+	if err != nil {
+		return api.Message{}, false, fmt.Errorf("message run %s: %w", run, err)
+	}
+	if created {
+		s.wake.poke()
+	}
+	return msg, created, nil
+}
+
+func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, key, payload, time FROM messages WHERE run = ? AND seq > ? ORDER BY seq`, run, afterSeq)
+	if err != nil {
+		return nil, fmt.Errorf("list messages of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []api.Message
+	for rows.Next() {
+		var m api.Message
+		var t int64
+		if err := rows.Scan(&m.Seq, &m.Key, &m.Payload, &t); err != nil {
+			return nil, fmt.Errorf("list messages of %s: %w", run, err)
+		}
+		m.Time = fromMS(t)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var status string
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE name = ?`, run).Scan(&status); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			return err
+		}
+		var st api.AgentRunStatus
+		json.Unmarshal([]byte(status), &st)
+		if st.Phase != api.PhaseNeedsResolution || st.WaitingOn == nil || st.WaitingOn.StepKey != stepKey {
+			return store.ErrNotWaiting
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE steps SET resolution = ?, resolution_result = ? WHERE run = ? AND key = ?`, resolution, nullJSON(result), run, stepKey)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return store.ErrNotWaiting
+		}
+		return s.pokeTx(ctx, tx, run, "")
+	})
+	if err != nil {
+		return fmt.Errorf("resolve step %s of %s: %w", stepKey, run, err)
+	}
+	s.wake.poke()
+	return nil
+}
+
+// ---- leases ----
+
+func (s *Store) ClaimRuns(ctx context.Context, owner string, max int, ttl time.Duration) ([]store.Lease, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	var out []store.Lease
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		exp := now.Add(ttl)
+		rows, err := tx.QueryContext(ctx, `
+			UPDATE runs SET lease_owner = ?, lease_expires_at = ?, lease_generation = lease_generation + 1
+			WHERE name IN (
+				SELECT name FROM (
+					SELECT name, claimable_at AS t FROM runs WHERE lease_owner IS NULL AND claimable_at IS NOT NULL AND claimable_at <= ?
+					UNION ALL
+					SELECT name, lease_expires_at AS t FROM runs WHERE lease_owner IS NOT NULL AND lease_expires_at < ?
+				) ORDER BY t LIMIT ?)
+			RETURNING name, lease_generation, poke_seq`, owner, ms(exp), ms(now), ms(now), max)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			l := store.Lease{Owner: owner, ExpiresAt: exp}
+			if err := rows.Scan(&l.Run, &l.Generation, &l.PokeSeq); err != nil {
+				return err
+			}
+			out = append(out, l)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs for %s: %w", owner, err)
+	}
+	return out, nil
+}
+
+func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) ([]store.Lease, error) {
+	var lost []store.Lease
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		lost = lost[:0]
+		exp := ms(s.now().Add(ttl))
+		for _, l := range leases {
+			res, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires_at = ? WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, exp, l.Run, l.Owner, l.Generation)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				lost = append(lost, l)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("renew %d leases: %w", len(leases), err)
+	}
+	return lost, nil
+}
+
+func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store.Signals, error) {
+	var sig store.Signals
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var cancel int
+		err := tx.QueryRowContext(ctx, `SELECT cancel_requested, poke_seq FROM runs WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, l.Run, l.Owner, l.Generation).Scan(&cancel, &sig.PokeSeq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrFenced
+		}
+		if err != nil {
+			return err
+		}
+		sig.CancelRequested = cancel != 0
+		if err := s.writeSteps(ctx, tx, l.Run, w.Steps); err != nil {
+			return err
+		}
+		if err := s.writeEvents(ctx, tx, l.Run, w.Events); err != nil {
+			return err
+		}
+		if w.Status != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, phase = ?, resource_version = resource_version + 1 WHERE name = ?`, mustJSON(w.Status), w.Status.Phase, l.Run); err != nil {
+				return err
+			}
+		}
+		if w.Release {
+			var wake any
+			if w.WakeAt != nil {
+				wake = ms(*w.WakeAt)
+			}
+			// A poke after the claim means something arrived the holder may not have seen.
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
+				claimable_at = CASE WHEN poke_seq <> ? THEN ? ELSE ? END WHERE name = ?`, l.PokeSeq, ms(s.now()), wake, l.Run); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, err)
+	}
+	if w.Release {
+		s.wake.poke()
+	}
+	if len(w.Events) > 0 {
+		s.wake.event()
+	}
+	return sig, nil
+}
+
+func (s *Store) writeSteps(ctx context.Context, tx *sql.Tx, run string, steps []api.Step) error {
+	for _, st := range steps {
+		var completed any
+		if st.CompletedAt != nil {
+			completed = ms(*st.CompletedAt)
+		}
+		switch st.State {
+		case api.StepStarted:
+			res, err := tx.ExecContext(ctx, `UPDATE steps SET state = ?, attempt = ?, args_hash = ?, args = ?, result = NULL, error = '', started_at = ?, completed_at = NULL, cost_micros = NULL, resolution = '', resolution_result = NULL WHERE run = ? AND key = ?`,
+				st.State, st.Attempt, st.ArgsHash, nullJSON(st.Args), ms(st.StartedAt), run, st.Key)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				continue
+			}
+			var seq int64
+			if err := tx.QueryRowContext(ctx, `UPDATE runs SET next_step = next_step + 1 WHERE name = ? RETURNING next_step`, run).Scan(&seq); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO steps (run, seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				run, seq, st.Key, st.Kind, st.State, st.Title, st.Attempt, st.ArgsHash, nullJSON(st.Args), nullJSON(st.Result), st.Error, st.CostMicros, ms(st.StartedAt), completed); err != nil {
+				return err
+			}
+		default:
+			res, err := tx.ExecContext(ctx, `UPDATE steps SET state = ?, result = ?, error = ?, cost_micros = ?, completed_at = ? WHERE run = ? AND key = ?`,
+				st.State, nullJSON(st.Result), st.Error, st.CostMicros, completed, run, st.Key)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return fmt.Errorf("step %s of %s: %s before Started", st.Key, run, st.State)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) writeEvents(ctx context.Context, tx *sql.Tx, run string, evs []api.Event) error {
+	for _, ev := range evs {
+		var seq int64
+		if err := tx.QueryRowContext(ctx, `UPDATE runs SET next_event = next_event + 1 WHERE name = ? RETURNING next_event`, run).Scan(&seq); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			return err
+		}
+		t := ev.Time
+		if t.IsZero() {
+			t = s.now()
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO run_events (run, seq, time, type, step_key, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			run, seq, ms(t), ev.Type, ev.StepKey, ev.Message, nullJSON(ev.Data)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) error {
+	if err := s.tx(ctx, func(tx *sql.Tx) error { return s.writeEvents(ctx, tx, run, evs) }); err != nil {
+		return fmt.Errorf("append events to %s: %w", run, err)
+	}
+	s.wake.event()
+	return nil
+}
+
+func (s *Store) ListSteps(ctx context.Context, run string) ([]api.Step, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at, resolution, resolution_result FROM steps WHERE run = ? ORDER BY seq`, run)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []api.Step
+	for rows.Next() {
+		var st api.Step
+		var args, result, resResult sql.NullString
+		var costM, completed sql.NullInt64
+		var started int64
+		if err := rows.Scan(&st.Seq, &st.Key, &st.Kind, &st.State, &st.Title, &st.Attempt, &st.ArgsHash, &args, &result, &st.Error, &costM, &started, &completed, &st.Resolution, &resResult); err != nil {
+			return nil, fmt.Errorf("list steps of %s: %w", run, err)
+		}
+		if args.Valid {
+			st.Args = json.RawMessage(args.String)
+		}
+		if result.Valid {
+			st.Result = json.RawMessage(result.String)
+		}
+		if resResult.Valid {
+			st.ResolutionResult = json.RawMessage(resResult.String)
+		}
+		if costM.Valid {
+			v := costM.Int64
+			st.CostMicros = &v
+		}
+		st.StartedAt = fromMS(started)
+		if completed.Valid {
+			t := fromMS(completed.Int64)
+			st.CompletedAt = &t
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) ListEvents(ctx context.Context, run string, afterSeq int64, limit int) ([]api.Event, error) {
+	q := `SELECT seq, time, type, step_key, message, data FROM run_events WHERE run = ? AND seq > ? ORDER BY seq`
+	args := []any{run, afterSeq}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []api.Event
+	for rows.Next() {
+		var ev api.Event
+		var t int64
+		var data sql.NullString
+		if err := rows.Scan(&ev.Seq, &t, &ev.Type, &ev.StepKey, &ev.Message, &data); err != nil {
+			return nil, fmt.Errorf("list events of %s: %w", run, err)
+		}
+		ev.Time = fromMS(t)
+		if data.Valid {
+			ev.Data = json.RawMessage(data.String)
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) WaitWork(ctx context.Context, d time.Duration) {
+	s.wake.waitWork(ctx, d)
+}
+
+// WaitEvents blocks until an event is appended in this process, ctx ends, or d passes.
+func (s *Store) WaitEvents(ctx context.Context, d time.Duration) {
+	s.wake.waitEvent(ctx, d)
+}
+
+// waker broadcasts "something changed" to waiters in this process by closing a channel.
+type waker struct {
+	mu     sync.Mutex
+	work   chan struct{}
+	events chan struct{}
+}
+
+func newWaker() *waker { return &waker{work: make(chan struct{}), events: make(chan struct{})} }
+
+func (w *waker) poke() {
+	w.mu.Lock()
+	close(w.work)
+	w.work = make(chan struct{})
+	w.mu.Unlock()
+}
+
+func (w *waker) event() {
+	w.mu.Lock()
+	close(w.events)
+	w.events = make(chan struct{})
+	w.mu.Unlock()
+}
+
+func (w *waker) waitWork(ctx context.Context, d time.Duration) {
+	w.mu.Lock()
+	ch := w.work
+	w.mu.Unlock()
+	wait(ctx, ch, d)
+}
+
+func (w *waker) waitEvent(ctx context.Context, d time.Duration) {
+	w.mu.Lock()
+	ch := w.events
+	w.mu.Unlock()
+	wait(ctx, ch, d)
+}
+
+func wait(ctx context.Context, ch <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

@@ -256,6 +256,7 @@ const (
 	StepStarted     = "Started"
 	StepCompleted   = "Completed"
 	StepInterrupted = "Interrupted"
+	StepFailed      = "Failed"
 )
 
 // Event is one timeline entry of a run. Seq is resumable (SSE Last-Event-ID).

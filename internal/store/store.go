@@ -109,6 +109,9 @@ type Store interface {
 	// ClaimRuns leases up to max claimable runs to owner for ttl: runs with no owner whose
 	// claimable time has come, and runs whose lease has expired. Each claim bumps the generation.
 	ClaimRuns(ctx context.Context, owner string, max int, ttl time.Duration) ([]Lease, error)
+	// ExpireLeases ends every lease held by owner (a runner starting again under the same name,
+	// whose previous process is gone), so its runs are claimable at once. It returns how many.
+	ExpireLeases(ctx context.Context, owner string) (int, error)
 	// RenewLeases extends the given leases; it returns those that are no longer held (fenced).
 	RenewLeases(ctx context.Context, leases []Lease, ttl time.Duration) (lost []Lease, err error)
 	// Commit applies w under the lease, atomically, or returns ErrFenced and applies nothing.

@@ -598,6 +598,18 @@ func (s *Store) ClaimRuns(ctx context.Context, owner string, max int, ttl time.D
 	return out, nil
 }
 
+func (s *Store) ExpireLeases(ctx context.Context, owner string) (int, error) {
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET lease_expires_at = ? WHERE lease_owner = ?`, ms(s.now())-1, owner)
+	if err != nil {
+		return 0, fmt.Errorf("expire leases of %s: %w", owner, err)
+	}
+	n, _ := res.RowsAffected()
+	if n > 0 {
+		s.wake.poke()
+	}
+	return int(n), nil
+}
+
 func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) ([]store.Lease, error) {
 	var lost []store.Lease
 	err := s.tx(ctx, func(tx *sql.Tx) error {

@@ -1,0 +1,513 @@
+// Package agent is the built-in agent loop (harness "builtin"): a model turn, the tool calls it
+// asks for, and again, until the model answers without tools. Every model call, tool call, message
+// received and question answered is a journal step, so a drive that restarts replays the
+// conversation from recorded results and continues where the last one stopped. The loop parks the
+// run (releasing its lease) whenever it waits on someone: a message, an answer, a resolution.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/journal"
+	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/tools"
+)
+
+// Engine drives runs with the built-in loop.
+type Engine struct {
+	Store  store.Store
+	Models *model.Config
+	// DataDir holds run folders at DataDir/runs/NAME.
+	DataDir string
+	// ConsoleURL is the server's base URL, for status.consoleURL.
+	ConsoleURL string
+	Log        *slog.Logger
+	// RunnerName is recorded in status.runner.
+	RunnerName string
+}
+
+// RunFolder is where a run's files live.
+func RunFolder(dataDir, run string) string { return filepath.Join(dataDir, "runs", run) }
+
+// park is returned inside a drive when the run has parked itself (status written, lease released).
+var errParked = errors.New("run parked")
+
+// drive is one claim's worth of work on one run.
+type drive struct {
+	e      *Engine
+	j      *journal.Journal
+	run    *api.AgentRun
+	spec   *api.AgentSpec
+	status api.AgentRunStatus
+	folder string
+	// lastMsg is the seq of the last message consumed (from replayed steps).
+	lastMsg int64
+	log     *slog.Logger
+}
+
+// Drive runs one claimed run until it finishes, parks, or ctx ends (lease lost, runner stopping,
+// cancellation). It returns nil when the run finished or parked.
+func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
+	run, err := e.Store.GetRun(ctx, lease.Run)
+	if err != nil {
+		return fmt.Errorf("drive %s: %w", lease.Run, err)
+	}
+	j, err := journal.Open(ctx, e.Store, lease)
+	if err != nil {
+		return err
+	}
+	d := &drive{e: e, j: j, run: run, status: run.Status, folder: RunFolder(e.DataDir, run.Metadata.Name),
+		log: e.Log.With("run", run.Metadata.Name, "generation", lease.Generation)}
+	if api.Finished(d.status.Phase) {
+		_, err := j.Commit(ctx, nil, true, nil)
+		return err
+	}
+	if run.Status.CancelRequested {
+		return d.finish(ctx, api.PhaseCancelled, api.ReasonUserCancelled, "cancelled by a user")
+	}
+	var dctx context.Context = ctx
+	if d.status.Deadline != nil {
+		if !time.Now().Before(*d.status.Deadline) {
+			return d.finish(ctx, api.PhaseFailed, api.ReasonDeadlineExceeded, "the run's deadline passed at "+d.status.Deadline.Format(time.RFC3339))
+		}
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithDeadline(ctx, *d.status.Deadline)
+		defer cancel()
+	}
+	err = d.loop(dctx)
+	switch {
+	case err == nil, errors.Is(err, errParked):
+		return nil
+	case errors.Is(err, store.ErrFenced):
+		d.log.Warn("lease lost; dropping run", "err", err)
+		return err
+	case errors.Is(err, journal.ErrCancelled):
+		return d.finish(ctx, api.PhaseCancelled, api.ReasonUserCancelled, "cancelled by a user")
+	}
+	if d.status.Deadline != nil && !time.Now().Before(*d.status.Deadline) && ctx.Err() == nil {
+		return d.finish(ctx, api.PhaseFailed, api.ReasonDeadlineExceeded, "the run's deadline passed at "+d.status.Deadline.Format(time.RFC3339))
+	}
+	if ctx.Err() != nil {
+		return ctx.Err() // runner stopping or lease lost: the next owner replays
+	}
+	var nr *journal.NeedsResolution
+	if errors.As(err, &nr) {
+		d.status.Phase, d.status.Reason = api.PhaseNeedsResolution, api.ReasonInterrupted
+		d.status.Message = fmt.Sprintf("step %s (%s) was interrupted and may or may not have taken effect; inspect it, then resolve with retry, skip or complete", nr.Step.Key, nr.Step.Title)
+		d.status.WaitingOn = &api.WaitingOn{Kind: "resolution", StepKey: nr.Step.Key, Detail: nr.Step.Title}
+		return d.park(ctx, nil)
+	}
+	var fe *failure
+	if errors.As(err, &fe) {
+		return d.finish(ctx, api.PhaseFailed, fe.reason, fe.msg)
+	}
+	d.log.Error("run failed", "err", err)
+	return d.finish(ctx, api.PhaseFailed, api.ReasonInternalError, err.Error())
+}
+
+// failure ends the run as Failed with a reason.
+type failure struct{ reason, msg string }
+
+func (f *failure) Error() string { return f.reason + ": " + f.msg }
+
+func (d *drive) finish(ctx context.Context, phase, reason, msg string) error {
+	// The run may be ending because its own context ended (deadline); the final write still goes
+	// out under the lease.
+	ctx = context.WithoutCancel(ctx)
+	now := time.Now().UTC()
+	d.status.Phase, d.status.Reason, d.status.Message = phase, reason, msg
+	d.status.WaitingOn = nil
+	d.status.FinishedAt = &now
+	d.status.CancelRequested = false
+	d.j.Emit(api.Event{Type: "run." + strings.ToLower(phase), Message: msg})
+	_, err := d.j.Commit(ctx, &d.status, true, nil)
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", d.run.Metadata.Name, err)
+	}
+	return nil
+}
+
+// park writes a waiting status and releases the lease; the run wakes when poked or at wakeAt
+// (the deadline, if any, so a waiting run still fails on time).
+func (d *drive) park(ctx context.Context, ev *api.Event) error {
+	if ev != nil {
+		d.j.Emit(*ev)
+	}
+	if _, err := d.j.Commit(ctx, &d.status, true, d.status.Deadline); err != nil {
+		return err
+	}
+	return errParked
+}
+
+func (d *drive) loop(ctx context.Context) error {
+	if d.run.Status.AgentRevision == 0 {
+		return &failure{api.ReasonInternalError, "run is not pinned to an agent revision"}
+	}
+	spec, err := d.e.Store.GetAgentRevision(ctx, d.run.Spec.Agent, d.run.Status.AgentRevision)
+	if err != nil {
+		return fmt.Errorf("load agent %s revision %d: %w", d.run.Spec.Agent, d.run.Status.AgentRevision, err)
+	}
+	d.spec = spec
+	if err := os.MkdirAll(d.folder, 0o755); err != nil {
+		return fmt.Errorf("run folder: %w", err)
+	}
+	provider, modelName, err := d.e.Models.Resolve(spec.Model.Provider, spec.Model.Name)
+	if err != nil {
+		return &failure{api.ReasonModelError, err.Error()}
+	}
+	defs, err := d.toolDefs()
+	if err != nil {
+		return &failure{api.ReasonToolError, err.Error()}
+	}
+
+	resumed := d.j.Steps() > 0 || d.status.Phase != api.PhaseQueued
+	now := time.Now().UTC()
+	if d.status.StartedAt == nil {
+		d.status.StartedAt = &now
+	}
+	d.status.Phase, d.status.Reason, d.status.Message, d.status.WaitingOn = api.PhaseRunning, "", "", nil
+	d.status.Runner = d.e.RunnerName
+	msg := "started on runner " + d.e.RunnerName
+	typ := "run.started"
+	if resumed {
+		msg = fmt.Sprintf("resumed on runner %s; replaying %d recorded steps", d.e.RunnerName, d.j.Steps())
+		typ = "run.resumed"
+	}
+	d.j.Emit(api.Event{Type: typ, Message: msg})
+	sig, err := d.j.Commit(ctx, &d.status, false, nil)
+	if err != nil {
+		return err
+	}
+	if sig.CancelRequested {
+		return journal.ErrCancelled
+	}
+
+	var conv []model.Message
+	msgN := 0
+	if strings.TrimSpace(d.run.Spec.Input) != "" {
+		conv = append(conv, userText(d.run.Spec.Input))
+	} else {
+		text, err := d.nextMessage(ctx, msgN, "waiting for the first message")
+		if err != nil {
+			return err
+		}
+		msgN++
+		conv = append(conv, userText(text))
+	}
+	d.status.Turns = d.status.Turns[:0]
+	var total cost.Micros
+	unknown := false
+	for turn := 0; ; turn++ {
+		req := &model.Request{Model: modelName, System: d.spec.System, Messages: conv, Tools: defs, MaxTokens: d.spec.MaxTokens, Stream: true}
+		key := fmt.Sprintf("t%d/model", turn)
+		out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s, turn %d)", modelName, turn+1),
+			Args: map[string]any{"provider": provider.Name(), "model": modelName, "messages": len(conv)}, HashOf: req,
+			// A call on the server's own key is safe to repeat; on the user's own key it is not.
+			Safe: d.spec.Model.Access != "BYOK"},
+			func(ctx context.Context) (any, *int64, error) {
+				resp, err := d.callModel(ctx, provider, req)
+				if err != nil {
+					return nil, nil, err
+				}
+				c, ok := cost.ModelCost(resp.Model, resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.CacheCreationInputTokens, resp.Usage.CacheReadInputTokens)
+				if !ok {
+					return resp, nil, nil
+				}
+				v := int64(c)
+				return resp, &v, nil
+			})
+		if err != nil {
+			return err
+		}
+		var resp model.Response
+		if err := json.Unmarshal(out.Result, &resp); err != nil {
+			return fmt.Errorf("decode %s result: %w", key, err)
+		}
+		t := api.Turn{Index: turn + 1, Model: resp.Model, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+			CacheReadTokens: resp.Usage.CacheReadInputTokens, CacheWriteTokens: resp.Usage.CacheCreationInputTokens, ChosenBy: "agent"}
+		if out.CostMicros != nil {
+			total += cost.Micros(*out.CostMicros)
+			t.CostUSD = cost.Micros(*out.CostMicros).String()
+		} else {
+			unknown = true
+			t.CostUSD = "unknown"
+		}
+		d.status.Turns = append(d.status.Turns, t)
+		d.status.Cost = runCost(total, unknown, d.run.Spec.MaxCostUSD)
+		if !out.Replayed {
+			if _, err := d.j.Commit(ctx, &d.status, false, nil); err != nil {
+				return err
+			}
+		}
+		conv = append(conv, model.Message{Role: "assistant", Content: resp.Content})
+
+		var calls []model.Block
+		var text strings.Builder
+		for _, b := range resp.Content {
+			switch b.Type {
+			case model.BlockToolUse:
+				calls = append(calls, b)
+			case model.BlockText:
+				text.WriteString(b.Text)
+			}
+		}
+		if len(calls) > 0 {
+			results := make([]model.Block, 0, len(calls))
+			for i, call := range calls {
+				res, err := d.toolCall(ctx, turn, i, call)
+				if err != nil {
+					return err
+				}
+				results = append(results, res)
+			}
+			conv = append(conv, model.Message{Role: "user", Content: results})
+			continue
+		}
+		if resp.StopReason == model.StopMaxTokens && text.Len() == 0 {
+			return &failure{api.ReasonModelError, fmt.Sprintf("the model stopped at maxTokens (%d) without an answer", d.spec.MaxTokens)}
+		}
+		d.setAnswer(text.String())
+		// A message that arrived while the run worked is read after the turn.
+		pending, err := d.e.Store.ListMessages(ctx, d.run.Metadata.Name, d.lastMsg)
+		if err != nil {
+			return err
+		}
+		if len(pending) == 0 && !d.run.Spec.KeepAlive {
+			return d.finishAnswer(ctx)
+		}
+		next, err := d.nextMessage(ctx, msgN, "the turn is done; waiting for your next message")
+		if err != nil {
+			return err
+		}
+		msgN++
+		conv = append(conv, userText(next))
+	}
+}
+
+func (d *drive) finishAnswer(ctx context.Context) error {
+	return d.finish(ctx, api.PhaseSucceeded, api.ReasonCompleted, "")
+}
+
+// setAnswer keeps the whole answer in the run folder's journal-owned file and a 4 KiB preview in
+// status.
+func (d *drive) setAnswer(text string) {
+	prev := text
+	truncated := false
+	if len(prev) > api.AnswerPreviewSize {
+		cut := api.AnswerPreviewSize
+		for cut > 0 && !utf8Start(prev[cut]) {
+			cut--
+		}
+		prev, truncated = prev[:cut], true
+	}
+	d.status.Answer = &api.Answer{Preview: prev, Truncated: truncated, Bytes: len(text)}
+	d.j.Emit(api.Event{Type: "answer", Message: firstLine(text, 200), Data: mustRaw(map[string]string{"answer": text})})
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+func mustRaw(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func userText(s string) model.Message {
+	return model.Message{Role: "user", Content: []model.Block{{Type: model.BlockText, Text: s}}}
+}
+
+func runCost(total cost.Micros, unknown bool, limit string) *api.RunCost {
+	c := &api.RunCost{TotalUSD: total.String()}
+	if unknown {
+		c.TotalUSD = "unknown"
+		if total > 0 {
+			c.TotalUSD = "at least " + total.String()
+		}
+	}
+	if limit != "" {
+		if m, err := cost.ParseUSD(limit); err == nil {
+			c.LimitUSD = m.String()
+		}
+	}
+	return c
+}
+
+// nextMessage consumes the next message as journal step m{n}, or parks the run waiting for one.
+func (d *drive) nextMessage(ctx context.Context, n int, waiting string) (string, error) {
+	key := fmt.Sprintf("m%d", n)
+	if st, ok := d.j.Lookup(key); ok && st.State == api.StepCompleted {
+		var m api.Message
+		json.Unmarshal(st.Result, &m)
+		d.lastMsg = m.Seq
+		return m.Payload, nil
+	}
+	msgs, err := d.e.Store.ListMessages(ctx, d.run.Metadata.Name, d.lastMsg)
+	if err != nil {
+		return "", err
+	}
+	if len(msgs) == 0 {
+		d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonMessage, waiting
+		d.status.WaitingOn = &api.WaitingOn{Kind: "message", Detail: waiting}
+		if !d.run.Spec.KeepAlive && n > 0 {
+			// Not reachable: a run without keepAlive finishes when no message is pending.
+			return "", &failure{api.ReasonInternalError, "waiting for a message on a run without keepAlive"}
+		}
+		return "", d.park(ctx, &api.Event{Type: "run.waiting", Message: "waiting for a message"})
+	}
+	m := msgs[0]
+	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "message", Title: "message received: " + firstLine(m.Payload, 80), Args: map[string]int64{"after": d.lastMsg}}, m); err != nil {
+		return "", err
+	}
+	d.lastMsg = m.Seq
+	return m.Payload, nil
+}
+
+func (d *drive) toolDefs() ([]model.ToolDef, error) {
+	defs, err := tools.Definitions(d.spec.Tools)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.ToolDef, len(defs))
+	for i, def := range defs {
+		out[i] = model.ToolDef{Name: def.Name, Description: def.Description, InputSchema: def.Schema}
+	}
+	return out, nil
+}
+
+func (d *drive) allowed(name string) bool {
+	for _, t := range d.spec.Tools {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}
+
+// toolCall runs (or replays) one tool call and returns its tool_result block.
+func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (model.Block, error) {
+	key := fmt.Sprintf("t%d/tool/%d", turn, i)
+	result := func(content string, isErr bool) model.Block {
+		return model.Block{Type: model.BlockToolResult, ToolUseID: call.ID, Content: content, IsError: isErr}
+	}
+	if i >= d.spec.MaxToolCalls {
+		return result(fmt.Sprintf("not run: at most %d tool calls per turn (spec.maxToolCalls)", d.spec.MaxToolCalls), true), nil
+	}
+	if !d.allowed(call.Name) {
+		return result(fmt.Sprintf("tool %q is not available to this agent", call.Name), true), nil
+	}
+	if call.Name == tools.AskPersonName {
+		return d.askPerson(ctx, key, call, result)
+	}
+	tool, ok := tools.Lookup(call.Name)
+	if !ok {
+		return result(fmt.Sprintf("tool %q is not available on this server", call.Name), true), nil
+	}
+	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(call.Input), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly()},
+		func(ctx context.Context) (any, *int64, error) {
+			r, err := tool.Run(ctx, tools.Env{Root: d.folder}, call.Input)
+			if err != nil {
+				return nil, nil, err
+			}
+			return r, nil, nil
+		})
+	if err != nil {
+		return model.Block{}, err
+	}
+	if out.Skipped {
+		return result("this call was interrupted by a crash and a person chose to skip it: it may or may not have taken effect; check before relying on it", true), nil
+	}
+	var r tools.Result
+	if err := json.Unmarshal(out.Result, &r); err != nil {
+		return model.Block{}, fmt.Errorf("decode %s result: %w", key, err)
+	}
+	return result(r.Content, r.IsError), nil
+}
+
+func summarize(in json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(in, &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"path", "pattern", "label", "question"} {
+		if v, ok := m[k].(string); ok {
+			return firstLine(v, 80)
+		}
+	}
+	return ""
+}
+
+// askPerson turns an ask_person call into a question: the next message is the answer.
+func (d *drive) askPerson(ctx context.Context, key string, call model.Block, result func(string, bool) model.Block) (model.Block, error) {
+	var in struct {
+		Question string `json:"question"`
+	}
+	if err := json.Unmarshal(call.Input, &in); err != nil || strings.TrimSpace(in.Question) == "" {
+		return result(`ask_person needs {"question": "..."}`, true), nil
+	}
+	if st, ok := d.j.Lookup(key); ok && st.State == api.StepCompleted {
+		var m api.Message
+		json.Unmarshal(st.Result, &m)
+		d.lastMsg = m.Seq
+		return result(m.Payload, false), nil
+	}
+	msgs, err := d.e.Store.ListMessages(ctx, d.run.Metadata.Name, d.lastMsg)
+	if err != nil {
+		return model.Block{}, err
+	}
+	if len(msgs) == 0 {
+		d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonQuestion, in.Question
+		d.status.WaitingOn = &api.WaitingOn{Kind: "question", StepKey: key, Question: in.Question}
+		return model.Block{}, d.park(ctx, &api.Event{Type: "run.question", StepKey: key, Message: in.Question})
+	}
+	m := msgs[0]
+	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "question", Title: "asked: " + firstLine(in.Question, 80), Args: map[string]any{"question": in.Question}}, m); err != nil {
+		return model.Block{}, err
+	}
+	d.lastMsg = m.Seq
+	// Back to work: the waiting status is cleared at the next status write.
+	d.status.Phase, d.status.Reason, d.status.Message, d.status.WaitingOn = api.PhaseRunning, "", "", nil
+	return result(m.Payload, false), nil
+}
+
+// callModel calls the provider, retrying transient errors a few times with backoff.
+func (d *drive) callModel(ctx context.Context, p model.Provider, req *model.Request) (*model.Response, error) {
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		resp, err := p.Complete(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		var ae *model.APIError
+		if ctx.Err() != nil || !errors.As(err, &ae) || !ae.Retryable || attempt >= 4 {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &failure{api.ReasonModelError, err.Error()}
+		}
+		d.log.Warn("model call failed; retrying", "attempt", attempt, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		backoff *= 2
+	}
+}

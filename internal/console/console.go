@@ -1,0 +1,153 @@
+// Package console is the web console, server-rendered and embedded in the binary. For now it shows
+// runs: a list, and each run's page (the target of status.consoleURL) with its phase, what it waits
+// on, its answer, its journal and its timeline, refreshing itself while the run is live. It is
+// read-only; signing in takes the API token and sets an HttpOnly, SameSite=Strict session cookie.
+package console
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"html/template"
+	"net/http"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// Console serves the pages.
+type Console struct {
+	Store store.Store
+	Token string
+}
+
+const cookieName = "agentrun_session"
+
+// session is derived from the token so a cookie never holds the token itself.
+func (c *Console) session() string {
+	sum := sha256.Sum256([]byte("console-session:" + c.Token))
+	return hex.EncodeToString(sum[:])
+}
+
+func (c *Console) signedIn(r *http.Request) bool {
+	ck, err := r.Cookie(cookieName)
+	return err == nil && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.session())) == 1
+}
+
+// Register adds the console's routes to mux.
+func (c *Console) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", c.guard(c.runs))
+	mux.HandleFunc("GET /runs/{name}", c.guard(c.run))
+	mux.HandleFunc("GET /login", c.loginPage)
+	mux.HandleFunc("POST /login", c.login)
+}
+
+func (c *Console) guard(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !c.signedIn(r) {
+			http.Redirect(w, r, "/login?next="+template.URLQueryEscaper(r.URL.Path), http.StatusSeeOther)
+			return
+		}
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'")
+		h(w, r)
+	}
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	render(w, loginTmpl, map[string]any{"Next": r.URL.Query().Get("next"), "Error": ""})
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	next := r.PostForm.Get("next")
+	if next == "" || next[0] != '/' || (len(next) > 1 && next[1] == '/') {
+		next = "/"
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("token")), []byte(c.Token)) != 1 {
+		w.WriteHeader(http.StatusUnauthorized)
+		render(w, loginTmpl, map[string]any{"Next": next, "Error": "That is not this server's API token."})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.session(), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 7 * 24 * 3600})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) runs(w http.ResponseWriter, r *http.Request) {
+	runs, err := c.Store.ListRuns(r.Context(), store.RunFilter{})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	// Newest first.
+	for i, j := 0, len(runs)-1; i < j; i, j = i+1, j-1 {
+		runs[i], runs[j] = runs[j], runs[i]
+	}
+	render(w, runsTmpl, map[string]any{"Runs": runs})
+}
+
+func (c *Console) run(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	run, err := c.Store.GetRun(r.Context(), name)
+	if err != nil {
+		http.Error(w, "no run "+name, http.StatusNotFound)
+		return
+	}
+	steps, _ := c.Store.ListSteps(r.Context(), name)
+	events, _ := c.Store.ListEvents(r.Context(), name, 0, 0)
+	render(w, runTmpl, map[string]any{"Run": run, "Steps": steps, "Events": events, "Live": !api.Finished(run.Status.Phase)})
+}
+
+func render(w http.ResponseWriter, t *template.Template, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := t.Execute(w, data); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+var funcs = template.FuncMap{
+	"ago": func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return time.Since(*t).Round(time.Second).String() + " ago"
+	},
+	"clock": func(t time.Time) string { return t.Format("15:04:05.000") },
+}
+
+const head = `<!doctype html><html><head><meta charset="utf-8"><title>agentrun</title>
+<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
+.phase{font-weight:600}pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}.wait{background:#fff4d6;padding:.6em}</style></head><body>
+<p><a href="/">agentrun</a> · runs</p>`
+
+var loginTmpl = template.Must(template.New("login").Parse(head + `<h1>Sign in</h1>
+{{if .Error}}<p class="wait">{{.Error}}</p>{{end}}
+<form method="post" action="/login"><input type="hidden" name="next" value="{{.Next}}">
+<label>API token (in the data folder's <code>token</code> file) <input type="password" name="token" autofocus></label>
+<button>Sign in</button></form></body></html>`))
+
+var runsTmpl = template.Must(template.New("runs").Funcs(funcs).Parse(head + `<h1>Runs</h1>
+<table><tr><th>Run</th><th>Agent</th><th>Phase</th><th>Reason</th><th>Cost</th><th>Created</th></tr>
+{{range .Runs}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td class="phase">{{.Status.Phase}}</td><td>{{.Status.Reason}}</td><td>{{with .Status.Cost}}${{.TotalUSD}}{{end}}</td><td>{{ago .Metadata.CreationTimestamp}}</td></tr>
+{{else}}<tr><td colspan="6">No runs yet. Start one with <code>agentrun runs start AGENT --body '{"input": {"content": "..."}}'</code>.</td></tr>{{end}}
+</table></body></html>`))
+
+var runTmpl = template.Must(template.New("run").Funcs(funcs).Parse(`{{define "refresh"}}{{if .Live}}<meta http-equiv="refresh" content="2">{{end}}{{end}}` + head + `{{template "refresh" .}}
+{{with .Run}}<h1>{{.Metadata.Name}}</h1>
+<p>Agent <b>{{.Spec.Agent}}</b> (revision {{.Status.AgentRevision}}) · <span class="phase">{{.Status.Phase}}</span>{{if .Status.Reason}} ({{.Status.Reason}}){{end}}
+{{with .Status.Cost}} · cost ${{.TotalUSD}}{{if .LimitUSD}} of ${{.LimitUSD}}{{end}}{{end}}</p>
+{{with .Status.WaitingOn}}<p class="wait">Waiting on: {{.Kind}}{{if .Question}}: <b>{{.Question}}</b>{{end}}{{if .StepKey}} (step {{.StepKey}}){{end}}{{if .Detail}} — {{.Detail}}{{end}}</p>{{end}}
+{{if .Status.Message}}<p>{{.Status.Message}}</p>{{end}}
+<h2>Input</h2><pre>{{.Spec.Input}}</pre>
+{{with .Status.Answer}}<h2>Answer</h2><pre>{{.Preview}}</pre>{{if .Truncated}}<p>(first 4 KiB of {{.Bytes}} bytes; <code>agentrun runs answer</code> prints all of it)</p>{{end}}{{end}}
+{{if .Status.Turns}}<h2>Turns</h2><table><tr><th>#</th><th>Model</th><th>Chosen by</th><th>In</th><th>Out</th><th>Cost</th></tr>
+{{range .Status.Turns}}<tr><td>{{.Index}}</td><td>{{.Model}}</td><td>{{.ChosenBy}}</td><td>{{.InputTokens}}</td><td>{{.OutputTokens}}</td><td>{{.CostUSD}}</td></tr>{{end}}</table>{{end}}
+{{end}}
+<h2>Steps</h2><table><tr><th>#</th><th>Key</th><th>Kind</th><th>State</th><th>Attempt</th><th>What</th></tr>
+{{range .Steps}}<tr><td>{{.Seq}}</td><td>{{.Key}}</td><td>{{.Kind}}</td><td>{{.State}}{{if .Resolution}} ({{.Resolution}}){{end}}</td><td>{{.Attempt}}</td><td>{{.Title}}{{if .Error}}<br>{{.Error}}{{end}}</td></tr>{{end}}</table>
+<h2>Timeline</h2><table>{{range .Events}}<tr><td>{{clock .Time}}</td><td>{{.Type}}</td><td>{{.StepKey}}</td><td>{{.Message}}</td></tr>{{end}}</table>
+</body></html>`))

@@ -1,0 +1,289 @@
+// Package journal owns durable execution (design.md section 6): a run is a sequence of keyed steps;
+// before a step with effects starts its intent is recorded under the runner's lease generation, on
+// completion its result is recorded, and a completed step is never run again — after a restart the
+// run replays, each completed step answering with its recorded result. A step found started but not
+// completed is interrupted: repeated if it is safe, otherwise the run parks for a person to resolve.
+package journal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// Errors that end a drive of the run.
+var (
+	// ErrCancelled: a user asked to cancel the run (seen at a commit).
+	ErrCancelled = errors.New("run cancellation requested")
+	// ErrNondeterminism: replay reached a completed step with different arguments.
+	ErrNondeterminism = errors.New("journal replay diverged")
+)
+
+// NeedsResolution is returned when an interrupted step with an uncertain outcome blocks the run.
+type NeedsResolution struct {
+	Step  api.Step
+	Cause string
+}
+
+func (e *NeedsResolution) Error() string {
+	return fmt.Sprintf("step %s was interrupted and its outcome is uncertain", e.Step.Key)
+}
+
+// Spec describes a step.
+type Spec struct {
+	Key   string
+	Kind  string // model, tool, question, message, ...
+	Title string
+	// Args are recorded with the step; their hash must match on replay.
+	Args any
+	// HashOf, when set, is hashed instead of Args (for arguments too big to store, such as a whole
+	// model request) while Args stays the summary shown to people.
+	HashOf any
+	// Safe steps are repeated when found interrupted (read-only tools, billed-to-server model calls).
+	Safe bool
+}
+
+// Outcome is how a step ended.
+type Outcome struct {
+	Result   json.RawMessage
+	Replayed bool
+	// Skipped is true when a person resolved the interrupted step with "skip": it did not complete
+	// and the caller must say so to the agent.
+	Skipped    bool
+	CostMicros *int64
+}
+
+// Journal is one drive's view of a run's journal, under one lease.
+type Journal struct {
+	st    store.Store
+	lease store.Lease
+	steps map[string]*api.Step
+	order []string
+	// pending events go out with the next commit.
+	pending []api.Event
+	now     func() time.Time
+	pause   pausePoint
+}
+
+// Open loads the run's journal for a drive under lease.
+func Open(ctx context.Context, st store.Store, lease store.Lease) (*Journal, error) {
+	steps, err := st.ListSteps(ctx, lease.Run)
+	if err != nil {
+		return nil, fmt.Errorf("open journal of %s: %w", lease.Run, err)
+	}
+	j := &Journal{st: st, lease: lease, steps: map[string]*api.Step{}, now: time.Now, pause: pauseFromEnv()}
+	for i := range steps {
+		s := steps[i]
+		j.steps[s.Key] = &s
+		j.order = append(j.order, s.Key)
+	}
+	return j, nil
+}
+
+// Lease is the lease this journal writes under.
+func (j *Journal) Lease() store.Lease { return j.lease }
+
+// Steps returns the number of steps recorded so far.
+func (j *Journal) Steps() int { return len(j.order) }
+
+// Lookup returns a recorded step.
+func (j *Journal) Lookup(key string) (*api.Step, bool) {
+	s, ok := j.steps[key]
+	return s, ok
+}
+
+// Emit queues a timeline event for the next commit.
+func (j *Journal) Emit(ev api.Event) {
+	if ev.Time.IsZero() {
+		ev.Time = j.now()
+	}
+	j.pending = append(j.pending, ev)
+}
+
+// Commit writes queued events, optional status and release in one fenced transaction.
+func (j *Journal) Commit(ctx context.Context, status *api.AgentRunStatus, release bool, wakeAt *time.Time) (store.Signals, error) {
+	return j.commit(ctx, store.Write{Status: status, Release: release, WakeAt: wakeAt})
+}
+
+func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, error) {
+	w.Events = append(w.Events, j.pending...)
+	sig, err := j.st.Commit(ctx, j.lease, w)
+	if err != nil {
+		return sig, err
+	}
+	j.pending = nil
+	for _, s := range w.Steps {
+		cp := s
+		if _, ok := j.steps[s.Key]; !ok {
+			j.order = append(j.order, s.Key)
+		}
+		j.steps[s.Key] = &cp
+	}
+	return sig, nil
+}
+
+// Hash is the hash recorded for a step's arguments.
+func Hash(v any) string {
+	b, _ := json.Marshal(v)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Do runs a step at most once to completion. fn performs the effect and returns the result to
+// record and its cost (nil: none or unknown — the caller decides what the result says).
+func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context) (any, *int64, error)) (Outcome, error) {
+	hashOf := spec.HashOf
+	if hashOf == nil {
+		hashOf = spec.Args
+	}
+	hash := Hash(hashOf)
+	attempt := 1
+	if prev, ok := j.steps[spec.Key]; ok {
+		if prev.ArgsHash != hash {
+			return Outcome{}, fmt.Errorf("step %s: recorded arguments hash %s, replay has %s: %w", spec.Key, prev.ArgsHash, hash, ErrNondeterminism)
+		}
+		switch prev.State {
+		case api.StepCompleted:
+			return Outcome{Result: prev.Result, Replayed: true, CostMicros: prev.CostMicros, Skipped: isSkipped(prev.Result)}, nil
+		case api.StepStarted, api.StepInterrupted:
+			switch prev.Resolution {
+			case "complete":
+				return j.finishResolved(ctx, prev, prev.ResolutionResult, false)
+			case "skip":
+				return j.finishResolved(ctx, prev, json.RawMessage(`{"skipped":true}`), true)
+			case "retry":
+				j.Emit(api.Event{Type: "step.retried", StepKey: spec.Key, Message: "retrying " + spec.Key + " as a person asked"})
+			default:
+				if !spec.Safe {
+					if prev.State != api.StepInterrupted {
+						st := *prev
+						st.State = api.StepInterrupted
+						j.Emit(api.Event{Type: "step.interrupted", StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; its outcome is uncertain, so it is not repeated without a person", spec.Key)})
+						if _, err := j.commit(ctx, store.Write{Steps: []api.Step{st}}); err != nil {
+							return Outcome{}, err
+						}
+					}
+					return Outcome{}, &NeedsResolution{Step: *j.steps[spec.Key], Cause: "interrupted"}
+				}
+				j.Emit(api.Event{Type: "step.interrupted", StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; it is safe to repeat, so it runs again", spec.Key)})
+			}
+			attempt = prev.Attempt + 1
+		}
+	}
+	j.pause.at("before-intent", spec.Key)
+	argsJSON, _ := json.Marshal(spec.Args)
+	started := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: attempt, ArgsHash: hash, Args: argsJSON, StartedAt: j.now()}
+	j.Emit(api.Event{Type: "step.started", StepKey: spec.Key, Message: spec.Title})
+	sig, err := j.commit(ctx, store.Write{Steps: []api.Step{started}})
+	if err != nil {
+		return Outcome{}, err
+	}
+	if sig.CancelRequested {
+		return Outcome{}, ErrCancelled
+	}
+	if err := ctx.Err(); err != nil {
+		return Outcome{}, err
+	}
+	j.pause.at("after-intent", spec.Key)
+	res, cost, err := fn(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			// A definite failure (not an interruption): record it so the journal says what happened.
+			failed := started
+			failed.State, failed.Error = api.StepFailed, err.Error()
+			t := j.now()
+			failed.CompletedAt = &t
+			j.Emit(api.Event{Type: "step.failed", StepKey: spec.Key, Message: err.Error()})
+			if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{failed}}); cerr != nil {
+				return Outcome{}, errors.Join(err, cerr)
+			}
+		}
+		return Outcome{}, err
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("step %s: encode result: %w", spec.Key, err)
+	}
+	done := started
+	done.State = api.StepCompleted
+	done.Result = out
+	done.CostMicros = cost
+	t := j.now()
+	done.CompletedAt = &t
+	j.Emit(api.Event{Type: "step.completed", StepKey: spec.Key, Message: spec.Title})
+	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}}); err != nil {
+		return Outcome{}, err
+	}
+	j.pause.at("after-result", spec.Key)
+	return Outcome{Result: out, CostMicros: cost}, nil
+}
+
+func isSkipped(r json.RawMessage) bool {
+	return string(r) == `{"skipped":true}`
+}
+
+func (j *Journal) finishResolved(ctx context.Context, prev *api.Step, result json.RawMessage, skipped bool) (Outcome, error) {
+	done := *prev
+	done.State = api.StepCompleted
+	done.Result = result
+	t := j.now()
+	done.CompletedAt = &t
+	what := "completed with a result a person supplied"
+	if skipped {
+		what = "skipped by a person; the agent is told it was interrupted"
+	}
+	j.Emit(api.Event{Type: "step.resolved", StepKey: prev.Key, Message: prev.Key + " " + what})
+	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}}); err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Result: result, Skipped: skipped}, nil
+}
+
+// Record writes a step that has no effect of its own (a message received, an answer to a question)
+// as started and completed in one commit, so it is replayed like any other step.
+func (j *Journal) Record(ctx context.Context, spec Spec, result any) (json.RawMessage, error) {
+	if prev, ok := j.steps[spec.Key]; ok && prev.State == api.StepCompleted {
+		return prev.Result, nil
+	}
+	argsJSON, _ := json.Marshal(spec.Args)
+	out, err := json.Marshal(result)
+	if err != nil {
+		return nil, fmt.Errorf("step %s: encode result: %w", spec.Key, err)
+	}
+	t := j.now()
+	st := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: 1, ArgsHash: Hash(spec.Args), Args: argsJSON, StartedAt: t}
+	done := st
+	done.State, done.Result, done.CompletedAt = api.StepCompleted, out, &t
+	j.Emit(api.Event{Type: "step.completed", StepKey: spec.Key, Message: spec.Title})
+	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{st, done}}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// pausePoint lets crash tests stop the process at an exact point: AGENTRUN_DEV_PAUSE_AT=
+// "after-intent:t1/tool/0" prints a marker to stderr and blocks, so the test can SIGKILL it there.
+type pausePoint struct{ point, key string }
+
+func pauseFromEnv() pausePoint {
+	v := os.Getenv("AGENTRUN_DEV_PAUSE_AT")
+	p, k, _ := strings.Cut(v, ":")
+	return pausePoint{p, k}
+}
+
+func (p pausePoint) at(point, key string) {
+	if p.point == "" || p.point != point || p.key != key {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "AGENTRUN_DEV_PAUSED %s %s\n", point, key)
+	select {} // block until the test kills the process
+}

@@ -1,0 +1,227 @@
+// Package runner owns claiming: a runner leases runnable runs from the store, drives each in its
+// own goroutine through a Driver, renews its leases, and stops work on a run by itself when it can
+// no longer prove it holds the lease (design.md section 5). Runs it does not finish it releases or
+// lets expire, so another runner (or this one after a restart) takes them over.
+package runner
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// Driver runs one claimed run until it finishes, parks or ctx ends.
+type Driver interface {
+	Drive(ctx context.Context, lease store.Lease) error
+}
+
+// Runner claims and drives runs.
+type Runner struct {
+	Name    string
+	Store   store.Store
+	Driver  Driver
+	Log     *slog.Logger
+	MaxRuns int
+	// LeaseTTL is how long a claim lasts without renewal (30 s); RenewEvery is 10 s.
+	LeaseTTL   time.Duration
+	RenewEvery time.Duration
+	// PollEvery bounds how long the runner sleeps when no wake-up arrives.
+	PollEvery time.Duration
+
+	mu     sync.Mutex
+	active map[string]*held
+	wg     sync.WaitGroup
+}
+
+type held struct {
+	lease  store.Lease
+	cancel context.CancelCauseFunc
+	// renewedAt is the runner's monotonic time of the last successful renewal (or claim).
+	renewedAt time.Time
+	// interrupted: a user action (cancel) wants the drive stopped and the run re-claimed at once.
+	interrupted bool
+}
+
+var errLeaseLost = errors.New("lease lost")
+var errSelfFenced = errors.New("lease not renewed in time: stopped work on the run (self-fence)")
+var errInterrupted = errors.New("interrupted to apply a user action")
+
+func (r *Runner) defaults() {
+	if r.MaxRuns <= 0 {
+		r.MaxRuns = 5000
+	}
+	if r.LeaseTTL <= 0 {
+		r.LeaseTTL = 30 * time.Second
+	}
+	if r.RenewEvery <= 0 {
+		r.RenewEvery = r.LeaseTTL / 3
+	}
+	if r.PollEvery <= 0 {
+		r.PollEvery = time.Second
+	}
+	if r.Log == nil {
+		r.Log = slog.Default()
+	}
+}
+
+// Run claims and drives runs until ctx ends, then waits for its drives to stop.
+func (r *Runner) Run(ctx context.Context) error {
+	r.defaults()
+	r.mu.Lock()
+	r.active = map[string]*held{}
+	r.mu.Unlock()
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// This runner's previous incarnation (same name) is gone: take its runs back at once rather
+	// than waiting out their leases.
+	if n, err := r.Store.ExpireLeases(rctx, r.Name); err != nil {
+		return err
+	} else if n > 0 {
+		r.Log.Info("taking back runs from this runner's previous process", "runs", n)
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.renewLoop(rctx)
+	}()
+	for rctx.Err() == nil {
+		n := r.claim(rctx)
+		if n == 0 {
+			r.Store.WaitWork(rctx, r.PollEvery)
+		}
+	}
+	r.wg.Wait()
+	return nil
+}
+
+func (r *Runner) claim(ctx context.Context) int {
+	r.mu.Lock()
+	free := r.MaxRuns - len(r.active)
+	r.mu.Unlock()
+	if free <= 0 {
+		return 0
+	}
+	if free > 64 {
+		free = 64
+	}
+	leases, err := r.Store.ClaimRuns(ctx, r.Name, free, r.LeaseTTL)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.Log.Error("claim runs", "err", err)
+			time.Sleep(250 * time.Millisecond)
+		}
+		return 0
+	}
+	for _, l := range leases {
+		r.start(ctx, l)
+	}
+	return len(leases)
+}
+
+func (r *Runner) start(ctx context.Context, l store.Lease) {
+	dctx, cancel := context.WithCancelCause(ctx)
+	h := &held{lease: l, cancel: cancel, renewedAt: time.Now()}
+	r.mu.Lock()
+	if old, ok := r.active[l.Run]; ok {
+		// A stale drive of the same run (its lease expired and we re-claimed it): stop it first.
+		old.cancel(errLeaseLost)
+	}
+	r.active[l.Run] = h
+	r.mu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer cancel(nil)
+		err := r.Driver.Drive(dctx, l)
+		r.mu.Lock()
+		interrupted := h.interrupted
+		if r.active[l.Run] == h {
+			delete(r.active, l.Run)
+		}
+		r.mu.Unlock()
+		if err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(context.Cause(dctx), errLeaseLost) && !errors.Is(context.Cause(dctx), errSelfFenced) {
+			if !interrupted && ctx.Err() == nil {
+				r.Log.Warn("drive ended with an error", "run", l.Run, "err", err)
+			}
+			// Give the run back at once so it is retried (or, when interrupted, re-claimed to apply
+			// the user's action) rather than waiting for the lease to expire.
+			now := time.Now()
+			if _, rerr := r.Store.Commit(context.WithoutCancel(ctx), l, store.Write{Release: true, WakeAt: &now}); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
+				r.Log.Error("release run", "run", l.Run, "err", rerr)
+			}
+		}
+	}()
+}
+
+// Interrupt stops the drive of a run this runner holds, so that it is re-claimed at once and sees a
+// user action (a cancellation) without waiting for its current step to end.
+func (r *Runner) Interrupt(run string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h, ok := r.active[run]; ok {
+		h.interrupted = true
+		h.cancel(errInterrupted)
+	}
+}
+
+// Active is the number of runs being driven.
+func (r *Runner) Active() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
+}
+
+func (r *Runner) renewLoop(ctx context.Context) {
+	t := time.NewTicker(r.RenewEvery)
+	defer t.Stop()
+	// Self-fence a margin before the lease would expire at the store.
+	margin := r.LeaseTTL / 6
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		hs := make([]*held, 0, len(r.active))
+		leases := make([]store.Lease, 0, len(r.active))
+		for _, h := range r.active {
+			hs = append(hs, h)
+			leases = append(leases, h.lease)
+		}
+		r.mu.Unlock()
+		if len(leases) == 0 {
+			continue
+		}
+		attempt := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, r.RenewEvery)
+		lost, err := r.Store.RenewLeases(rctx, leases, r.LeaseTTL)
+		cancel()
+		if err != nil {
+			r.Log.Error("renew leases", "runs", len(leases), "err", err)
+			for _, h := range hs {
+				if time.Since(h.renewedAt) > r.LeaseTTL-margin {
+					r.Log.Warn("self-fencing run", "run", h.lease.Run)
+					h.cancel(errSelfFenced)
+				}
+			}
+			continue
+		}
+		lostSet := map[string]bool{}
+		for _, l := range lost {
+			lostSet[l.Run] = true
+		}
+		for _, h := range hs {
+			if lostSet[h.lease.Run] {
+				r.Log.Warn("lease lost to another runner", "run", h.lease.Run)
+				h.cancel(errLeaseLost)
+				continue
+			}
+			h.renewedAt = attempt
+		}
+	}
+}

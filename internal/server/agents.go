@@ -1,0 +1,239 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// decodeAgent reads an Agent resource or the AgentRun seed's {"definition": {...}} shape.
+func decodeAgent(body []byte) (*api.Agent, error) {
+	if hasKey(body, "definition") {
+		var seed api.SeedAgentBody
+		if err := api.DecodeStrict(body, &seed); err != nil {
+			return nil, err
+		}
+		return seed.Definition.Agent(), nil
+	}
+	var a api.Agent
+	if err := api.DecodeStrict(body, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+func (s *Server) validateAgent(a *api.Agent) error {
+	if err := api.DefaultAndValidateAgent(a, s.Tools); err != nil {
+		return err
+	}
+	for i, t := range a.Spec.Tools {
+		if !s.Tools[t] {
+			return api.Invalid("spec.tools["+itoa(i)+"]", "tool %q is not available on this server (it needs a computer this server cannot provide yet)", t)
+		}
+	}
+	a.Status = api.AgentStatus{}
+	return nil
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	a, err := decodeAgent(body)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.validateAgent(a); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.Store.CreateAgent(r.Context(), a); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, a)
+}
+
+func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
+	a, err := s.Store.GetAgent(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	as, err := s.Store.ListAgents(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	items := make([]api.Agent, 0, len(as))
+	for _, a := range as {
+		items = append(items, *a)
+	}
+	writeJSON(w, http.StatusOK, api.List[api.Agent]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentList"}, Items: items})
+}
+
+// applyAgent is server-side create-or-update (kubectl apply).
+func (s *Server) applyAgent(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	a, err := decodeAgent(body)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	name := r.PathValue("name")
+	if a.Metadata.Name == "" {
+		a.Metadata.Name = name
+	}
+	if a.Metadata.Name != name {
+		writeErr(w, api.Invalid("metadata.name", "metadata.name %q does not match the URL's %q", a.Metadata.Name, name))
+		return
+	}
+	if err := s.validateAgent(a); err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.putAgent(w, r, a)
+}
+
+func (s *Server) putAgent(w http.ResponseWriter, r *http.Request, a *api.Agent) {
+	ctx := r.Context()
+	cur, err := s.Store.GetAgent(ctx, a.Metadata.Name)
+	if errors.Is(err, store.ErrNotFound) {
+		if err := s.Store.CreateAgent(ctx, a); err != nil {
+			writeErr(w, err)
+			return
+		}
+		w.Header().Set("X-Agentrun-Apply", "created")
+		writeJSON(w, http.StatusCreated, a)
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if sameJSON(cur.Spec, a.Spec) && sameJSON(cur.Metadata.Labels, a.Metadata.Labels) {
+		w.Header().Set("X-Agentrun-Apply", "unchanged")
+		writeJSON(w, http.StatusOK, cur)
+		return
+	}
+	if err := s.Store.UpdateAgent(ctx, a); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("X-Agentrun-Apply", "configured")
+	writeJSON(w, http.StatusOK, a)
+}
+
+func sameJSON(a, b any) bool {
+	var x, y any
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	json.Unmarshal(ja, &x)
+	json.Unmarshal(jb, &y)
+	return reflect.DeepEqual(x, y)
+}
+
+// patchAgent applies a JSON merge patch (RFC 7396) to the agent's metadata.labels and spec.
+func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	cur, err := s.Store.GetAgent(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(body, &patch); err != nil {
+		writeErr(w, api.Errorf(http.StatusBadRequest, api.CodeInvalid, "", "patch is not a JSON object: %v", err))
+		return
+	}
+	for k := range patch {
+		if k != "spec" && k != "metadata" {
+			writeErr(w, api.Invalid(k, "only metadata.labels and spec can be patched"))
+			return
+		}
+	}
+	doc := map[string]any{"metadata": map[string]any{"name": cur.Metadata.Name, "labels": cur.Metadata.Labels, "resourceVersion": cur.Metadata.ResourceVersion}, "spec": cur.Spec}
+	merged, err := mergePatch(doc, patch)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if md, _ := merged.(map[string]any)["metadata"].(map[string]any); md != nil && md["name"] != cur.Metadata.Name {
+		writeErr(w, api.Invalid("metadata.name", "a name cannot be changed"))
+		return
+	}
+	b, _ := json.Marshal(merged)
+	var a api.Agent
+	if err := api.DecodeStrict(b, &a); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.validateAgent(&a); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.Store.UpdateAgent(r.Context(), &a); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, &a)
+}
+
+// mergePatch applies an RFC 7396 merge patch to a document (any JSON-marshalable value).
+func mergePatch(doc any, patch any) (any, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	var d any
+	json.Unmarshal(b, &d)
+	return merge(d, patch), nil
+}
+
+func merge(target, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, ok := target.(map[string]any)
+	if !ok {
+		t = map[string]any{}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(t, k)
+			continue
+		}
+		t[k] = merge(t[k], v)
+	}
+	return t
+}
+
+func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {
+	if err := s.Store.DeleteAgent(r.Context(), r.PathValue("name")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "deleted", "name": r.PathValue("name")})
+}

@@ -1,0 +1,29 @@
+package server
+
+// openAPIDoc describes the /v2 API's routes. Schemas are summarized, not exhaustive.
+func openAPIDoc() map[string]any {
+	op := func(summary string) map[string]any {
+		return map[string]any{"summary": summary, "responses": map[string]any{"default": map[string]any{"description": "JSON; errors are {code, message, field}"}}}
+	}
+	return map[string]any{
+		"openapi":    "3.1.0",
+		"info":       map[string]any{"title": "agentrun API", "version": "v2"},
+		"components": map[string]any{"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}}},
+		"security":   []any{map[string]any{"bearer": []any{}}},
+		"paths": map[string]any{
+			"/v2/capabilities":                  map[string]any{"get": op("What this server can run")},
+			"/v2/agents":                        map[string]any{"get": op("List agents"), "post": op("Create an agent (resource or {definition})")},
+			"/v2/agents/{name}":                 map[string]any{"get": op("Get an agent"), "put": op("Apply an agent"), "patch": op("Merge-patch an agent"), "delete": op("Delete an agent")},
+			"/v2/agents/{name}/runs":            map[string]any{"post": op("Start a run ({input: {content}})")},
+			"/v2/agentruns":                     map[string]any{"get": op("List runs (agent, phase, fieldSelector)"), "post": op("Create a run")},
+			"/v2/agentruns/{name}":              map[string]any{"get": op("Get a run"), "put": op("Apply a run"), "delete": op("Delete a run")},
+			"/v2/agentruns/{name}/messages":     map[string]any{"get": op("List messages"), "post": op("Send a message {payload, messageKey}")},
+			"/v2/agentruns/{name}/cancel":       map[string]any{"post": op("Cancel a run")},
+			"/v2/agentruns/{name}/steps":        map[string]any{"get": op("The run's journal")},
+			"/v2/agentruns/{name}/answer":       map[string]any{"get": op("The whole answer (text/plain)")},
+			"/v2/agentruns/{name}/events":       map[string]any{"get": op("Timeline: JSON, or SSE with Accept: text/event-stream (Last-Event-ID)")},
+			"/v2/agentruns/{name}/files/{path}": map[string]any{"get": op("A file of the run folder, or a directory listing")},
+			"/v2/agentruns/{name}/resolve":      map[string]any{"post": op("Resolve an interrupted step {action: retry|skip|complete, result}")},
+		},
+	}
+}

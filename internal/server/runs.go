@@ -1,0 +1,516 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"agentrun.dev/agentrun/internal/agent"
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// prepareRun validates a submitted run against its agent and fills what the system owns: the
+// pinned revision, the copied cap, the resolved deadline, the console URL.
+func (s *Server) prepareRun(r *http.Request, run *api.AgentRun) error {
+	now := s.Now()
+	if err := api.DefaultAndValidateRun(run, now); err != nil {
+		return err
+	}
+	ag, err := s.Store.GetAgent(r.Context(), run.Spec.Agent)
+	if errors.Is(err, store.ErrNotFound) {
+		return api.Errorf(http.StatusNotFound, api.CodeAgentNotFound, "spec.agent", "agent %q does not exist", run.Spec.Agent)
+	}
+	if err != nil {
+		return err
+	}
+	if ag.Spec.State == api.AgentStateStopped {
+		return api.Errorf(http.StatusConflict, api.CodeAgentStopped, "spec.agent", "agent %q is stopped (spec.state: Stopped) and refuses new runs", ag.Metadata.Name)
+	}
+	if run.Spec.MaxCostUSD == "" {
+		run.Spec.MaxCostUSD = ag.Spec.PerRunMaxCostUSD
+	}
+	limit, _ := cost.ParseUSD(run.Spec.MaxCostUSD)
+	st := api.AgentRunStatus{Phase: api.PhaseQueued, AgentRevision: ag.Status.Revision, ConsoleURL: s.consoleURL(run.Metadata.Name),
+		Cost: &api.RunCost{TotalUSD: cost.Micros(0).String(), LimitUSD: limit.String()}}
+	if run.Spec.Deadline != "" {
+		d, _ := api.ResolveDeadline(run.Spec.Deadline, now)
+		d = d.UTC()
+		st.Deadline = &d
+	}
+	run.Status = st
+	return nil
+}
+
+func (s *Server) insertRun(w http.ResponseWriter, r *http.Request, run *api.AgentRun, apply bool) {
+	if err := s.prepareRun(r, run); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.Store.CreateRun(r.Context(), run); err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.Store.AppendEvents(r.Context(), run.Metadata.Name, []api.Event{{Type: "run.created", Message: "queued for agent " + run.Spec.Agent + " revision " + itoa(int(run.Status.AgentRevision))}})
+	if apply {
+		w.Header().Set("X-Agentrun-Apply", "created")
+	}
+	writeJSON(w, http.StatusCreated, run)
+}
+
+// createRun is POST /v2/agentruns: an AgentRun resource, or the seed's shape with "agent".
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var run *api.AgentRun
+	if hasKey(body, "spec") || hasKey(body, "kind") {
+		run = &api.AgentRun{}
+		if err := api.DecodeStrict(body, run); err != nil {
+			writeErr(w, err)
+			return
+		}
+	} else {
+		var seed api.SeedRunBody
+		if err := api.DecodeStrict(body, &seed); err != nil {
+			writeErr(w, err)
+			return
+		}
+		if seed.Agent == "" {
+			writeErr(w, api.Errorf(http.StatusUnprocessableEntity, api.CodeRequired, "agent", "agent is required"))
+			return
+		}
+		run = seed.Run(seed.Agent)
+	}
+	if run.Metadata.Name == "" && run.Spec.Agent != "" {
+		run.Metadata.Name = generateName(run.Spec.Agent)
+	}
+	s.insertRun(w, r, run, false)
+}
+
+// startRun is POST /v2/agents/NAME/runs with the seed's {"input": {"content": ...}} body.
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var seed api.SeedRunBody
+	if err := api.DecodeStrict(body, &seed); err != nil {
+		writeErr(w, err)
+		return
+	}
+	agentName := r.PathValue("name")
+	if seed.Agent != "" && seed.Agent != agentName {
+		writeErr(w, api.Invalid("agent", "agent %q does not match the URL's %q", seed.Agent, agentName))
+		return
+	}
+	run := seed.Run(agentName)
+	if run.Metadata.Name == "" {
+		run.Metadata.Name = generateName(agentName)
+	}
+	s.insertRun(w, r, run, false)
+}
+
+func (s *Server) applyRun(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var run api.AgentRun
+	if err := api.DecodeStrict(body, &run); err != nil {
+		writeErr(w, err)
+		return
+	}
+	name := r.PathValue("name")
+	if run.Metadata.Name == "" {
+		run.Metadata.Name = name
+	}
+	if run.Metadata.Name != name {
+		writeErr(w, api.Invalid("metadata.name", "metadata.name %q does not match the URL's %q", run.Metadata.Name, name))
+		return
+	}
+	cur, err := s.Store.GetRun(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		s.insertRun(w, r, &run, true)
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	// A run's spec is fixed once it starts; applying the same file again is a no-op.
+	want := run.Spec
+	if want.MaxCostUSD == "" {
+		want.MaxCostUSD = cur.Spec.MaxCostUSD
+	}
+	if !sameJSON(want, cur.Spec) {
+		writeErr(w, api.Errorf(http.StatusConflict, api.CodeConflict, "spec", "run %q already exists with a different spec; a run's spec cannot change after it is created (cancel it and start a new one)", name))
+		return
+	}
+	w.Header().Set("X-Agentrun-Apply", "unchanged")
+	writeJSON(w, http.StatusOK, cur)
+}
+
+func (s *Server) patchRun(w http.ResponseWriter, r *http.Request) {
+	writeErr(w, api.Errorf(http.StatusConflict, api.CodeConflict, "spec", "a run's spec cannot change after it is created; cancel it and start a new one"))
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.Store.GetRun(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.RunFilter{Agent: q.Get("agent"), Phase: q.Get("phase")}
+	for _, sel := range strings.Split(q.Get("fieldSelector"), ",") {
+		if sel == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(sel, "=")
+		switch {
+		case ok && k == "spec.agent":
+			f.Agent = v
+		case ok && k == "status.phase":
+			f.Phase = v
+		case ok && k == "spec.group":
+			if v != "" {
+				// Groups are not available yet: no run belongs to one.
+				writeJSON(w, http.StatusOK, api.List[api.AgentRun]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentRunList"}, Items: []api.AgentRun{}})
+				return
+			}
+		default:
+			writeErr(w, api.Invalid("fieldSelector", "unsupported field selector %q (supported: spec.agent, status.phase, spec.group)", sel))
+			return
+		}
+	}
+	runs, err := s.Store.ListRuns(r.Context(), f)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	items := make([]api.AgentRun, 0, len(runs))
+	for _, run := range runs {
+		items = append(items, *run)
+	}
+	writeJSON(w, http.StatusOK, api.List[api.AgentRun]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentRunList"}, Items: items})
+}
+
+func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := s.Store.DeleteRun(r.Context(), name); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if s.Interrupt != nil {
+		s.Interrupt(name)
+	}
+	os.RemoveAll(agent.RunFolder(s.DataDir, name))
+	writeJSON(w, http.StatusOK, map[string]string{"status": "deleted", "name": name})
+}
+
+type messageBody struct {
+	Payload    *string `json:"payload"`
+	MessageKey string  `json:"messageKey,omitempty"`
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var m messageBody
+	if err := api.DecodeStrict(body, &m); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if m.Payload == nil {
+		writeErr(w, api.Errorf(http.StatusUnprocessableEntity, api.CodeRequired, "payload", "payload is required"))
+		return
+	}
+	if len(*m.Payload) > api.MaxInputBytes {
+		writeErr(w, api.Errorf(http.StatusRequestEntityTooLarge, api.CodeTooLarge, "payload", "message is %d bytes; the limit is %d (256 KiB)", len(*m.Payload), api.MaxInputBytes))
+		return
+	}
+	if len(m.MessageKey) > 256 {
+		writeErr(w, api.Invalid("messageKey", "messageKey is longer than 256 characters"))
+		return
+	}
+	name := r.PathValue("name")
+	msg, created, err := s.Store.AddMessage(r.Context(), name, m.MessageKey, *m.Payload)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if created {
+		s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "message.received", Message: firstLine(*m.Payload, 120)}})
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"message": msg, "created": created})
+}
+
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Store.GetRun(r.Context(), r.PathValue("name")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	msgs, err := s.Store.ListMessages(r.Context(), r.PathValue("name"), 0)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if msgs == nil {
+		msgs = []api.Message{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": msgs})
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	run, err := s.Store.RequestCancel(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "run.cancel_requested", Message: "a user asked to cancel the run"}})
+	if s.Interrupt != nil {
+		s.Interrupt(name)
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+func (s *Server) listSteps(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Store.GetRun(r.Context(), r.PathValue("name")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	steps, err := s.Store.ListSteps(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if steps == nil {
+		steps = []api.Step{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": steps})
+}
+
+// fullAnswer is the last answer event's text (status holds only the 4 KiB preview).
+func (s *Server) fullAnswer(r *http.Request, run *api.AgentRun) (string, bool, error) {
+	if run.Status.Answer == nil {
+		return "", false, nil
+	}
+	evs, err := s.Store.ListEvents(r.Context(), run.Metadata.Name, 0, 0)
+	if err != nil {
+		return "", false, err
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == "answer" {
+			var d struct {
+				Answer string `json:"answer"`
+			}
+			json.Unmarshal(evs[i].Data, &d)
+			return d.Answer, true, nil
+		}
+	}
+	return run.Status.Answer.Preview, true, nil
+}
+
+func (s *Server) getAnswer(w http.ResponseWriter, r *http.Request) {
+	run, err := s.Store.GetRun(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	text, ok, err := s.fullAnswer(r, run)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if !ok {
+		writeErr(w, api.Errorf(http.StatusNotFound, "NoAnswer", "", "run %q has no answer yet (phase %s)", run.Metadata.Name, run.Status.Phase))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte(text))
+}
+
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if _, err := s.Store.GetRun(r.Context(), name); err != nil {
+		writeErr(w, err)
+		return
+	}
+	p := r.PathValue("path")
+	root, err := os.OpenRoot(agent.RunFolder(s.DataDir, name))
+	if err != nil {
+		writeErr(w, api.Errorf(http.StatusNotFound, "FileNotFound", "path", "run %q has no files yet", name))
+		return
+	}
+	defer root.Close()
+	clean := strings.TrimPrefix(filepath.ToSlash(filepath.Clean("/"+p)), "/")
+	if clean == "" {
+		clean = "."
+	}
+	fi, err := root.Stat(clean)
+	if err != nil {
+		writeErr(w, api.Errorf(http.StatusNotFound, "FileNotFound", "path", "no file %q in run %q's folder", p, name))
+		return
+	}
+	if fi.IsDir() {
+		f, err := root.Open(clean)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		defer f.Close()
+		ents, _ := f.ReadDir(-1)
+		type entry struct {
+			Name  string    `json:"name"`
+			Dir   bool      `json:"dir"`
+			Size  int64     `json:"size"`
+			MTime time.Time `json:"modified"`
+		}
+		out := []entry{}
+		for _, e := range ents {
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			out = append(out, entry{e.Name(), e.IsDir(), info.Size(), info.ModTime().UTC()})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"items": out})
+		return
+	}
+	f, err := root.Open(clean)
+	if err != nil {
+		writeErr(w, api.Errorf(http.StatusNotFound, "FileNotFound", "path", "no file %q in run %q's folder", p, name))
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
+
+type resolveBody struct {
+	Action  string          `json:"action"`
+	StepKey string          `json:"stepKey,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var b resolveBody
+	if err := api.DecodeStrict(body, &b); err != nil {
+		writeErr(w, err)
+		return
+	}
+	switch b.Action {
+	case "retry", "skip":
+		if len(b.Result) > 0 {
+			writeErr(w, api.Invalid("result", "a result is given only with action complete"))
+			return
+		}
+	case "complete":
+		if len(b.Result) == 0 {
+			writeErr(w, api.Errorf(http.StatusUnprocessableEntity, api.CodeRequired, "result", "action complete needs the step's result"))
+			return
+		}
+	default:
+		writeErr(w, api.Invalid("action", "action %q: use retry, skip or complete", b.Action))
+		return
+	}
+	name := r.PathValue("name")
+	run, err := s.Store.GetRun(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if run.Status.Phase != api.PhaseNeedsResolution || run.Status.WaitingOn == nil {
+		writeErr(w, api.Errorf(http.StatusConflict, api.CodeNotResolvable, "", "run %q is %s, not waiting for a resolution", name, run.Status.Phase))
+		return
+	}
+	key := b.StepKey
+	if key == "" {
+		key = run.Status.WaitingOn.StepKey
+	}
+	if key != run.Status.WaitingOn.StepKey {
+		writeErr(w, api.Errorf(http.StatusConflict, api.CodeNotResolvable, "stepKey", "run %q waits on step %s, not %s", name, run.Status.WaitingOn.StepKey, key))
+		return
+	}
+	result := b.Result
+	if b.Action == "complete" {
+		steps, err := s.Store.ListSteps(r.Context(), name)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		for _, st := range steps {
+			if st.Key == key && st.Kind == "tool" {
+				result = normalizeToolResult(result)
+			}
+		}
+	}
+	if err := s.Store.ResolveStep(r.Context(), name, key, b.Action, result); err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "run.resolution", StepKey: key, Message: "a person chose " + b.Action + " for " + key}})
+	run, err = s.Store.GetRun(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+// normalizeToolResult accepts a supplied result as a tool result object ({"Content", "IsError"}),
+// or a plain string or other JSON, which becomes the result's content.
+func normalizeToolResult(raw json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) == nil {
+		if _, ok := obj["Content"]; ok {
+			return raw
+		}
+		if c, ok := obj["content"]; ok {
+			var s string
+			if json.Unmarshal(c, &s) == nil {
+				var isErr bool
+				json.Unmarshal(obj["isError"], &isErr)
+				b, _ := json.Marshal(map[string]any{"Content": s, "IsError": isErr})
+				return b
+			}
+		}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		s = string(raw)
+	}
+	b, _ := json.Marshal(map[string]any{"Content": s, "IsError": false})
+	return b
+}

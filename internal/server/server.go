@@ -1,0 +1,221 @@
+// Package server is the HTTP face of agentrun: the /v2 REST API (resources, run subresources, SSE
+// timelines), bearer-token auth, error mapping to {code, message, field}, and the console's routes.
+// Handlers validate input with internal/api, write through the store, and never run an agent loop
+// themselves; runners do that.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/console"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// Server serves the API and the console.
+type Server struct {
+	Store store.Store
+	// Token is the API bearer token.
+	Token string
+	// BaseURL is where people reach this server (for console URLs).
+	BaseURL string
+	DataDir string
+	Log     *slog.Logger
+	// Interrupt asks the local runner to stop driving a run now (to apply a cancellation).
+	Interrupt func(run string)
+	// Tools are the tool names agents may use on this server.
+	Tools map[string]bool
+	// Capabilities is what `server capabilities` reports.
+	Capabilities map[string]any
+	Now          func() time.Time
+}
+
+// maxBody bounds request bodies: a 256 KiB input, JSON-escaped, plus the rest of a resource.
+const maxBody = 2 << 20
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	mux := http.NewServeMux()
+	v2 := http.NewServeMux()
+	v2.HandleFunc("GET /v2/capabilities", s.capabilities)
+	v2.HandleFunc("GET /v2/openapi.json", s.openapi)
+	v2.HandleFunc("GET /v2/agents", s.listAgents)
+	v2.HandleFunc("POST /v2/agents", s.createAgent)
+	v2.HandleFunc("GET /v2/agents/{name}", s.getAgent)
+	v2.HandleFunc("PUT /v2/agents/{name}", s.applyAgent)
+	v2.HandleFunc("PATCH /v2/agents/{name}", s.patchAgent)
+	v2.HandleFunc("DELETE /v2/agents/{name}", s.deleteAgent)
+	v2.HandleFunc("POST /v2/agents/{name}/runs", s.startRun)
+	v2.HandleFunc("GET /v2/agentruns", s.listRuns)
+	v2.HandleFunc("POST /v2/agentruns", s.createRun)
+	v2.HandleFunc("GET /v2/agentruns/{name}", s.getRun)
+	v2.HandleFunc("PUT /v2/agentruns/{name}", s.applyRun)
+	v2.HandleFunc("PATCH /v2/agentruns/{name}", s.patchRun)
+	v2.HandleFunc("DELETE /v2/agentruns/{name}", s.deleteRun)
+	v2.HandleFunc("POST /v2/agentruns/{name}/messages", s.postMessage)
+	v2.HandleFunc("GET /v2/agentruns/{name}/messages", s.listMessages)
+	v2.HandleFunc("POST /v2/agentruns/{name}/cancel", s.cancelRun)
+	v2.HandleFunc("GET /v2/agentruns/{name}/steps", s.listSteps)
+	v2.HandleFunc("GET /v2/agentruns/{name}/answer", s.getAnswer)
+	v2.HandleFunc("GET /v2/agentruns/{name}/events", s.events)
+	v2.HandleFunc("GET /v2/agentruns/{name}/files/{path...}", s.getFile)
+	v2.HandleFunc("POST /v2/agentruns/{name}/resolve", s.resolve)
+	v2.HandleFunc("/v2/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, api.Errorf(http.StatusNotFound, api.CodeNotFound, "", "no API route %s %s", r.Method, r.URL.Path))
+	})
+	mux.Handle("/v2/", s.auth(v2))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	s.consoleRoutes(mux)
+	return s.logRequests(mux)
+}
+
+func (s *Server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.Token)) != 1 {
+			writeErr(w, api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "", "missing or wrong API token: send Authorization: Bearer <token> (the token is in the data folder's token file)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(c int) { w.status = c; w.ResponseWriter.WriteHeader(c) }
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: 200}
+		next.ServeHTTP(sw, r)
+		s.Log.Debug("http", "method", r.Method, "path", r.URL.Path, "status", sw.status, "took", time.Since(start))
+	})
+}
+
+// ---- helpers ----
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	e, ok := api.AsError(err)
+	if !ok {
+		e = storeErr(err)
+	}
+	if e.Status == 0 {
+		e.Status = http.StatusBadRequest
+	}
+	writeJSON(w, e.Status, e)
+}
+
+// storeErr maps store errors onto API errors.
+func storeErr(err error) *api.Error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "", "%v", err)
+	case errors.Is(err, store.ErrAlreadyExists):
+		return api.Errorf(http.StatusConflict, api.CodeAlreadyExists, "metadata.name", "%v", err)
+	case errors.Is(err, store.ErrConflict):
+		return api.Errorf(http.StatusConflict, api.CodeConflict, "metadata.resourceVersion", "%v", err)
+	case errors.Is(err, store.ErrFinished):
+		return api.Errorf(http.StatusConflict, api.CodeAgentRunFinished, "", "the run has finished and takes no more messages or actions")
+	case errors.Is(err, store.ErrNotWaiting):
+		return api.Errorf(http.StatusConflict, api.CodeNotResolvable, "", "%v", err)
+	case errors.Is(err, context.Canceled):
+		return api.Errorf(499, "ClientClosed", "", "request cancelled")
+	}
+	return api.Errorf(http.StatusInternalServerError, api.CodeInternal, "", "%v", err)
+}
+
+// readBody reads a request body within the size limit.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, api.Errorf(http.StatusRequestEntityTooLarge, api.CodeTooLarge, "", "request body is larger than %d bytes", maxBody)
+		}
+		return nil, api.Errorf(http.StatusBadRequest, api.CodeInvalid, "", "read body: %v", err)
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return nil, api.Errorf(http.StatusBadRequest, api.CodeInvalid, "", "request body is empty")
+	}
+	return b, nil
+}
+
+// hasKey reports whether a JSON object body has a top-level key.
+func hasKey(body []byte, key string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	_, ok := m[key]
+	return ok
+}
+
+const nameChars = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// generateName makes "prefix-xxxxx".
+func generateName(prefix string) string {
+	var b [5]byte
+	rand.Read(b[:])
+	for i := range b {
+		b[i] = nameChars[int(b[i])%len(nameChars)]
+	}
+	if len(prefix) > 56 {
+		prefix = prefix[:56]
+	}
+	return strings.TrimRight(prefix, "-") + "-" + string(b[:])
+}
+
+func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
+	caps := map[string]any{}
+	for k, v := range s.Capabilities {
+		caps[k] = v
+	}
+	caps["store"] = s.Store.Backend()
+	writeJSON(w, http.StatusOK, caps)
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, openAPIDoc())
+}
+
+// consoleURL is a run's page.
+func (s *Server) consoleURL(run string) string {
+	return strings.TrimRight(s.BaseURL, "/") + "/runs/" + run
+}
+
+func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+func (s *Server) consoleRoutes(mux *http.ServeMux) {
+	(&console.Console{Store: s.Store, Token: s.Token}).Register(mux)
+}

@@ -1,0 +1,128 @@
+package tools
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+)
+
+// maxWrite bounds the content of one write, and the size of a file edit
+// will work on.
+const maxWrite = 10 << 20
+
+var writeSpec = inputSpec{fields: []field{
+	{name: "path", typ: typeString, required: true,
+		desc: "File to write, relative to the run folder (e.g. \"report.md\" or \"src/main.go\"). Missing parent folders are created."},
+	{name: "content", typ: typeString, required: true,
+		desc: "The complete new content of the file."},
+}}
+
+type writeTool struct{}
+
+func (writeTool) Name() string { return "write" }
+
+func (writeTool) Description() string {
+	return "Create a file in the run folder, or replace an existing file's whole content. " +
+		"Paths are relative to the run folder (\"/workspace/...\" also works); nothing outside it can be written. " +
+		"Missing parent folders are created, and the file is replaced atomically: it holds either the old or the new content, never a mix. " +
+		"Content is limited to 10 MiB. To change part of an existing file, prefer edit, which does not require repeating the rest of the file."
+}
+
+func (writeTool) Schema() json.RawMessage { return writeSpec.schema() }
+func (writeTool) ReadOnly() bool          { return false }
+
+func (t writeTool) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
+	return runInFolder(ctx, env, input, writeSpec, t.run)
+}
+
+func (writeTool) run(ctx context.Context, root *os.Root, a args) (string, error) {
+	display, _ := a.str("path")
+	content, _ := a.str("content")
+	if len(content) > maxWrite {
+		return "", agentErrorf("content is %d bytes; write is limited to 10 MiB (%d bytes)", len(content), maxWrite)
+	}
+	p, err := agentPath(root, display)
+	if err != nil {
+		return "", err
+	}
+	if err := writeFile(ctx, root, display, p, []byte(content)); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("wrote %d bytes to %s", len(content), display), nil
+}
+
+// writeFile replaces the file p (a resolved path, see resolve) with data
+// atomically: it writes a temporary file in the same folder, syncs it and
+// renames it over p, all through the root. An existing file keeps its
+// permissions.
+func writeFile(ctx context.Context, root *os.Root, display, p string, data []byte) error {
+	if p == "." {
+		return agentErrorf("%q is the run folder itself, not a file", display)
+	}
+	perm := fs.FileMode(0o644)
+	fi, err := root.Lstat(p)
+	switch {
+	case err == nil && fi.IsDir():
+		return agentErrorf("%q is a directory", display)
+	case err == nil && fi.Mode().IsRegular():
+		perm = fi.Mode().Perm()
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return pathErr(display, err)
+	}
+	dir, base := path.Dir(p), path.Base(p)
+	if dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return pathErr(display, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := path.Join(dir, "."+base+".tmp-"+hex.EncodeToString(rnd[:]))
+	if len(base) > 200 {
+		tmp = path.Join(dir, ".agentrun-write.tmp-"+hex.EncodeToString(rnd[:]))
+	}
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return pathErr(display, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			root.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", display, err)
+	}
+	if err := f.Chmod(perm); err != nil { // undo the umask for an existing file's mode
+		return fmt.Errorf("write %s: %w", display, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", display, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", display, err)
+	}
+	if err := root.Rename(tmp, p); err != nil {
+		root.Remove(tmp)
+		done = true
+		return pathErr(display, err)
+	}
+	done = true
+	// Make the rename durable; failing to is not worth failing the write.
+	if d, err := root.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -173,18 +173,23 @@ func (s *Store) CreateAgent(ctx context.Context, a *api.Agent) error {
 	a.Metadata.Generation = 1
 	ct := now.UTC().Truncate(time.Millisecond)
 	a.Metadata.CreationTimestamp = &ct
-	a.Status.Revision = 1
 	spec := mustJSON(a.Spec)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO agents (name, uid, resource_version, generation, revision, created_at, labels, spec) VALUES (?, ?, 1, 1, 1, ?, ?, ?)`,
-			a.Metadata.Name, a.Metadata.UID, ms(now), mustJSON(a.Metadata.Labels), spec)
+		// A name used before keeps its old revisions (runs are pinned to them): number past them.
+		var rev int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(revision), 0) + 1 FROM agent_revisions WHERE agent = ?`, a.Metadata.Name).Scan(&rev); err != nil {
+			return err
+		}
+		a.Status.Revision = rev
+		_, err := tx.ExecContext(ctx, `INSERT INTO agents (name, uid, resource_version, generation, revision, created_at, labels, spec) VALUES (?, ?, 1, 1, ?, ?, ?, ?)`,
+			a.Metadata.Name, a.Metadata.UID, rev, ms(now), mustJSON(a.Metadata.Labels), spec)
 		if err != nil {
 			if isUnique(err) {
 				return fmt.Errorf("agent %q: %w", a.Metadata.Name, store.ErrAlreadyExists)
 			}
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, 1, ?, ?)`, a.Metadata.Name, spec, ms(now))
+		_, err = tx.ExecContext(ctx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, ?, ?, ?)`, a.Metadata.Name, rev, spec, ms(now))
 		return err
 	})
 	if err != nil {
@@ -660,9 +665,10 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 			if w.WakeAt != nil {
 				wake = ms(*w.WakeAt)
 			}
-			// A poke after the claim means something arrived the holder may not have seen.
+			// A poke after the claim means something arrived the holder may not have seen; a
+			// finished run is never claimable again.
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
-				claimable_at = CASE WHEN poke_seq <> ? THEN ? ELSE ? END WHERE name = ?`, l.PokeSeq, ms(s.now()), wake, l.Run); err != nil {
+				claimable_at = CASE WHEN phase IN ('Succeeded', 'Failed', 'Cancelled') THEN NULL WHEN poke_seq <> ? THEN ? ELSE ? END WHERE name = ?`, l.PokeSeq, ms(s.now()), wake, l.Run); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,260 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+func testClaims(t *testing.T, open opener) {
+	t.Run("NewRunClaimable", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		owner := newOwner("runner")
+		l := mustClaim(t, s, owner, "run-1", longTTL)
+		if l.Generation != 1 {
+			t.Errorf("first claim: generation = %d, want 1", l.Generation)
+		}
+		if l.Run != "run-1" || l.Owner != owner {
+			t.Errorf("first claim: lease %+v, want run %q owner %q", l, "run-1", owner)
+		}
+	})
+
+	t.Run("TerminalRunNotClaimable", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		r := newRun("done", "agent-a")
+		r.Status.Phase = api.PhaseSucceeded
+		if err := s.CreateRun(bg, r); err != nil {
+			t.Fatalf("CreateRun(Succeeded): %v", err)
+		}
+		mustNotClaim(t, s, "a run created in phase Succeeded")
+	})
+
+	t.Run("LiveLeaseNotClaimedByOthers", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		mustClaim(t, s, newOwner("runner"), "run-1", longTTL)
+		mustNotClaim(t, s, "another owner while the lease is live")
+	})
+
+	t.Run("ExpiredLeaseReclaimed", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		l1 := mustClaim(t, s, newOwner("runner"), "run-1", shortTTL)
+		time.Sleep(3 * shortTTL)
+		owner2 := newOwner("runner")
+		l2 := eventuallyClaim(t, s, owner2, "run-1", longTTL)
+		if l2.Generation <= l1.Generation {
+			t.Errorf("re-claim after expiry: generation = %d, want > %d", l2.Generation, l1.Generation)
+		}
+		if l2.Owner != owner2 {
+			t.Errorf("re-claim after expiry: owner = %q, want %q", l2.Owner, owner2)
+		}
+		mustNotClaim(t, s, "after the re-claim with a long ttl")
+	})
+
+	t.Run("GenerationIncreasesOnEveryClaim", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		past := time.Now().Add(-time.Second)
+		var last int64
+		for i := 0; i < 4; i++ {
+			l := mustClaim(t, s, newOwner("runner"), "run-1", longTTL)
+			if i == 0 && l.Generation != 1 {
+				t.Errorf("claim 1: generation = %d, want 1", l.Generation)
+			}
+			if l.Generation <= last {
+				t.Errorf("claim %d: generation = %d, want > %d", i+1, l.Generation, last)
+			}
+			last = l.Generation
+			release(t, s, l, &past)
+		}
+	})
+
+	t.Run("MaxBoundsClaims", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		for i := 0; i < 5; i++ {
+			mustCreateRun(t, s, fmt.Sprintf("run-%d", i))
+		}
+		seen := map[string]bool{}
+		for i, want := range []int{2, 2, 1, 0} {
+			owner := newOwner("runner")
+			leases, err := s.ClaimRuns(bg, owner, 2, longTTL)
+			if err != nil {
+				t.Fatalf("ClaimRuns(max 2) #%d: %v", i+1, err)
+			}
+			if len(leases) != want {
+				t.Errorf("ClaimRuns(max 2) #%d returned %d leases, want %d", i+1, len(leases), want)
+			}
+			for _, l := range leases {
+				if seen[l.Run] {
+					t.Errorf("run %q claimed twice while its lease is live", l.Run)
+				}
+				seen[l.Run] = true
+			}
+		}
+		if len(seen) != 5 {
+			t.Errorf("claimed %d distinct runs, want 5", len(seen))
+		}
+	})
+
+	t.Run("RenewKeepsLeaseAlive", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		const ttl = 300 * time.Millisecond
+		l := mustClaim(t, s, newOwner("runner"), "run-1", ttl)
+		lost, err := s.RenewLeases(bg, []store.Lease{l}, longTTL)
+		if err != nil {
+			t.Fatalf("RenewLeases: %v", err)
+		}
+		if len(lost) != 0 {
+			t.Fatalf("RenewLeases of a live lease returned lost %+v, want none", lost)
+		}
+		time.Sleep(2 * ttl)
+		mustNotClaim(t, s, "past the original ttl of a renewed lease")
+		if _, err := s.Commit(bg, l, store.Write{Events: []api.Event{ev("Still", "mine")}}); err != nil {
+			t.Errorf("Commit with a renewed lease past its original ttl: %v, want success", err)
+		}
+	})
+
+	t.Run("RenewReturnsStaleLeases", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		owner := newOwner("runner")
+		mustCreateRun(t, s, "kept")
+		kept := mustClaim(t, s, owner, "kept", longTTL)
+		mustCreateRun(t, s, "taken")
+		taken := mustClaim(t, s, owner, "taken", shortTTL)
+		time.Sleep(3 * shortTTL)
+		thief := eventuallyClaim(t, s, newOwner("thief"), "taken", longTTL)
+		if thief.Generation <= taken.Generation {
+			t.Fatalf("re-claim generation %d, want > %d", thief.Generation, taken.Generation)
+		}
+		lost, err := s.RenewLeases(bg, []store.Lease{kept, taken}, longTTL)
+		if err != nil {
+			t.Fatalf("RenewLeases: %v", err)
+		}
+		if len(lost) != 1 || lost[0].Run != "taken" || lost[0].Generation != taken.Generation {
+			t.Errorf("RenewLeases returned lost %+v, want exactly the stale lease on %q (gen %d)", lost, "taken", taken.Generation)
+		}
+		// The renewal of the stale lease must not have touched the new owner's lease.
+		if _, err := s.Commit(bg, thief, store.Write{Events: []api.Event{ev("Mine", "")}}); err != nil {
+			t.Errorf("Commit by the new owner after the old owner's renewal attempt: %v, want success", err)
+		}
+		if _, err := s.Commit(bg, kept, store.Write{Events: []api.Event{ev("Mine", "")}}); err != nil {
+			t.Errorf("Commit with the renewed live lease: %v, want success", err)
+		}
+	})
+}
+
+func testFencing(t *testing.T, open opener) {
+	// stolen sets up run-1 claimed by a first owner whose lease ran out and was re-claimed.
+	stolen := func(t *testing.T, s store.Store) (old, cur store.Lease) {
+		t.Helper()
+		mustCreateRun(t, s, "run-1")
+		old = mustClaim(t, s, newOwner("old"), "run-1", shortTTL)
+		time.Sleep(3 * shortTTL)
+		cur = eventuallyClaim(t, s, newOwner("new"), "run-1", longTTL)
+		if cur.Generation <= old.Generation {
+			t.Fatalf("re-claim generation %d, want > %d", cur.Generation, old.Generation)
+		}
+		return old, cur
+	}
+
+	t.Run("StaleCommitAppliesNothing", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		old, _ := stolen(t, s)
+		before := mustGetRun(t, s, "run-1")
+		past := time.Now().Add(-time.Second)
+		_, err := s.Commit(bg, old, store.Write{
+			Steps:   []api.Step{startedStep("s1", 1)},
+			Events:  []api.Event{ev("StepStarted", "s1"), ev("Note", "stale")},
+			Status:  &api.AgentRunStatus{Phase: api.PhaseFailed, Reason: api.ReasonInternalError, Message: "stale writer"},
+			Release: true,
+			WakeAt:  &past,
+		})
+		wantErr(t, "Commit with a stale lease", err, store.ErrFenced)
+		if steps := mustListSteps(t, s, "run-1"); len(steps) != 0 {
+			t.Errorf("after a fenced Commit, ListSteps = %s, want none", js(steps))
+		}
+		if evs := mustListEvents(t, s, "run-1", 0, 0); len(evs) != 0 {
+			t.Errorf("after a fenced Commit, ListEvents = %s, want none", js(evs))
+		}
+		after := mustGetRun(t, s, "run-1")
+		checkStatus(t, "GetRun after a fenced Commit", after.Status, before.Status)
+		if names := listRunNames(t, s, store.RunFilter{Phase: api.PhaseFailed}); len(names) != 0 {
+			t.Errorf("after a fenced Commit, ListRuns(phase Failed) = %v, want none", names)
+		}
+		mustNotClaim(t, s, "a fenced Commit with Release must not release the new owner's lease")
+	})
+
+	t.Run("StaleCompleteAppliesNothing", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		old := mustClaim(t, s, newOwner("old"), "run-1", shortTTL)
+		mustCommit(t, s, old, store.Write{Steps: []api.Step{startedStep("s1", 1)}})
+		time.Sleep(3 * shortTTL)
+		cur := eventuallyClaim(t, s, newOwner("new"), "run-1", longTTL)
+		_, err := s.Commit(bg, old, store.Write{Steps: []api.Step{completedStep("s1", 1, `{"ok":true}`, 5)}})
+		wantErr(t, "Commit(Completed) with a stale lease", err, store.ErrFenced)
+		st := findStep(t, mustListSteps(t, s, "run-1"), "s1")
+		if st.State != api.StepStarted || len(st.Result) != 0 || st.CostMicros != nil {
+			t.Errorf("after a fenced Completed, step s1 = %s, want still Started with no result or cost", js(st))
+		}
+		mustCommit(t, s, cur, store.Write{Steps: []api.Step{completedStep("s1", 1, `{"ok":"new"}`, 7)}})
+	})
+
+	t.Run("CommitAfterReleaseFenced", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		l := mustClaim(t, s, newOwner("runner"), "run-1", longTTL)
+		release(t, s, l, nil)
+		_, err := s.Commit(bg, l, store.Write{Events: []api.Event{ev("Late", "")}, Steps: []api.Step{startedStep("late", 1)}})
+		wantErr(t, "Commit with a lease already released", err, store.ErrFenced)
+		if evs := mustListEvents(t, s, "run-1", 0, 0); len(evs) != 0 {
+			t.Errorf("after a Commit on a released lease, ListEvents = %s, want none", js(evs))
+		}
+		if steps := mustListSteps(t, s, "run-1"); len(steps) != 0 {
+			t.Errorf("after a Commit on a released lease, ListSteps = %s, want none", js(steps))
+		}
+	})
+
+	t.Run("LiveCommitAppliesAll", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		_, cur := stolen(t, s)
+		status := api.AgentRunStatus{Phase: api.PhaseRunning, AgentRevision: 1, Runner: cur.Owner}
+		mustCommit(t, s, cur, store.Write{
+			Steps:  []api.Step{startedStep("s1", 1), startedStep("s2", 1)},
+			Events: []api.Event{ev("StepStarted", "s1"), ev("StepStarted", "s2")},
+			Status: &status,
+		})
+		steps := mustListSteps(t, s, "run-1")
+		if len(steps) != 2 {
+			t.Errorf("after a live Commit of 2 steps, ListSteps = %s, want 2 steps", js(steps))
+		}
+		if evs := mustListEvents(t, s, "run-1", 0, 0); !sameValue(eventSeqs(evs), []int64{1, 2}) {
+			t.Errorf("after a live Commit of 2 events, event seqs = %v, want [1 2]", eventSeqs(evs))
+		}
+		got := mustGetRun(t, s, "run-1")
+		if got.Status.Phase != api.PhaseRunning {
+			t.Errorf("after a live Commit, status.phase = %q, want %q", got.Status.Phase, api.PhaseRunning)
+		}
+		if names := listRunNames(t, s, store.RunFilter{Phase: api.PhaseRunning}); !sameValue(names, []string{"run-1"}) {
+			t.Errorf("ListRuns(phase Running) = %v, want [run-1]", names)
+		}
+	})
+}

@@ -6,13 +6,20 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"agentrun.dev/agentrun/internal/cli"
 )
 
 func main() {
-	root := &cobra.Command{Use: "agentrun", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(newServeCmd(), newDevCmd())
-	if err := root.Execute(); err != nil {
-		os.Stderr.WriteString("error: " + err.Error() + "\n")
-		os.Exit(1)
+	root := &cobra.Command{
+		Use:           "agentrun",
+		Short:         "agentrun: a server where AI agents run durably, and its CLI",
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
+	cli.AddGlobalFlags(root)
+	root.AddCommand(newServeCmd(), newDevCmd())
+	root.AddCommand(cli.Commands()...)
+	cli.Version = version
+	os.Exit(cli.Report(root.Execute(), os.Stderr))
 }

@@ -1,13 +1,249 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
-// newServeCmd is `agentrun serve`: the server with its in-process runner.
+	"github.com/spf13/cobra"
+
+	"agentrun.dev/agentrun/internal/agent"
+	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/model/fake"
+	"agentrun.dev/agentrun/internal/runner"
+	"agentrun.dev/agentrun/internal/server"
+	"agentrun.dev/agentrun/internal/store/sqlite"
+	"agentrun.dev/agentrun/internal/tools"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+// dataDir is --data, else AGENTRUN_HOME, else ~/.agentrun.
+func dataDir(flag string) (string, error) {
+	if flag != "" {
+		return filepath.Abs(flag)
+	}
+	if v := os.Getenv("AGENTRUN_HOME"); v != "" {
+		return filepath.Abs(v)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find home folder (set AGENTRUN_HOME or --data): %w", err)
+	}
+	return filepath.Join(home, ".agentrun"), nil
+}
+
+// readOrCreateSecret returns the content of a 0600 file, creating it with a random value first.
+func readOrCreateSecret(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if v := strings.TrimSpace(string(b)); v != "" {
+			return v, nil
+		}
+	}
+	var b [24]byte
+	rand.Read(b[:])
+	v := "art_" + hex.EncodeToString(b[:])
+	if err := os.WriteFile(path, []byte(v+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// listen binds host:port, or with port 0 the first free port from 7340.
+func listen(host string, port int) (net.Listener, error) {
+	if port != 0 {
+		return net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+	}
+	var last error
+	for p := 7340; p < 7440; p++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(p)))
+		if err == nil {
+			return l, nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("no free port in 7340-7439: %w", last)
+}
+
 func newServeCmd() *cobra.Command {
-	return &cobra.Command{Use: "serve", Short: "Start the server (and one runner) on port 7340 or the next free one"}
+	var (
+		data, host, runnerName, logLevel, listenAddr string
+		port, maxRuns                                int
+		noRunner                                     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Start the server (and one runner) on port 7340 or the next free one",
+		Long: `Start the agentrun server with the embedded SQLite store and one runner in the same process.
+Everything is kept in the data folder (--data, AGENTRUN_HOME, or ~/.agentrun): the store, the API
+token, run folders. Model keys come from the environment: ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL),
+OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := dataDir(data)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fmt.Errorf("create data folder %s: %w", dir, err)
+			}
+			level := slog.LevelInfo
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: use debug, info, warn or error", logLevel)
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			token, err := readOrCreateSecret(filepath.Join(dir, "token"))
+			if err != nil {
+				return err
+			}
+			if os.Getenv("AGENTRUN_STORE_URL") != "" && !strings.HasPrefix(os.Getenv("AGENTRUN_STORE_URL"), "sqlite:") {
+				return errors.New("AGENTRUN_STORE_URL: only the embedded SQLite store is available in this build (PostgreSQL comes with the runners-on-Postgres work)")
+			}
+			dbPath := filepath.Join(dir, "agentrun.db")
+			st, err := sqlite.Open(dbPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var ln net.Listener
+			if listenAddr != "" {
+				ln, err = net.Listen("tcp", listenAddr)
+			} else {
+				ln, err = listen(host, port)
+			}
+			if err != nil {
+				return err
+			}
+			base := "http://" + ln.Addr().String()
+			models := model.ConfigFromEnv(os.Getenv, &http.Client{Timeout: 10 * time.Minute})
+
+			available := map[string]bool{tools.AskPersonName: true}
+			for _, n := range tools.Names() {
+				available[n] = true
+			}
+			var toolNames []string
+			for n := range available {
+				toolNames = append(toolNames, n)
+			}
+			providers := []string{}
+			for name := range models.Providers {
+				providers = append(providers, name)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+
+			var r *runner.Runner
+			if !noRunner {
+				if runnerName == "" {
+					runnerName = "local"
+				}
+				eng := &agent.Engine{Store: st, Models: models, DataDir: dir, ConsoleURL: base, Log: log, RunnerName: runnerName}
+				r = &runner.Runner{Name: runnerName, Store: st, Driver: eng, Log: log.With("runner", runnerName), MaxRuns: maxRuns}
+			}
+			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available,
+				Capabilities: map[string]any{
+					"version":   version,
+					"harnesses": []string{"builtin"},
+					"computers": []map[string]any{{"kind": "none", "available": true}, {"kind": "sandbox", "available": false, "why": "sandbox providers are not built yet"}, {"kind": "browser", "available": false, "why": "browser providers are not built yet"}},
+					"tools":     toolNames,
+					"models":    map[string]any{"providers": providers, "defaultProvider": models.DefaultProvider, "defaultModel": models.DefaultModel},
+					"runner":    !noRunner,
+				}}
+			if r != nil {
+				srv.Interrupt = r.Interrupt
+			}
+			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			info, _ := json.Marshal(map[string]any{"url": base, "pid": os.Getpid(), "version": version})
+			if err := os.WriteFile(filepath.Join(dir, "server.json"), info, 0o600); err != nil {
+				return fmt.Errorf("write server.json: %w", err)
+			}
+			defer os.Remove(filepath.Join(dir, "server.json"))
+
+			errc := make(chan error, 2)
+			go func() { errc <- hs.Serve(ln) }()
+			runnerDone := make(chan struct{})
+			if r != nil {
+				go func() {
+					defer close(runnerDone)
+					if err := r.Run(ctx); err != nil {
+						errc <- fmt.Errorf("runner: %w", err)
+					}
+				}()
+			} else {
+				close(runnerDone)
+			}
+			fmt.Fprintf(os.Stderr, "agentrun %s serving at %s\n  console:   %s/\n  API token: %s\n  store:     sqlite at %s\n", version, base, base, filepath.Join(dir, "token"), dbPath)
+			if r != nil {
+				fmt.Fprintf(os.Stderr, "  runner:    %s (in this process)\n", runnerName)
+			}
+			if len(providers) == 0 {
+				fmt.Fprintf(os.Stderr, "  models:    none configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY\n")
+			} else {
+				fmt.Fprintf(os.Stderr, "  models:    %s (default %s)\n", strings.Join(providers, ", "), models.DefaultProvider)
+			}
+			select {
+			case <-ctx.Done():
+			case err := <-errc:
+				if err != nil && !errors.Is(err, http.ErrServerClosed) {
+					stop()
+					<-runnerDone
+					return err
+				}
+			}
+			fmt.Fprintln(os.Stderr, "agentrun: shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			hs.Shutdown(sctx)
+			<-runnerDone
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&data, "data", "", "data folder (default $AGENTRUN_HOME or ~/.agentrun)")
+	f.StringVar(&host, "host", "127.0.0.1", "address to listen on")
+	f.IntVar(&port, "port", 0, "port (default 7340 or the next free one)")
+	f.StringVar(&listenAddr, "listen", "", "exact address to listen on, overriding --host and --port (\"127.0.0.1:0\" picks a free port)")
+	f.BoolVar(&noRunner, "no-runner", false, "serve the API only; runners run elsewhere")
+	f.StringVar(&runnerName, "runner-name", "", "name of the in-process runner (default local)")
+	f.IntVar(&maxRuns, "max-runs", 5000, "runs the in-process runner drives at once")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
 }
 
 // newDevCmd is `agentrun dev ...`: developer tools such as the scripted model server.
 func newDevCmd() *cobra.Command {
-	return &cobra.Command{Use: "dev", Short: "Developer tools (the scripted model server)"}
+	dev := &cobra.Command{Use: "dev", Short: "Developer tools (the scripted model server)"}
+	var script, addr string
+	ms := &cobra.Command{
+		Use:   "model-server --script FILE [--addr 127.0.0.1:PORT]",
+		Short: "Serve a scripted model speaking the Anthropic and OpenAI wire formats",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := fake.LoadScript(script)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return fake.ListenAndServe(ctx, addr, sc, os.Stderr)
+		},
+	}
+	ms.Flags().StringVar(&script, "script", "", "script file (YAML or JSON)")
+	ms.Flags().StringVar(&addr, "addr", "127.0.0.1:8787", "address to listen on")
+	ms.MarkFlagRequired("script")
+	dev.AddCommand(ms)
+	return dev
 }

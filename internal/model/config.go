@@ -1,0 +1,83 @@
+package model
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// providerEnv lists the known providers in default-preference order, with the variables that
+// configure them and their default models.
+var providerEnv = []struct {
+	name, keyVar, baseVar, model string
+}{
+	{"anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "claude-sonnet-4-5"},
+	{"openai", "OPENAI_API_KEY", "OPENAI_BASE_URL", "gpt-4.1"},
+	{"openrouter", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "anthropic/claude-sonnet-4.5"},
+}
+
+// Config is the set of providers the server's own keys give access to.
+type Config struct {
+	Providers       map[string]Provider // by Name(); only providers with a key
+	DefaultProvider string
+	DefaultModel    map[string]string // by provider name
+}
+
+// ConfigFromEnv builds a Config from the environment: ANTHROPIC_API_KEY (+ANTHROPIC_BASE_URL),
+// OPENAI_API_KEY (+OPENAI_BASE_URL), OPENROUTER_API_KEY (+OPENROUTER_BASE_URL). The default provider
+// is AGENTRUN_DEFAULT_PROVIDER, else the first configured of anthropic, openai, openrouter.
+// AGENTRUN_DEFAULT_MODEL replaces the default model of the default provider only (a model name means
+// nothing to another vendor).
+func ConfigFromEnv(getenv func(string) string, hc *http.Client) *Config {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	c := &Config{Providers: map[string]Provider{}, DefaultModel: map[string]string{}}
+	for _, p := range providerEnv {
+		c.DefaultModel[p.name] = p.model
+		key := get(p.keyVar)
+		if key == "" {
+			continue
+		}
+		if p.name == "anthropic" {
+			c.Providers[p.name] = NewAnthropic(get(p.baseVar), key, hc)
+		} else {
+			c.Providers[p.name] = NewOpenAI(p.name, get(p.baseVar), key, hc)
+		}
+		if c.DefaultProvider == "" {
+			c.DefaultProvider = p.name
+		}
+	}
+	if d := get("AGENTRUN_DEFAULT_PROVIDER"); d != "" {
+		c.DefaultProvider = d
+	}
+	if m := get("AGENTRUN_DEFAULT_MODEL"); m != "" && c.DefaultProvider != "" {
+		c.DefaultModel[c.DefaultProvider] = m
+	}
+	return c
+}
+
+// Resolve picks the provider and model for a call; empty provider or model means the defaults. The
+// error says which variable to set when the provider has no key.
+func (c *Config) Resolve(provider, model string) (Provider, string, error) {
+	if provider == "" {
+		provider = c.DefaultProvider
+	}
+	if provider == "" {
+		return nil, "", fmt.Errorf("no model provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY")
+	}
+	p, ok := c.Providers[provider]
+	if !ok {
+		for _, pe := range providerEnv {
+			if pe.name == provider {
+				return nil, "", fmt.Errorf("model provider %q has no key: set %s", provider, pe.keyVar)
+			}
+		}
+		return nil, "", fmt.Errorf("unknown model provider %q (known: anthropic, openai, openrouter)", provider)
+	}
+	if model == "" {
+		model = c.DefaultModel[provider]
+	}
+	if model == "" {
+		return nil, "", fmt.Errorf("model provider %q: no model named and no default model", provider)
+	}
+	return p, model, nil
+}

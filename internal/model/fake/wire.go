@@ -1,0 +1,271 @@
+package fake
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// conversation is what the server reads from a request, in either format.
+type conversation struct {
+	model          string
+	stream         bool
+	includeUsage   bool // OpenAI stream_options.include_usage
+	firstUser      string
+	hasFirstUser   bool
+	assistants     int
+	lastUser       string
+	lastToolResult string
+	chars          int // characters of all messages, for the default input estimate
+}
+
+// Anthropic request, read loosely: content may be a string or blocks, tool_result content a string or
+// blocks, and unknown fields (thinking, cache_control, metadata) are ignored as the real API would
+// accept them.
+type antRequest struct {
+	Model     string `json:"model"`
+	MaxTokens *int   `json:"max_tokens"`
+	Messages  []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Stream bool `json:"stream"`
+}
+
+type antInBlock struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Input   json.RawMessage `json:"input"`
+	Content json.RawMessage `json:"content"`
+}
+
+// textOf reads a content value that is a string or a list of blocks, returning the text of the text
+// blocks and the blocks themselves.
+func textOf(raw json.RawMessage) (string, []antInBlock, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil, nil
+	}
+	var blocks []antInBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", nil, fmt.Errorf("content is neither a string nor a list of blocks")
+	}
+	var texts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			texts = append(texts, b.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), blocks, nil
+}
+
+func parseAnthropic(body []byte) (*conversation, error) {
+	var r antRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("body is not a Messages request: %v", err)
+	}
+	if r.Model == "" {
+		return nil, fmt.Errorf("model: field required")
+	}
+	if r.MaxTokens == nil {
+		return nil, fmt.Errorf("max_tokens: field required")
+	}
+	if len(r.Messages) == 0 {
+		return nil, fmt.Errorf("messages: at least one message is required")
+	}
+	c := &conversation{model: r.Model, stream: r.Stream}
+	for i, m := range r.Messages {
+		text, blocks, err := textOf(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("messages.%d.content: %v", i, err)
+		}
+		c.chars += len([]rune(text))
+		hasText := text != ""
+		for _, b := range blocks {
+			switch b.Type {
+			case "tool_use":
+				c.chars += len([]rune(string(b.Input)))
+			case "tool_result":
+				rt, _, err := textOf(b.Content)
+				if err != nil {
+					return nil, fmt.Errorf("messages.%d.content: tool_result: %v", i, err)
+				}
+				c.chars += len([]rune(rt))
+				c.lastToolResult = rt
+			}
+		}
+		switch m.Role {
+		case "assistant":
+			c.assistants++
+		case "user":
+			c.noteUser(text, hasText)
+		default:
+			return nil, fmt.Errorf("messages.%d.role: must be user or assistant, not %q", i, m.Role)
+		}
+	}
+	return c, nil
+}
+
+func (c *conversation) noteUser(text string, hasText bool) {
+	if !c.hasFirstUser {
+		c.firstUser, c.hasFirstUser = text, true
+	}
+	if hasText {
+		c.lastUser = text
+	}
+}
+
+// OpenAI Chat Completions request, read loosely (content may be a string or parts; "developer"
+// messages are system messages).
+type oaiRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role      string            `json:"role"`
+		Content   json.RawMessage   `json:"content"`
+		ToolCalls []json.RawMessage `json:"tool_calls"`
+	} `json:"messages"`
+	Stream        bool `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+func parseOpenAI(body []byte) (*conversation, error) {
+	var r oaiRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("body is not a chat completions request: %v", err)
+	}
+	if r.Model == "" {
+		return nil, fmt.Errorf("model: field required")
+	}
+	if len(r.Messages) == 0 {
+		return nil, fmt.Errorf("messages: at least one message is required")
+	}
+	c := &conversation{model: r.Model, stream: r.Stream, includeUsage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage}
+	for i, m := range r.Messages {
+		text, _, err := textOf(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("messages[%d].content: %v", i, err)
+		}
+		switch m.Role {
+		case "system", "developer":
+			continue // not part of the conversation's messages
+		case "assistant":
+			c.assistants++
+			for _, tc := range m.ToolCalls {
+				var call struct {
+					Function struct {
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				}
+				_ = json.Unmarshal(tc, &call)
+				c.chars += len([]rune(call.Function.Arguments))
+			}
+		case "user":
+			c.noteUser(text, text != "")
+		case "tool":
+			c.lastToolResult = text
+		default:
+			return nil, fmt.Errorf("messages[%d].role: unknown role %q", i, m.Role)
+		}
+		c.chars += len([]rune(text))
+	}
+	return c, nil
+}
+
+// Anthropic response shapes.
+
+type antUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreation            struct {
+		Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+type antOutBlock struct {
+	Type  string          `json:"type"`
+	Text  *string         `json:"text,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+type antMessage struct {
+	ID           string        `json:"id"`
+	Type         string        `json:"type"`
+	Role         string        `json:"role"`
+	Model        string        `json:"model"`
+	Content      []antOutBlock `json:"content"`
+	StopReason   *string       `json:"stop_reason"`
+	StopSequence *string       `json:"stop_sequence"`
+	Usage        antUsage      `json:"usage"`
+}
+
+func antErrorBody(typ, msg string) any {
+	return map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
+}
+
+// OpenAI response shapes.
+
+type oaiToolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type oaiUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+type oaiMessage struct {
+	Role      string        `json:"role,omitempty"`
+	Content   *string       `json:"content,omitempty"`
+	ToolCalls []oaiToolCall `json:"tool_calls,omitempty"`
+}
+
+// oaiFullMessage is a non-streaming message: content is null, not absent, when there is no text.
+type oaiFullMessage struct {
+	Role      string        `json:"role"`
+	Content   *string       `json:"content"`
+	ToolCalls []oaiToolCall `json:"tool_calls,omitempty"`
+}
+
+type oaiChoice struct {
+	Index        int             `json:"index"`
+	Message      *oaiFullMessage `json:"message,omitempty"`
+	Delta        *oaiMessage     `json:"delta,omitempty"`
+	FinishReason *string         `json:"finish_reason"`
+}
+
+type oaiCompletion struct {
+	ID      string      `json:"id"`
+	Object  string      `json:"object"`
+	Created int64       `json:"created"`
+	Model   string      `json:"model"`
+	Choices []oaiChoice `json:"choices"`
+	Usage   *oaiUsage   `json:"usage,omitempty"`
+}
+
+func oaiErrorBody(typ, code, msg string) any {
+	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}}
+}

@@ -58,6 +58,38 @@ type Write struct {
 	// only when poked), or at once if it was poked after the lease was claimed.
 	Release bool
 	WakeAt  *time.Time
+	// Files are changes to the run folder made by the step being completed, saved in the same
+	// transaction so another runner can restore the folder without a shared disk (design.md §9).
+	Files []FileWrite
+}
+
+// FileWrite is one change to a run folder: a file's new content, or its deletion.
+type FileWrite struct {
+	Path    string // slash-separated, relative to the run folder
+	Content []byte
+	Mode    uint32 // permission bits
+	Deleted bool
+}
+
+// File is a run folder file as saved in the store.
+type File struct {
+	Path      string
+	Content   []byte
+	Mode      uint32
+	Size      int64
+	UpdatedAt time.Time
+}
+
+// RunnerInfo is a runner's registration and heartbeat.
+type RunnerInfo struct {
+	Name        string    `json:"name"`
+	Version     string    `json:"version"`
+	Host        string    `json:"host"`
+	PID         int       `json:"pid"`
+	StartedAt   time.Time `json:"startedAt"`
+	HeartbeatAt time.Time `json:"heartbeatAt"`
+	// RunsHeld is how many runs the runner drove at its last heartbeat.
+	RunsHeld int `json:"runsHeld"`
 }
 
 // Signals is what a runner learns from a commit.
@@ -120,6 +152,15 @@ type Store interface {
 	AppendEvents(ctx context.Context, run string, evs []api.Event) error
 
 	ListSteps(ctx context.Context, run string) ([]api.Step, error)
+	// ListFiles returns the run folder as saved (deleted files excluded), ordered by path.
+	ListFiles(ctx context.Context, run string) ([]File, error)
+	// GetFile returns one saved file; ErrNotFound if it was never saved or was deleted.
+	GetFile(ctx context.Context, run, path string) (File, error)
+
+	// Heartbeat registers a runner or refreshes its entry (HeartbeatAt is set by the store).
+	Heartbeat(ctx context.Context, r RunnerInfo) error
+	// ListRunners returns every registered runner, ordered by name.
+	ListRunners(ctx context.Context) ([]RunnerInfo, error)
 	// ListEvents returns events with seq > afterSeq, at most limit (0: all).
 	ListEvents(ctx context.Context, run string, afterSeq int64, limit int) ([]api.Event, error)
 

@@ -95,6 +95,13 @@ var migrations = []string{
 		run TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, payload TEXT NOT NULL, time INTEGER NOT NULL,
 		PRIMARY KEY (run, seq));
 	CREATE UNIQUE INDEX messages_key ON messages (run, key) WHERE key <> '';`,
+	// 2: run folder snapshots and the runner registry.
+	`CREATE TABLE files (
+		run TEXT NOT NULL, path TEXT NOT NULL, content BLOB NOT NULL, mode INTEGER NOT NULL,
+		size INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (run, path));
+	CREATE TABLE runners (
+		name TEXT PRIMARY KEY, version TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+		started_at INTEGER NOT NULL, heartbeat_at INTEGER NOT NULL, runs_held INTEGER NOT NULL);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -427,7 +434,7 @@ func (s *Store) DeleteRun(ctx context.Context, name string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ErrNotFound
 		}
-		for _, t := range []string{"steps", "run_events", "messages"} {
+		for _, t := range []string{"steps", "run_events", "messages", "files"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE run = ?`, name); err != nil {
 				return err
 			}
@@ -655,6 +662,9 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 		if err := s.writeEvents(ctx, tx, l.Run, w.Events); err != nil {
 			return err
 		}
+		if err := s.writeFiles(ctx, tx, l.Run, w.Files); err != nil {
+			return err
+		}
 		if w.Status != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, phase = ?, resource_version = resource_version + 1 WHERE name = ?`, mustJSON(w.Status), w.Status.Phase, l.Run); err != nil {
 				return err
@@ -743,6 +753,92 @@ func (s *Store) writeEvents(ctx context.Context, tx *sql.Tx, run string, evs []a
 		}
 	}
 	return nil
+}
+
+func (s *Store) writeFiles(ctx context.Context, tx *sql.Tx, run string, files []store.FileWrite) error {
+	now := ms(s.now())
+	for _, f := range files {
+		if f.Deleted {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM files WHERE run = ? AND path = ?`, run, f.Path); err != nil {
+				return err
+			}
+			continue
+		}
+		content := f.Content
+		if content == nil {
+			content = []byte{}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO files (run, path, content, mode, size, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (run, path) DO UPDATE SET content = excluded.content, mode = excluded.mode, size = excluded.size, updated_at = excluded.updated_at`,
+			run, f.Path, content, f.Mode, len(content), now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) ListFiles(ctx context.Context, run string) ([]store.File, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT path, content, mode, size, updated_at FROM files WHERE run = ? ORDER BY path`, run)
+	if err != nil {
+		return nil, fmt.Errorf("list files of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []store.File
+	for rows.Next() {
+		var f store.File
+		var t int64
+		if err := rows.Scan(&f.Path, &f.Content, &f.Mode, &f.Size, &t); err != nil {
+			return nil, fmt.Errorf("list files of %s: %w", run, err)
+		}
+		f.UpdatedAt = fromMS(t)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) GetFile(ctx context.Context, run, path string) (store.File, error) {
+	f := store.File{Path: path}
+	var t int64
+	err := s.r.QueryRowContext(ctx, `SELECT content, mode, size, updated_at FROM files WHERE run = ? AND path = ?`, run, path).Scan(&f.Content, &f.Mode, &f.Size, &t)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.File{}, fmt.Errorf("file %s of run %s: %w", path, run, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.File{}, fmt.Errorf("file %s of run %s: %w", path, run, err)
+	}
+	f.UpdatedAt = fromMS(t)
+	return f, nil
+}
+
+func (s *Store) Heartbeat(ctx context.Context, r store.RunnerInfo) error {
+	now := ms(s.now())
+	_, err := s.w.ExecContext(ctx, `INSERT INTO runners (name, version, host, pid, started_at, heartbeat_at, runs_held) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET version = excluded.version, host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
+		heartbeat_at = excluded.heartbeat_at, runs_held = excluded.runs_held`,
+		r.Name, r.Version, r.Host, r.PID, ms(r.StartedAt), now, r.RunsHeld)
+	if err != nil {
+		return fmt.Errorf("heartbeat of runner %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+func (s *Store) ListRunners(ctx context.Context) ([]store.RunnerInfo, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT name, version, host, pid, started_at, heartbeat_at, runs_held FROM runners ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list runners: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RunnerInfo
+	for rows.Next() {
+		var r store.RunnerInfo
+		var st, hb int64
+		if err := rows.Scan(&r.Name, &r.Version, &r.Host, &r.PID, &st, &hb, &r.RunsHeld); err != nil {
+			return nil, fmt.Errorf("list runners: %w", err)
+		}
+		r.StartedAt, r.HeartbeatAt = fromMS(st), fromMS(hb)
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) error {

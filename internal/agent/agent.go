@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -53,7 +52,9 @@ type drive struct {
 	folder string
 	// lastMsg is the seq of the last message consumed (from replayed steps).
 	lastMsg int64
-	log     *slog.Logger
+	// saved indexes the run folder as the store has it.
+	saved folderIndex
+	log   *slog.Logger
 }
 
 // Drive runs one claimed run until it finishes, parks, or ctx ends (lease lost, runner stopping,
@@ -159,8 +160,13 @@ func (d *drive) loop(ctx context.Context) error {
 		return fmt.Errorf("load agent %s revision %d: %w", d.run.Spec.Agent, d.run.Status.AgentRevision, err)
 	}
 	d.spec = spec
-	if err := os.MkdirAll(d.folder, 0o755); err != nil {
-		return fmt.Errorf("run folder: %w", err)
+	saved, restored, err := restoreFolder(ctx, d.e.Store, d.run.Metadata.Name, d.folder)
+	if err != nil {
+		return err
+	}
+	d.saved = saved
+	if restored > 0 {
+		d.j.Emit(api.Event{Type: "folder.restored", Message: fmt.Sprintf("restored %d files of the run folder from the store", restored)})
 	}
 	provider, modelName, err := d.e.Models.Resolve(spec.Model.Provider, spec.Model.Name)
 	if err != nil {
@@ -420,7 +426,18 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 	if !ok {
 		return result(fmt.Sprintf("tool %q is not available on this server", call.Name), true), nil
 	}
-	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(call.Input), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly()},
+	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(call.Input), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly()}
+	if !tool.ReadOnly() {
+		spec.Files = func() ([]store.FileWrite, error) {
+			next, writes, err := d.saved.changes(d.folder)
+			if err != nil {
+				return nil, err
+			}
+			d.saved = next
+			return writes, nil
+		}
+	}
+	out, err := d.j.Do(ctx, spec,
 		func(ctx context.Context) (any, *int64, error) {
 			r, err := tool.Run(ctx, tools.Env{Root: d.folder}, call.Input)
 			if err != nil {

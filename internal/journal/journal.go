@@ -50,6 +50,9 @@ type Spec struct {
 	HashOf any
 	// Safe steps are repeated when found interrupted (read-only tools, billed-to-server model calls).
 	Safe bool
+	// Files, when set, is called after the effect and returns the run folder changes to save with
+	// the step's completion, in the same transaction.
+	Files func() ([]store.FileWrite, error)
 }
 
 // Outcome is how a step ended.
@@ -220,7 +223,13 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	t := j.now()
 	done.CompletedAt = &t
 	j.Emit(api.Event{Type: "step.completed", StepKey: spec.Key, Message: spec.Title})
-	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}}); err != nil {
+	var files []store.FileWrite
+	if spec.Files != nil {
+		if files, err = spec.Files(); err != nil {
+			return Outcome{}, fmt.Errorf("step %s: save run folder: %w", spec.Key, err)
+		}
+	}
+	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}, Files: files}); err != nil {
 		return Outcome{}, err
 	}
 	j.pause.at("after-result", spec.Key)

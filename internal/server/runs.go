@@ -1,11 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"time"
 
@@ -356,61 +357,52 @@ func (s *Server) getAnswer(w http.ResponseWriter, r *http.Request) {
 	w.Write([]byte(text))
 }
 
+// getFile serves a run folder file from the store (where each step saves the folder), so it works
+// whichever runner holds the run, or none. A directory path lists the files under it.
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if _, err := s.Store.GetRun(r.Context(), name); err != nil {
 		writeErr(w, err)
 		return
 	}
-	p := r.PathValue("path")
-	root, err := os.OpenRoot(agent.RunFolder(s.DataDir, name))
-	if err != nil {
-		writeErr(w, api.Errorf(http.StatusNotFound, "FileNotFound", "path", "run %q has no files yet", name))
-		return
-	}
-	defer root.Close()
-	clean := strings.TrimPrefix(filepath.ToSlash(filepath.Clean("/"+p)), "/")
-	if clean == "" {
-		clean = "."
-	}
-	fi, err := root.Stat(clean)
-	if err != nil {
-		writeErr(w, api.Errorf(http.StatusNotFound, "FileNotFound", "path", "no file %q in run %q's folder", p, name))
-		return
-	}
-	if fi.IsDir() {
-		f, err := root.Open(clean)
-		if err != nil {
+	p := strings.TrimPrefix(path.Clean("/"+r.PathValue("path")), "/")
+	if p != "" {
+		f, err := s.Store.GetFile(r.Context(), name, p)
+		if err == nil {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			http.ServeContent(w, r, "", f.UpdatedAt, bytes.NewReader(f.Content))
+			return
+		}
+		if !errors.Is(err, store.ErrNotFound) {
 			writeErr(w, err)
 			return
 		}
-		defer f.Close()
-		ents, _ := f.ReadDir(-1)
-		type entry struct {
-			Name  string    `json:"name"`
-			Dir   bool      `json:"dir"`
-			Size  int64     `json:"size"`
-			MTime time.Time `json:"modified"`
-		}
-		out := []entry{}
-		for _, e := range ents {
-			info, err := e.Info()
-			if err != nil {
-				continue
-			}
-			out = append(out, entry{e.Name(), e.IsDir(), info.Size(), info.ModTime().UTC()})
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"items": out})
-		return
 	}
-	f, err := root.Open(clean)
+	files, err := s.Store.ListFiles(r.Context(), name)
 	if err != nil {
-		writeErr(w, api.Errorf(http.StatusNotFound, "FileNotFound", "path", "no file %q in run %q's folder", p, name))
+		writeErr(w, err)
 		return
 	}
-	defer f.Close()
-	w.Header().Set("Content-Type", "application/octet-stream")
-	http.ServeContent(w, r, "", fi.ModTime(), f)
+	type entry struct {
+		Path     string    `json:"path"`
+		Size     int64     `json:"size"`
+		Modified time.Time `json:"modified"`
+	}
+	out := []entry{}
+	prefix := p + "/"
+	if p == "" {
+		prefix = ""
+	}
+	for _, f := range files {
+		if strings.HasPrefix(f.Path, prefix) {
+			out = append(out, entry{f.Path, f.Size, f.UpdatedAt})
+		}
+	}
+	if len(out) == 0 {
+		writeErr(w, api.Errorf(http.StatusNotFound, "FileNotFound", "path", "no file %q in run %q's folder", r.PathValue("path"), name))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": out})
 }
 
 type resolveBody struct {

@@ -110,15 +110,21 @@ const EndEvent = "end"
 // FollowEvents streams the run's timeline over SSE, calling fn for each event with seq > after, in
 // order. When the connection drops it reconnects with Last-Event-ID, so no event is missed or seen
 // twice. It returns nil when the server sends "event: end" (the run finished), fn's error if fn
-// fails, the server's error if it refuses the stream (an *api.Error), or ctx's error.
+// fails, the server's error if it refuses the stream (an *api.Error), the connection error if the
+// first connection cannot be made, or ctx's error.
 func (c *Client) FollowEvents(ctx context.Context, run string, after int64, fn func(api.Event) error) error {
 	const idle = 75 * time.Second // the server sends keepalives more often than this
 	backoff := 250 * time.Millisecond
+	connected := false
 	for {
 		done, progressed, err := c.followOnce(ctx, run, &after, idle, fn)
 		if done {
 			return err
 		}
+		if err != nil && !connected {
+			return err // the server was never reached
+		}
+		connected = true
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -137,7 +143,7 @@ func (c *Client) FollowEvents(ctx context.Context, run string, after int64, fn f
 }
 
 // followOnce reads one SSE connection. done says FollowEvents should return err; otherwise the
-// connection dropped and should be made again.
+// connection dropped (err set when it could not be made at all) and should be made again.
 func (c *Client) followOnce(ctx context.Context, run string, after *int64, idle time.Duration, fn func(api.Event) error) (done, progressed bool, err error) {
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -152,7 +158,7 @@ func (c *Client) followOnce(ctx context.Context, run string, after *int64, idle 
 		if _, ok := api.AsError(err); ok {
 			return true, false, fmt.Errorf("follow events of agentrun %q: %w", run, err)
 		}
-		return false, false, nil
+		return false, false, fmt.Errorf("follow events of agentrun %q: %w", run, err)
 	}
 	defer resp.Body.Close()
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {

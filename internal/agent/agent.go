@@ -18,6 +18,7 @@ import (
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/journal"
+	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/tools"
@@ -178,6 +179,10 @@ func (d *drive) loop(ctx context.Context) error {
 	}
 
 	resumed := d.j.Steps() > 0 || d.status.Phase != api.PhaseQueued
+	if d.status.Phase == api.PhaseRunning {
+		// Claimed mid-run: the previous holder died or gave it back without parking it.
+		metrics.Takeovers.Inc()
+	}
 	now := time.Now().UTC()
 	if d.status.StartedAt == nil {
 		d.status.StartedAt = &now
@@ -508,7 +513,9 @@ func (d *drive) askPerson(ctx context.Context, key string, call model.Block, res
 func (d *drive) callModel(ctx context.Context, p model.Provider, req *model.Request) (*model.Response, error) {
 	backoff := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
+		start := time.Now()
 		resp, err := p.Complete(ctx, req)
+		metrics.ModelSeconds.Since(start, p.Name())
 		if err == nil {
 			return resp, nil
 		}

@@ -604,6 +604,8 @@ func TestEventLine(t *testing.T) {
 }
 
 // newRoot builds a root like cmd/agentrun's, for tests that run commands without a server.
+// newRoot builds a command tree; AddGlobalFlags binds package-level flag variables, so tests that
+// build roots do not run in parallel.
 func newRoot() (*cobra.Command, *bytes.Buffer, *bytes.Buffer) {
 	root := &cobra.Command{Use: "agentrun", SilenceUsage: true, SilenceErrors: true}
 	AddGlobalFlags(root)
@@ -615,7 +617,6 @@ func newRoot() (*cobra.Command, *bytes.Buffer, *bytes.Buffer) {
 }
 
 func TestCommandTree(t *testing.T) {
-	t.Parallel()
 	root, _, _ := newRoot()
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -644,7 +645,6 @@ func TestCommandTree(t *testing.T) {
 
 // These run commands that fail before they need a server.
 func TestUsageErrors(t *testing.T) {
-	t.Parallel()
 	cases := [][]string{
 		{"runs", "start"},
 		{"runs", "wait", "a", "b"},
@@ -666,7 +666,6 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, args := range cases {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			t.Parallel()
 			root, _, _ := newRoot()
 			root.SetArgs(args)
 			err := root.Execute()
@@ -679,7 +678,6 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	t.Parallel()
 	root, out, _ := newRoot()
 	root.SetArgs([]string{"help"})
 	if err := root.Execute(); err != nil {

@@ -157,7 +157,6 @@ With --wait it waits like "runs wait" (progress on stderr) and exits the same wa
 			if !wait {
 				return writeJSON(cmd.OutOrStdout(), viewRun(ctx, c, r))
 			}
-			fmt.Fprintln(cmd.ErrOrStderr(), phaseLine(r))
 			last, code, werr := waitRun(ctx, c, r.Metadata.Name, timeout, cmd.ErrOrStderr())
 			if last == nil {
 				last = r
@@ -216,25 +215,26 @@ func messageCmd(use, short string, positional bool) *cobra.Command {
 		Short: short,
 		Args:  rangeArgs(1, 2, what),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			text, given := content, cmd.Flags().Changed("content")
-			if len(args) == 2 {
-				if given {
-					return usageError("give the message once: as an argument or with --content")
+			var text string
+			switch given := cmd.Flags().Changed("content"); {
+			case len(args) == 2 && given:
+				return usageError("give the message once: as an argument or with --content")
+			case len(args) == 2:
+				text = args[1] // as written: an argument is never a file name
+			case given:
+				data, _, err := readArg(content, cmd.InOrStdin())
+				if err != nil {
+					return err
 				}
-				text, given = args[1], true
-			}
-			if !given {
+				text = string(data)
+			default:
 				return usageError("no message: give it with --content TEXT (or @FILE)")
-			}
-			data, _, err := readArg(text, cmd.InOrStdin())
-			if err != nil {
-				return err
 			}
 			c, err := newClient()
 			if err != nil {
 				return err
 			}
-			res, err := c.SendMessage(ctxOf(cmd), args[0], string(data), key)
+			res, err := c.SendMessage(ctxOf(cmd), args[0], text, key)
 			if err != nil {
 				return err
 			}

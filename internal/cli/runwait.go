@@ -178,7 +178,8 @@ func waitRun(ctx context.Context, c *client.Client, name string, timeout time.Du
 		case wctx.Err() != nil:
 			// fall through to the timeout below
 		default:
-			if _, ok := api.AsError(err); ok {
+			if _, ok := api.AsError(err); ok || last == nil {
+				// A server error, or a server never reached: nothing to wait for.
 				return last, ExitFailure, err
 			}
 			// The server may be restarting: say so once, and keep trying.

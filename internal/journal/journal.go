@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -119,7 +120,9 @@ func (j *Journal) Commit(ctx context.Context, status *api.AgentRunStatus, releas
 
 func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, error) {
 	w.Events = append(w.Events, j.pending...)
+	start := time.Now()
 	sig, err := j.st.Commit(ctx, j.lease, w)
+	metrics.JournalSeconds.Since(start)
 	if err != nil {
 		return sig, err
 	}
@@ -156,6 +159,7 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 		}
 		switch prev.State {
 		case api.StepCompleted:
+			metrics.StepsReplayed.Inc()
 			return Outcome{Result: prev.Result, Replayed: true, CostMicros: prev.CostMicros, Skipped: isSkipped(prev.Result)}, nil
 		case api.StepStarted, api.StepInterrupted:
 			switch prev.Resolution {
@@ -175,8 +179,10 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 							return Outcome{}, err
 						}
 					}
+					metrics.StepsInterrupts.Inc("needs-resolution")
 					return Outcome{}, &NeedsResolution{Step: *j.steps[spec.Key], Cause: "interrupted"}
 				}
+				metrics.StepsInterrupts.Inc("repeated")
 				j.Emit(api.Event{Type: "step.interrupted", StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; it is safe to repeat, so it runs again", spec.Key)})
 			}
 			attempt = prev.Attempt + 1
@@ -197,7 +203,9 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 		return Outcome{}, err
 	}
 	j.pause.at("after-intent", spec.Key)
+	effectStart := time.Now()
 	res, cost, err := fn(ctx)
+	metrics.StepSeconds.Since(effectStart, spec.Kind)
 	if err != nil {
 		if ctx.Err() == nil {
 			// A definite failure (not an interruption): record it so the journal says what happened.

@@ -8,9 +8,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
+	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -31,6 +33,9 @@ type Runner struct {
 	RenewEvery time.Duration
 	// PollEvery bounds how long the runner sleeps when no wake-up arrives.
 	PollEvery time.Duration
+	// Version is reported in the runner registry.
+	Version string
+	started time.Time
 
 	mu     sync.Mutex
 	active map[string]*held
@@ -83,6 +88,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	} else if n > 0 {
 		r.Log.Info("taking back runs from this runner's previous process", "runs", n)
 	}
+	r.started = time.Now()
+	r.heartbeat(rctx, 0)
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -116,6 +123,7 @@ func (r *Runner) claim(ctx context.Context) int {
 		}
 		return 0
 	}
+	metrics.Claims.Add(float64(len(leases)))
 	for _, l := range leases {
 		r.start(ctx, l)
 	}
@@ -175,11 +183,23 @@ func (r *Runner) Active() int {
 	return len(r.active)
 }
 
+func (r *Runner) heartbeat(ctx context.Context, held int) {
+	host, _ := os.Hostname()
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.Store.Heartbeat(hctx, store.RunnerInfo{Name: r.Name, Version: r.Version, Host: host, PID: os.Getpid(), StartedAt: r.started, RunsHeld: held}); err != nil && ctx.Err() == nil {
+		r.Log.Warn("runner heartbeat", "err", err)
+	}
+}
+
 func (r *Runner) renewLoop(ctx context.Context) {
-	t := time.NewTicker(r.RenewEvery)
-	defer t.Stop()
-	// Self-fence a margin before the lease would expire at the store.
+	// Check often, renew every RenewEvery, and self-fence a margin before a lease would run out
+	// at the store, by this process's monotonic clock: a runner that cannot renew (store down,
+	// process paused) stops its own work before another runner may take the run over.
 	margin := r.LeaseTTL / 6
+	t := time.NewTicker(min(r.RenewEvery/4, margin/2))
+	defer t.Stop()
+	lastAttempt := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -188,40 +208,54 @@ func (r *Runner) renewLoop(ctx context.Context) {
 		}
 		r.mu.Lock()
 		hs := make([]*held, 0, len(r.active))
-		leases := make([]store.Lease, 0, len(r.active))
 		for _, h := range r.active {
+			if time.Since(h.renewedAt) > r.LeaseTTL-margin {
+				r.Log.Warn("self-fencing run: its lease could not be renewed in time", "run", h.lease.Run, "since", time.Since(h.renewedAt).Round(time.Millisecond))
+				metrics.LeasesLost.Inc("self-fenced")
+				h.cancel(errSelfFenced)
+				delete(r.active, h.lease.Run)
+				continue
+			}
 			hs = append(hs, h)
-			leases = append(leases, h.lease)
 		}
+		metrics.RunsActive.Set(float64(len(r.active)))
 		r.mu.Unlock()
-		if len(leases) == 0 {
+		if time.Since(lastAttempt) < r.RenewEvery {
 			continue
 		}
+		lastAttempt = time.Now()
+		r.heartbeat(ctx, len(hs))
+		if len(hs) == 0 {
+			continue
+		}
+		leases := make([]store.Lease, len(hs))
+		for i, h := range hs {
+			leases[i] = h.lease
+		}
 		attempt := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, r.RenewEvery)
+		rctx, cancel := context.WithTimeout(ctx, min(r.RenewEvery, margin))
 		lost, err := r.Store.RenewLeases(rctx, leases, r.LeaseTTL)
 		cancel()
 		if err != nil {
+			metrics.LeaseRenewals.Add(float64(len(leases)), "error")
 			r.Log.Error("renew leases", "runs", len(leases), "err", err)
-			for _, h := range hs {
-				if time.Since(h.renewedAt) > r.LeaseTTL-margin {
-					r.Log.Warn("self-fencing run", "run", h.lease.Run)
-					h.cancel(errSelfFenced)
-				}
-			}
 			continue
 		}
+		metrics.LeaseRenewals.Add(float64(len(leases)-len(lost)), "ok")
 		lostSet := map[string]bool{}
 		for _, l := range lost {
 			lostSet[l.Run] = true
 		}
+		r.mu.Lock()
 		for _, h := range hs {
 			if lostSet[h.lease.Run] {
 				r.Log.Warn("lease lost to another runner", "run", h.lease.Run)
+				metrics.LeasesLost.Inc("fenced")
 				h.cancel(errLeaseLost)
 				continue
 			}
 			h.renewedAt = attempt
 		}
+		r.mu.Unlock()
 	}
 }

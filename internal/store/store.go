@@ -98,6 +98,12 @@ type Signals struct {
 	PokeSeq         int64
 }
 
+// WaitsOnMessage reports whether a parked run's status waits for a message (a keep-alive run
+// between turns, or a question to the person).
+func WaitsOnMessage(st api.AgentRunStatus) bool {
+	return st.Phase == api.PhaseWaiting && (st.Reason == api.ReasonMessage || st.Reason == api.ReasonQuestion)
+}
+
 // Store is the durable state of agentrun.
 type Store interface {
 	// Backend names the backend ("sqlite", "postgres").
@@ -130,7 +136,9 @@ type Store interface {
 	RequestCancel(ctx context.Context, name string) (*api.AgentRun, error)
 
 	// AddMessage appends a message to a run and pokes it. A non-empty key already used on this
-	// run returns the first message and created=false. ErrFinished if the run has ended.
+	// run returns the first message and created=false. ErrFinished if the run has ended. A run
+	// parked (no lease holder) waiting on a message or a question (see WaitsOnMessage) moves to
+	// Queued in the same transaction; ResolveStep does the same for NeedsResolution.
 	AddMessage(ctx context.Context, run, key, payload string) (msg api.Message, created bool, err error)
 	// ListMessages returns the run's messages with seq > afterSeq, in order.
 	ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error)

@@ -457,6 +457,29 @@ func runPhase(ctx context.Context, tx *sql.Tx, name string) (string, error) {
 	return phase, err
 }
 
+// requeueTx moves a parked run (no lease holder) that waits on what just arrived back to Queued,
+// in the same transaction, so a reader never sees it still waiting on something already given.
+func (s *Store) requeueTx(ctx context.Context, tx *sql.Tx, name, why string, from func(api.AgentRunStatus) bool) error {
+	var status string
+	var owner sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT status, lease_owner FROM runs WHERE name = ?`, name).Scan(&status, &owner); err != nil {
+		return err
+	}
+	if owner.Valid {
+		return nil // the holder writes status
+	}
+	var st api.AgentRunStatus
+	if err := json.Unmarshal([]byte(status), &st); err != nil {
+		return err
+	}
+	if !from(st) {
+		return nil
+	}
+	st.Phase, st.Reason, st.Message, st.WaitingOn = api.PhaseQueued, "", why, nil
+	_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, phase = ? WHERE name = ?`, mustJSON(st), st.Phase, name)
+	return err
+}
+
 // poke marks a run as needing attention: claimable now if unleased, and noted for the holder.
 func (s *Store) pokeTx(ctx context.Context, tx *sql.Tx, name string, extra string) error {
 	_, err := tx.ExecContext(ctx, `UPDATE runs SET poke_seq = poke_seq + 1, claimable_at = ?`+extra+`, resource_version = resource_version + 1 WHERE name = ?`, ms(s.now()), name)
@@ -512,6 +535,9 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 		}
 		msg.Key, msg.Payload, msg.Time = key, payload, now.UTC().Truncate(time.Millisecond)
 		created = true
+		if err := s.requeueTx(ctx, tx, run, "a message arrived; waiting for a runner to continue", store.WaitsOnMessage); err != nil {
+			return err
+		}
 		return s.pokeTx(ctx, tx, run, "")
 	})
 	if err != nil {
@@ -562,6 +588,9 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ErrNotWaiting
+		}
+		if err := s.requeueTx(ctx, tx, run, "resolved ("+resolution+"); waiting for a runner to continue", func(st api.AgentRunStatus) bool { return st.Phase == api.PhaseNeedsResolution }); err != nil {
+			return err
 		}
 		return s.pokeTx(ctx, tx, run, "")
 	})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/store"
@@ -464,5 +465,69 @@ func testStatus(t *testing.T, open opener) {
 		mustCommit(t, s, l, store.Write{Status: &running})
 		mustCommit(t, s, l, store.Write{Events: []api.Event{ev("Note", "")}, Steps: []api.Step{startedStep("a", 1)}})
 		checkStatus(t, "GetRun after a Commit without status", mustGetRun(t, s, "run-1").Status, running)
+	})
+}
+
+func testRequeue(t *testing.T, open opener) {
+	park := func(t *testing.T, s store.Store, run string, st api.AgentRunStatus) {
+		t.Helper()
+		mustCreateRun(t, s, run)
+		l := mustClaim(t, s, newOwner("r"), run, longTTL)
+		mustCommit(t, s, l, store.Write{Status: &st, Release: true})
+	}
+	t.Run("MessageRequeuesQuestion", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		park(t, s, "run-1", api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonQuestion, WaitingOn: &api.WaitingOn{Kind: "question", Question: "Which?"}})
+		if _, _, err := s.AddMessage(bg, "run-1", "", "Europe"); err != nil {
+			t.Fatal(err)
+		}
+		r := mustGetRun(t, s, "run-1")
+		if r.Status.Phase != api.PhaseQueued || r.Status.WaitingOn != nil {
+			t.Errorf("after the answer arrived: phase %s waitingOn %+v, want Queued and nothing waited on", r.Status.Phase, r.Status.WaitingOn)
+		}
+		if got := listRunNames(t, s, store.RunFilter{Phase: api.PhaseQueued}); len(got) != 1 {
+			t.Errorf("ListRuns(Queued) = %v", got)
+		}
+	})
+	t.Run("MessageRequeuesIdleKeepAlive", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		park(t, s, "run-1", api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonMessage})
+		s.AddMessage(bg, "run-1", "k", "more")
+		if r := mustGetRun(t, s, "run-1"); r.Status.Phase != api.PhaseQueued {
+			t.Errorf("phase %s, want Queued", r.Status.Phase)
+		}
+	})
+	t.Run("MessageLeavesOtherWaitsAndHolders", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-2")
+		l := mustClaim(t, s, newOwner("r"), "run-2", longTTL)
+		park(t, s, "run-1", api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonApproval})
+		s.AddMessage(bg, "run-1", "", "hi")
+		if r := mustGetRun(t, s, "run-1"); r.Status.Phase != api.PhaseWaiting || r.Status.Reason != api.ReasonApproval {
+			t.Errorf("a message changed a run waiting on an approval: %s/%s", r.Status.Phase, r.Status.Reason)
+		}
+		st := api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonQuestion}
+		mustCommit(t, s, l, store.Write{Status: &st})
+		s.AddMessage(bg, "run-2", "", "hi")
+		if r := mustGetRun(t, s, "run-2"); r.Status.Phase != api.PhaseWaiting {
+			t.Errorf("a message rewrote the status of a run a runner holds: %s", r.Status.Phase)
+		}
+	})
+	t.Run("ResolveRequeues", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		l := mustClaim(t, s, newOwner("r"), "run-1", longTTL)
+		st := api.AgentRunStatus{Phase: api.PhaseNeedsResolution, WaitingOn: &api.WaitingOn{Kind: "resolution", StepKey: "t0/tool/0"}}
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{{Key: "t0/tool/0", Kind: "tool", State: api.StepStarted, Attempt: 1, StartedAt: time.Now()}}, Status: &st, Release: true})
+		if err := s.ResolveStep(bg, "run-1", "t0/tool/0", "retry", nil); err != nil {
+			t.Fatal(err)
+		}
+		if r := mustGetRun(t, s, "run-1"); r.Status.Phase != api.PhaseQueued {
+			t.Errorf("after a resolution: phase %s, want Queued", r.Status.Phase)
+		}
 	})
 }

@@ -1,25 +1,13 @@
 // Command agentrun is the one binary: `serve` starts the server and a runner; every other verb is
-// the CLI, which talks to a server over HTTP.
+// the CLI, which talks to a server over HTTP. The command tree lives in internal/app.
 package main
 
 import (
 	"os"
 
-	"github.com/spf13/cobra"
-
-	"agentrun.dev/agentrun/internal/cli"
+	"agentrun.dev/agentrun/internal/app"
 )
 
 func main() {
-	root := &cobra.Command{
-		Use:           "agentrun",
-		Short:         "agentrun: a server where AI agents run durably, and its CLI",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	cli.AddGlobalFlags(root)
-	root.AddCommand(newServeCmd(), newDevCmd())
-	root.AddCommand(cli.Commands()...)
-	cli.Version = version
-	os.Exit(cli.Report(root.Execute(), os.Stderr))
+	os.Exit(app.Main(os.Args[1:]))
 }

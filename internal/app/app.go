@@ -1,0 +1,33 @@
+// Package app is the agentrun binary's command tree: `serve` (the server with its in-process
+// runner), `dev model-server`, and the CLI verbs from internal/cli. cmd/agentrun is a one-line
+// main around Main; end-to-end tests run Main from their own test binary so the Go test cache
+// knows every source file they exercise.
+package app
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+
+	"agentrun.dev/agentrun/internal/cli"
+)
+
+// Main runs the binary with args (without the program name) and returns the exit code.
+func Main(args []string) int {
+	root := &cobra.Command{
+		Use:           "agentrun",
+		Short:         "agentrun: a server where AI agents run durably, and its CLI",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cli.AddGlobalFlags(root)
+	root.AddCommand(newServeCmd(), newDevCmd())
+	root.AddCommand(cli.Commands()...)
+	cli.Version = version
+	root.SetArgs(args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return cli.Report(root.ExecuteContext(ctx), os.Stderr)
+}

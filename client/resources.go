@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	"agentrun.dev/agentrun/internal/api"
 )
@@ -329,4 +330,28 @@ func (c *Client) Resolve(ctx context.Context, run string, req ResolveRequest) (*
 		return nil, fmt.Errorf("resolve agentrun %q: %w", run, err)
 	}
 	return &r, nil
+}
+
+// Runner is a runner as GET /v2/runners lists it.
+type Runner struct {
+	Name           string    `json:"name"`
+	Version        string    `json:"version"`
+	Host           string    `json:"host"`
+	PID            int       `json:"pid"`
+	StartedAt      time.Time `json:"startedAt"`
+	HeartbeatAt    time.Time `json:"heartbeatAt"`
+	RunsHeld       int       `json:"runsHeld"`
+	Live           bool      `json:"live"`
+	SinceHeartbeat string    `json:"sinceHeartbeat"`
+}
+
+// Runners is GET /v2/runners.
+func (c *Client) Runners(ctx context.Context) ([]Runner, error) {
+	var out struct {
+		Items []Runner `json:"items"`
+	}
+	if _, _, err := c.call(ctx, request{method: http.MethodGet, path: "/v2/runners"}, &out); err != nil {
+		return nil, fmt.Errorf("list runners: %w", err)
+	}
+	return out.Items, nil
 }

@@ -23,7 +23,7 @@ func Main(args []string) int {
 		SilenceErrors: true,
 	}
 	cli.AddGlobalFlags(root)
-	root.AddCommand(newServeCmd(), newDevCmd())
+	root.AddCommand(newServeCmd(), newRunnerCmd(), newDevCmd())
 	root.AddCommand(cli.Commands()...)
 	cli.Version = version
 	root.SetArgs(args)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,12 +25,58 @@ import (
 	"agentrun.dev/agentrun/internal/model/fake"
 	"agentrun.dev/agentrun/internal/runner"
 	"agentrun.dev/agentrun/internal/server"
+	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/store/sqlite"
 	"agentrun.dev/agentrun/internal/tools"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
 var version = "dev"
+
+// openPostgres opens the PostgreSQL store; it is set by the build that includes that backend.
+var openPostgres func(ctx context.Context, url string) (store.Store, error)
+
+// openStore opens the store AGENTRUN_STORE_URL names (postgres://...), or SQLite in the data folder.
+func openStore(ctx context.Context, dir string) (store.Store, string, error) {
+	url := os.Getenv("AGENTRUN_STORE_URL")
+	switch {
+	case url == "" || strings.HasPrefix(url, "sqlite:"):
+		path := filepath.Join(dir, "agentrun.db")
+		if p, ok := strings.CutPrefix(url, "sqlite:"); ok && p != "" {
+			path = p
+		}
+		st, err := sqlite.Open(path)
+		if err != nil {
+			return nil, "", err
+		}
+		return st, "sqlite at " + path, nil
+	case strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://"):
+		if openPostgres == nil {
+			return nil, "", errors.New("AGENTRUN_STORE_URL names PostgreSQL, but this build has no PostgreSQL backend")
+		}
+		st, err := openPostgres(ctx, url)
+		if err != nil {
+			return nil, "", fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+		return st, "postgres at " + redactURL(url), nil
+	}
+	return nil, "", fmt.Errorf("AGENTRUN_STORE_URL %q: use postgres://... or leave it unset for SQLite in the data folder", redactURL(url))
+}
+
+// redactURL hides a password in a connection URL.
+func redactURL(s string) string {
+	u, err := neturl.Parse(s)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}
+
+// newRunner builds a runner driving the built-in agent loop.
+func newRunner(st store.Store, models *model.Config, dir, name string, maxRuns int, leaseTTL time.Duration, log *slog.Logger) *runner.Runner {
+	eng := &agent.Engine{Store: st, Models: models, DataDir: dir, Log: log, RunnerName: name}
+	return &runner.Runner{Name: name, Store: st, Driver: eng, Log: log.With("runner", name), MaxRuns: maxRuns, LeaseTTL: leaseTTL, Version: version}
+}
 
 // dataDir is --data, else AGENTRUN_HOME, else ~/.agentrun.
 func dataDir(flag string) (string, error) {
@@ -83,6 +130,7 @@ func newServeCmd() *cobra.Command {
 		data, host, runnerName, logLevel, listenAddr string
 		port, maxRuns                                int
 		noRunner                                     bool
+		leaseTTL                                     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -100,20 +148,15 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return fmt.Errorf("create data folder %s: %w", dir, err)
 			}
-			level := slog.LevelInfo
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level %q: use debug, info, warn or error", logLevel)
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			token, err := readOrCreateSecret(filepath.Join(dir, "token"))
 			if err != nil {
 				return err
 			}
-			if os.Getenv("AGENTRUN_STORE_URL") != "" && !strings.HasPrefix(os.Getenv("AGENTRUN_STORE_URL"), "sqlite:") {
-				return errors.New("AGENTRUN_STORE_URL: only the embedded SQLite store is available in this build (PostgreSQL comes with the runners-on-Postgres work)")
-			}
-			dbPath := filepath.Join(dir, "agentrun.db")
-			st, err := sqlite.Open(dbPath)
+			st, storeDesc, err := openStore(cmd.Context(), dir)
 			if err != nil {
 				return err
 			}
@@ -150,8 +193,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				if runnerName == "" {
 					runnerName = "local"
 				}
-				eng := &agent.Engine{Store: st, Models: models, DataDir: dir, ConsoleURL: base, Log: log, RunnerName: runnerName}
-				r = &runner.Runner{Name: runnerName, Store: st, Driver: eng, Log: log.With("runner", runnerName), MaxRuns: maxRuns}
+				r = newRunner(st, models, dir, runnerName, maxRuns, leaseTTL, log)
 			}
 			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available,
 				Capabilities: map[string]any{
@@ -185,7 +227,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			} else {
 				close(runnerDone)
 			}
-			fmt.Fprintf(os.Stderr, "agentrun %s serving at %s\n  console:   %s/\n  API token: %s\n  store:     sqlite at %s\n", version, base, base, filepath.Join(dir, "token"), dbPath)
+			fmt.Fprintf(os.Stderr, "agentrun %s serving at %s\n  console:   %s/\n  API token: %s\n  store:     %s\n", version, base, base, filepath.Join(dir, "token"), storeDesc)
 			if r != nil {
 				fmt.Fprintf(os.Stderr, "  runner:    %s (in this process)\n", runnerName)
 			}
@@ -220,6 +262,8 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 	f.StringVar(&runnerName, "runner-name", "", "name of the in-process runner (default local)")
 	f.IntVar(&maxRuns, "max-runs", 5000, "runs the in-process runner drives at once")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.DurationVar(&leaseTTL, "lease-ttl", 30*time.Second, "how long a runner's claim on a run lasts without renewal")
+	f.MarkHidden("lease-ttl")
 	return cmd
 }
 

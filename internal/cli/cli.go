@@ -104,6 +104,7 @@ func isCobraUsageError(err error) bool {
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
 		agentsCmd(),
+		runnersCmd(),
 		runsCmd(),
 		nodusRunCmd(),
 		applyCmd(),

@@ -19,6 +19,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/console"
+	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -52,6 +53,7 @@ func (s *Server) Handler() http.Handler {
 	v2 := http.NewServeMux()
 	v2.HandleFunc("GET /v2/capabilities", s.capabilities)
 	v2.HandleFunc("GET /v2/openapi.json", s.openapi)
+	v2.HandleFunc("GET /v2/runners", s.listRunners)
 	v2.HandleFunc("GET /v2/agents", s.listAgents)
 	v2.HandleFunc("POST /v2/agents", s.createAgent)
 	v2.HandleFunc("GET /v2/agents/{name}", s.getAgent)
@@ -78,6 +80,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.Handle("/v2/", s.auth(v2))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /metrics", s.metrics)
 	s.consoleRoutes(mux)
 	return s.logRequests(mux)
 }
@@ -218,4 +221,39 @@ func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args..
 
 func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	(&console.Console{Store: s.Store, Token: s.Token}).Register(mux)
+}
+
+// metrics is GET /metrics in the Prometheus text format. It carries counts and latencies only.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	if counts, err := s.Store.CountRuns(r.Context()); err == nil {
+		metrics.RunsByPhase.Reset()
+		for _, p := range []string{api.PhaseQueued, api.PhaseRunning, api.PhaseWaiting, api.PhaseNeedsResolution, api.PhaseSucceeded, api.PhaseFailed, api.PhaseCancelled} {
+			metrics.RunsByPhase.Set(float64(counts[p]), p)
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	metrics.Default.Write(w)
+}
+
+// runnerView is a runner as GET /v2/runners shows it.
+type runnerView struct {
+	store.RunnerInfo
+	// Live is false when the runner has not sent a heartbeat for longer than a lease.
+	Live bool `json:"live"`
+	// SinceHeartbeat is how long ago its last heartbeat was, rounded.
+	SinceHeartbeat string `json:"sinceHeartbeat"`
+}
+
+func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
+	rs, err := s.Store.ListRunners(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := make([]runnerView, 0, len(rs))
+	for _, ri := range rs {
+		since := s.Now().Sub(ri.HeartbeatAt)
+		out = append(out, runnerView{RunnerInfo: ri, Live: since < 30*time.Second, SinceHeartbeat: since.Round(time.Second).String()})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": out})
 }

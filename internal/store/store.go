@@ -129,6 +129,8 @@ type Store interface {
 	CreateRun(ctx context.Context, r *api.AgentRun) error
 	GetRun(ctx context.Context, name string) (*api.AgentRun, error)
 	ListRuns(ctx context.Context, f RunFilter) ([]*api.AgentRun, error)
+	// CountRuns returns the number of runs in each phase (phases with none are absent).
+	CountRuns(ctx context.Context) (map[string]int, error)
 	// DeleteRun removes a run with its steps, events and messages.
 	DeleteRun(ctx context.Context, name string) error
 	// RequestCancel marks a run for cancellation and pokes it (the lease holder, or the next

@@ -425,6 +425,24 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*api.AgentRu
 	return out, rows.Err()
 }
 
+func (s *Store) CountRuns(ctx context.Context) (map[string]int, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT phase, count(*) FROM runs GROUP BY phase`)
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var p string
+		var n int
+		if err := rows.Scan(&p, &n); err != nil {
+			return nil, fmt.Errorf("count runs: %w", err)
+		}
+		out[p] = n
+	}
+	return out, rows.Err()
+}
+
 func (s *Store) DeleteRun(ctx context.Context, name string) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE name = ?`, name)

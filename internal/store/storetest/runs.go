@@ -206,6 +206,24 @@ func testRuns(t *testing.T, open opener) {
 	})
 }
 
+func testCountRuns(t *testing.T, open opener) {
+	t.Run("ByPhase", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		if c, err := s.CountRuns(bg); err != nil || len(c) != 0 {
+			t.Fatalf("CountRuns of an empty store = %v, %v", c, err)
+		}
+		mustCreateRun(t, s, "run-1")
+		finish(t, s, "run-1", api.PhaseSucceeded)
+		mustCreateRun(t, s, "run-2")
+		mustCreateRun(t, s, "run-3")
+		c, err := s.CountRuns(bg)
+		if err != nil || c[api.PhaseQueued] != 2 || c[api.PhaseSucceeded] != 1 || len(c) != 2 {
+			t.Errorf("CountRuns = %v, %v; want 2 Queued and 1 Succeeded", c, err)
+		}
+	})
+}
+
 func listRunNames(t *testing.T, s store.Store, f store.RunFilter) []string {
 	t.Helper()
 	runs, err := s.ListRuns(bg, f)

@@ -1,0 +1,103 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"agentrun.dev/agentrun/internal/metrics"
+	"agentrun.dev/agentrun/internal/model"
+)
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// newRunnerCmd is `agentrun runner`: a runner process without the API, for scaling out on
+// PostgreSQL (AGENTRUN_STORE_URL) beside a `serve --no-runner` server.
+func newRunnerCmd() *cobra.Command {
+	var (
+		data, name, logLevel, metricsAddr string
+		maxRuns                           int
+		leaseTTL                          time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "runner --name NAME",
+		Short: "Run a runner: claim runs from the store and drive them (scale out on PostgreSQL)",
+		Long: `Start a runner process. It claims runs from the store named by AGENTRUN_STORE_URL (every process
+of one deployment uses the same store and AGENTRUN_SEAL_KEY), drives many at once, renews its
+leases, and takes over a dead runner's runs once their 30-second lease runs out. Run folders are
+restored from the store, so runners need no shared disk; --data is only a local cache.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				host, _ := os.Hostname()
+				name = "runner-" + host
+			}
+			dir, err := dataDir(data)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fmt.Errorf("create data folder %s: %w", dir, err)
+			}
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			st, storeDesc, err := openStore(ctx, dir)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			models := model.ConfigFromEnv(os.Getenv, &http.Client{Timeout: 10 * time.Minute})
+			r := newRunner(st, models, dir, name, maxRuns, leaseTTL, log)
+			if metricsAddr != "" {
+				ln, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return fmt.Errorf("--metrics-addr: %w", err)
+				}
+				mux := http.NewServeMux()
+				mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+					metrics.Default.Write(w)
+				})
+				hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+				go hs.Serve(ln)
+				defer hs.Shutdown(context.Background())
+				fmt.Fprintf(os.Stderr, "  metrics:   http://%s/metrics\n", ln.Addr())
+			}
+			fmt.Fprintf(os.Stderr, "agentrun runner %s (%s) started\n  store:     %s\n  data:      %s\n", name, version, storeDesc, dir)
+			err = r.Run(ctx)
+			fmt.Fprintf(os.Stderr, "agentrun runner %s stopped\n", name)
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "runner name, unique in the deployment (default runner-HOSTNAME)")
+	f.StringVar(&data, "data", "", "local folder for run folders (default $AGENTRUN_HOME or ~/.agentrun)")
+	f.IntVar(&maxRuns, "max-runs", 5000, "runs driven at once (waiting runs hold no goroutine)")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&metricsAddr, "metrics-addr", "", "serve /metrics on this address (e.g. 127.0.0.1:9108)")
+	f.DurationVar(&leaseTTL, "lease-ttl", 30*time.Second, "how long a claim on a run lasts without renewal")
+	f.MarkHidden("lease-ttl")
+	return cmd
+}

@@ -1,0 +1,157 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// migrations are applied in order; migration i+1 is recorded as version i+1 in
+// schema_migrations. Never edit one that has shipped: add a new one.
+//
+// Names, keys and paths use the "C" collation so that ordering is by bytes, as in SQLite, and
+// does not depend on the database's locale. JSON documents are stored as json (not jsonb), which
+// keeps them byte for byte and accepts \u0000.
+var migrations = []string{
+	// 1: the durable core.
+	`CREATE TABLE agents (
+		name text COLLATE "C" PRIMARY KEY,
+		uid text NOT NULL,
+		resource_version bigint NOT NULL,
+		generation bigint NOT NULL,
+		revision bigint NOT NULL,
+		created_at timestamptz NOT NULL,
+		labels json NOT NULL,
+		spec json NOT NULL);
+	CREATE TABLE agent_revisions (
+		agent text COLLATE "C" NOT NULL,
+		revision bigint NOT NULL,
+		spec json NOT NULL,
+		created_at timestamptz NOT NULL,
+		PRIMARY KEY (agent, revision));
+	CREATE TABLE runs (
+		name text COLLATE "C" PRIMARY KEY,
+		uid text NOT NULL,
+		agent text COLLATE "C" NOT NULL,
+		resource_version bigint NOT NULL,
+		created_at timestamptz NOT NULL,
+		labels json NOT NULL,
+		spec json NOT NULL,
+		status json NOT NULL,
+		phase text NOT NULL,
+		lease_owner text,
+		lease_expires_at timestamptz,
+		lease_generation bigint NOT NULL DEFAULT 0,
+		claimable_at timestamptz,
+		poke_seq bigint NOT NULL DEFAULT 0,
+		cancel_requested boolean NOT NULL DEFAULT false,
+		next_step bigint NOT NULL DEFAULT 0,
+		next_event bigint NOT NULL DEFAULT 0,
+		next_message bigint NOT NULL DEFAULT 0);
+	CREATE INDEX runs_claimable ON runs (claimable_at) WHERE lease_owner IS NULL AND claimable_at IS NOT NULL;
+	CREATE INDEX runs_leased ON runs (lease_expires_at) WHERE lease_owner IS NOT NULL;
+	CREATE INDEX runs_lease_owner ON runs (lease_owner) WHERE lease_owner IS NOT NULL;
+	CREATE INDEX runs_agent ON runs (agent, created_at);
+	CREATE INDEX runs_phase ON runs (phase, created_at);
+	CREATE INDEX runs_created ON runs (created_at, name);
+	CREATE TABLE steps (
+		run text COLLATE "C" NOT NULL,
+		seq bigint NOT NULL,
+		key text COLLATE "C" NOT NULL,
+		kind text NOT NULL,
+		state text NOT NULL,
+		title text NOT NULL,
+		attempt integer NOT NULL,
+		args_hash text NOT NULL,
+		args json,
+		result json,
+		error text NOT NULL,
+		cost_micros bigint,
+		started_at timestamptz NOT NULL,
+		completed_at timestamptz,
+		resolution text NOT NULL DEFAULT '',
+		resolution_result json,
+		PRIMARY KEY (run, seq),
+		UNIQUE (run, key));
+	CREATE TABLE run_events (
+		run text COLLATE "C" NOT NULL,
+		seq bigint NOT NULL,
+		time timestamptz NOT NULL,
+		type text NOT NULL,
+		step_key text NOT NULL,
+		message text NOT NULL,
+		data json,
+		PRIMARY KEY (run, seq));
+	CREATE TABLE messages (
+		run text COLLATE "C" NOT NULL,
+		seq bigint NOT NULL,
+		key text COLLATE "C" NOT NULL,
+		payload bytea NOT NULL,
+		time timestamptz NOT NULL,
+		PRIMARY KEY (run, seq));
+	CREATE UNIQUE INDEX messages_key ON messages (run, key) WHERE key <> '';`,
+
+	// 2: run folder snapshots (design.md section 9) and runner registrations.
+	`CREATE TABLE files (
+		run text COLLATE "C" NOT NULL,
+		path text COLLATE "C" NOT NULL,
+		content bytea NOT NULL,
+		mode bigint NOT NULL,
+		size bigint NOT NULL,
+		updated_at timestamptz NOT NULL,
+		deleted boolean NOT NULL DEFAULT false,
+		PRIMARY KEY (run, path));
+	CREATE TABLE runners (
+		name text COLLATE "C" PRIMARY KEY,
+		version text NOT NULL,
+		host text NOT NULL,
+		pid bigint NOT NULL,
+		started_at timestamptz NOT NULL,
+		heartbeat_at timestamptz NOT NULL,
+		runs_held bigint NOT NULL);`,
+}
+
+// migrateLockClass is the first key of the advisory lock that serializes migrations; the second
+// is a hash of the schema, so stores in different schemas do not wait on each other.
+const migrateLockClass = 0x61676e74 // "agnt"
+
+// migrate applies the missing migrations in one transaction, holding a transaction-scoped
+// advisory lock, so that when many processes start at once each migration is applied once and
+// every process sees them all applied when Open returns.
+func (s *Store) migrate(ctx context.Context) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var schema *string
+		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			return err
+		}
+		if schema == nil {
+			return fmt.Errorf("no schema to create tables in: the search_path names no existing schema")
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(migrateLockClass), *schema); err != nil {
+			return fmt.Errorf("lock schema %s: %w", *schema, err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		var current int
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+			return err
+		}
+		for i := current; i < len(migrations); i++ {
+			v := i + 1
+			if _, err := tx.Exec(ctx, migrations[i]); err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrate postgres schema: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+// Package postgres is the PostgreSQL store backend, for servers and runners spread over several
+// machines: it owns the agentrun tables in one schema of one database (created by versioned
+// migrations that Open applies under a transaction-scoped advisory lock, so processes starting
+// together apply each migration exactly once), implements store.Store on a pgx connection pool,
+// and passes the shared conformance suite in store/storetest. Every operation is one transaction,
+// and every lease time comes from the database clock, so runners on different machines agree on
+// when a lease runs out. Runners claim runs with one UPDATE whose candidate rows are picked by
+// SELECT ... FOR UPDATE SKIP LOCKED (claimable unleased runs and runs whose lease has expired), so
+// racing runners never wait on each other nor claim a run twice; each claim bumps the run's lease
+// generation, and Commit locks the run row and applies nothing unless owner and generation still
+// match. Waiting runners and event streams are woken by LISTEN/NOTIFY: transactions that make
+// work (a run created, poked, released or its leases expired) notify channel agentrun_work, and
+// event appends notify agentrun_events with the run name; each Store holds one dedicated
+// listening connection, owned by a goroutine that reconnects with backoff when the connection
+// drops and stops on Close, and wakes local waiters directly as well.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// Store is the PostgreSQL backend.
+type Store struct {
+	pool *pgxpool.Pool
+	wake *waker
+	lis  *listener
+
+	closeOnce sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url (a postgres:// URL or a key=value DSN; pgx pool settings
+// such as pool_max_conns and runtime parameters such as search_path are honoured), applies the
+// migrations and starts listening for notifications. Tables are created in the first schema of
+// the search path. ctx bounds the start-up only.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: parse url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
+	}
+	s := &Store{pool: pool, wake: newWaker()}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	lis, err := startListener(ctx, cfg.ConnConfig.Copy(), s.wake)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
+	}
+	s.lis = lis
+	return s, nil
+}
+
+func redact(c *pgx.ConnConfig) string {
+	return fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
+
+// Backend names the backend.
+func (s *Store) Backend() string { return "postgres" }
+
+// Close stops the listener and closes the pool. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.lis != nil {
+			s.lis.stop()
+		}
+		s.pool.Close()
+	})
+	return nil
+}
+
+// ---- transactions and errors ----
+
+const maxAttempts = 4
+
+// tx runs fn in one transaction and commits it. When the transaction certainly applied nothing
+// (a deadlock or serialization failure, or a connection lost before COMMIT was sent) it runs fn
+// again, a few times, in a new transaction; fn must therefore only act through tx. A COMMIT whose
+// outcome is unknown is never retried.
+func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	backoff := 25 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err, committing := s.tryTx(ctx, fn)
+		if err == nil || attempt == maxAttempts || ctx.Err() != nil || !retryable(err, committing) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff *= 3
+	}
+}
+
+func (s *Store) tryTx(ctx context.Context, fn func(pgx.Tx) error) (err error, committing bool) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err, false
+	}
+	if err := fn(tx); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = tx.Rollback(rctx) // a broken connection is closed and dropped from the pool
+		cancel()
+		return err, false
+	}
+	return tx.Commit(ctx), true
+}
+
+// retryable reports whether err proves the transaction applied nothing, so it may run again.
+func retryable(err error, committing bool) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// The server rolled the transaction back and said so.
+		switch {
+		case pe.Code == "40001", pe.Code == "40P01": // serialization_failure, deadlock_detected
+			return true
+		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "57P"): // connection, shutdown
+			return true
+		}
+		return false
+	}
+	if pgconn.SafeToRetry(err) { // nothing was sent
+		return true
+	}
+	if committing {
+		return false // COMMIT may or may not have been applied
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+func isUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" // unique_violation
+}
+
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// ---- notifications ----
+
+const (
+	chanWork   = "agentrun_work"
+	chanEvents = "agentrun_events"
+)
+
+// notifyWork tells every listening store (at commit) that runs may have become claimable.
+func notifyWork(ctx context.Context, tx pgx.Tx, run string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, chanWork, run)
+	return err
+}
+
+// notifyEvents tells every listening store (at commit) that run has new timeline events.
+func notifyEvents(ctx context.Context, tx pgx.Tx, run string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, chanEvents, run)
+	return err
+}
+
+// ---- helpers ----
+
+func newUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %T: %v", v, err)) // our own types always marshal
+	}
+	return string(b)
+}
+
+// nullJSON passes raw JSON to a json column, empty as NULL.
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return []byte(b)
+}
+
+// rawJSON returns a json column read as bytes, NULL as nil.
+func rawJSON(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// pgText makes free-form text storable in a text column: PostgreSQL refuses NUL bytes and
+// invalid UTF-8, which tool output may carry; each becomes U+FFFD.
+func pgText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+func utc(t time.Time) time.Time { return t.UTC() }
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// micros converts a duration to whole microseconds for `$n * interval '1 microsecond'`.
+func micros(d time.Duration) int64 { return d.Microseconds() }

@@ -38,6 +38,9 @@ type Call struct {
 	Time       time.Time `json:"time"`      // when the request arrived
 	Status     int       `json:"status"`    // HTTP status of the reply
 	Error      string    `json:"error,omitempty"`
+	// FirstUser is the conversation's first user message (at most 200 bytes): with Turn it names
+	// one turn of one conversation, so tests can count calls per conversation.
+	FirstUser string `json:"firstUser,omitempty"`
 }
 
 // Server is the scripted model server; it implements http.Handler.
@@ -297,7 +300,7 @@ func (s *Server) handleModel(format string) http.HandlerFunc {
 			fail(http.StatusBadRequest, "invalid", err.Error())
 			return
 		}
-		call.Stream, call.Turn = conv.stream, conv.assistants
+		call.Stream, call.Turn, call.FirstUser = conv.stream, conv.assistants, clip(conv.firstUser, 200)
 		sc := s.currentScript()
 		rep, idx, err := plan(sc, conv)
 		if idx >= 0 {

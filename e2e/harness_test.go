@@ -128,7 +128,13 @@ func (e *env) baseEnv() []string {
 // start launches `agentrun serve` and waits until it answers.
 func (e *env) start(extraEnv ...string) {
 	e.t.Helper()
-	cmd := exec.Command(binPath, "serve", "--listen", "127.0.0.1:0", "--log-level", "debug")
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, extraEnv...)
+}
+
+// startWith launches the binary with args (a serve command) and waits until it answers.
+func (e *env) startWith(args []string, extraEnv ...string) {
+	e.t.Helper()
+	cmd := exec.Command(binPath, args...)
 	cmd.Env = append(e.baseEnv(), extraEnv...)
 	e.stderr = &syncBuffer{}
 	cmd.Stderr = e.stderr

@@ -29,6 +29,11 @@ type Store struct {
 	r    *sql.DB // readers
 	now  func() time.Time
 	wake *waker
+	// commits feeds the group committer (commitLoop), which stops when closed is closed.
+	commits   chan *commitReq
+	closed    chan struct{}
+	closeOnce sync.Once
+	loopDone  chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -47,19 +52,23 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	s := &Store{w: w, r: r, now: time.Now, wake: newWaker()}
+	s := &Store{w: w, r: r, now: time.Now, wake: newWaker(), commits: make(chan *commitReq), closed: make(chan struct{}), loopDone: make(chan struct{})}
 	if err := s.migrate(context.Background()); err != nil {
-		s.Close()
+		w.Close()
+		r.Close()
 		return nil, err
 	}
+	go s.commitLoop()
 	return s, nil
 }
 
 // Backend names the backend.
 func (s *Store) Backend() string { return "sqlite" }
 
-// Close closes both pools.
+// Close stops the group committer and closes both pools.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	<-s.loopDone
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
@@ -691,54 +700,144 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 	return lost, nil
 }
 
+// Commit applies w under the lease. Commits from many runs are grouped: a single goroutine takes
+// every commit waiting at that moment and applies them in one transaction (one fsync), each inside
+// its own savepoint, so a fenced or failed write is rolled back alone. A caller returns only after
+// the transaction holding its write has committed, so an acknowledged step is durable.
 func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store.Signals, error) {
-	var sig store.Signals
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var cancel int
-		err := tx.QueryRowContext(ctx, `SELECT cancel_requested, poke_seq FROM runs WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, l.Run, l.Owner, l.Generation).Scan(&cancel, &sig.PokeSeq)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrFenced
-		}
-		if err != nil {
-			return err
-		}
-		sig.CancelRequested = cancel != 0
-		if err := s.writeSteps(ctx, tx, l.Run, w.Steps); err != nil {
-			return err
-		}
-		if err := s.writeEvents(ctx, tx, l.Run, w.Events); err != nil {
-			return err
-		}
-		if err := s.writeFiles(ctx, tx, l.Run, w.Files); err != nil {
-			return err
-		}
-		if w.Status != nil {
-			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, phase = ?, resource_version = resource_version + 1 WHERE name = ?`, mustJSON(w.Status), w.Status.Phase, l.Run); err != nil {
-				return err
-			}
-		}
-		if w.Release {
-			var wake any
-			if w.WakeAt != nil {
-				wake = ms(*w.WakeAt)
-			}
-			// A poke after the claim means something arrived the holder may not have seen; a
-			// finished run is never claimable again.
-			if _, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
-				claimable_at = CASE WHEN phase IN ('Succeeded', 'Failed', 'Cancelled') THEN NULL WHEN poke_seq <> ? THEN ? ELSE ? END WHERE name = ?`, l.PokeSeq, ms(s.now()), wake, l.Run); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, err)
+	req := &commitReq{l: l, w: w, done: make(chan struct{})}
+	select {
+	case s.commits <- req:
+	case <-s.closed:
+		return store.Signals{}, fmt.Errorf("commit run %s: store closed", l.Run)
+	case <-ctx.Done():
+		return store.Signals{}, fmt.Errorf("commit run %s: %w", l.Run, ctx.Err())
+	}
+	// Once queued the write may commit, so wait for the outcome whatever ctx says.
+	<-req.done
+	if req.err != nil {
+		return req.sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, req.err)
 	}
 	if w.Release {
 		s.wake.poke()
 	}
 	if len(w.Events) > 0 {
 		s.wake.event()
+	}
+	return req.sig, nil
+}
+
+type commitReq struct {
+	l    store.Lease
+	w    store.Write
+	sig  store.Signals
+	err  error
+	done chan struct{}
+}
+
+// maxGroup bounds the writes grouped into one transaction.
+const maxGroup = 256
+
+// commitLoop owns group commits until the store closes.
+func (s *Store) commitLoop() {
+	defer close(s.loopDone)
+	for {
+		var first *commitReq
+		select {
+		case first = <-s.commits:
+		case <-s.closed:
+			return
+		}
+		batch := []*commitReq{first}
+	drain:
+		for len(batch) < maxGroup {
+			select {
+			case r := <-s.commits:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		s.commitBatch(batch)
+	}
+}
+
+func (s *Store) commitBatch(batch []*commitReq) {
+	ctx := context.Background()
+	finish := func(err error) {
+		for _, r := range batch {
+			if r.err == nil && err != nil {
+				r.err = err
+			}
+			close(r.done)
+		}
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		finish(err)
+		return
+	}
+	for i, r := range batch {
+		sp := fmt.Sprintf("w%d", i)
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
+			tx.Rollback()
+			finish(err)
+			return
+		}
+		r.sig, r.err = s.applyWrite(ctx, tx, r.l, r.w)
+		if r.err != nil {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO "+sp); err != nil {
+				tx.Rollback()
+				finish(err)
+				return
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE "+sp); err != nil {
+			tx.Rollback()
+			finish(err)
+			return
+		}
+	}
+	finish(tx.Commit())
+}
+
+// applyWrite applies one runner write inside tx, fenced by the lease generation.
+func (s *Store) applyWrite(ctx context.Context, tx *sql.Tx, l store.Lease, w store.Write) (store.Signals, error) {
+	var sig store.Signals
+	var cancel int
+	err := tx.QueryRowContext(ctx, `SELECT cancel_requested, poke_seq FROM runs WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, l.Run, l.Owner, l.Generation).Scan(&cancel, &sig.PokeSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sig, store.ErrFenced
+	}
+	if err != nil {
+		return sig, err
+	}
+	sig.CancelRequested = cancel != 0
+	if err := s.writeSteps(ctx, tx, l.Run, w.Steps); err != nil {
+		return sig, err
+	}
+	if err := s.writeEvents(ctx, tx, l.Run, w.Events); err != nil {
+		return sig, err
+	}
+	if err := s.writeFiles(ctx, tx, l.Run, w.Files); err != nil {
+		return sig, err
+	}
+	if w.Status != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, phase = ?, resource_version = resource_version + 1 WHERE name = ?`, mustJSON(w.Status), w.Status.Phase, l.Run); err != nil {
+			return sig, err
+		}
+	}
+	if w.Release {
+		var wake any
+		if w.WakeAt != nil {
+			wake = ms(*w.WakeAt)
+		}
+		// A poke after the claim means something arrived the holder may not have seen; a
+		// finished run is never claimable again.
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
+			claimable_at = CASE WHEN phase IN ('Succeeded', 'Failed', 'Cancelled') THEN NULL WHEN poke_seq <> ? THEN ? ELSE ? END WHERE name = ?`, l.PokeSeq, ms(s.now()), wake, l.Run); err != nil {
+			return sig, err
+		}
 	}
 	return sig, nil
 }

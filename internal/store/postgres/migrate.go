@@ -100,7 +100,6 @@ var migrations = []string{
 		mode bigint NOT NULL,
 		size bigint NOT NULL,
 		updated_at timestamptz NOT NULL,
-		deleted boolean NOT NULL DEFAULT false,
 		PRIMARY KEY (run, path));
 	CREATE TABLE runners (
 		name text COLLATE "C" PRIMARY KEY,

@@ -1,18 +1,17 @@
-// Package postgres is the PostgreSQL store backend, for servers and runners spread over several
-// machines: it owns the agentrun tables in one schema of one database (created by versioned
-// migrations that Open applies under a transaction-scoped advisory lock, so processes starting
-// together apply each migration exactly once), implements store.Store on a pgx connection pool,
-// and passes the shared conformance suite in store/storetest. Every operation is one transaction,
-// and every lease time comes from the database clock, so runners on different machines agree on
-// when a lease runs out. Runners claim runs with one UPDATE whose candidate rows are picked by
-// SELECT ... FOR UPDATE SKIP LOCKED (claimable unleased runs and runs whose lease has expired), so
-// racing runners never wait on each other nor claim a run twice; each claim bumps the run's lease
-// generation, and Commit locks the run row and applies nothing unless owner and generation still
-// match. Waiting runners and event streams are woken by LISTEN/NOTIFY: transactions that make
-// work (a run created, poked, released or its leases expired) notify channel agentrun_work, and
-// event appends notify agentrun_events with the run name; each Store holds one dedicated
-// listening connection, owned by a goroutine that reconnects with backoff when the connection
-// drops and stops on Close, and wakes local waiters directly as well.
+// Package postgres is the PostgreSQL store backend (AGENTRUN_STORE_URL=postgres://...), for a
+// server and runners spread over several machines. It owns the agentrun tables in the first schema
+// of the connection's search path, created by versioned migrations that Open applies under a
+// transaction-scoped advisory lock (so processes starting together apply each exactly once), and
+// implements store.Store on a pgx pool, one transaction per operation, with lease times taken from
+// the database clock so that every machine agrees on them. A runner claims runs with one UPDATE
+// over rows picked by SELECT ... FOR UPDATE SKIP LOCKED (unleased runs whose claimable time has
+// come, and runs whose lease has expired), which bumps each run's lease generation; Commit locks
+// the run row and applies nothing unless owner and generation still match. Waiters are woken by
+// LISTEN/NOTIFY: creating, poking or releasing a run and expiring leases notify agentrun_work,
+// appending events notifies agentrun_events (payload: the run name), and each Store holds one
+// dedicated listening connection, owned by a goroutine that reconnects with backoff if the
+// connection drops and stops on Close; changes made through a Store also wake its own waiters
+// directly.
 package postgres
 
 import (
@@ -56,6 +55,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: parse url: %w", err)
 	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "agentrun"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
@@ -69,7 +71,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	lis, err := startListener(ctx, cfg.ConnConfig.Copy(), s.wake)
+	lcfg := cfg.ConnConfig.Copy()
+	lcfg.RuntimeParams["application_name"] += " (listener)"
+	lis, err := startListener(ctx, lcfg, s.wake)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
@@ -137,23 +141,26 @@ func (s *Store) tryTx(ctx context.Context, fn func(pgx.Tx) error) (err error, co
 }
 
 // retryable reports whether err proves the transaction applied nothing, so it may run again.
+// Before COMMIT is sent any failure rolls the transaction back; a failed COMMIT is retried only
+// when the server reports a rollback (a connection killed during COMMIT may have committed).
 func retryable(err error, committing bool) bool {
+	if pgconn.SafeToRetry(err) { // nothing was sent
+		return true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		// The server rolled the transaction back and said so.
 		switch {
 		case pe.Code == "40001", pe.Code == "40P01": // serialization_failure, deadlock_detected
 			return true
-		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "57P"): // connection, shutdown
+		case committing:
+			return false
+		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "57P"): // connection lost, shutdown
 			return true
 		}
 		return false
 	}
-	if pgconn.SafeToRetry(err) { // nothing was sent
-		return true
-	}
 	if committing {
-		return false // COMMIT may or may not have been applied
+		return false
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error

@@ -1,0 +1,483 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/model/fake"
+)
+
+// pgURL returns a PostgreSQL URL whose search_path is a fresh schema for this test, or skips.
+func pgURL(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("AGENTRUN_TEST_POSTGRES_URL")
+	if base == "" {
+		t.Skip("PostgreSQL tests skipped: set AGENTRUN_TEST_POSTGRES_URL (CI does)")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", base, err)
+	}
+	defer conn.Close(ctx)
+	schema := fmt.Sprintf("e2e_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1e6))
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err == nil {
+			c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(context.Background())
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// proc is one agentrun process of a cluster.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	exited chan struct{}
+}
+
+// cluster is a server (--no-runner) and runner processes sharing one PostgreSQL store, each with
+// its own data folder (no shared disk), and one scripted model server.
+type cluster struct {
+	*env
+	storeURL string
+	leaseTTL string
+	runners  map[string]*proc
+}
+
+func newCluster(t *testing.T, script string) *cluster {
+	storeURL := pgURL(t)
+	e := newEnv(t, script)
+	c := &cluster{env: e, storeURL: storeURL, leaseTTL: "3s", runners: map[string]*proc{}}
+	e.extra = append(e.extra, "AGENTRUN_STORE_URL="+storeURL)
+	t.Cleanup(func() {
+		for _, p := range c.runners {
+			p.kill()
+		}
+		if t.Failed() {
+			for _, p := range c.runners {
+				t.Logf("runner %s stderr (tail):\n%s", p.name, tail(p.stderr.String(), 4000))
+			}
+		}
+	})
+	return c
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func (p *proc) kill() {
+	if p.cmd == nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	p.cmd = nil
+}
+
+func (p *proc) signal(sig syscall.Signal) { p.cmd.Process.Signal(sig) }
+
+// startServer starts `serve --no-runner` on the cluster's store.
+func (c *cluster) startServer() {
+	c.t.Helper()
+	c.env.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--no-runner", "--log-level", "debug"})
+}
+
+// startRunner starts (or restarts) a runner with its own data folder.
+func (c *cluster) startRunner(name string, extraArgs ...string) *proc {
+	c.t.Helper()
+	data := filepath.Join(c.dir, "runner-"+name)
+	p := c.runners[name]
+	if p == nil {
+		p = &proc{name: name, stderr: &syncBuffer{}}
+		c.runners[name] = p
+	}
+	args := append([]string{"runner", "--name", name, "--data", data, "--lease-ttl", c.leaseTTL, "--log-level", "debug"}, extraArgs...)
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = c.baseEnv()
+	cmd.Stderr, cmd.Stdout = p.stderr, p.stderr
+	fmt.Fprintf(p.stderr, "---- start %s\n", time.Now().Format(time.TimeOnly))
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("start runner %s: %v", name, err)
+	}
+	p.cmd = cmd
+	p.exited = make(chan struct{})
+	go func(ch chan struct{}) { cmd.Wait(); close(ch) }(p.exited)
+	return p
+}
+
+// runsIn lists the runs by phase.
+func (c *cluster) runsByPhase() map[string][]api.AgentRun {
+	var l api.List[api.AgentRun]
+	c.do("GET", "/v2/agentruns", nil, &l)
+	out := map[string][]api.AgentRun{}
+	for _, r := range l.Items {
+		out[r.Status.Phase] = append(out[r.Status.Phase], r)
+	}
+	return out
+}
+
+// completedTurns counts, per conversation (first user message) and turn, the model calls that
+// completed at the scripted model server.
+func completedTurns(m *fake.Server) map[string]int {
+	out := map[string]int{}
+	for _, c := range m.Calls() {
+		if c.Completed && c.Status == 200 {
+			out[fmt.Sprintf("%s#%d", c.FirstUser, c.Turn)]++
+		}
+	}
+	return out
+}
+
+const clusterScript = `
+entries:
+  - name: task
+    match: "task-"
+    turns:
+      - tool_calls:
+          - name: dev_count
+            input: {label: "{{last_user}}"}
+        latency: 40ms
+      - tool_calls:
+          - name: write
+            input: {path: "out.txt", content: "done {{last_user}}"}
+        latency: 40ms
+      - text: "finished"
+        latency: 40ms
+`
+
+func createCounterAgent(t *testing.T, e *env, tools string) {
+	t.Helper()
+	if st := e.do("PUT", "/v2/agents/worker", `{"metadata":{"name":"worker"},"spec":{"tools":`+tools+`}}`, nil); st != 201 && st != 200 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+}
+
+func createTaskRuns(t *testing.T, e *env, n int) []string {
+	t.Helper()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("task-%03d", i)
+		body := fmt.Sprintf(`{"kind":"AgentRun","metadata":{"name":%q},"spec":{"agent":"worker","input":%q}}`, names[i], names[i])
+		if st := e.do("POST", "/v2/agentruns", body, nil); st != 201 {
+			t.Fatalf("create %s: HTTP %d", names[i], st)
+		}
+	}
+	return names
+}
+
+// checkNoDoubleWork asserts what every fault test asserts: each counting side effect happened at
+// most once per run, and each model turn of each conversation completed at most once... unless
+// the journal repeated it safely, which the per-run step attempts say.
+func checkNoDoubleWork(t *testing.T, c *cluster, names []string, wantAllCounted bool) {
+	t.Helper()
+	counts := map[string]int{}
+	for _, l := range c.counted() {
+		counts[l]++
+	}
+	for _, n := range names {
+		if counts[n] > 1 {
+			t.Errorf("%s: side effect happened %d times", n, counts[n])
+		}
+		if wantAllCounted && counts[n] != 1 {
+			t.Errorf("%s: side effect happened %d times, want 1", n, counts[n])
+		}
+	}
+	for _, n := range names {
+		for _, s := range c.steps(n) {
+			if s.State != api.StepCompleted && s.State != api.StepInterrupted {
+				t.Errorf("%s: step %s is %s", n, s.Key, s.State)
+			}
+		}
+	}
+}
+
+func waitAllDone(t *testing.T, c *cluster, n int, d time.Duration, progress func()) map[string][]api.AgentRun {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		by := c.runsByPhase()
+		done := len(by[api.PhaseSucceeded]) + len(by[api.PhaseNeedsResolution]) + len(by[api.PhaseFailed]) + len(by[api.PhaseCancelled])
+		if done == n {
+			return by
+		}
+		if time.Now().After(deadline) {
+			var left []string
+			for p, rs := range by {
+				left = append(left, fmt.Sprintf("%s=%d", p, len(rs)))
+			}
+			t.Fatalf("after %v: %d of %d runs ended (%s)", d, done, n, strings.Join(left, " "))
+		}
+		if progress != nil {
+			progress()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func resolveAll(t *testing.T, c *cluster, by map[string][]api.AgentRun) {
+	t.Helper()
+	for _, r := range by[api.PhaseNeedsResolution] {
+		if st := c.do("POST", "/v2/agentruns/"+r.Metadata.Name+"/resolve", `{"action":"skip"}`, nil); st != 200 {
+			t.Errorf("resolve %s: HTTP %d", r.Metadata.Name, st)
+		}
+	}
+}
+
+// Three runners, 300 runs with model latency, a random runner SIGKILLed every few seconds and
+// restarted: every run ends, nothing completed is done twice, nothing is lost.
+func TestPGKillRunnersUnderLoad(t *testing.T) {
+	t.Parallel()
+	// Each turn takes the model 600 ms and each runner drives at most 30 runs at once, so the
+	// backlog drains over several seconds while runners die under it.
+	c := newCluster(t, strings.ReplaceAll(clusterScript, "latency: 40ms", "latency: 600ms"))
+	c.startServer()
+	createCounterAgent(t, c.env, `["dev_count","write"]`)
+	names := createTaskRuns(t, c.env, 300)
+	for _, n := range []string{"r1", "r2", "r3"} {
+		c.startRunner(n, "--max-runs", "30")
+	}
+	kills := 0
+	lastKill := time.Now()
+	by := waitAllDone(t, c, len(names), 4*time.Minute, func() {
+		if time.Since(lastKill) > 1500*time.Millisecond {
+			victim := []string{"r1", "r2", "r3"}[rand.IntN(3)]
+			c.runners[victim].kill()
+			c.startRunner(victim, "--max-runs", "30")
+			kills++
+			lastKill = time.Now()
+		}
+	})
+	if kills < 3 {
+		t.Errorf("only %d runners were killed while the runs went on; the test did not test much", kills)
+	}
+	t.Logf("%d kills; %d succeeded, %d need resolution", kills, len(by[api.PhaseSucceeded]), len(by[api.PhaseNeedsResolution]))
+	if len(by[api.PhaseFailed])+len(by[api.PhaseCancelled]) > 0 {
+		t.Fatalf("runs failed or were cancelled: %+v", by[api.PhaseFailed])
+	}
+	// A run cut off in the middle of its counting tool waits for a person; skip them all.
+	resolveAll(t, c, by)
+	by = waitAllDone(t, c, len(names), time.Minute, nil)
+	if len(by[api.PhaseSucceeded]) != len(names) {
+		t.Fatalf("%d of %d succeeded after resolution", len(by[api.PhaseSucceeded]), len(names))
+	}
+	checkNoDoubleWork(t, c, names, false)
+	// Every run's file was saved to the store, whichever runner wrote it.
+	for _, n := range names[:20] {
+		if r := c.mustCLI(0, "runs", "read-file", n, "out.txt"); r.stdout != "done "+n {
+			t.Errorf("%s: out.txt = %q", n, r.stdout)
+		}
+	}
+	// A model step done in one attempt was asked of the model server once: a completed step is
+	// never repeated after a takeover. (A step with more attempts was interrupted mid-call and,
+	// being on the server's key, safely asked again; its attempts show it.)
+	done := completedTurns(c.model)
+	repeated := 0
+	for _, n := range names {
+		for _, s := range c.steps(n) {
+			if s.Kind != "model" {
+				continue
+			}
+			turn := strings.TrimSuffix(strings.TrimPrefix(s.Key, "t"), "/model")
+			if s.Attempt == 1 && done[n+"#"+turn] != 1 {
+				t.Errorf("%s %s: one attempt, but the model server completed it %d times", n, s.Key, done[n+"#"+turn])
+			}
+			if s.Attempt > 1 {
+				repeated++
+			}
+		}
+	}
+	t.Logf("model steps repeated after an interruption: %d", repeated)
+}
+
+// Many runners racing for one backlog: never two live leases on one run, so every side effect
+// happens exactly once and every turn completes exactly once.
+func TestPGClaimRace(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, strings.ReplaceAll(clusterScript, "latency: 40ms", "latency: 0s"))
+	c.startServer()
+	createCounterAgent(t, c.env, `["dev_count","write"]`)
+	names := createTaskRuns(t, c.env, 200)
+	for i := 1; i <= 6; i++ {
+		c.startRunner(fmt.Sprintf("racer%d", i))
+	}
+	by := waitAllDone(t, c, len(names), 2*time.Minute, nil)
+	if len(by[api.PhaseSucceeded]) != len(names) {
+		t.Fatalf("%d of %d succeeded", len(by[api.PhaseSucceeded]), len(names))
+	}
+	checkNoDoubleWork(t, c, names, true)
+	for key, n := range completedTurns(c.model) {
+		if n != 1 {
+			t.Errorf("model turn %s completed %d times", key, n)
+		}
+	}
+	var runners struct {
+		Items []map[string]any `json:"items"`
+	}
+	c.do("GET", "/v2/runners", nil, &runners)
+	if len(runners.Items) != 6 {
+		t.Errorf("runners listed = %d, want 6", len(runners.Items))
+	}
+}
+
+// A runner paused (SIGSTOP) past its lease: another takes the run over; resumed (SIGCONT), the
+// first runner's late writes are refused and the journal shows only the new owner's work.
+func TestPGPausedRunnerIsFenced(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, `
+entries:
+  - name: slow
+    match: "pause me"
+    turns:
+      - tool_calls:
+          - name: write
+            input: {path: "a.txt", content: "from turn 0"}
+      - text: "done"
+        latency: 2s
+`)
+	c.startServer()
+	createCounterAgent(t, c.env, `["write"]`)
+	a := c.startRunner("a")
+	c.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"victim"},"spec":{"agent":"worker","input":"pause me"}}`, nil)
+	// Wait until runner a is inside the slow model call of turn 1.
+	deadline := time.Now().Add(20 * time.Second)
+	for c.model.CountTurn("slow", 1) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("turn 1 never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	a.signal(syscall.SIGSTOP)
+	b := c.startRunner("b")
+	// b takes over after a's lease (3s) runs out and finishes the run.
+	r := c.waitPhase("victim", 30*time.Second, api.PhaseSucceeded)
+	a.signal(syscall.SIGCONT)
+	time.Sleep(3 * time.Second) // let a wake up and try its late writes
+	if r.Status.Runner != "b" {
+		t.Errorf("the run finished on %q, want b", r.Status.Runner)
+	}
+	steps := c.steps("victim")
+	var keys []string
+	for _, s := range steps {
+		keys = append(keys, fmt.Sprintf("%s:%s:%d", s.Key, s.State, s.Attempt))
+	}
+	if strings.Join(keys, " ") != "t0/model:Completed:1 t0/tool/0:Completed:1 t1/model:Completed:2" {
+		t.Errorf("journal = %v", keys)
+	}
+	// Once b took over, nothing a did reached the timeline.
+	evs := c.events("victim")
+	takeover := -1
+	for i, ev := range evs {
+		if ev.Type == "run.resumed" && strings.Contains(ev.Message, "runner b") {
+			takeover = i
+		}
+	}
+	if takeover < 0 {
+		t.Fatalf("no takeover by b in the timeline")
+	}
+	for _, ev := range evs[takeover:] {
+		if strings.Contains(ev.Message, "runner a") {
+			t.Errorf("event from a after the takeover: %+v", ev)
+		}
+	}
+	if r := c.getRun("victim"); r.Status.Phase != api.PhaseSucceeded || r.Status.Runner != "b" {
+		t.Errorf("after a resumed: %s on %s", r.Status.Phase, r.Status.Runner)
+	}
+	out := a.stderr.String() + b.stderr.String()
+	if !strings.Contains(out, "lease") {
+		t.Errorf("runner a did not report losing its lease:\n%s", tail(a.stderr.String(), 3000))
+	}
+}
+
+// A takeover on a runner with a different data folder continues the run with its files intact.
+func TestPGTakeoverRestoresFiles(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, `
+entries:
+  - name: files
+    match: "files please"
+    turns:
+      - tool_calls:
+          - name: write
+            input: {path: "notes/plan.md", content: "step one"}
+      - tool_calls:
+          - name: read
+            input: {path: "notes/plan.md"}
+        latency: 30s
+      - text: "read back: {{last_tool_result}}"
+`)
+	c.startServer()
+	createCounterAgent(t, c.env, `["write","read"]`)
+	a := c.startRunner("a")
+	c.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"mover"},"spec":{"agent":"worker","input":"files please"}}`, nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for c.model.CountTurn("files", 1) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("turn 1 never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	a.kill()
+	sc, _ := fake.ParseScript([]byte(`
+entries:
+  - name: files
+    match: "files please"
+    turns:
+      - tool_calls:
+          - name: write
+            input: {path: "notes/plan.md", content: "step one"}
+      - tool_calls:
+          - name: read
+            input: {path: "notes/plan.md"}
+      - text: "read back: {{last_tool_result}}"
+`))
+	c.model.SetScript(sc)
+	c.startRunner("b")
+	r := c.waitPhase("mover", 30*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+	if r.Status.Phase != api.PhaseSucceeded || !strings.Contains(r.Status.Answer.Preview, "step one") {
+		t.Fatalf("run ended %s with %+v", r.Status.Phase, r.Status.Answer)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "runner-b", "runs", "mover", "notes", "plan.md")); err != nil {
+		t.Errorf("runner b's folder lacks the restored file: %v", err)
+	}
+	var restored bool
+	for _, ev := range c.events("mover") {
+		if ev.Type == "folder.restored" {
+			restored = true
+		}
+	}
+	if !restored {
+		t.Errorf("timeline does not say the folder was restored")
+	}
+	_ = json.Marshal
+}

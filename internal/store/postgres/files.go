@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// queueFiles queues the run folder changes of a commit: an upsert per written file, a delete per
+// deleted one.
+func queueFiles(b *pgx.Batch, run string, files []store.FileWrite) {
+	for _, f := range files {
+		if f.Deleted {
+			b.Queue(`DELETE FROM files WHERE run = $1 AND path = $2`, run, f.Path)
+			continue
+		}
+		content := f.Content
+		if content == nil {
+			content = []byte{} // NOT NULL: an empty file
+		}
+		b.Queue(`INSERT INTO files (run, path, content, mode, size, updated_at) VALUES ($1, $2, $3, $4, $5, now())
+			ON CONFLICT (run, path) DO UPDATE SET content = EXCLUDED.content, mode = EXCLUDED.mode, size = EXCLUDED.size,
+				updated_at = EXCLUDED.updated_at`,
+			run, f.Path, content, int64(f.Mode), int64(len(content)))
+	}
+}
+
+// ListFiles returns the run folder as saved, ordered by path (bytewise).
+func (s *Store) ListFiles(ctx context.Context, run string) ([]store.File, error) {
+	rows, err := s.pool.Query(ctx, `SELECT path, content, mode, size, updated_at FROM files WHERE run = $1 ORDER BY path`, run)
+	if err != nil {
+		return nil, fmt.Errorf("list files of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []store.File
+	for rows.Next() {
+		f, err := scanFile(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list files of %s: %w", run, err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list files of %s: %w", run, err)
+	}
+	return out, nil
+}
+
+// GetFile returns one saved file; ErrNotFound if it was never saved or was deleted since.
+func (s *Store) GetFile(ctx context.Context, run, path string) (store.File, error) {
+	f, err := scanFile(s.pool.QueryRow(ctx, `SELECT path, content, mode, size, updated_at FROM files WHERE run = $1 AND path = $2`, run, path))
+	if err != nil {
+		return store.File{}, fmt.Errorf("get file %s of %s: %w", path, run, notFound(err))
+	}
+	return f, nil
+}
+
+func scanFile(row pgx.Row) (store.File, error) {
+	var f store.File
+	var mode int64
+	var t time.Time
+	if err := row.Scan(&f.Path, &f.Content, &mode, &f.Size, &t); err != nil {
+		return store.File{}, err
+	}
+	if f.Content == nil {
+		f.Content = []byte{}
+	}
+	f.Mode, f.UpdatedAt = uint32(mode), utc(t)
+	return f, nil
+}
+
+// ---- runners ----
+
+// Heartbeat registers a runner or refreshes its entry; HeartbeatAt is the database's now().
+func (s *Store) Heartbeat(ctx context.Context, r store.RunnerInfo) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO runners (name, version, host, pid, started_at, heartbeat_at, runs_held)
+			VALUES ($1, $2, $3, $4, $5, now(), $6)
+			ON CONFLICT (name) DO UPDATE SET version = EXCLUDED.version, host = EXCLUDED.host, pid = EXCLUDED.pid,
+				started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at, runs_held = EXCLUDED.runs_held`,
+			r.Name, pgText(r.Version), pgText(r.Host), int64(r.PID), r.StartedAt, int64(r.RunsHeld))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("heartbeat of runner %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// ListRunners returns every registered runner, ordered by name.
+func (s *Store) ListRunners(ctx context.Context) ([]store.RunnerInfo, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, version, host, pid, started_at, heartbeat_at, runs_held FROM runners ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list runners: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RunnerInfo
+	for rows.Next() {
+		var r store.RunnerInfo
+		var pid, held int64
+		if err := rows.Scan(&r.Name, &r.Version, &r.Host, &pid, &r.StartedAt, &r.HeartbeatAt, &held); err != nil {
+			return nil, fmt.Errorf("list runners: %w", err)
+		}
+		r.PID, r.RunsHeld = int(pid), int(held)
+		r.StartedAt, r.HeartbeatAt = utc(r.StartedAt), utc(r.HeartbeatAt)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runners: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,424 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// finishedPhases is the SQL list of terminal phases (api.Finished).
+const finishedPhases = `('Succeeded', 'Failed', 'Cancelled')`
+
+// CreateRun stores a new run, claimable at once unless its phase is terminal.
+func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
+	name := r.Metadata.Name
+	uid := newUID()
+	claimable := !api.Finished(r.Status.Phase)
+	var created time.Time
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+			INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at)
+			VALUES ($1, $2, $3, 1, now(), $4, $5, $6, $7, CASE WHEN $8::boolean THEN now() END)
+			RETURNING created_at`,
+			name, uid, r.Spec.Agent, mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable).Scan(&created)
+		if err != nil {
+			if isUnique(err) {
+				return store.ErrAlreadyExists
+			}
+			return err
+		}
+		if claimable {
+			return notifyWork(ctx, tx, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", name, err)
+	}
+	r.Metadata.UID = uid
+	r.Metadata.ResourceVersion = "1"
+	r.Metadata.Generation = 1
+	ct := utc(created)
+	r.Metadata.CreationTimestamp = &ct
+	if claimable {
+		s.wake.poke()
+	}
+	return nil
+}
+
+const runCols = `SELECT name, uid, resource_version, created_at, labels, spec, status, cancel_requested FROM runs`
+
+// runReturning is runCols for a RETURNING clause.
+const runReturning = ` RETURNING name, uid, resource_version, created_at, labels, spec, status, cancel_requested`
+
+func scanRun(row pgx.Row) (*api.AgentRun, error) {
+	var r api.AgentRun
+	var rv int64
+	var created time.Time
+	var labels, spec, status []byte
+	var cancel bool
+	if err := row.Scan(&r.Metadata.Name, &r.Metadata.UID, &rv, &created, &labels, &spec, &status, &cancel); err != nil {
+		return nil, notFound(err)
+	}
+	r.APIVersion, r.Kind = api.APIVersion, "AgentRun"
+	r.Metadata.ResourceVersion = strconv.FormatInt(rv, 10)
+	r.Metadata.Generation = 1
+	ct := utc(created)
+	r.Metadata.CreationTimestamp = &ct
+	json.Unmarshal(labels, &r.Metadata.Labels)
+	if err := json.Unmarshal(spec, &r.Spec); err != nil {
+		return nil, fmt.Errorf("decode run %s spec: %w", r.Metadata.Name, err)
+	}
+	if err := json.Unmarshal(status, &r.Status); err != nil {
+		return nil, fmt.Errorf("decode run %s status: %w", r.Metadata.Name, err)
+	}
+	r.Status.CancelRequested = cancel && !api.Finished(r.Status.Phase)
+	return &r, nil
+}
+
+func (s *Store) GetRun(ctx context.Context, name string) (*api.AgentRun, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, runCols+` WHERE name = $1`, name))
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", name, err)
+	}
+	return r, nil
+}
+
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*api.AgentRun, error) {
+	q := runCols + ` WHERE true`
+	var args []any
+	if f.Agent != "" {
+		args = append(args, f.Agent)
+		q += ` AND agent = $` + strconv.Itoa(len(args))
+	}
+	if f.Phase != "" {
+		args = append(args, f.Phase)
+		q += ` AND phase = $` + strconv.Itoa(len(args))
+	}
+	q += ` ORDER BY created_at, name`
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		q += ` LIMIT $` + strconv.Itoa(len(args))
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*api.AgentRun
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+// CountRuns returns the number of runs in each phase (phases with none are absent).
+func (s *Store) CountRuns(ctx context.Context) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT phase, count(*) FROM runs GROUP BY phase`)
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var p string
+		var n int64
+		if err := rows.Scan(&p, &n); err != nil {
+			return nil, fmt.Errorf("count runs: %w", err)
+		}
+		out[p] = int(n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count runs: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteRun removes a run with its steps, events, messages and files.
+func (s *Store) DeleteRun(ctx context.Context, name string) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM runs WHERE name = $1`, name)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return store.ErrNotFound
+		}
+		b := &pgx.Batch{}
+		for _, t := range []string{"steps", "run_events", "messages", "files"} {
+			b.Queue(`DELETE FROM `+t+` WHERE run = $1`, name)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("delete run %s: %w", name, err)
+	}
+	return nil
+}
+
+// lockRun locks a run's row for the rest of tx and returns its phase, status and whether a
+// runner holds it; ErrNotFound if it is missing. Every write to a run takes this lock first, so
+// writes to one run are serialized and its sequence counters never hand out a number twice.
+func lockRun(ctx context.Context, tx pgx.Tx, name string) (phase string, st api.AgentRunStatus, leased bool, err error) {
+	var status []byte
+	err = tx.QueryRow(ctx, `SELECT phase, status, lease_owner IS NOT NULL FROM runs WHERE name = $1 FOR UPDATE`, name).Scan(&phase, &status, &leased)
+	if err != nil {
+		return "", st, false, notFound(err)
+	}
+	if err := json.Unmarshal(status, &st); err != nil {
+		return "", st, false, fmt.Errorf("decode run %s status: %w", name, err)
+	}
+	return phase, st, leased, nil
+}
+
+// requeue moves a parked run (no lease holder) that waits on what just arrived back to Queued,
+// in the same transaction, so a reader never sees it still waiting on something already given.
+// A held run is left alone: its holder writes the status.
+func requeue(ctx context.Context, tx pgx.Tx, name string, st api.AgentRunStatus, leased bool, why string, from func(api.AgentRunStatus) bool) error {
+	if leased || !from(st) {
+		return nil
+	}
+	st.Phase, st.Reason, st.Message, st.WaitingOn = api.PhaseQueued, "", why, nil
+	_, err := tx.Exec(ctx, `UPDATE runs SET status = $2, phase = $3 WHERE name = $1`, name, mustJSON(st), st.Phase)
+	return err
+}
+
+// pokeSQL marks a run as needing attention: claimable now if unleased (a live lease holder
+// learns of it from the poke counter), and a new resource version.
+const pokeSQL = `UPDATE runs SET poke_seq = poke_seq + 1, claimable_at = now(), resource_version = resource_version + 1`
+
+// RequestCancel marks a run for cancellation and pokes it.
+func (s *Store) RequestCancel(ctx context.Context, name string) (*api.AgentRun, error) {
+	var r *api.AgentRun
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		phase, _, _, err := lockRun(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if api.Finished(phase) {
+			return store.ErrFinished
+		}
+		if r, err = scanRun(tx.QueryRow(ctx, pokeSQL+`, cancel_requested = true WHERE name = $1`+runReturning, name)); err != nil {
+			return err
+		}
+		return notifyWork(ctx, tx, name)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel run %s: %w", name, err)
+	}
+	s.wake.poke()
+	return r, nil
+}
+
+// AddMessage appends a message to a run and pokes it; a used key returns the first message.
+func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.Message, bool, error) {
+	var msg api.Message
+	created := false
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		created = false
+		phase, st, leased, err := lockRun(ctx, tx, run)
+		if err != nil {
+			return err
+		}
+		if key != "" {
+			var p []byte
+			var t time.Time
+			err := tx.QueryRow(ctx, `SELECT seq, payload, time FROM messages WHERE run = $1 AND key = $2`, run, key).Scan(&msg.Seq, &p, &t)
+			if err == nil {
+				msg.Key, msg.Payload, msg.Time = key, string(p), utc(t)
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		if api.Finished(phase) {
+			return store.ErrFinished
+		}
+		if err := tx.QueryRow(ctx, pokeSQL+`, next_message = next_message + 1 WHERE name = $1 RETURNING next_message`, run).Scan(&msg.Seq); err != nil {
+			return err
+		}
+		var t time.Time
+		if err := tx.QueryRow(ctx, `INSERT INTO messages (run, seq, key, payload, time) VALUES ($1, $2, $3, $4, now()) RETURNING time`,
+			run, msg.Seq, key, []byte(payload)).Scan(&t); err != nil {
+			return err
+		}
+		msg.Key, msg.Payload, msg.Time = key, payload, utc(t)
+		created = true
+		if err := requeue(ctx, tx, run, st, leased, "a message arrived; waiting for a runner to continue", store.WaitsOnMessage); err != nil {
+			return err
+		}
+		return notifyWork(ctx, tx, run)
+	})
+	if err != nil {
+		return api.Message{}, false, fmt.Errorf("message run %s: %w", run, err)
+	}
+	if created {
+		s.wake.poke()
+	}
+	return msg, created, nil
+}
+
+func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, key, payload, time FROM messages WHERE run = $1 AND seq > $2 ORDER BY seq`, run, afterSeq)
+	if err != nil {
+		return nil, fmt.Errorf("list messages of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []api.Message
+	for rows.Next() {
+		var m api.Message
+		var p []byte
+		var t time.Time
+		if err := rows.Scan(&m.Seq, &m.Key, &p, &t); err != nil {
+			return nil, fmt.Errorf("list messages of %s: %w", run, err)
+		}
+		m.Payload, m.Time = string(p), utc(t)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list messages of %s: %w", run, err)
+	}
+	return out, nil
+}
+
+// ResolveStep records a person's resolution on the step a NeedsResolution run waits on.
+func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		_, st, leased, err := lockRun(ctx, tx, run)
+		if err != nil {
+			return err
+		}
+		if st.Phase != api.PhaseNeedsResolution || st.WaitingOn == nil || st.WaitingOn.StepKey != stepKey {
+			return store.ErrNotWaiting
+		}
+		tag, err := tx.Exec(ctx, `UPDATE steps SET resolution = $3, resolution_result = $4 WHERE run = $1 AND key = $2`,
+			run, stepKey, resolution, nullJSON(result))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return store.ErrNotWaiting
+		}
+		if err := requeue(ctx, tx, run, st, leased, "resolved ("+resolution+"); waiting for a runner to continue",
+			func(st api.AgentRunStatus) bool { return st.Phase == api.PhaseNeedsResolution }); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, pokeSQL+` WHERE name = $1`, run); err != nil {
+			return err
+		}
+		return notifyWork(ctx, tx, run)
+	})
+	if err != nil {
+		return fmt.Errorf("resolve step %s of %s: %w", stepKey, run, err)
+	}
+	s.wake.poke()
+	return nil
+}
+
+// ---- journal and timeline ----
+
+// queueEvents queues the inserts of evs, numbered first, first+1, ...
+func queueEvents(b *pgx.Batch, run string, first int64, evs []api.Event) {
+	for i, ev := range evs {
+		var t any
+		if !ev.Time.IsZero() {
+			t = ev.Time
+		}
+		b.Queue(`INSERT INTO run_events (run, seq, time, type, step_key, message, data) VALUES ($1, $2, COALESCE($3::timestamptz, now()), $4, $5, $6, $7)`,
+			run, first+int64(i), t, pgText(ev.Type), pgText(ev.StepKey), pgText(ev.Message), nullJSON(ev.Data))
+	}
+}
+
+// AppendEvents adds timeline events from outside a runner; seqs are assigned.
+func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var last int64
+		if err := tx.QueryRow(ctx, `UPDATE runs SET next_event = next_event + $2 WHERE name = $1 RETURNING next_event`, run, len(evs)).Scan(&last); err != nil {
+			return notFound(err)
+		}
+		b := &pgx.Batch{}
+		queueEvents(b, run, last-int64(len(evs))+1, evs)
+		b.Queue(`SELECT pg_notify($1, $2)`, chanEvents, run)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("append events to %s: %w", run, err)
+	}
+	s.wake.event()
+	return nil
+}
+
+func (s *Store) ListSteps(ctx context.Context, run string) ([]api.Step, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros,
+		started_at, completed_at, resolution, resolution_result FROM steps WHERE run = $1 ORDER BY seq`, run)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []api.Step
+	for rows.Next() {
+		var st api.Step
+		var args, result, resResult []byte
+		var started time.Time
+		if err := rows.Scan(&st.Seq, &st.Key, &st.Kind, &st.State, &st.Title, &st.Attempt, &st.ArgsHash, &args, &result, &st.Error,
+			&st.CostMicros, &started, &st.CompletedAt, &st.Resolution, &resResult); err != nil {
+			return nil, fmt.Errorf("list steps of %s: %w", run, err)
+		}
+		st.Args, st.Result, st.ResolutionResult = rawJSON(args), rawJSON(result), rawJSON(resResult)
+		st.StartedAt = utc(started)
+		st.CompletedAt = utcPtr(st.CompletedAt)
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list steps of %s: %w", run, err)
+	}
+	return out, nil
+}
+
+func (s *Store) ListEvents(ctx context.Context, run string, afterSeq int64, limit int) ([]api.Event, error) {
+	q := `SELECT seq, time, type, step_key, message, data FROM run_events WHERE run = $1 AND seq > $2 ORDER BY seq`
+	args := []any{run, afterSeq}
+	if limit > 0 {
+		q += ` LIMIT $3`
+		args = append(args, limit)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []api.Event
+	for rows.Next() {
+		var ev api.Event
+		var t time.Time
+		var data []byte
+		if err := rows.Scan(&ev.Seq, &t, &ev.Type, &ev.StepKey, &ev.Message, &data); err != nil {
+			return nil, fmt.Errorf("list events of %s: %w", run, err)
+		}
+		ev.Time, ev.Data = utc(t), rawJSON(data)
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list events of %s: %w", run, err)
+	}
+	return out, nil
+}

@@ -69,8 +69,8 @@ func TestCrashMatrix(t *testing.T) {
 		name, pause string
 		// wantResolution: the run parks in NeedsResolution on this step and is resolved with action.
 		wantResolution, action string
-		wantCount             int
-		wantAnswer            string
+		wantCount              int
+		wantAnswer             string
 	}{
 		// Killed before the tool's intent was recorded: nothing happened, it just runs after restart.
 		{name: "before-intent", pause: "before-intent:t0/tool/0", wantCount: 1, wantAnswer: "counted: counted c1"},

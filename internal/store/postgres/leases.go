@@ -80,7 +80,7 @@ func (s *Store) ExpireLeases(ctx context.Context, owner string) (int, error) {
 		return 0, fmt.Errorf("expire leases of %s: %w", owner, err)
 	}
 	if n > 0 {
-		s.wake.poke()
+		s.wake.Poke()
 	}
 	return int(n), nil
 }
@@ -207,10 +207,10 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 		return sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, err)
 	}
 	if w.Release && !api.Finished(phase) {
-		s.wake.poke()
+		s.wake.Poke()
 	}
 	if len(w.Events) > 0 {
-		s.wake.event()
+		s.wake.Event()
 	}
 	return sig, nil
 }

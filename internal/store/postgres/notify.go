@@ -7,65 +7,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"agentrun.dev/agentrun/internal/store/wake"
 )
 
 // WaitWork blocks until runs may have become claimable (a create, poke, release or lease expiry
 // in this process, or a notification from another), or until ctx ends or d passes.
 func (s *Store) WaitWork(ctx context.Context, d time.Duration) {
-	s.wake.waitWork(ctx, d)
+	s.wake.WaitWork(ctx, d)
 }
 
 // WaitEvents blocks until a timeline event may have been appended (here or by another process),
 // or ctx ends, or d passes.
 func (s *Store) WaitEvents(ctx context.Context, d time.Duration) {
-	s.wake.waitEvent(ctx, d)
-}
-
-// waker broadcasts "something changed" to waiters in this process by closing a channel.
-type waker struct {
-	mu     sync.Mutex
-	work   chan struct{}
-	events chan struct{}
-}
-
-func newWaker() *waker { return &waker{work: make(chan struct{}), events: make(chan struct{})} }
-
-func (w *waker) poke() {
-	w.mu.Lock()
-	close(w.work)
-	w.work = make(chan struct{})
-	w.mu.Unlock()
-}
-
-func (w *waker) event() {
-	w.mu.Lock()
-	close(w.events)
-	w.events = make(chan struct{})
-	w.mu.Unlock()
-}
-
-func (w *waker) waitWork(ctx context.Context, d time.Duration) {
-	w.mu.Lock()
-	ch := w.work
-	w.mu.Unlock()
-	wait(ctx, ch, d)
-}
-
-func (w *waker) waitEvent(ctx context.Context, d time.Duration) {
-	w.mu.Lock()
-	ch := w.events
-	w.mu.Unlock()
-	wait(ctx, ch, d)
-}
-
-func wait(ctx context.Context, ch <-chan struct{}, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	s.wake.WaitEvent(ctx, d)
 }
 
 // Listener timing.
@@ -84,7 +39,7 @@ const (
 // reconnection wakes all waiters, since notifications sent meanwhile were lost.
 type listener struct {
 	cfg    *pgx.ConnConfig
-	wake   *waker
+	wake   *wake.Waker
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -94,7 +49,7 @@ type listener struct {
 
 // startListener connects and listens before it returns, so that no notification committed after
 // Open returns is missed, then hands the connection to its goroutine.
-func startListener(ctx context.Context, cfg *pgx.ConnConfig, w *waker) (*listener, error) {
+func startListener(ctx context.Context, cfg *pgx.ConnConfig, w *wake.Waker) (*listener, error) {
 	l := &listener{cfg: cfg, wake: w, done: make(chan struct{})}
 	conn, err := l.connect(ctx)
 	if err != nil {
@@ -163,8 +118,8 @@ func (l *listener) run(ctx context.Context, conn *pgx.Conn) {
 			}
 			backoff = minBackoff
 			// Whatever was notified while we were away is lost: let every waiter look again.
-			l.wake.poke()
-			l.wake.event()
+			l.wake.Poke()
+			l.wake.Event()
 		}
 		if err := l.receive(ctx, conn); err != nil {
 			if ctx.Err() != nil {
@@ -194,9 +149,9 @@ func (l *listener) receive(ctx context.Context, conn *pgx.Conn) error {
 	}
 	switch n.Channel {
 	case chanWork:
-		l.wake.poke()
+		l.wake.Poke()
 	case chanEvents:
-		l.wake.event()
+		l.wake.Event()
 	}
 	return nil
 }

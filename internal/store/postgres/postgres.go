@@ -33,12 +33,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/store/wake"
 )
 
 // Store is the PostgreSQL backend.
 type Store struct {
 	pool *pgxpool.Pool
-	wake *waker
+	wake *wake.Waker
 	lis  *listener
 
 	closeOnce sync.Once
@@ -66,7 +67,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
 	}
-	s := &Store{pool: pool, wake: newWaker()}
+	s := &Store{pool: pool, wake: wake.New()}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -49,7 +49,7 @@ func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
 	ct := utc(created)
 	r.Metadata.CreationTimestamp = &ct
 	if claimable {
-		s.wake.poke()
+		s.wake.Poke()
 	}
 	return nil
 }
@@ -221,7 +221,7 @@ func (s *Store) RequestCancel(ctx context.Context, name string) (*api.AgentRun, 
 	if err != nil {
 		return nil, fmt.Errorf("cancel run %s: %w", name, err)
 	}
-	s.wake.poke()
+	s.wake.Poke()
 	return r, nil
 }
 
@@ -269,7 +269,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 		return api.Message{}, false, fmt.Errorf("message run %s: %w", run, err)
 	}
 	if created {
-		s.wake.poke()
+		s.wake.Poke()
 	}
 	return msg, created, nil
 }
@@ -327,7 +327,7 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 	if err != nil {
 		return fmt.Errorf("resolve step %s of %s: %w", stepKey, run, err)
 	}
-	s.wake.poke()
+	s.wake.Poke()
 	return nil
 }
 
@@ -363,7 +363,7 @@ func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) e
 	if err != nil {
 		return fmt.Errorf("append events to %s: %w", run, err)
 	}
-	s.wake.event()
+	s.wake.Event()
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/store/wake"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -28,7 +29,7 @@ type Store struct {
 	w    *sql.DB // the single writer connection
 	r    *sql.DB // readers
 	now  func() time.Time
-	wake *waker
+	wake *wake.Waker
 	// commits feeds the group committer (commitLoop), which stops when closed is closed.
 	commits   chan *commitReq
 	closed    chan struct{}
@@ -52,7 +53,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	s := &Store{w: w, r: r, now: time.Now, wake: newWaker(), commits: make(chan *commitReq), closed: make(chan struct{}), loopDone: make(chan struct{})}
+	s := &Store{w: w, r: r, now: time.Now, wake: wake.New(), commits: make(chan *commitReq), closed: make(chan struct{}), loopDone: make(chan struct{})}
 	if err := s.migrate(context.Background()); err != nil {
 		w.Close()
 		r.Close()
@@ -360,7 +361,7 @@ func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
 		}
 		return fmt.Errorf("create run %s: %w", r.Metadata.Name, err)
 	}
-	s.wake.poke()
+	s.wake.Poke()
 	return nil
 }
 
@@ -527,7 +528,7 @@ func (s *Store) RequestCancel(ctx context.Context, name string) (*api.AgentRun, 
 	if err != nil {
 		return nil, fmt.Errorf("cancel run %s: %w", name, err)
 	}
-	s.wake.poke()
+	s.wake.Poke()
 	return s.GetRun(ctx, name)
 }
 
@@ -571,7 +572,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 		return api.Message{}, false, fmt.Errorf("message run %s: %w", run, err)
 	}
 	if created {
-		s.wake.poke()
+		s.wake.Poke()
 	}
 	return msg, created, nil
 }
@@ -624,7 +625,7 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 	if err != nil {
 		return fmt.Errorf("resolve step %s of %s: %w", stepKey, run, err)
 	}
-	s.wake.poke()
+	s.wake.Poke()
 	return nil
 }
 
@@ -673,7 +674,7 @@ func (s *Store) ExpireLeases(ctx context.Context, owner string) (int, error) {
 	}
 	n, _ := res.RowsAffected()
 	if n > 0 {
-		s.wake.poke()
+		s.wake.Poke()
 	}
 	return int(n), nil
 }
@@ -719,10 +720,10 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 		return req.sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, req.err)
 	}
 	if w.Release {
-		s.wake.poke()
+		s.wake.Poke()
 	}
 	if len(w.Events) > 0 {
-		s.wake.event()
+		s.wake.Event()
 	}
 	return req.sig, nil
 }
@@ -991,7 +992,7 @@ func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) e
 	if err := s.tx(ctx, func(tx *sql.Tx) error { return s.writeEvents(ctx, tx, run, evs) }); err != nil {
 		return fmt.Errorf("append events to %s: %w", run, err)
 	}
-	s.wake.event()
+	s.wake.Event()
 	return nil
 }
 
@@ -1063,57 +1064,10 @@ func (s *Store) ListEvents(ctx context.Context, run string, afterSeq int64, limi
 }
 
 func (s *Store) WaitWork(ctx context.Context, d time.Duration) {
-	s.wake.waitWork(ctx, d)
+	s.wake.WaitWork(ctx, d)
 }
 
 // WaitEvents blocks until an event is appended in this process, ctx ends, or d passes.
 func (s *Store) WaitEvents(ctx context.Context, d time.Duration) {
-	s.wake.waitEvent(ctx, d)
-}
-
-// waker broadcasts "something changed" to waiters in this process by closing a channel.
-type waker struct {
-	mu     sync.Mutex
-	work   chan struct{}
-	events chan struct{}
-}
-
-func newWaker() *waker { return &waker{work: make(chan struct{}), events: make(chan struct{})} }
-
-func (w *waker) poke() {
-	w.mu.Lock()
-	close(w.work)
-	w.work = make(chan struct{})
-	w.mu.Unlock()
-}
-
-func (w *waker) event() {
-	w.mu.Lock()
-	close(w.events)
-	w.events = make(chan struct{})
-	w.mu.Unlock()
-}
-
-func (w *waker) waitWork(ctx context.Context, d time.Duration) {
-	w.mu.Lock()
-	ch := w.work
-	w.mu.Unlock()
-	wait(ctx, ch, d)
-}
-
-func (w *waker) waitEvent(ctx context.Context, d time.Duration) {
-	w.mu.Lock()
-	ch := w.events
-	w.mu.Unlock()
-	wait(ctx, ch, d)
-}
-
-func wait(ctx context.Context, ch <-chan struct{}, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	s.wake.WaitEvent(ctx, d)
 }

@@ -1,0 +1,40 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// The same quickstart flow through the OpenAI Chat Completions wire format (streaming with tool
+// calls), with only OPENAI_API_KEY and OPENAI_BASE_URL set on the server.
+func TestOpenAIChatCompletionsEndToEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, quickstartScript)
+	base := e.model.URL()
+	e.extra = []string{"OPENAI_API_KEY=test-key", "OPENAI_BASE_URL=" + base + "/v1"}
+	e.start()
+	e.do("POST", "/v2/agents", `{"definition": {"id": "notes", "tools": ["write", "ask_person"]}}`, nil)
+	var run api.AgentRun
+	e.do("POST", "/v2/agents/notes/runs", `{"input": {"content": "Ask me which region to cover, then write region.md about it."}}`, &run)
+	name := run.Metadata.Name
+	r := e.waitPhase(name, 10*time.Second, api.PhaseWaiting)
+	if r.Status.WaitingOn == nil || r.Status.WaitingOn.Question != "Which region should I cover?" {
+		t.Fatalf("waiting on %+v", r.Status.WaitingOn)
+	}
+	e.mustCLI(0, "runs", "message", name, "--content", "Oceania")
+	r = e.waitPhase(name, 10*time.Second, api.PhaseSucceeded)
+	if got := e.mustCLI(0, "runs", "read-file", name, "region.md").stdout; !strings.Contains(got, "# Oceania") {
+		t.Errorf("region.md = %q", got)
+	}
+	if len(r.Status.Turns) != 3 || r.Status.Turns[0].Model != "gpt-4.1" {
+		t.Errorf("turns = %+v, want 3 on the OpenAI default model", r.Status.Turns)
+	}
+	for _, c := range e.model.Calls() {
+		if c.Format != "openai" || !c.Stream {
+			t.Errorf("call %+v: want streaming OpenAI format", c)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +135,20 @@ func TestTimelineFollow(t *testing.T) {
 	e.do("GET", "/v2/agentruns/"+name+"/events?after=3", nil, &page)
 	if len(page.Items) != len(evs)-3 || page.Items[0].Seq != 4 {
 		t.Errorf("events after 3: %d items starting at %d", len(page.Items), page.Items[0].Seq)
+	}
+	// The SSE stream resumes after Last-Event-ID and ends with "end" once the run has finished.
+	req, _ := http.NewRequest("GET", e.url+"/v2/agentruns/"+name+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", "3")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	stream := string(body)
+	if resp.Header.Get("Content-Type") != "text/event-stream" || strings.Contains(stream, "id: 3\n") || !strings.Contains(stream, "id: 4\n") || !strings.HasSuffix(strings.TrimSpace(stream), `"reason":"Completed"}`) || !strings.Contains(stream, "event: end") {
+		t.Errorf("SSE stream after Last-Event-ID 3:\n%s", stream)
 	}
 }

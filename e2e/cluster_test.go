@@ -481,3 +481,32 @@ entries:
 	}
 	_ = json.Marshal
 }
+
+// A cancel reaches a runner in another process while it waits on a long model call.
+func TestPGCancelReachesRemoteRunner(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, `
+entries:
+  - name: long
+    match: "long call"
+    turns:
+      - text: "never seen"
+        latency: 60s
+`)
+	c.startServer()
+	createCounterAgent(t, c.env, `["write"]`)
+	c.startRunner("far")
+	c.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"longcall"},"spec":{"agent":"worker","input":"long call"}}`, nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for c.model.CountTurn("long", 0) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the model call never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.mustCLI(0, "cancel", "agentrun/longcall")
+	r := c.waitPhase("longcall", 20*time.Second, api.PhaseCancelled)
+	if r.Status.Reason != api.ReasonUserCancelled {
+		t.Errorf("reason %s", r.Status.Reason)
+	}
+}

@@ -183,6 +183,30 @@ func (r *Runner) Active() int {
 	return len(r.active)
 }
 
+// applyCancellations interrupts held runs a user asked to cancel, so a long model or tool call
+// does not delay the cancellation; the run is re-claimed at once and finished as Cancelled.
+func (r *Runner) applyCancellations(ctx context.Context, hs []*held) {
+	if len(hs) == 0 {
+		return
+	}
+	names := make([]string, len(hs))
+	for i, h := range hs {
+		names[i] = h.lease.Run
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	asked, err := r.Store.CancelRequested(cctx, names)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.Log.Warn("check cancel requests", "err", err)
+		}
+		return
+	}
+	for _, run := range asked {
+		r.Interrupt(run)
+	}
+}
+
 func (r *Runner) heartbeat(ctx context.Context, held int) {
 	host, _ := os.Hostname()
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -220,6 +244,7 @@ func (r *Runner) renewLoop(ctx context.Context) {
 		}
 		metrics.RunsActive.Set(float64(len(r.active)))
 		r.mu.Unlock()
+		r.applyCancellations(ctx, hs)
 		if time.Since(lastAttempt) < r.RenewEvery {
 			continue
 		}

@@ -156,6 +156,9 @@ type Store interface {
 	ExpireLeases(ctx context.Context, owner string) (int, error)
 	// RenewLeases extends the given leases; it returns those that are no longer held (fenced).
 	RenewLeases(ctx context.Context, leases []Lease, ttl time.Duration) (lost []Lease, err error)
+	// CancelRequested returns which of the given runs a user asked to cancel (so a runner in
+	// another process can stop a long step at once rather than at its next commit).
+	CancelRequested(ctx context.Context, runs []string) ([]string, error)
 	// Commit applies w under the lease, atomically, or returns ErrFenced and applies nothing.
 	Commit(ctx context.Context, l Lease, w Write) (Signals, error)
 	// AppendEvents adds timeline events from outside a runner (the server); seqs are assigned.

@@ -283,3 +283,26 @@ func checkStatus(t *testing.T, what string, got, want api.AgentRunStatus) {
 		t.Errorf("%s: status.turns = %s, want %s", what, js(got.Turns), js(want.Turns))
 	}
 }
+
+func testCancelRequested(t *testing.T, open opener) {
+	t.Run("ListsOnlyAskedRuns", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		for _, n := range []string{"run-1", "run-2", "run-3"} {
+			mustCreateRun(t, s, n)
+		}
+		if got, err := s.CancelRequested(bg, []string{"run-1", "run-2", "run-3"}); err != nil || len(got) != 0 {
+			t.Fatalf("CancelRequested before any cancel = %v, %v", got, err)
+		}
+		if _, err := s.RequestCancel(bg, "run-2"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.CancelRequested(bg, []string{"run-1", "run-2", "nope"})
+		if err != nil || len(got) != 1 || got[0] != "run-2" {
+			t.Errorf("CancelRequested = %v, %v; want [run-2]", got, err)
+		}
+		if got, err := s.CancelRequested(bg, nil); err != nil || len(got) != 0 {
+			t.Errorf("CancelRequested(nil) = %v, %v", got, err)
+		}
+	})
+}

@@ -1,0 +1,258 @@
+// Package computer is what an agent acts through besides its run folder: a
+// sandbox with a shell, or a browser. A Provider makes a Computer of one kind
+// for one run, around that run's folder on the host; the agent loop creates
+// it as a journaled step, offers the model the tools of its kind (Tools), runs
+// each tool call through it (Run), and after a restart creates it again around
+// the same folder: a computer holds no state that matters beyond the folder,
+// so recreating it is how a run gets it back.
+//
+// Providers here: "local" (sandbox, Linux namespaces through bubblewrap),
+// "chromium" (browser, a local headless Chromium over the DevTools protocol)
+// and "docker" (sandbox; only its availability check so far). A registry
+// (Default) lists them with whether each works on this machine and, when not,
+// why, for `server capabilities`. Every provider of a kind passes the
+// conformance suite in computertest.
+//
+// Errors follow one rule throughout: a mistake of the agent (a missing file, an
+// unknown process id, a selector matching nothing, a page that does not load)
+// is an *AgentError, which Run turns into an error result the model reads;
+// anything else (the sandbox died, Chromium crashed, the context ended) is an
+// infrastructure failure returned as an error.
+package computer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Kind is what sort of computer an agent gets; it decides the agent's tools.
+type Kind string
+
+// The kinds of computer. desktop and phone have no provider here yet.
+const (
+	KindNone    Kind = "none"
+	KindSandbox Kind = "sandbox"
+	KindBrowser Kind = "browser"
+	KindDesktop Kind = "desktop"
+	KindPhone   Kind = "phone"
+)
+
+// Limits bound what a computer's processes may use. Zero fields take the
+// defaults in DefaultLimits. Providers say which limits they enforce and how
+// in Computer.Info.
+type Limits struct {
+	// MemoryBytes bounds memory: the address space of each process, and the
+	// computer's total where a memory cgroup is available.
+	MemoryBytes int64
+	// CPUSeconds bounds the CPU time of each process.
+	CPUSeconds int64
+	// Processes bounds how many processes (and threads) the computer runs at once.
+	Processes int64
+}
+
+// DefaultLimits are the limits of a computer whose Spec leaves them zero.
+var DefaultLimits = Limits{MemoryBytes: 2 << 30, CPUSeconds: 600, Processes: 256}
+
+// WithDefaults fills the zero fields of l from DefaultLimits.
+func (l Limits) WithDefaults() Limits {
+	if l.MemoryBytes <= 0 {
+		l.MemoryBytes = DefaultLimits.MemoryBytes
+	}
+	if l.CPUSeconds <= 0 {
+		l.CPUSeconds = DefaultLimits.CPUSeconds
+	}
+	if l.Processes <= 0 {
+		l.Processes = DefaultLimits.Processes
+	}
+	return l
+}
+
+// Spec is what a provider needs to make a computer for a run.
+type Spec struct {
+	// Run is the run's name; it labels the computer (cgroup and process
+	// names) and must be a DNS label.
+	Run string
+	// Folder is the absolute host path of the run folder. A sandbox mounts it
+	// at /workspace; a browser saves screenshots and downloads in it.
+	Folder string
+	Kind   Kind
+	// Network lets the computer reach the network. Off by default.
+	Network bool
+	Limits  Limits
+}
+
+// Availability says whether a provider can make computers on this machine.
+type Availability struct {
+	Available bool
+	// Reason says why not, with what to do about it, e.g.
+	// "bubblewrap not installed: apt-get install bubblewrap".
+	Reason string
+}
+
+// Provider makes computers of the kinds it offers.
+type Provider interface {
+	// Name is the provider's name in an agent's computer.provider.
+	Name() string
+	// Kinds lists the kinds of computer the provider makes.
+	Kinds() []Kind
+	// Available checks, quickly and without starting a computer, whether
+	// the provider works here.
+	Available(ctx context.Context) Availability
+	// Create makes a computer for spec.Run around spec.Folder. The computer
+	// lives until Close, not until ctx ends: ctx bounds only the creation.
+	Create(ctx context.Context, spec Spec) (Computer, error)
+}
+
+// Computer is one run's computer. Assert Sandbox or Browser for what it does.
+type Computer interface {
+	Kind() Kind
+	// Info describes the computer for people: provider, isolation and
+	// limits enforced, as short "key: value" lines.
+	Info() []string
+	// Close stops everything the computer runs and releases it; when it
+	// returns without error no process of the computer is left. It is safe
+	// to call more than once.
+	Close() error
+}
+
+// ExecOptions are the options of one command in a sandbox.
+type ExecOptions struct {
+	// Timeout bounds a foreground command (default 120 s). Background
+	// processes have none.
+	Timeout time.Duration
+	// Workdir is the working folder: relative to /workspace, or absolute
+	// inside the sandbox. Default /workspace.
+	Workdir string
+	// Env adds environment variables ("NAME=value") to the sandbox's own.
+	Env []string
+	// MaxOutput bounds the bytes kept of stdout and of stderr each
+	// (default 1 MiB); the rest is dropped and Truncated set.
+	MaxOutput int
+}
+
+// ExecResult is how a foreground command ended.
+type ExecResult struct {
+	ExitCode int // -1 when killed by a signal (timeout included)
+	Stdout   string
+	Stderr   string
+	// TimedOut says the command ran past its timeout and was killed with
+	// its whole process group.
+	TimedOut bool
+	// Truncated says output beyond MaxOutput was dropped.
+	Truncated bool
+	Duration  time.Duration
+}
+
+// ProcessInfo describes a background process.
+type ProcessInfo struct {
+	ID       string
+	Command  string
+	PID      int // inside the sandbox
+	Running  bool
+	ExitCode int // valid once !Running; -1 when killed by a signal
+	Started  time.Time
+	// OutputBytes is how much output (stdout and stderr together) it has
+	// written so far.
+	OutputBytes int64
+}
+
+// Output is a stretch of a background process's output (stdout and stderr
+// interleaved as written).
+type Output struct {
+	Data string
+	// Offset is where Data starts; Next is the offset to read from next.
+	Offset, Next int64
+	// Dropped counts bytes between the offset asked for and Offset that are
+	// no longer kept (only the last MiBs of output are).
+	Dropped int64
+	Process ProcessInfo
+}
+
+// Sandbox is a computer with a shell (kind sandbox). Paths are inside the
+// sandbox: relative ones are relative to /workspace, the run folder.
+type Sandbox interface {
+	Computer
+	// Exec runs cmd with bash -lc in the foreground and waits for it (at most
+	// opts.Timeout). A non-zero exit is a result, not an error.
+	Exec(ctx context.Context, cmd string, opts ExecOptions) (ExecResult, error)
+	// Start runs cmd in the background; it keeps running between calls
+	// until Stop or Close.
+	Start(ctx context.Context, cmd string, opts ExecOptions) (ProcessInfo, error)
+	// Processes lists the background processes started, running or not.
+	Processes(ctx context.Context) ([]ProcessInfo, error)
+	// Output returns a background process's output from offset on.
+	Output(ctx context.Context, id string, offset int64) (Output, error)
+	// Stop ends a background process and its process group (SIGTERM, then
+	// SIGKILL after a grace period).
+	Stop(ctx context.Context, id string) (ProcessInfo, error)
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	WriteFile(ctx context.Context, path string, data []byte) error
+}
+
+// Link is a link on a page.
+type Link struct {
+	Text string
+	URL  string
+}
+
+// Page is what a browser shows after an action.
+type Page struct {
+	URL   string
+	Title string
+	// Text is the page's visible text (innerText of the body), cut to a
+	// bound the provider states.
+	Text  string
+	Links []Link
+	// Downloads lists files that finished downloading during the action, as
+	// paths relative to the run folder.
+	Downloads []string
+}
+
+// Target says what to click: an element matched by a CSS selector, or the
+// first link or button whose text contains Text.
+type Target struct {
+	Selector string
+	Text     string
+}
+
+// Browser is a computer with a web browser (kind browser).
+type Browser interface {
+	Computer
+	// Open loads an http(s) URL and returns the page once loaded.
+	Open(ctx context.Context, url string) (Page, error)
+	// Current returns the page shown now.
+	Current(ctx context.Context) (Page, error)
+	// Click clicks target and returns the page after it (a navigation it
+	// started included, and any download it started once finished).
+	Click(ctx context.Context, target Target) (Page, error)
+	// Type types text into the field selector matches, replacing its
+	// value; with submit it then submits the field's form.
+	Type(ctx context.Context, selector, text string, submit bool) (Page, error)
+	// Screenshot saves a PNG of the viewport at path (relative to the run
+	// folder; default screenshots/N.png) and returns that relative path.
+	Screenshot(ctx context.Context, path string) (string, error)
+}
+
+// AgentError is a mistake of the agent: the tool result says Msg and the run
+// goes on.
+type AgentError struct{ Msg string }
+
+func (e *AgentError) Error() string { return e.Msg }
+
+// Agentf makes an *AgentError.
+func Agentf(format string, args ...any) error {
+	return &AgentError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsAgentError reports whether err is (or wraps) an *AgentError.
+func IsAgentError(err error) bool {
+	var ae *AgentError
+	return errors.As(err, &ae)
+}
+
+// ErrClosed is returned by a computer used after Close, or whose processes
+// died under it (its sandbox helper killed, Chromium gone): the caller
+// should create it again.
+var ErrClosed = errors.New("computer is closed")

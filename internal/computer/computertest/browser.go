@@ -1,0 +1,3 @@
+package computertest
+
+var browserChecks = []Check{}

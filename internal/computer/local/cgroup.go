@@ -1,0 +1,184 @@
+package local
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"agentrun.dev/agentrun/internal/computer"
+)
+
+// cgroups bound a sandbox as a whole: pids.max its process count and the
+// memory controller its memory. They are used when the server runs as root
+// (RLIMIT_NPROC does not bind root at all, so without them a fork bomb would
+// not be contained) and the cgroup file system is writable; otherwise the
+// sandbox relies on rlimits alone, which Info says.
+type cgroups struct {
+	dirs   []string // one per hierarchy (cgroup v1) or one (v2)
+	v2     bool
+	memory bool // a memory limit is enforced
+	pids   bool
+}
+
+const cgroupRoot = "/sys/fs/cgroup"
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ownCgroup returns this process's cgroup path in hierarchy controller
+// ("" for cgroup v2's unified hierarchy).
+func ownCgroup(controller string) string {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return "/"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if controller == "" && parts[0] == "0" && parts[1] == "" {
+			return parts[2]
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if controller != "" && c == controller {
+				return parts[2]
+			}
+		}
+	}
+	return "/"
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// newCgroups makes the cgroups of one sandbox, or returns nil and why not.
+func newCgroups(name string, lim computer.Limits) (*cgroups, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("not running as root")
+	}
+	leaf := "agentrun-" + name + "-" + randomSuffix()
+	switch {
+	case exists(filepath.Join(cgroupRoot, "pids", "cgroup.procs")):
+		// cgroup v1 (or hybrid): one directory per controller, each under
+		// this process's own cgroup so the container's accounting holds.
+		cg := &cgroups{}
+		for _, c := range []string{"pids", "memory"} {
+			mount := filepath.Join(cgroupRoot, c)
+			if !exists(filepath.Join(mount, "cgroup.procs")) {
+				continue
+			}
+			dir := filepath.Join(mount, ownCgroup(c), leaf)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				cg.remove()
+				return nil, err
+			}
+			cg.dirs = append(cg.dirs, dir)
+			var err error
+			if c == "pids" {
+				err = writeFile(dir, "pids.max", strconv.FormatInt(lim.Processes, 10))
+				cg.pids = err == nil
+			} else {
+				err = writeFile(dir, "memory.limit_in_bytes", strconv.FormatInt(lim.MemoryBytes, 10))
+				cg.memory = err == nil
+				// Swap counts too where the kernel accounts it.
+				writeFile(dir, "memory.memsw.limit_in_bytes", strconv.FormatInt(lim.MemoryBytes, 10))
+			}
+			if err != nil {
+				cg.remove()
+				return nil, err
+			}
+		}
+		if !cg.pids {
+			cg.remove()
+			return nil, errors.New("no pids controller")
+		}
+		return cg, nil
+	case exists(filepath.Join(cgroupRoot, "cgroup.controllers")):
+		// cgroup v2: a parent "agentrun" at the root (the root is exempt
+		// from the rule that a cgroup with processes cannot delegate
+		// controllers, which this process's own cgroup would break).
+		parent := filepath.Join(cgroupRoot, "agentrun")
+		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		writeFile(cgroupRoot, "cgroup.subtree_control", "+pids +memory")
+		if err := writeFile(parent, "cgroup.subtree_control", "+pids +memory"); err != nil {
+			return nil, fmt.Errorf("enable pids and memory controllers: %w", err)
+		}
+		dir := filepath.Join(parent, leaf)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, err
+		}
+		cg := &cgroups{dirs: []string{dir}, v2: true}
+		if err := writeFile(dir, "pids.max", strconv.FormatInt(lim.Processes, 10)); err != nil {
+			cg.remove()
+			return nil, err
+		}
+		cg.pids = true
+		cg.memory = writeFile(dir, "memory.max", strconv.FormatInt(lim.MemoryBytes, 10)) == nil
+		writeFile(dir, "memory.swap.max", "0")
+		return cg, nil
+	}
+	return nil, errors.New("no writable cgroup file system")
+}
+
+func writeFile(dir, name, value string) error {
+	return os.WriteFile(filepath.Join(dir, name), []byte(value), 0)
+}
+
+func (cg *cgroups) procs() []int {
+	var pids []int
+	for _, d := range cg.dirs {
+		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}
+
+// kill kills every process in the cgroups and waits until they are empty.
+func (cg *cgroups) kill(wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		pids := cg.procs()
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes %v still in the sandbox's cgroup", pids)
+		}
+		if cg.v2 && writeFile(cg.dirs[0], "cgroup.kill", "1") == nil {
+			// done in one go
+		} else {
+			for _, p := range pids {
+				killPID(p)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (cg *cgroups) remove() error {
+	var errs []error
+	for _, d := range cg.dirs {
+		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,293 @@
+// Package local is the "local" sandbox provider: a sandbox made with Linux
+// namespaces through bubblewrap (bwrap), around the run folder.
+//
+// Each computer is one long-lived bwrap whose command is a small helper (this
+// same executable, see helper.go) that starts the agent's commands, keeps the
+// background ones and reads and writes files. Inside: the run folder
+// read-write at /workspace (the working folder), the host's /usr (and the
+// /bin, /lib... links or folders into it) and a few files of /etc read-only,
+// a fresh /tmp, /proc, /dev and home; nothing else of the host (no /root,
+// /home, data folder or other runs' folders). Its own PID, IPC, UTS and cgroup
+// namespaces, and network namespace unless the network is allowed (then it
+// shares the host's). No capabilities, no new privileges (bwrap sets
+// no_new_privs), its own session (no terminal injection), killed when the
+// server dies (--die-with-parent).
+//
+// Limits: every command gets RLIMIT_CPU, RLIMIT_NPROC, RLIMIT_FSIZE and,
+// unless a memory cgroup bounds memory, RLIMIT_AS. RLIMIT_NPROC counts per
+// user per user namespace, so for a server running as a normal user (where
+// bwrap makes a user namespace) it bounds this sandbox alone; it never binds
+// root, so as root the sandbox is put in its own cgroups (pids.max and a
+// memory limit, v1 or v2) when the cgroup file system is writable.
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"agentrun.dev/agentrun/internal/computer"
+)
+
+// Provider is the local provider. The zero value is ready to use.
+type Provider struct {
+	// Bwrap is the bwrap binary; default: "bwrap" on PATH.
+	Bwrap string
+
+	mu     sync.Mutex
+	probed bool // a probe sandbox worked once
+}
+
+// New returns the local provider.
+func New() *Provider { return &Provider{} }
+
+func (p *Provider) Name() string           { return "local" }
+func (p *Provider) Kinds() []computer.Kind { return []computer.Kind{computer.KindSandbox} }
+
+func (p *Provider) bwrap() (string, error) {
+	name := p.Bwrap
+	if name == "" {
+		name = "bwrap"
+	}
+	return exec.LookPath(name)
+}
+
+// Available checks that bwrap is installed and can make the namespaces a
+// sandbox needs (a container or sysctl may forbid user namespaces).
+func (p *Provider) Available(ctx context.Context) computer.Availability {
+	bw, err := p.bwrap()
+	if err != nil {
+		return computer.Availability{Reason: "bubblewrap not installed: apt-get install bubblewrap"}
+	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		return computer.Availability{Reason: "/bin/bash not found on this machine"}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.probed {
+		return computer.Availability{Available: true}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	args := append(baseArgs(false), "--", "/bin/true")
+	out, err := exec.CommandContext(ctx, bw, args...).CombinedOutput()
+	if err != nil {
+		return computer.Availability{Reason: fmt.Sprintf("bubblewrap cannot make a sandbox here (%v): %s",
+			err, strings.TrimSpace(string(out)))}
+	}
+	p.probed = true
+	return computer.Availability{Available: true}
+}
+
+// sandboxPath is PATH inside the sandbox.
+const sandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// etcFiles are the parts of the host's /etc a shell, python3 and common
+// tools need: users and groups (names for ids), name resolution, TLS roots,
+// Debian's alternatives links, the dynamic linker's cache, shell profiles,
+// time zone. Secrets (/etc/shadow, ssh keys...) are not among them.
+var etcFiles = []string{
+	"passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf",
+	"ssl", "ca-certificates", "ca-certificates.conf", "alternatives", "ld.so.cache", "ld.so.conf",
+	"ld.so.conf.d", "localtime", "timezone", "profile", "profile.d", "bash.bashrc", "inputrc",
+	"python3", "python3.11", "python3.12", "python3.13", "mime.types", "protocols", "services",
+	"os-release", "debian_version", "terminfo", "magic", "mime.types", "papersize", "ucf.conf",
+}
+
+// baseArgs are the bwrap arguments every sandbox has.
+func baseArgs(network bool) []string {
+	a := []string{
+		"--die-with-parent", "--new-session",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--hostname", "sandbox",
+		"--ro-bind", "/usr", "/usr",
+	}
+	if !network {
+		a = append(a, "--unshare-net")
+	}
+	// /bin, /lib... are links into /usr on merged-/usr systems, folders on
+	// older ones: make them the same inside.
+	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		st, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case st.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", target, d)
+			}
+		case st.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	seen := map[string]bool{}
+	for _, f := range etcFiles {
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		a = append(a, "--ro-bind-try", "/etc/"+f, "/etc/"+f)
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+		"--dir", "/home/agent", "--cap-drop", "ALL", "--clearenv",
+		"--setenv", "PATH", sandboxPath, "--setenv", "HOME", "/home/agent",
+		"--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "dumb", "--setenv", "TMPDIR", "/tmp")
+	return a
+}
+
+// Create starts a sandbox around spec.Folder.
+func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Computer, error) {
+	if spec.Kind != "" && spec.Kind != computer.KindSandbox {
+		return nil, fmt.Errorf("local provider makes sandbox computers, not %s", spec.Kind)
+	}
+	if a := p.Available(ctx); !a.Available {
+		return nil, errors.New(a.Reason)
+	}
+	bw, _ := p.bwrap()
+	folder, err := filepath.Abs(spec.Folder)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(folder); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("run folder %s is not a folder", folder)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable for the sandbox helper: %w", err)
+	}
+	lim := spec.Limits.WithDefaults()
+	s := &Sandbox{spec: spec, limits: lim, pending: map[int64]chan response{}, dead: make(chan struct{})}
+	cg, cgErr := newCgroups(safeName(spec.Run), lim)
+	s.cg = cg
+	hl := limits{CPU: lim.CPUSeconds, NProc: lim.Processes, AS: lim.MemoryBytes, MaxFile: 8 << 30}
+	if cg != nil && cg.memory {
+		// The cgroup bounds real memory; RLIMIT_AS would also refuse
+		// programs that reserve much address space without using it (V8, JVMs).
+		hl.AS = 0
+	}
+	args := append(baseArgs(spec.Network),
+		"--bind", folder, "/workspace", "--chdir", "/workspace",
+		"--ro-bind", self, helperPath)
+	// bwrap reads its options from a pipe (--args), so that the sandbox's
+	// PID 1 (bwrap itself) does not show host paths in its command line.
+	argsR, argsW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer argsR.Close()
+	var nul bytes.Buffer
+	for _, a := range args {
+		nul.WriteString(a)
+		nul.WriteByte(0)
+	}
+	if nul.Len() > 60<<10 {
+		argsW.Close()
+		return nil, errors.New("bwrap arguments exceed a pipe's buffer")
+	}
+	if _, err := argsW.Write(nul.Bytes()); err != nil {
+		argsW.Close()
+		return nil, err
+	}
+	argsW.Close()
+	bwArgs := []string{bw, "--args", "3", "--", helperPath, helperArg, mustJSON(hl)}
+	var cmd *exec.Cmd
+	if cg != nil {
+		cmd = exec.Command(self, append(append([]string{cgroupArg, fmt.Sprint(len(cg.dirs))}, cg.dirs...), bwArgs...)...)
+	} else {
+		cmd = exec.Command(bw, bwArgs[1:]...)
+	}
+	cmd.ExtraFiles = []*os.File{argsR} // fd 3
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	s.stderr = &tailBuffer{max: 8 << 10}
+	cmd.Stderr = s.stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	s.cmd, s.stdin = cmd, stdin
+	if err := cmd.Start(); err != nil {
+		if cg != nil {
+			cg.remove()
+		}
+		return nil, fmt.Errorf("start bwrap: %w", err)
+	}
+	s.readerDone = make(chan struct{})
+	go s.readLoop(stdout)
+
+	s.info = []string{
+		"provider: local (bubblewrap)",
+		"workspace: " + folder + " at /workspace",
+		fmt.Sprintf("network: %v", map[bool]string{true: "shared with the host", false: "none (own network namespace)"}[spec.Network]),
+		fmt.Sprintf("rlimits per process: CPU %d s, processes %d, address space %s", lim.CPUSeconds, lim.Processes,
+			map[bool]string{true: "not set (memory cgroup)", false: fmt.Sprint(lim.MemoryBytes) + " bytes"}[hl.AS == 0]),
+	}
+	if cg != nil {
+		s.info = append(s.info, fmt.Sprintf("cgroup: %v (pids.max %d, memory %v)", cg.dirs, lim.Processes, cg.memory))
+	} else {
+		s.info = append(s.info, "cgroup: none ("+cgErr.Error()+")")
+		if os.Geteuid() == 0 {
+			s.info = append(s.info, "WARNING: process count not bounded (root ignores RLIMIT_NPROC and no cgroup)")
+		}
+	}
+
+	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	r, err := s.call(pctx, request{Op: "ping"})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sandbox did not start: %v: %s", err, strings.TrimSpace(s.stderr.String()))
+	}
+	s.pidNS = r.PidNS
+	return s, nil
+}
+
+// safeName keeps a run name usable in a cgroup name.
+func safeName(run string) string {
+	var b strings.Builder
+	for _, r := range run {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			b.WriteRune(r)
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "run"
+	}
+	return b.String()
+}
+
+// tailBuffer keeps the last max bytes written (bwrap's stderr, to explain a
+// failure).
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > b.max {
+		b.buf = b.buf[len(b.buf)-b.max:]
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(bytes.Clone(b.buf))
+}

@@ -1,0 +1,67 @@
+package local
+
+import (
+	"encoding/json"
+	"time"
+
+	"agentrun.dev/agentrun/internal/computer"
+)
+
+// The host talks to the helper inside the sandbox with one JSON object per
+// line: requests on the helper's stdin, responses on its stdout, matched by
+// ID so calls may overlap.
+
+type request struct {
+	ID int64  `json:"id"`
+	Op string `json:"op"` // ping, exec, start, list, output, stop, read, write, cancel
+
+	Cmd       string   `json:"cmd,omitempty"`
+	Workdir   string   `json:"workdir,omitempty"`
+	Env       []string `json:"env,omitempty"`
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+	MaxOutput int      `json:"max_output,omitempty"`
+
+	Proc   string `json:"proc,omitempty"`   // background process id
+	Offset int64  `json:"offset,omitempty"` // output offset
+	Target int64  `json:"target,omitempty"` // request id to cancel
+
+	Path string `json:"path,omitempty"`
+	Data []byte `json:"data,omitempty"`
+}
+
+type response struct {
+	ID    int64  `json:"id"`
+	Err   string `json:"err,omitempty"`
+	Agent bool   `json:"agent,omitempty"` // Err is the agent's mistake
+
+	PidNS  string                 `json:"pidns,omitempty"` // ping
+	Exec   *computer.ExecResult   `json:"exec,omitempty"`
+	Proc   *computer.ProcessInfo  `json:"proc,omitempty"`
+	Procs  []computer.ProcessInfo `json:"procs,omitempty"`
+	Output *computer.Output       `json:"output,omitempty"`
+	Data   []byte                 `json:"data,omitempty"`
+}
+
+// limits is what the helper applies to each command it starts.
+type limits struct {
+	AS      int64 `json:"as"` // RLIMIT_AS; 0 when a memory cgroup bounds memory instead
+	CPU     int64 `json:"cpu"`
+	NProc   int64 `json:"nproc"`
+	MaxFile int64 `json:"max_file"` // RLIMIT_FSIZE
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+const (
+	defaultTimeout   = 120 * time.Second
+	defaultMaxOutput = 1 << 20
+	maxFileBytes     = 10 << 20 // ReadFile/WriteFile bound
+	bgKeep           = 4 << 20  // output kept per background process
+	maxOutputRead    = 256 << 10
+)

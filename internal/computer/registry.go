@@ -1,0 +1,103 @@
+package computer
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Registry holds the providers a server knows, by name.
+type Registry struct {
+	mu        sync.Mutex
+	providers map[string]Provider
+}
+
+// NewRegistry returns a registry holding providers.
+func NewRegistry(providers ...Provider) *Registry {
+	r := &Registry{providers: map[string]Provider{}}
+	for _, p := range providers {
+		r.Register(p)
+	}
+	return r
+}
+
+// Register adds p, replacing a provider of the same name.
+func (r *Registry) Register(p Provider) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.providers[p.Name()] = p
+}
+
+// Get returns the provider named name.
+func (r *Registry) Get(name string) (Provider, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.providers[name]
+	return p, ok
+}
+
+// ProviderStatus is one line of `server capabilities`.
+type ProviderStatus struct {
+	Name  string
+	Kinds []Kind
+	Availability
+}
+
+// Status checks every provider, sorted by name.
+func (r *Registry) Status(ctx context.Context) []ProviderStatus {
+	r.mu.Lock()
+	ps := make([]Provider, 0, len(r.providers))
+	for _, p := range r.providers {
+		ps = append(ps, p)
+	}
+	r.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Name() < ps[j].Name() })
+	out := make([]ProviderStatus, len(ps))
+	for i, p := range ps {
+		out[i] = ProviderStatus{Name: p.Name(), Kinds: p.Kinds(), Availability: p.Available(ctx)}
+	}
+	return out
+}
+
+// Resolve returns the provider an agent's computer setting names, checking
+// that it makes kind and works here. An empty name picks the first available
+// provider of kind in preference order (an agent with no computer setting
+// gets the best sandbox the server has).
+func (r *Registry) Resolve(ctx context.Context, kind Kind, name string, preference ...string) (Provider, error) {
+	if name == "" {
+		var reasons []string
+		for _, n := range preference {
+			p, ok := r.Get(n)
+			if !ok || !offers(p, kind) {
+				continue
+			}
+			a := p.Available(ctx)
+			if a.Available {
+				return p, nil
+			}
+			reasons = append(reasons, n+": "+a.Reason)
+		}
+		return nil, fmt.Errorf("no %s provider available here %v", kind, reasons)
+	}
+	p, ok := r.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown computer provider %q", name)
+	}
+	if !offers(p, kind) {
+		return nil, fmt.Errorf("computer provider %q does not make %s computers (it makes %v)", name, kind, p.Kinds())
+	}
+	if a := p.Available(ctx); !a.Available {
+		return nil, fmt.Errorf("computer provider %q is not available here: %s", name, a.Reason)
+	}
+	return p, nil
+}
+
+func offers(p Provider, kind Kind) bool {
+	for _, k := range p.Kinds() {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}

@@ -46,7 +46,7 @@ type Sandbox struct {
 var _ computer.Sandbox = (*Sandbox)(nil)
 
 func (s *Sandbox) Kind() computer.Kind { return computer.KindSandbox }
-func (s *Sandbox) Info() []string     { return append([]string(nil), s.info...) }
+func (s *Sandbox) Info() []string      { return append([]string(nil), s.info...) }
 
 // maxLine bounds one response from the helper; the helper is inside the
 // sandbox, so what it says is not trusted to be small.

@@ -54,6 +54,9 @@ type Spec struct {
 	// Files, when set, is called after the effect and returns the run folder changes to save with
 	// the step's completion, in the same transaction.
 	Files func() ([]store.FileWrite, error)
+	// Bill settles the step's credit reservation with its completion: the cost fn returns is
+	// charged to the credits ledger in the same transaction (nil: charged as unknown), once.
+	Bill bool
 }
 
 // Outcome is how a step ended.
@@ -142,6 +145,21 @@ func Hash(v any) string {
 	b, _ := json.Marshal(v)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// NextAttempt is the attempt number Do will record for key if it runs the step now (1 for a new
+// step; the recorded attempt + 1 for one that was interrupted).
+func (j *Journal) NextAttempt(key string) int {
+	if prev, ok := j.steps[key]; ok && (prev.State == api.StepStarted || prev.State == api.StepInterrupted) {
+		return prev.Attempt + 1
+	}
+	return 1
+}
+
+// Completed reports whether key is recorded as completed (a replay answers it).
+func (j *Journal) Completed(key string) bool {
+	prev, ok := j.steps[key]
+	return ok && prev.State == api.StepCompleted
 }
 
 // Do runs a step at most once to completion. fn performs the effect and returns the result to
@@ -237,7 +255,11 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 			return Outcome{}, fmt.Errorf("step %s: save run folder: %w", spec.Key, err)
 		}
 	}
-	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}, Files: files}); err != nil {
+	var charges []store.Charge
+	if spec.Bill {
+		charges = []store.Charge{{StepKey: spec.Key, Amount: cost, Note: spec.Title}}
+	}
+	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}, Files: files, Charges: charges}); err != nil {
 		return Outcome{}, err
 	}
 	j.pause.at("after-result", spec.Key)

@@ -61,6 +61,73 @@ type Write struct {
 	// Files are changes to the run folder made by the step being completed, saved in the same
 	// transaction so another runner can restore the folder without a shared disk (design.md §9).
 	Files []FileWrite
+	// Charges settle credit reservations of this run: each one whose step holds a reservation is
+	// written to the credits ledger (once per step key, whatever happens) and the reservation is
+	// removed, in the same transaction as the step's completion. A charge with no reservation (no
+	// credits were ever added, so credits are not enforced) is not recorded. Release (parking or
+	// finishing the run) removes every reservation the run still holds.
+	Charges []Charge
+}
+
+// Charge is the settled cost of one billed step. Amount nil: the call could not be priced.
+type Charge struct {
+	StepKey string
+	Amount  *int64
+	Note    string
+}
+
+// Reservation holds credits for a call about to be made: the worst case of the call, tied to the
+// run, the step key and the step's attempt, so a replay after a crash finds and replaces it.
+type Reservation struct {
+	Run     string    `json:"run"`
+	StepKey string    `json:"stepKey"`
+	Attempt int       `json:"attempt"`
+	Amount  int64     `json:"amountMicros"`
+	Time    time.Time `json:"time"`
+}
+
+// ReserveResult is the outcome of ReserveCredits.
+type ReserveResult struct {
+	// Enforced is false while no credits were ever added: nothing is reserved or charged.
+	Enforced bool
+	// OK: the reservation was made.
+	OK bool
+	// Available is the balance minus every other reservation, before this one.
+	Available int64
+	// ReservedByOthers is what other calls hold; when it is not zero, waiting may be enough.
+	ReservedByOthers int64
+}
+
+// CreditEntry is one line of the credits ledger.
+type CreditEntry struct {
+	Seq  int64     `json:"seq"`
+	Time time.Time `json:"time"`
+	// Kind is "add" or "charge".
+	Kind string `json:"kind"`
+	// Amount is in micro-dollars; nil for a charge that could not be priced.
+	Amount  *int64 `json:"amountMicros"`
+	Run     string `json:"run,omitempty"`
+	StepKey string `json:"stepKey,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
+// CreditBalance sums the ledger.
+type CreditBalance struct {
+	// Enforced: credits were added at least once, so server-access calls are limited by them.
+	Enforced bool
+	Added    int64
+	// Charged is the sum of the priced charges; UnknownCharges counts those that could not be.
+	Charged        int64
+	UnknownCharges int64
+	// Reserved is what calls in flight hold.
+	Reserved int64
+}
+
+// SecretInfo describes a stored secret without its value.
+type SecretInfo struct {
+	Name      string    `json:"name"`
+	Keys      []string  `json:"keys"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // FileWrite is one change to a run folder: a file's new content, or its deletion.
@@ -102,6 +169,16 @@ type Signals struct {
 // between turns, or a question to the person).
 func WaitsOnMessage(st api.AgentRunStatus) bool {
 	return st.Phase == api.PhaseWaiting && (st.Reason == api.ReasonMessage || st.Reason == api.ReasonQuestion)
+}
+
+// WaitsOnCredits reports whether a parked run waits for credits to be added.
+func WaitsOnCredits(st api.AgentRunStatus) bool {
+	return st.Phase == api.PhaseWaiting && st.Reason == api.ReasonCredits
+}
+
+// WaitsOnCap reports whether a parked run waits for its cap to be raised.
+func WaitsOnCap(st api.AgentRunStatus) bool {
+	return st.Phase == api.PhaseWaiting && st.Reason == api.ReasonMaxCostReached
 }
 
 // Store is the durable state of agentrun.
@@ -176,6 +253,30 @@ type Store interface {
 	ListRunners(ctx context.Context) ([]RunnerInfo, error)
 	// ListEvents returns events with seq > afterSeq, at most limit (0: all).
 	ListEvents(ctx context.Context, run string, afterSeq int64, limit int) ([]api.Event, error)
+
+	// AddCredits appends an add to the credits ledger and, in the same transaction, moves every
+	// parked run waiting on credits back to Queued and pokes it.
+	AddCredits(ctx context.Context, amount int64, note string) (CreditEntry, error)
+	// Credits returns the balance and the last limit ledger entries, newest first (0: all).
+	Credits(ctx context.Context, limit int) (CreditBalance, []CreditEntry, error)
+	// ReserveCredits reserves r.Amount for a call of the lease's run, replacing any reservation
+	// the run already holds for r.StepKey (an earlier attempt cut off by a crash), if the balance
+	// minus every other reservation covers it. Fenced like Commit. Nothing is reserved while
+	// credits are not enforced.
+	ReserveCredits(ctx context.Context, l Lease, r Reservation) (ReserveResult, error)
+	// ListReservations returns the reservations held now, ordered by run and step key.
+	ListReservations(ctx context.Context) ([]Reservation, error)
+	// RaiseRunCap sets a run's spec.maxCostUSD (and status.cost.limitUSD) in one transaction after
+	// check has accepted the run as it is; a parked run waiting on MaxCostReached moves to Queued
+	// and is poked.
+	RaiseRunCap(ctx context.Context, name, maxCostUSD string, check func(cur *api.AgentRun) error) (*api.AgentRun, error)
+
+	// PutSecret stores a sealed secret (creating or replacing it) with the names of its keys.
+	PutSecret(ctx context.Context, name string, sealed []byte, keys []string) error
+	// GetSecret returns a sealed secret; ErrNotFound if there is none.
+	GetSecret(ctx context.Context, name string) ([]byte, error)
+	ListSecrets(ctx context.Context) ([]SecretInfo, error)
+	DeleteSecret(ctx context.Context, name string) error
 
 	// WaitWork blocks until runs may have become claimable (a create or a poke in this process, or
 	// a notification from the database), or until ctx ends or d passes.

@@ -140,9 +140,10 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var nextStep, nextEvent int64
-		err := tx.QueryRow(ctx, `SELECT cancel_requested, poke_seq, phase, next_step, next_event
+		var uid string
+		err := tx.QueryRow(ctx, `SELECT cancel_requested, poke_seq, phase, next_step, next_event, uid
 			FROM runs WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 FOR UPDATE`,
-			l.Run, l.Owner, l.Generation).Scan(&sig.CancelRequested, &sig.PokeSeq, &phase, &nextStep, &nextEvent)
+			l.Run, l.Owner, l.Generation).Scan(&sig.CancelRequested, &sig.PokeSeq, &phase, &nextStep, &nextEvent, &uid)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrFenced
 		}
@@ -181,7 +182,13 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 			phase = w.Status.Phase
 		}
 		queueFiles(b, l.Run, w.Files)
+		if len(w.Charges) > 0 {
+			if err := writeCharges(ctx, tx, l.Run, uid, w.Charges); err != nil {
+				return err
+			}
+		}
 		if w.Release {
+			b.Queue(`DELETE FROM credit_reservations WHERE run = $1`, l.Run)
 			var wake any
 			if w.WakeAt != nil {
 				wake = *w.WakeAt

@@ -109,6 +109,39 @@ var migrations = []string{
 		started_at timestamptz NOT NULL,
 		heartbeat_at timestamptz NOT NULL,
 		runs_held bigint NOT NULL);`,
+
+	// 3: the credits ledger (with running totals in a single account row, locked by every
+	// reservation so that concurrent runs can never reserve the same money), credit reservations
+	// and sealed secrets.
+	`CREATE TABLE credits_account (
+		id integer PRIMARY KEY CHECK (id = 1),
+		adds bigint NOT NULL,
+		added bigint NOT NULL,
+		charged bigint NOT NULL,
+		unknown_charges bigint NOT NULL);
+	INSERT INTO credits_account (id, adds, added, charged, unknown_charges) VALUES (1, 0, 0, 0, 0);
+	CREATE TABLE credits_ledger (
+		seq bigserial PRIMARY KEY,
+		time timestamptz NOT NULL,
+		kind text NOT NULL,
+		amount bigint,
+		run text COLLATE "C" NOT NULL,
+		run_uid text NOT NULL,
+		step_key text COLLATE "C" NOT NULL,
+		note text NOT NULL);
+	CREATE UNIQUE INDEX credits_ledger_charge ON credits_ledger (run_uid, step_key) WHERE kind = 'charge';
+	CREATE TABLE credit_reservations (
+		run text COLLATE "C" NOT NULL,
+		step_key text COLLATE "C" NOT NULL,
+		attempt integer NOT NULL,
+		amount bigint NOT NULL,
+		time timestamptz NOT NULL,
+		PRIMARY KEY (run, step_key));
+	CREATE TABLE secrets (
+		name text COLLATE "C" PRIMARY KEY,
+		sealed bytea NOT NULL,
+		keys json NOT NULL,
+		updated_at timestamptz NOT NULL);`,
 }
 
 // migrateLockClass is the first key of the advisory lock that serializes migrations; the second

@@ -160,7 +160,7 @@ func (s *Store) DeleteRun(ctx context.Context, name string) error {
 			return store.ErrNotFound
 		}
 		b := &pgx.Batch{}
-		for _, t := range []string{"steps", "run_events", "messages", "files"} {
+		for _, t := range []string{"steps", "run_events", "messages", "files", "credit_reservations"} {
 			b.Queue(`DELETE FROM `+t+` WHERE run = $1`, name)
 		}
 		return tx.SendBatch(ctx, b).Close()

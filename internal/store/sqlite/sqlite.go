@@ -112,6 +112,16 @@ var migrations = []string{
 	CREATE TABLE runners (
 		name TEXT PRIMARY KEY, version TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
 		started_at INTEGER NOT NULL, heartbeat_at INTEGER NOT NULL, runs_held INTEGER NOT NULL);`,
+	// 3: the credits ledger, credit reservations and sealed secrets.
+	`CREATE TABLE credits_account (id INTEGER PRIMARY KEY CHECK (id = 1), adds INTEGER NOT NULL, added INTEGER NOT NULL,
+		charged INTEGER NOT NULL, unknown_charges INTEGER NOT NULL);
+	INSERT INTO credits_account (id, adds, added, charged, unknown_charges) VALUES (1, 0, 0, 0, 0);
+	CREATE TABLE credits_ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, kind TEXT NOT NULL,
+		amount INTEGER, run TEXT NOT NULL, run_uid TEXT NOT NULL, step_key TEXT NOT NULL, note TEXT NOT NULL);
+	CREATE UNIQUE INDEX credits_ledger_charge ON credits_ledger (run_uid, step_key) WHERE kind = 'charge';
+	CREATE TABLE credit_reservations (run TEXT NOT NULL, step_key TEXT NOT NULL, attempt INTEGER NOT NULL,
+		amount INTEGER NOT NULL, time INTEGER NOT NULL, PRIMARY KEY (run, step_key));
+	CREATE TABLE secrets (name TEXT PRIMARY KEY, sealed BLOB NOT NULL, keys TEXT NOT NULL, updated_at INTEGER NOT NULL);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -462,7 +472,7 @@ func (s *Store) DeleteRun(ctx context.Context, name string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ErrNotFound
 		}
-		for _, t := range []string{"steps", "run_events", "messages", "files"} {
+		for _, t := range []string{"steps", "run_events", "messages", "files", "credit_reservations"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE run = ?`, name); err != nil {
 				return err
 			}
@@ -806,7 +816,8 @@ func (s *Store) commitBatch(batch []*commitReq) {
 func (s *Store) applyWrite(ctx context.Context, tx *sql.Tx, l store.Lease, w store.Write) (store.Signals, error) {
 	var sig store.Signals
 	var cancel int
-	err := tx.QueryRowContext(ctx, `SELECT cancel_requested, poke_seq FROM runs WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, l.Run, l.Owner, l.Generation).Scan(&cancel, &sig.PokeSeq)
+	var uid string
+	err := tx.QueryRowContext(ctx, `SELECT cancel_requested, poke_seq, uid FROM runs WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, l.Run, l.Owner, l.Generation).Scan(&cancel, &sig.PokeSeq, &uid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sig, store.ErrFenced
 	}
@@ -823,12 +834,18 @@ func (s *Store) applyWrite(ctx context.Context, tx *sql.Tx, l store.Lease, w sto
 	if err := s.writeFiles(ctx, tx, l.Run, w.Files); err != nil {
 		return sig, err
 	}
+	if err := s.writeCharges(ctx, tx, l.Run, uid, w.Charges); err != nil {
+		return sig, err
+	}
 	if w.Status != nil {
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, phase = ?, resource_version = resource_version + 1 WHERE name = ?`, mustJSON(w.Status), w.Status.Phase, l.Run); err != nil {
 			return sig, err
 		}
 	}
 	if w.Release {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM credit_reservations WHERE run = ?`, l.Run); err != nil {
+			return sig, err
+		}
 		var wake any
 		if w.WakeAt != nil {
 			wake = ms(*w.WakeAt)

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Requeue", func(t *testing.T) { testRequeue(t, open) })
 	t.Run("Files", func(t *testing.T) { testFiles(t, open) })
 	t.Run("Runners", func(t *testing.T) { testRunners(t, open) })
+	t.Run("Credits", func(t *testing.T) { testCredits(t, open) })
 }
 
 // opener opens a fresh store for one subtest.

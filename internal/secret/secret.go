@@ -1,0 +1,178 @@
+// Package secret seals secrets (model keys and the like) under one key, AGENTRUN_SEAL_KEY, with
+// AES-256-GCM. The key is 32 bytes, given as base64 or hex; when the variable is unset it is
+// generated into the data folder's seal.key (mode 0600) on first use. A sealed value is
+// version byte || 12-byte nonce || ciphertext+tag, and its secret's name is bound to it as
+// additional data, so a sealed value moved to another name does not open.
+package secret
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// EnvVar names the seal key's variable.
+const EnvVar = "AGENTRUN_SEAL_KEY"
+
+// KeyFile is the generated key's file in the data folder.
+const KeyFile = "seal.key"
+
+const version = 1
+
+// Box seals and opens values under one key.
+type Box struct {
+	aead cipher.AEAD
+}
+
+// ParseKey decodes a 32-byte key written as base64 (standard or URL, padded or not) or hex.
+func ParseKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if b, err := hex.DecodeString(s); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil && len(b) == 32 {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("%s must be 32 bytes as base64 or hex (for example: openssl rand -base64 32)", EnvVar)
+}
+
+// New returns a box for a 32-byte key.
+func New(key []byte) (*Box, error) {
+	if len(key) != 32 {
+		return nil, fmt.Errorf("seal key must be 32 bytes, got %d", len(key))
+	}
+	blk, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("seal key: %w", err)
+	}
+	aead, err := cipher.NewGCM(blk)
+	if err != nil {
+		return nil, fmt.Errorf("seal key: %w", err)
+	}
+	return &Box{aead: aead}, nil
+}
+
+// Load returns the box for AGENTRUN_SEAL_KEY (getenv), or for the key in dir/seal.key, generating
+// that file (mode 0600) when it does not exist. It says where the key came from.
+func Load(getenv func(string) string, dir string) (*Box, string, error) {
+	if v := getenv(EnvVar); strings.TrimSpace(v) != "" {
+		k, err := ParseKey(v)
+		if err != nil {
+			return nil, "", err
+		}
+		b, err := New(k)
+		return b, EnvVar, err
+	}
+	path := filepath.Join(dir, KeyFile)
+	if data, err := os.ReadFile(path); err == nil {
+		k, err := ParseKey(string(data))
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", path, err)
+		}
+		b, err := New(k)
+		return b, path, err
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, "", fmt.Errorf("read seal key: %w", err)
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, "", fmt.Errorf("generate seal key: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return Load(getenv, dir) // another process made it first
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("write seal key: %w", err)
+	}
+	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(k) + "\n"); err != nil {
+		f.Close()
+		return nil, "", fmt.Errorf("write seal key: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, "", fmt.Errorf("write seal key: %w", err)
+	}
+	b, err := New(k)
+	return b, path + " (generated)", err
+}
+
+// Seal encrypts plaintext for the secret called name.
+func (b *Box) Seal(name string, plaintext []byte) ([]byte, error) {
+	nonce := make([]byte, b.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	out := append([]byte{version}, nonce...)
+	return b.aead.Seal(out, nonce, plaintext, []byte(name)), nil
+}
+
+// ErrOpen is returned when a sealed value does not open: another seal key, or tampering.
+var ErrOpen = errors.New("sealed value does not open with this seal key (was it sealed under another AGENTRUN_SEAL_KEY?)")
+
+// Open decrypts a value sealed for the secret called name.
+func (b *Box) Open(name string, sealed []byte) ([]byte, error) {
+	n := b.aead.NonceSize()
+	if len(sealed) < 1+n || sealed[0] != version {
+		return nil, ErrOpen
+	}
+	pt, err := b.aead.Open(nil, sealed[1:1+n], sealed[1+n:], []byte(name))
+	if err != nil {
+		return nil, ErrOpen
+	}
+	return pt, nil
+}
+
+// SealMap seals a secret's key/value pairs and returns them with the sorted key names.
+func (b *Box) SealMap(name string, data map[string]string) ([]byte, []string, error) {
+	pt, err := json.Marshal(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	sealed, err := b.Seal(name, pt)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return sealed, keys, nil
+}
+
+// Opener opens secrets from a store (agent.Secrets).
+type Opener struct {
+	Box   *Box
+	Store store.Store
+}
+
+// Open returns a secret's key/value pairs.
+func (o *Opener) Open(ctx context.Context, name string) (map[string]string, error) {
+	sealed, err := o.Store.GetSecret(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	pt, err := o.Box.Open(name, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("secret %s: %w", name, err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(pt, &m); err != nil {
+		return nil, fmt.Errorf("secret %s: %w", name, err)
+	}
+	return m, nil
+}

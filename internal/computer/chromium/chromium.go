@@ -196,7 +196,7 @@ type Browser struct {
 var _ computer.Browser = (*Browser)(nil)
 
 func (b *Browser) Kind() computer.Kind { return computer.KindBrowser }
-func (b *Browser) Info() []string     { return append([]string(nil), b.info...) }
+func (b *Browser) Info() []string      { return append([]string(nil), b.info...) }
 
 // onEvent records downloads. It runs in chromedp's event loop and must not
 // block or call into chromedp.

@@ -1,0 +1,19 @@
+// Package providers assembles the computer providers this server has (they
+// live in subpackages of computer, which therefore cannot list them itself).
+package providers
+
+import (
+	"agentrun.dev/agentrun/internal/computer"
+	"agentrun.dev/agentrun/internal/computer/chromium"
+	"agentrun.dev/agentrun/internal/computer/docker"
+	"agentrun.dev/agentrun/internal/computer/local"
+)
+
+// SandboxPreference is the order in which an agent with no computer setting
+// gets a sandbox: the best one available here.
+var SandboxPreference = []string{"docker", "local"}
+
+// Default returns a registry of every provider built in.
+func Default() *computer.Registry {
+	return computer.NewRegistry(local.New(), chromium.New(), docker.New())
+}

@@ -84,6 +84,9 @@ func DiscoverWith(serverURL, token string) (*Client, error) {
 		c.token = strings.TrimSpace(token)
 	case os.Getenv("AGENTRUN_TOKEN") != "":
 		c.token = strings.TrimSpace(os.Getenv("AGENTRUN_TOKEN"))
+	case dirErr == nil && hasSession(dir, c.baseURL, c.serverFile != ""):
+		// A person signed in with `agentrun login`: act as them.
+		c.token, _ = sessionFor(dir, c.baseURL, c.serverFile != "")
 	case dirErr == nil:
 		b, err := os.ReadFile(filepath.Join(dir, "token"))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -92,4 +95,9 @@ func DiscoverWith(serverURL, token string) (*Client, error) {
 		c.token = strings.TrimSpace(string(b))
 	}
 	return c, nil
+}
+
+func hasSession(dir, baseURL string, local bool) bool {
+	_, ok := sessionFor(dir, baseURL, local)
+	return ok
 }

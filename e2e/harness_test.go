@@ -201,7 +201,14 @@ type result struct {
 // cli runs the agentrun CLI in dir (for @file arguments) with the test's data folder.
 func (e *env) cli(dir string, args ...string) result {
 	e.t.Helper()
+	return e.cliIn(dir, "", args...)
+}
+
+// cliIn is cli with text on standard input.
+func (e *env) cliIn(dir, stdin string, args ...string) result {
+	e.t.Helper()
 	cmd := exec.Command(binPath, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = e.baseEnv()
 	cmd.Dir = dir
 	var out, errb bytes.Buffer

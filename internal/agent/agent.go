@@ -35,6 +35,14 @@ type Engine struct {
 	Log        *slog.Logger
 	// RunnerName is recorded in status.runner.
 	RunnerName string
+	// ServerDeny is the server's deny set: tool patterns refused for every agent.
+	ServerDeny []string
+	// Prices is the price table (nil: the embedded one).
+	Prices *cost.Table
+	// Router is the routing strategy, RouterModel (default) or RouterRules.
+	Router string
+	// Secrets opens the sealed secrets BYOK runs name (nil: BYOK runs fail).
+	Secrets Secrets
 }
 
 // RunFolder is where a run's files live.
@@ -55,7 +63,13 @@ type drive struct {
 	lastMsg int64
 	// saved indexes the run folder as the store has it.
 	saved folderIndex
-	log   *slog.Logger
+	// turnText is the model's text in the current turn (an approval shows it as the reason).
+	turnText string
+	log      *slog.Logger
+	// acc is how the run reaches its model; spent what it cost so far; turnCost the current turn's.
+	acc      *access
+	spent    spend
+	turnCost cost.Total
 }
 
 // Drive runs one claimed run until it finishes, parks, or ctx ends (lease lost, runner stopping,
@@ -169,10 +183,15 @@ func (d *drive) loop(ctx context.Context) error {
 	if restored > 0 {
 		d.j.Emit(api.Event{Type: "folder.restored", Message: fmt.Sprintf("restored %d files of the run folder from the store", restored)})
 	}
-	provider, modelName, err := d.e.Models.Resolve(spec.Model.Provider, spec.Model.Name)
-	if err != nil {
-		return &failure{api.ReasonModelError, err.Error()}
+	if d.e.Prices == nil {
+		d.e.Prices = cost.Default()
 	}
+	acc, err := d.resolveAccess(ctx)
+	if err != nil {
+		return err
+	}
+	d.acc = acc
+	provider := acc.provider
 	defs, err := d.toolDefs()
 	if err != nil {
 		return &failure{api.ReasonToolError, err.Error()}
@@ -206,6 +225,7 @@ func (d *drive) loop(ctx context.Context) error {
 
 	var conv []model.Message
 	msgN := 0
+	prompt := d.run.Spec.Input
 	if strings.TrimSpace(d.run.Spec.Input) != "" {
 		conv = append(conv, userText(d.run.Spec.Input))
 	} else {
@@ -214,48 +234,72 @@ func (d *drive) loop(ctx context.Context) error {
 			return err
 		}
 		msgN++
+		prompt = text
 		conv = append(conv, userText(text))
 	}
 	d.status.Turns = d.status.Turns[:0]
-	var total cost.Micros
-	unknown := false
+	d.spent = spend{}
+	d.updateCost(nil)
+	var cur *turnState
 	for turn := 0; ; turn++ {
+		if cur == nil {
+			// A new prompt: choose its model once, for every call of the turn.
+			if acc.routed {
+				ts, err := d.route(ctx, turn, prompt)
+				if err != nil {
+					return err
+				}
+				cur = &ts
+			} else {
+				d.turnCost = cost.Total{}
+				chosen := "agent"
+				d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: acc.model, Family: familyOf(d.e.Prices, acc.model), ChosenBy: chosen, CostUSD: d.turnCost.String()})
+				cur = &turnState{index: len(d.status.Turns) - 1, model: acc.model, chosenBy: chosen}
+			}
+		}
+		modelName := cur.model
 		req := &model.Request{Model: modelName, System: d.spec.System, Messages: conv, Tools: defs, MaxTokens: d.spec.MaxTokens, Stream: true}
 		key := fmt.Sprintf("t%d/model", turn)
+		if err := d.guard(ctx, key, req, modelName); err != nil {
+			return err
+		}
 		out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s, turn %d)", modelName, turn+1),
 			Args: map[string]any{"provider": provider.Name(), "model": modelName, "messages": len(conv)}, HashOf: req,
 			// A call on the server's own key is safe to repeat; on the user's own key it is not.
-			Safe: d.spec.Model.Access != "BYOK"},
+			Safe: !acc.byok, Bill: !acc.byok},
 			func(ctx context.Context) (any, *int64, error) {
 				resp, err := d.callModel(ctx, provider, req)
 				if err != nil {
 					return nil, nil, err
 				}
-				c, ok := cost.ModelCost(resp.Model, resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.CacheCreationInputTokens, resp.Usage.CacheReadInputTokens)
-				if !ok {
-					return resp, nil, nil
-				}
-				v := int64(c)
-				return resp, &v, nil
+				recorded, vendor := d.callCost(resp, modelName)
+				return modelResult{Response: *resp, VendorMicros: vendor}, recorded, nil
 			})
 		if err != nil {
 			return err
 		}
-		var resp model.Response
-		if err := json.Unmarshal(out.Result, &resp); err != nil {
+		var mr modelResult
+		if err := json.Unmarshal(out.Result, &mr); err != nil {
 			return fmt.Errorf("decode %s result: %w", key, err)
 		}
-		t := api.Turn{Index: turn + 1, Model: resp.Model, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-			CacheReadTokens: resp.Usage.CacheReadInputTokens, CacheWriteTokens: resp.Usage.CacheCreationInputTokens, ChosenBy: "agent"}
-		if out.CostMicros != nil {
-			total += cost.Micros(*out.CostMicros)
-			t.CostUSD = cost.Micros(*out.CostMicros).String()
-		} else {
-			unknown = true
-			t.CostUSD = "unknown"
+		resp := mr.Response
+		d.spent.total.Add(micros(out.CostMicros))
+		d.spent.vendor.Add(micros(mr.VendorMicros))
+		d.turnCost.Add(micros(out.CostMicros))
+		t := &d.status.Turns[cur.index]
+		t.ModelCalls++
+		if resp.Model != "" {
+			t.Model = resp.Model
 		}
-		d.status.Turns = append(d.status.Turns, t)
-		d.status.Cost = runCost(total, unknown, d.run.Spec.MaxCostUSD)
+		u := resp.Usage
+		t.InputTokens += u.InputTokens
+		t.OutputTokens += u.OutputTokens
+		t.CacheReadTokens += u.CacheReadInputTokens
+		t.CacheWriteTokens += u.CacheCreationInputTokens
+		t.CacheWrite1hTokens += u.CacheCreation1hInputTokens
+		t.ReasoningTokens += u.ReasoningTokens
+		t.CostUSD = d.turnCost.String()
+		d.updateCost(nil)
 		if !out.Replayed {
 			if _, err := d.j.Commit(ctx, &d.status, false, nil); err != nil {
 				return err
@@ -273,6 +317,7 @@ func (d *drive) loop(ctx context.Context) error {
 				text.WriteString(b.Text)
 			}
 		}
+		d.turnText = text.String()
 		if len(calls) > 0 {
 			results := make([]model.Block, 0, len(calls))
 			for i, call := range calls {
@@ -303,6 +348,7 @@ func (d *drive) loop(ctx context.Context) error {
 		}
 		msgN++
 		conv = append(conv, userText(next))
+		prompt, cur = next, nil
 	}
 }
 
@@ -343,22 +389,6 @@ func mustRaw(v any) json.RawMessage {
 
 func userText(s string) model.Message {
 	return model.Message{Role: "user", Content: []model.Block{{Type: model.BlockText, Text: s}}}
-}
-
-func runCost(total cost.Micros, unknown bool, limit string) *api.RunCost {
-	c := &api.RunCost{TotalUSD: total.String()}
-	if unknown {
-		c.TotalUSD = "unknown"
-		if total > 0 {
-			c.TotalUSD = "at least " + total.String()
-		}
-	}
-	if limit != "" {
-		if m, err := cost.ParseUSD(limit); err == nil {
-			c.LimitUSD = m.String()
-		}
-	}
-	return c
 }
 
 // nextMessage consumes the next message as journal step m{n}, or parks the run waiting for one.
@@ -426,6 +456,11 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 	}
 	if call.Name == tools.AskPersonName {
 		return d.askPerson(ctx, key, call, result)
+	}
+	if ok, refusal, err := d.approval(ctx, key, call); err != nil {
+		return model.Block{}, err
+	} else if !ok {
+		return result(refusal, true), nil
 	}
 	tool, ok := tools.Lookup(call.Name)
 	if !ok {

@@ -113,3 +113,22 @@ func TestRunValidation(t *testing.T) {
 		t.Error("WaitingOnPerson")
 	}
 }
+
+func TestApprovalsForms(t *testing.T) {
+	t.Parallel()
+	var a Agent
+	if err := DecodeStrict([]byte(`{"metadata":{"name":"a"},"spec":{"approvals":"never-ask"}}`), &a); err != nil || a.Spec.Approvals == nil || !a.Spec.Approvals.NeverAsk {
+		t.Errorf("never-ask: %+v, %v", a.Spec.Approvals, err)
+	}
+	a = Agent{}
+	if err := DecodeStrict([]byte(`{"metadata":{"name":"a"},"spec":{"approvals":{"default":"ask","rules":[{"match":"bash(go test *)","action":"allow"}]}}}`), &a); err != nil || a.Spec.Approvals.Default != "ask" || len(a.Spec.Approvals.Rules) != 1 {
+		t.Errorf("object form: %+v, %v", a.Spec.Approvals, err)
+	}
+	for _, bad := range []string{`"always"`, `{"defualt":"ask"}`, `3`} {
+		a = Agent{}
+		err := DecodeStrict([]byte(`{"metadata":{"name":"a"},"spec":{"approvals":`+bad+`}}`), &a)
+		if e, ok := AsError(err); !ok || e.Field != "spec.approvals" {
+			t.Errorf("approvals %s: %v, want an error at spec.approvals", bad, err)
+		}
+	}
+}

@@ -27,6 +27,9 @@ func DecodeStrict(data []byte, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(data, v); err != nil {
+		if e, ok := AsError(err); ok {
+			return e // a custom decoder's own error names its field
+		}
 		return Errorf(http.StatusBadRequest, CodeInvalid, "", "decode: %v", err)
 	}
 	return nil

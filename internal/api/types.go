@@ -67,8 +67,13 @@ type AgentSpec struct {
 	MaxToolCalls int `json:"maxToolCalls,omitempty"`
 	// PerRunMaxCostUSD is the cap each run copies at creation (decimal string, default "1.00").
 	PerRunMaxCostUSD string `json:"perRunMaxCostUSD,omitempty"`
+	// AllowUnpricedModels lets a capped run start on a model the price table does not know; its
+	// calls then cost "unknown" and the cap cannot hold them.
+	AllowUnpricedModels bool `json:"allowUnpricedModels,omitempty"`
 	// State "Stopped" refuses new runs.
 	State string `json:"state,omitempty"`
+	// Approvals decide which tool calls run, ask a person, or are refused.
+	Approvals *Approvals `json:"approvals,omitempty"`
 }
 
 // ModelSpec says how the agent reaches a model.
@@ -211,24 +216,46 @@ type Answer struct {
 }
 
 // RunCost is the model spend so far, in decimal dollars (strings, from integer micro-dollars).
-// TotalUSD is "unknown" when a call could not be priced.
+// TotalUSD is what the run spent: on the server's access, what its calls (routing included) were
+// billed from credits, at cost / 0.875; on the user's own key (BYOK), what they cost at the
+// vendor's list price, billed to nobody here. It reads "unknown" when no call could be priced and
+// "at least X" when some could not. VendorUSD is the list-price cost of the same calls.
 type RunCost struct {
 	TotalUSD  string `json:"totalUSD"`
+	VendorUSD string `json:"vendorUSD,omitempty"`
 	LimitUSD  string `json:"limitUSD,omitempty"`
+	// NeededUSD, while the run waits with MaxCostReached, is the least cap that lets it make its
+	// next call; while it waits with Credits, the least amount of credits to add.
 	NeededUSD string `json:"neededUSD,omitempty"`
+	// Billing is "credits" (server access) or "none" (BYOK: metered, not billed, no cap).
+	Billing string `json:"billing,omitempty"`
 }
 
-// Turn is one prompt answered by the model.
+// Turn is one prompt answered by the model: the input or a message, and every model call (with
+// its tool calls) until the answer. The model is chosen once per turn and never changes within it.
 type Turn struct {
-	Index            int    `json:"index"`
-	Model            string `json:"model,omitempty"`
-	Family           string `json:"family,omitempty"`
-	ChosenBy         string `json:"chosenBy,omitempty"`
-	InputTokens      int64  `json:"inputTokens,omitempty"`
-	OutputTokens     int64  `json:"outputTokens,omitempty"`
-	CacheReadTokens  int64  `json:"cacheReadTokens,omitempty"`
-	CacheWriteTokens int64  `json:"cacheWriteTokens,omitempty"`
-	CostUSD          string `json:"costUSD,omitempty"`
+	Index  int    `json:"index"`
+	Model  string `json:"model,omitempty"`
+	Family string `json:"family,omitempty"`
+	// ChosenBy is "jev" (the router decided), "fallback" (the router failed, timed out or answered
+	// out of bounds), "rules" (the deterministic router), or "agent" (the agent names its model).
+	ChosenBy   string  `json:"chosenBy,omitempty"`
+	Confidence float64 `json:"confidence,omitempty"`
+	// ModelCalls counts the model calls of the turn (the routing call not included).
+	ModelCalls int `json:"modelCalls,omitempty"`
+	// Token counts of the turn's model calls, by kind. InputTokens excludes cache reads and writes;
+	// CacheWrite1hTokens is the part of CacheWriteTokens written for one hour; ReasoningTokens is
+	// the part of OutputTokens spent reasoning.
+	InputTokens        int64 `json:"inputTokens,omitempty"`
+	OutputTokens       int64 `json:"outputTokens,omitempty"`
+	CacheReadTokens    int64 `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens   int64 `json:"cacheWriteTokens,omitempty"`
+	CacheWrite1hTokens int64 `json:"cacheWrite1hTokens,omitempty"`
+	ReasoningTokens    int64 `json:"reasoningTokens,omitempty"`
+	// RouteCostUSD is what the routing call cost; CostUSD is the whole turn (routing included), in
+	// the same terms as status.cost.totalUSD.
+	RouteCostUSD string `json:"routeCostUSD,omitempty"`
+	CostUSD      string `json:"costUSD,omitempty"`
 }
 
 // Step is one journaled step of a run, as the API shows it.

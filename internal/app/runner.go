@@ -31,8 +31,7 @@ func newLogger(level string) (*slog.Logger, error) {
 func newRunnerCmd() *cobra.Command {
 	var (
 		data, name, logLevel, metricsAddr string
-		maxRuns                           int
-		leaseTTL                          time.Duration
+		ro                                runnerOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "runner --name NAME",
@@ -43,6 +42,9 @@ leases, and takes over a dead runner's runs once their 30-second lease runs out.
 restored from the store, so runners need no shared disk; --data is only a local cache.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := ro.validate(); err != nil {
+				return err
+			}
 			if name == "" {
 				host, _ := os.Hostname()
 				name = "runner-" + host
@@ -66,7 +68,12 @@ restored from the store, so runners need no shared disk; --data is only a local 
 			}
 			defer st.Close()
 			models := model.ConfigFromEnv(os.Getenv, &http.Client{Timeout: 10 * time.Minute})
-			r := newRunner(st, models, dir, name, maxRuns, leaseTTL, log)
+			moneyDesc, err := ro.loadMoney(dir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
+			r := newRunner(st, models, dir, name, ro, log)
 			if metricsAddr != "" {
 				ln, err := net.Listen("tcp", metricsAddr)
 				if err != nil {
@@ -94,10 +101,8 @@ restored from the store, so runners need no shared disk; --data is only a local 
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "runner name, unique in the deployment (default runner-HOSTNAME)")
 	f.StringVar(&data, "data", "", "local folder for run folders (default $AGENTRUN_HOME or ~/.agentrun)")
-	f.IntVar(&maxRuns, "max-runs", 5000, "runs driven at once (waiting runs hold no goroutine)")
+	ro.flags(f)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve /metrics on this address (e.g. 127.0.0.1:9108)")
-	f.DurationVar(&leaseTTL, "lease-ttl", 30*time.Second, "how long a claim on a run lasts without renewal")
-	f.MarkHidden("lease-ttl")
 	return cmd
 }

@@ -19,11 +19,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"agentrun.dev/agentrun/internal/agent"
+	"agentrun.dev/agentrun/internal/auth"
+	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/model/fake"
+	"agentrun.dev/agentrun/internal/policy"
 	"agentrun.dev/agentrun/internal/runner"
+	"agentrun.dev/agentrun/internal/secret"
 	"agentrun.dev/agentrun/internal/server"
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/store/sqlite"
@@ -73,9 +78,71 @@ func redactURL(s string) string {
 }
 
 // newRunner builds a runner driving the built-in agent loop.
-func newRunner(st store.Store, models *model.Config, dir, name string, maxRuns int, leaseTTL time.Duration, log *slog.Logger) *runner.Runner {
-	eng := &agent.Engine{Store: st, Models: models, DataDir: dir, Log: log, RunnerName: name}
-	return &runner.Runner{Name: name, Store: st, Driver: eng, Log: log.With("runner", name), MaxRuns: maxRuns, LeaseTTL: leaseTTL, Version: version}
+func newRunner(st store.Store, models *model.Config, dir, name string, o runnerOptions, log *slog.Logger) *runner.Runner {
+	eng := &agent.Engine{Store: st, Models: models, DataDir: dir, Log: log, RunnerName: name, ServerDeny: o.Deny,
+		Prices: o.prices, Router: o.Router}
+	if o.seal != nil {
+		eng.Secrets = &secret.Opener{Box: o.seal, Store: st}
+	}
+	return &runner.Runner{Name: name, Store: st, Driver: eng, Log: log.With("runner", name), MaxRuns: o.MaxRuns, LeaseTTL: o.LeaseTTL, Version: version}
+}
+
+// runnerOptions are the flags serve and runner share for their runner.
+type runnerOptions struct {
+	MaxRuns  int
+	LeaseTTL time.Duration
+	// Deny is the server's deny set: tool patterns refused for every agent, never-ask included.
+	Deny []string
+	// Prices is --prices (a price table file over the embedded one); Router is --router.
+	Prices string
+	Router string
+	prices *cost.Table
+	seal   *secret.Box
+}
+
+// loadMoney reads the price table and the seal key (AGENTRUN_SEAL_KEY, or the data folder's
+// seal.key, generated when missing) and says where they came from.
+func (o *runnerOptions) loadMoney(dir string) (string, error) {
+	t, err := cost.LoadTable(o.Prices)
+	if err != nil {
+		return "", err
+	}
+	o.prices = t
+	box, where, err := secret.Load(os.Getenv, dir)
+	if err != nil {
+		return "", err
+	}
+	o.seal = box
+	src := "embedded"
+	if o.Prices != "" {
+		src = o.Prices
+	}
+	return fmt.Sprintf("prices %s (%s), router %s, seal key %s", t.Version, src, o.Router, where), nil
+}
+
+func (o *runnerOptions) flags(f *pflag.FlagSet) {
+	f.IntVar(&o.MaxRuns, "max-runs", 5000, "runs driven at once (waiting runs hold no goroutine)")
+	f.DurationVar(&o.LeaseTTL, "lease-ttl", 30*time.Second, "how long a claim on a run lasts without renewal")
+	f.MarkHidden("lease-ttl")
+	f.StringArrayVar(&o.Deny, "deny", nil, "a tool pattern refused for every agent, e.g. 'bash(curl *)' or web_fetch (repeatable)")
+	f.StringVar(&o.Prices, "prices", os.Getenv("AGENTRUN_PRICES"), "price table file (JSON, micro-dollars per million tokens) over the embedded one (default $AGENTRUN_PRICES)")
+	router := os.Getenv("AGENTRUN_ROUTER")
+	if router == "" {
+		router = agent.RouterModel
+	}
+	f.StringVar(&o.Router, "router", router, "how each turn's model family is chosen: model (a cheap model call) or rules (from the prompt; no call, no cost) (default $AGENTRUN_ROUTER or model)")
+}
+
+func (o *runnerOptions) validate() error {
+	if o.Router != agent.RouterModel && o.Router != agent.RouterRules {
+		return fmt.Errorf("--router %q: use model or rules", o.Router)
+	}
+	for _, d := range o.Deny {
+		if _, err := policy.Parse(d); err != nil {
+			return fmt.Errorf("--deny: %w", err)
+		}
+	}
+	return nil
 }
 
 // dataDir is --data, else AGENTRUN_HOME, else ~/.agentrun.
@@ -128,9 +195,9 @@ func listen(host string, port int) (net.Listener, error) {
 func newServeCmd() *cobra.Command {
 	var (
 		data, host, runnerName, logLevel, listenAddr string
-		port, maxRuns                                int
+		port                                         int
 		noRunner                                     bool
-		leaseTTL                                     time.Duration
+		ro                                           runnerOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -141,6 +208,9 @@ token, run folders. Model keys come from the environment: ANTHROPIC_API_KEY (ANT
 OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := ro.validate(); err != nil {
+				return err
+			}
 			dir, err := dataDir(data)
 			if err != nil {
 				return err
@@ -172,6 +242,10 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			}
 			base := "http://" + ln.Addr().String()
 			models := model.ConfigFromEnv(os.Getenv, &http.Client{Timeout: 10 * time.Minute})
+			moneyDesc, err := ro.loadMoney(dir)
+			if err != nil {
+				return err
+			}
 
 			available := map[string]bool{tools.AskPersonName: true}
 			for _, n := range tools.Names() {
@@ -193,9 +267,14 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				if runnerName == "" {
 					runnerName = "local"
 				}
-				r = newRunner(st, models, dir, runnerName, maxRuns, leaseTTL, log)
+				r = newRunner(st, models, dir, runnerName, ro, log)
 			}
-			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available,
+			accounts, err := auth.Open(dir)
+			if err != nil {
+				return err
+			}
+			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available, Accounts: accounts,
+				Prices: ro.prices, Models: models, Seal: ro.seal,
 				Capabilities: map[string]any{
 					"version":   version,
 					"harnesses": []string{"builtin"},
@@ -203,10 +282,12 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 					"tools":     toolNames,
 					"models":    map[string]any{"providers": providers, "defaultProvider": models.DefaultProvider, "defaultModel": models.DefaultModel},
 					"runner":    !noRunner,
+					"denied":    ro.Deny,
 				}}
 			if r != nil {
 				srv.Interrupt = r.Interrupt
 			}
+			startGroups(ctx, srv, st, log)
 			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			info, _ := json.Marshal(map[string]any{"url": base, "pid": os.Getpid(), "version": version})
 			if err := os.WriteFile(filepath.Join(dir, "server.json"), info, 0o600); err != nil {
@@ -228,8 +309,12 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				close(runnerDone)
 			}
 			fmt.Fprintf(os.Stderr, "agentrun %s serving at %s\n  console:   %s/\n  API token: %s\n  store:     %s\n", version, base, base, filepath.Join(dir, "token"), storeDesc)
+			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
 			if r != nil {
 				fmt.Fprintf(os.Stderr, "  runner:    %s (in this process)\n", runnerName)
+			}
+			if code := accounts.SetupCode(); code != "" {
+				fmt.Fprintf(os.Stderr, "  setup code: %s  (first sign-in sets the password: open the console, or run `agentrun login`)\n", code)
 			}
 			if len(providers) == 0 {
 				fmt.Fprintf(os.Stderr, "  models:    none configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY\n")
@@ -260,10 +345,8 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 	f.StringVar(&listenAddr, "listen", "", "exact address to listen on, overriding --host and --port (\"127.0.0.1:0\" picks a free port)")
 	f.BoolVar(&noRunner, "no-runner", false, "serve the API only; runners run elsewhere")
 	f.StringVar(&runnerName, "runner-name", "", "name of the in-process runner (default local)")
-	f.IntVar(&maxRuns, "max-runs", 5000, "runs the in-process runner drives at once")
+	ro.flags(f)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	f.DurationVar(&leaseTTL, "lease-ttl", 30*time.Second, "how long a runner's claim on a run lasts without renewal")
-	f.MarkHidden("lease-ttl")
 	return cmd
 }
 

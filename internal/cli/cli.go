@@ -105,7 +105,9 @@ func Commands() []*cobra.Command {
 	return []*cobra.Command{
 		agentsCmd(),
 		runnersCmd(),
+		loginCmd(),
 		runsCmd(),
+		creditsCmd(),
 		nodusRunCmd(),
 		applyCmd(),
 		getCmd(),

@@ -96,7 +96,8 @@ func runsCmd() *cobra.Command {
 	cmd := groupCmd("runs", "Start, watch and talk to agent runs", "run")
 	cmd.AddCommand(runsStartCmd(), runsWaitCmd(), messageCmd("message RUN --content TEXT", "Send a message to a run (an answer to its question, or a follow-up)", false),
 		answerCmd("answer RUN"), stepsCmd("steps RUN"), readFileCmd(), timelineCmd(), resolveCmd(),
-		runsCancelCmd(), runsListCmd(), runsGetCmd())
+		runsCancelCmd(), runsListCmd(), runsGetCmd(), approvalsCmd(), decideCmd("approve"), decideCmd("deny"),
+		raiseCapCmd(), turnsCmd())
 	return cmd
 }
 

@@ -1,38 +1,35 @@
 // Package console is the web console, server-rendered and embedded in the binary. For now it shows
 // runs: a list, and each run's page (the target of status.consoleURL) with its phase, what it waits
 // on, its answer, its journal and its timeline, refreshing itself while the run is live. It is
-// read-only; signing in takes the API token and sets an HttpOnly, SameSite=Strict session cookie.
+// read-only; a person signs in with their password (the first visit sets it with the one-time
+// setup code the server printed) and gets an HttpOnly, SameSite=Strict session cookie.
 package console
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"html/template"
 	"net/http"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/auth"
 	"agentrun.dev/agentrun/internal/store"
 )
 
 // Console serves the pages.
 type Console struct {
-	Store store.Store
-	Token string
+	Store    store.Store
+	Accounts *auth.Accounts
 }
 
 const cookieName = "agentrun_session"
 
-// session is derived from the token so a cookie never holds the token itself.
-func (c *Console) session() string {
-	sum := sha256.Sum256([]byte("console-session:" + c.Token))
-	return hex.EncodeToString(sum[:])
-}
-
 func (c *Console) signedIn(r *http.Request) bool {
 	ck, err := r.Cookie(cookieName)
-	return err == nil && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.session())) == 1
+	if err != nil {
+		return false
+	}
+	_, ok := c.Accounts.Verify(ck.Value, time.Now())
+	return ok
 }
 
 // Register adds the console's routes to mux.
@@ -55,7 +52,7 @@ func (c *Console) guard(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	render(w, loginTmpl, map[string]any{"Next": r.URL.Query().Get("next"), "Error": ""})
+	render(w, loginTmpl, map[string]any{"Next": r.URL.Query().Get("next"), "Error": "", "Setup": !c.Accounts.HasPassword()})
 }
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
@@ -68,12 +65,22 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if next == "" || next[0] != '/' || (len(next) > 1 && next[1] == '/') {
 		next = "/"
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("token")), []byte(c.Token)) != 1 {
+	user, pw := r.PostForm.Get("user"), r.PostForm.Get("password")
+	if user == "" {
+		user = "admin"
+	}
+	var err error
+	if !c.Accounts.HasPassword() {
+		err = c.Accounts.Setup(r.PostForm.Get("setup_code"), user, pw)
+	} else {
+		err = c.Accounts.Check(user, pw)
+	}
+	if err != nil {
 		w.WriteHeader(http.StatusUnauthorized)
-		render(w, loginTmpl, map[string]any{"Next": next, "Error": "That is not this server's API token."})
+		render(w, loginTmpl, map[string]any{"Next": next, "Error": err.Error(), "Setup": !c.Accounts.HasPassword()})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.session(), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 7 * 24 * 3600})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.Accounts.NewSession(user, time.Now()), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int(auth.SessionTTL / time.Second)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -127,7 +134,10 @@ const head = `<!doctype html><html><head><meta charset="utf-8"><title>agentrun</
 var loginTmpl = template.Must(template.New("login").Parse(head + `<h1>Sign in</h1>
 {{if .Error}}<p class="wait">{{.Error}}</p>{{end}}
 <form method="post" action="/login"><input type="hidden" name="next" value="{{.Next}}">
-<label>API token (in the data folder's <code>token</code> file) <input type="password" name="token" autofocus></label>
+{{if .Setup}}<p>First visit: choose a password. The setup code is printed where the server started.</p>
+<p><label>Setup code <input name="setup_code" autofocus></label></p>{{end}}
+<p><label>User <input name="user" value="admin"></label></p>
+<p><label>Password <input type="password" name="password"></label></p>
 <button>Sign in</button></form></body></html>`))
 
 var runsTmpl = template.Must(template.New("runs").Funcs(funcs).Parse(head + `<h1>Runs</h1>

@@ -326,3 +326,42 @@ func (p pausePoint) at(point, key string) {
 	fmt.Fprintf(os.Stderr, "AGENTRUN_DEV_PAUSED %s %s\n", point, key)
 	select {} // block until the test kills the process
 }
+
+// Await is a step that waits on a person (an approval). The first time, it records the step as
+// Started and returns done=false: the caller parks the run. Once a person has answered (the store's
+// ResolveStep puts their decision on the step), it completes the step with
+// {"decision": resolution, ...the person's result} and returns it; after that it replays.
+func (j *Journal) Await(ctx context.Context, spec Spec) (json.RawMessage, bool, error) {
+	hash := Hash(spec.Args)
+	if prev, ok := j.steps[spec.Key]; ok {
+		if prev.ArgsHash != hash {
+			return nil, false, fmt.Errorf("step %s: recorded arguments hash %s, replay has %s: %w", spec.Key, prev.ArgsHash, hash, ErrNondeterminism)
+		}
+		switch {
+		case prev.State == api.StepCompleted:
+			return prev.Result, true, nil
+		case prev.Resolution == "":
+			return nil, false, nil
+		}
+		result := map[string]any{}
+		json.Unmarshal(prev.ResolutionResult, &result)
+		result["decision"] = prev.Resolution
+		out, _ := json.Marshal(result)
+		done := *prev
+		done.State, done.Result = api.StepCompleted, out
+		t := j.now()
+		done.CompletedAt = &t
+		j.Emit(api.Event{Type: "step.completed", StepKey: spec.Key, Message: spec.Title + ": " + prev.Resolution})
+		if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}}); err != nil {
+			return nil, false, err
+		}
+		return out, true, nil
+	}
+	argsJSON, _ := json.Marshal(spec.Args)
+	st := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: 1, ArgsHash: hash, Args: argsJSON, StartedAt: j.now()}
+	j.Emit(api.Event{Type: "step.started", StepKey: spec.Key, Message: spec.Title})
+	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{st}}); err != nil {
+		return nil, false, err
+	}
+	return nil, false, nil
+}

@@ -11,6 +11,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"agentrun.dev/agentrun/internal/api"
 )
 
 // Actions.
@@ -20,21 +22,13 @@ const (
 	Deny  = "deny"
 )
 
-// Rule maps calls matching Match to an Action.
-type Rule struct {
-	// Match is a tool name ("write"), a tool with an argument pattern ("bash(go test *)"), or "*".
-	Match  string `json:"match"`
-	Action string `json:"action"`
-}
+// Rule maps calls matching Match (a tool name "write", a tool with an argument pattern
+// "bash(go test *)", or "*") to an Action.
+type Rule = api.ApprovalRule
 
-// Spec is an agent's approval settings.
-type Spec struct {
-	// NeverAsk turns every "ask" into "allow" (the server's deny set still holds).
-	NeverAsk bool `json:"neverAsk,omitempty"`
-	// Default is the action for calls no rule matches (default allow).
-	Default string `json:"default,omitempty"`
-	Rules   []Rule `json:"rules,omitempty"`
-}
+// Spec is an agent's approval settings: NeverAsk turns every "ask" into "allow" (the server's
+// deny set still holds); Default is the action for calls no rule matches (default allow).
+type Spec = api.Approvals
 
 // Decision is the outcome for one call.
 type Decision struct {
@@ -44,8 +38,8 @@ type Decision struct {
 	Rule string `json:"rule"`
 }
 
-// Validate checks a spec; field is its path for errors (e.g. "spec.approvals").
-func (s Spec) Validate() (field string, err error) {
+// Validate checks a spec; field is the path of the bad part inside it (e.g. "rules[1].match").
+func Validate(s Spec) (field string, err error) {
 	if s.Default != "" && s.Default != Allow && s.Default != Ask && s.Default != Deny {
 		return "default", fmt.Errorf("default %q: use allow, ask or deny", s.Default)
 	}

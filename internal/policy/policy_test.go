@@ -60,11 +60,11 @@ func TestValidate(t *testing.T) {
 		{Spec{Rules: []Rule{{Match: "Bash Tool", Action: Allow}}}, "rules[0].match"},
 	}
 	for _, b := range bad {
-		if f, err := b.s.Validate(); err == nil || f != b.field {
+		if f, err := Validate(b.s); err == nil || f != b.field {
 			t.Errorf("%+v: field %q err %v, want an error at %s", b.s, f, err, b.field)
 		}
 	}
-	if f, err := (Spec{Default: Deny, Rules: []Rule{{Match: "*", Action: Ask}, {Match: "write(**)", Action: Allow}}}).Validate(); err != nil {
+	if f, err := Validate(Spec{Default: Deny, Rules: []Rule{{Match: "*", Action: Ask}, {Match: "write(**)", Action: Allow}}}); err != nil {
 		t.Errorf("valid spec refused at %s: %v", f, err)
 	}
 }

@@ -7,7 +7,6 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,8 +17,13 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/auth"
 	"agentrun.dev/agentrun/internal/console"
+	"agentrun.dev/agentrun/internal/group"
+	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/metrics"
+	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/secret"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -36,6 +40,18 @@ type Server struct {
 	Interrupt func(run string)
 	// Tools are the tool names agents may use on this server.
 	Tools map[string]bool
+	// Accounts are the people who may sign in (approvals, secrets).
+	Accounts *auth.Accounts
+	// Prices is the price table (nil: the embedded one); Models the server's model access, to
+	// check at run creation that a capped run's model can be priced.
+	Prices *cost.Table
+	Models *model.Config
+	// Seal seals secrets (nil: secrets cannot be written).
+	Seal *secret.Box
+	// Groups is the group admission loop, kicked when members are created or limits change.
+	Groups *group.Controller
+	// Eval serves evaluation groups (nil: evaluations are refused).
+	Eval Evaluator
 	// Capabilities is what `server capabilities` reports.
 	Capabilities map[string]any
 	Now          func() time.Time
@@ -66,6 +82,12 @@ func (s *Server) Handler() http.Handler {
 	v2.HandleFunc("GET /v2/agentruns/{name}", s.getRun)
 	v2.HandleFunc("PUT /v2/agentruns/{name}", s.applyRun)
 	v2.HandleFunc("PATCH /v2/agentruns/{name}", s.patchRun)
+	v2.HandleFunc("GET /v2/credits", s.getCredits)
+	v2.HandleFunc("POST /v2/credits", s.addCredits)
+	v2.HandleFunc("GET /v2/prices", s.getPrices)
+	v2.HandleFunc("GET /v2/secrets", s.listSecrets)
+	v2.HandleFunc("PUT /v2/secrets/{name}", s.putSecret)
+	v2.HandleFunc("DELETE /v2/secrets/{name}", s.deleteSecret)
 	v2.HandleFunc("DELETE /v2/agentruns/{name}", s.deleteRun)
 	v2.HandleFunc("POST /v2/agentruns/{name}/messages", s.postMessage)
 	v2.HandleFunc("GET /v2/agentruns/{name}/messages", s.listMessages)
@@ -75,10 +97,17 @@ func (s *Server) Handler() http.Handler {
 	v2.HandleFunc("GET /v2/agentruns/{name}/events", s.events)
 	v2.HandleFunc("GET /v2/agentruns/{name}/files/{path...}", s.getFile)
 	v2.HandleFunc("POST /v2/agentruns/{name}/resolve", s.resolve)
+	s.groupRoutes(v2)
+	v2.HandleFunc("GET /v2/agentruns/{name}/approvals", s.listApprovals)
+	v2.HandleFunc("POST /v2/agentruns/{name}/approvals/{id}", s.decideApproval)
 	v2.HandleFunc("/v2/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Errorf(http.StatusNotFound, api.CodeNotFound, "", "no API route %s %s", r.Method, r.URL.Path))
 	})
 	mux.Handle("/v2/", s.auth(v2))
+	if s.Accounts != nil {
+		mux.HandleFunc("POST /v2/login", s.login)
+		v2.HandleFunc("GET /v2/whoami", s.whoami)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /metrics", s.metrics)
 	s.consoleRoutes(mux)
@@ -87,12 +116,12 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.Token)) != 1 {
-			writeErr(w, api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "", "missing or wrong API token: send Authorization: Bearer <token> (the token is in the data folder's token file)"))
+		p, ok := s.authenticate(r)
+		if !ok {
+			writeErr(w, api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "", "missing or wrong credentials: send Authorization: Bearer <API token> (the data folder's token file) or a person's session from `agentrun login`"))
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }
 
@@ -220,7 +249,9 @@ func (s *Server) consoleURL(run string) string {
 func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
 func (s *Server) consoleRoutes(mux *http.ServeMux) {
-	(&console.Console{Store: s.Store, Token: s.Token}).Register(mux)
+	if s.Accounts != nil {
+		(&console.Console{Store: s.Store, Accounts: s.Accounts}).Register(mux)
+	}
 }
 
 // metrics is GET /metrics in the Prometheus text format. It carries counts and latencies only.

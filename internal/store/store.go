@@ -42,6 +42,8 @@ type Lease struct {
 type RunFilter struct {
 	Agent string
 	Phase string
+	// Group selects the members of one AgentGroup (spec.group).
+	Group string
 	Limit int
 }
 
@@ -165,6 +167,15 @@ type Signals struct {
 	PokeSeq         int64
 }
 
+// AwaitsResolution reports whether a run's status waits on a person's decision on stepKey: an
+// interrupted step (NeedsResolution) or a tool call asking for approval (Waiting/Approval).
+func AwaitsResolution(st api.AgentRunStatus, stepKey string) bool {
+	if st.WaitingOn == nil || st.WaitingOn.StepKey != stepKey {
+		return false
+	}
+	return st.Phase == api.PhaseNeedsResolution || (st.Phase == api.PhaseWaiting && st.Reason == api.ReasonApproval)
+}
+
 // WaitsOnMessage reports whether a parked run's status waits for a message (a keep-alive run
 // between turns, or a question to the person).
 func WaitsOnMessage(st api.AgentRunStatus) bool {
@@ -186,6 +197,9 @@ type Store interface {
 	// Backend names the backend ("sqlite", "postgres").
 	Backend() string
 	Close() error
+
+	// Groups keeps AgentGroups, batch creation and admission (groups.go).
+	Groups
 
 	// CreateAgent stores a new agent as revision 1 (sets uid, resourceVersion, generation 1,
 	// creationTimestamp, status.revision 1). ErrAlreadyExists if the name is taken.
@@ -221,8 +235,9 @@ type Store interface {
 	AddMessage(ctx context.Context, run, key, payload string) (msg api.Message, created bool, err error)
 	// ListMessages returns the run's messages with seq > afterSeq, in order.
 	ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error)
-	// ResolveStep records a person's resolution ("retry", "skip", "complete" with result) on a
-	// step and pokes the run. ErrNotWaiting unless the run is in NeedsResolution on that step.
+	// ResolveStep records a person's resolution ("retry", "skip", "complete" with result; or
+	// "approve"/"deny" for an approval) on a step and pokes the run, once. ErrNotWaiting unless
+	// the run waits on that step (AwaitsResolution) and the step has no resolution yet.
 	ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error
 
 	// ClaimRuns leases up to max claimable runs to owner for ttl: runs with no owner whose

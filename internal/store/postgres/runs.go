@@ -103,6 +103,10 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*api.AgentRu
 		args = append(args, f.Phase)
 		q += ` AND phase = $` + strconv.Itoa(len(args))
 	}
+	if f.Group != "" {
+		args = append(args, f.Group)
+		q += ` AND group_name = $` + strconv.Itoa(len(args))
+	}
 	q += ` ORDER BY created_at, name`
 	if f.Limit > 0 {
 		args = append(args, f.Limit)
@@ -304,10 +308,10 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 		if err != nil {
 			return err
 		}
-		if st.Phase != api.PhaseNeedsResolution || st.WaitingOn == nil || st.WaitingOn.StepKey != stepKey {
+		if !store.AwaitsResolution(st, stepKey) {
 			return store.ErrNotWaiting
 		}
-		tag, err := tx.Exec(ctx, `UPDATE steps SET resolution = $3, resolution_result = $4 WHERE run = $1 AND key = $2`,
+		tag, err := tx.Exec(ctx, `UPDATE steps SET resolution = $3, resolution_result = $4 WHERE run = $1 AND key = $2 AND resolution = ''`,
 			run, stepKey, resolution, nullJSON(result))
 		if err != nil {
 			return err
@@ -316,7 +320,7 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 			return store.ErrNotWaiting
 		}
 		if err := requeue(ctx, tx, run, st, leased, "resolved ("+resolution+"); waiting for a runner to continue",
-			func(st api.AgentRunStatus) bool { return st.Phase == api.PhaseNeedsResolution }); err != nil {
+			func(st api.AgentRunStatus) bool { return store.AwaitsResolution(st, stepKey) }); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, pokeSQL+` WHERE name = $1`, run); err != nil {

@@ -122,6 +122,21 @@ var migrations = []string{
 	CREATE TABLE credit_reservations (run TEXT NOT NULL, step_key TEXT NOT NULL, attempt INTEGER NOT NULL,
 		amount INTEGER NOT NULL, time INTEGER NOT NULL, PRIMARY KEY (run, step_key));
 	CREATE TABLE secrets (name TEXT PRIMARY KEY, sealed BLOB NOT NULL, keys TEXT NOT NULL, updated_at INTEGER NOT NULL);`,
+	// 4: AgentGroups: members (not claimable until admitted), groups, batch idempotency keys.
+	`ALTER TABLE runs ADD COLUMN group_name TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN task_key TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN group_seq INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN admitted INTEGER NOT NULL DEFAULT 1;
+	ALTER TABLE runs ADD COLUMN cap_micros INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN depends_on TEXT NOT NULL DEFAULT '[]';
+	ALTER TABLE runs ADD COLUMN group_wait TEXT NOT NULL DEFAULT '';
+	CREATE INDEX runs_group ON runs (group_name, group_seq) WHERE group_name <> '';
+	CREATE INDEX runs_unadmitted ON runs (group_name) WHERE admitted = 0;
+	CREATE TABLE groups (
+		name TEXT PRIMARY KEY, uid TEXT NOT NULL, resource_version INTEGER NOT NULL, generation INTEGER NOT NULL,
+		created_at INTEGER NOT NULL, labels TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL);
+	CREATE TABLE idempotency_keys (
+		key TEXT PRIMARY KEY, hash TEXT NOT NULL, result TEXT NOT NULL, created_at INTEGER NOT NULL);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -424,6 +439,10 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*api.AgentRu
 		q += ` AND phase = ?`
 		args = append(args, f.Phase)
 	}
+	if f.Group != "" {
+		q += ` AND group_name = ?`
+		args = append(args, f.Group)
+	}
 	q += ` ORDER BY created_at, name`
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
@@ -617,17 +636,17 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 		}
 		var st api.AgentRunStatus
 		json.Unmarshal([]byte(status), &st)
-		if st.Phase != api.PhaseNeedsResolution || st.WaitingOn == nil || st.WaitingOn.StepKey != stepKey {
+		if !store.AwaitsResolution(st, stepKey) {
 			return store.ErrNotWaiting
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE steps SET resolution = ?, resolution_result = ? WHERE run = ? AND key = ?`, resolution, nullJSON(result), run, stepKey)
+		res, err := tx.ExecContext(ctx, `UPDATE steps SET resolution = ?, resolution_result = ? WHERE run = ? AND key = ? AND resolution = ''`, resolution, nullJSON(result), run, stepKey)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ErrNotWaiting
 		}
-		if err := s.requeueTx(ctx, tx, run, "resolved ("+resolution+"); waiting for a runner to continue", func(st api.AgentRunStatus) bool { return st.Phase == api.PhaseNeedsResolution }); err != nil {
+		if err := s.requeueTx(ctx, tx, run, "resolved ("+resolution+"); waiting for a runner to continue", func(st api.AgentRunStatus) bool { return store.AwaitsResolution(st, stepKey) }); err != nil {
 			return err
 		}
 		return s.pokeTx(ctx, tx, run, "")
@@ -653,7 +672,7 @@ func (s *Store) ClaimRuns(ctx context.Context, owner string, max int, ttl time.D
 			UPDATE runs SET lease_owner = ?, lease_expires_at = ?, lease_generation = lease_generation + 1
 			WHERE name IN (
 				SELECT name FROM (
-					SELECT name, claimable_at AS t FROM runs WHERE lease_owner IS NULL AND claimable_at IS NOT NULL AND claimable_at <= ?
+					SELECT name, claimable_at AS t FROM runs WHERE lease_owner IS NULL AND claimable_at IS NOT NULL AND claimable_at <= ? AND admitted = 1
 					UNION ALL
 					SELECT name, lease_expires_at AS t FROM runs WHERE lease_owner IS NOT NULL AND lease_expires_at < ?
 				) ORDER BY t LIMIT ?)

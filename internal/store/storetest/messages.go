@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -323,10 +324,10 @@ func testResolveStep(t *testing.T, open opener) {
 		l := mustClaim(t, s, newOwner("runner"), "run-1", longTTL)
 		mustCommit(t, s, l, store.Write{
 			Steps: []api.Step{startedStep("tool-3", 1)},
-			// Waiting (not NeedsResolution), even though it names the step.
+			// Waiting on a question (not NeedsResolution, not an approval), even though it names the step.
 			Status: &api.AgentRunStatus{
-				Phase: api.PhaseWaiting, Reason: api.ReasonApproval, AgentRevision: 1,
-				WaitingOn: &api.WaitingOn{Kind: "approval", StepKey: "tool-3"},
+				Phase: api.PhaseWaiting, Reason: api.ReasonQuestion, AgentRevision: 1,
+				WaitingOn: &api.WaitingOn{Kind: "question", StepKey: "tool-3"},
 			},
 			Release: true,
 		})
@@ -514,6 +515,31 @@ func testRequeue(t *testing.T, open opener) {
 		s.AddMessage(bg, "run-2", "", "hi")
 		if r := mustGetRun(t, s, "run-2"); r.Status.Phase != api.PhaseWaiting {
 			t.Errorf("a message rewrote the status of a run a runner holds: %s", r.Status.Phase)
+		}
+	})
+	t.Run("ApprovalDecidedOnce", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		l := mustClaim(t, s, newOwner("r"), "run-1", longTTL)
+		key := "t0/tool/0/approval"
+		st := api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonApproval, WaitingOn: &api.WaitingOn{Kind: "approval", StepKey: key}}
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{{Key: key, Kind: "approval", State: api.StepStarted, Attempt: 1, StartedAt: time.Now()}}, Status: &st, Release: true})
+		if err := s.ResolveStep(bg, "run-1", "t0/tool/1/approval", "approve", nil); !errors.Is(err, store.ErrNotWaiting) {
+			t.Errorf("approving another step: %v, want ErrNotWaiting", err)
+		}
+		if err := s.ResolveStep(bg, "run-1", key, "approve", []byte(`{"by":"person:admin"}`)); err != nil {
+			t.Fatalf("approve: %v", err)
+		}
+		if r := mustGetRun(t, s, "run-1"); r.Status.Phase != api.PhaseQueued {
+			t.Errorf("after approval: phase %s, want Queued", r.Status.Phase)
+		}
+		step := findStep(t, mustListSteps(t, s, "run-1"), key)
+		if step.Resolution != "approve" || !sameJSON(step.ResolutionResult, []byte(`{"by":"person:admin"}`)) {
+			t.Errorf("step resolution %q %s", step.Resolution, step.ResolutionResult)
+		}
+		if err := s.ResolveStep(bg, "run-1", key, "deny", nil); !errors.Is(err, store.ErrNotWaiting) {
+			t.Errorf("a second decision: %v, want ErrNotWaiting", err)
 		}
 	})
 	t.Run("ResolveRequeues", func(t *testing.T) {

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+)
+
+func approvalsCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "approvals RUN",
+		Short: "List a run's tool calls that asked for approval, with their exact arguments",
+		Args:  exactArgs(1, "the run's name"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "", "json", "yaml"); err != nil {
+				return err
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			as, err := c.Approvals(ctxOf(cmd), args[0])
+			if err != nil {
+				return failure(err)
+			}
+			if output != "" {
+				return writeValue(cmd.OutOrStdout(), map[string]any{"items": as}, output)
+			}
+			rows := make([][]string, 0, len(as))
+			for _, a := range as {
+				rows = append(rows, []string{fmt.Sprint(a.ID), a.State, a.Tool, truncate(string(a.Input), 80), truncate(a.Reason, 50), a.DecidedBy})
+			}
+			return writeTable(cmd.OutOrStdout(), []string{"ID", "STATE", "TOOL", "ARGUMENTS", "REASON", "DECIDED BY"}, rows)
+		}),
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml (default a table)")
+	return cmd
+}
+
+func decideCmd(decision string) *cobra.Command {
+	var reason string
+	verb := map[string]string{"approve": "Approve", "deny": "Deny"}[decision]
+	cmd := &cobra.Command{
+		Use:   decision + " RUN ID",
+		Short: verb + " a tool call that waits for approval (a signed-in person only: agentrun login)",
+		Args:  exactArgs(2, "the run's name and the approval's ID"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[1], 10, 64)
+			if err != nil {
+				return usageError("approval ID %q is not a number (see `agentrun runs approvals %s`)", args[1], args[0])
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			a, err := c.Decide(ctxOf(cmd), args[0], id, decision, reason)
+			if err != nil {
+				return failure(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "approval %d of %s: %s by %s\n", a.ID, args[0], a.State, a.DecidedBy)
+			return nil
+		}),
+	}
+	if decision == "deny" {
+		cmd.Flags().StringVar(&reason, "reason", "", "why (told to the agent)")
+	} else {
+		cmd.Flags().StringVar(&reason, "reason", "", "a note kept with the decision")
+	}
+	return cmd
+}

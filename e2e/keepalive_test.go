@@ -35,7 +35,7 @@ func TestKeepAliveMessagesOnce(t *testing.T) {
 	}
 	// Waiting for a message uses no model.
 	time.Sleep(300 * time.Millisecond)
-	if n := len(e.model.Calls()); n != 1 {
+	if n := agentCalls(e.model); n != 1 {
 		t.Fatalf("model calls while idle = %d, want 1", n)
 	}
 	// runs wait on an idle keep-alive run returns: the turn is done.
@@ -91,7 +91,7 @@ func TestDeadlineWhileWaiting(t *testing.T) {
 	if r.Status.Reason != api.ReasonDeadlineExceeded {
 		t.Errorf("reason = %s, want DeadlineExceeded", r.Status.Reason)
 	}
-	if n := len(e.model.Calls()); n != 1 {
+	if n := agentCalls(e.model); n != 1 {
 		t.Errorf("model calls = %d, want 1 (no call after the deadline)", n)
 	}
 	// runs wait exits 1 for a failed run.

@@ -113,7 +113,7 @@ func TestSeedQuickstart(t *testing.T) {
 		}
 		keys = append(keys, s.Key)
 	}
-	if want := "t0/model t0/tool/0 t1/model t1/tool/0 t2/model"; strings.Join(keys, " ") != want {
+	if want := "t0/route t0/model t0/tool/0 t1/model t1/tool/0 t2/model"; strings.Join(keys, " ") != want {
 		t.Errorf("steps = %v, want %s", keys, want)
 	}
 	// The run's console page exists, behind sign-in.

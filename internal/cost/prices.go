@@ -301,13 +301,3 @@ func (t Total) String() string {
 	}
 	return "at least " + t.Known.String()
 }
-// ModelCost prices one call's usage with the embedded table (kept for the built-in loop until it
-// moves to Table.Bill); ok is false when the model is not priced.
-func ModelCost(model string, input, output, cacheWrite, cacheRead int64) (Micros, bool) {
-	p, ok := Default().Lookup(model)
-	if !ok {
-		return 0, false
-	}
-	return p.Cost(Usage{Input: input, Output: output, CacheWrite: cacheWrite, CacheRead: cacheRead}), true
-}
-

@@ -49,6 +49,13 @@ type antRequest struct {
 	Messages  []antMessage `json:"messages"`
 	Tools     []antTool    `json:"tools,omitempty"`
 	Stream    bool         `json:"stream,omitempty"`
+	// OutputFormat asks for a JSON answer matching a schema (structured outputs).
+	OutputFormat *antOutputFormat `json:"output_format,omitempty"`
+}
+
+type antOutputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 type antMessage struct {
@@ -132,6 +139,9 @@ func (a *anthropic) Complete(ctx context.Context, req *Request) (*Response, erro
 	}
 	hreq.Header.Set("content-type", "application/json")
 	hreq.Header.Set("anthropic-version", anthropicVersion)
+	if len(req.OutputSchema) > 0 {
+		hreq.Header.Set("anthropic-beta", "structured-outputs-2025-11-13")
+	}
 	if a.key != "" {
 		hreq.Header.Set("x-api-key", a.key)
 	}
@@ -173,6 +183,9 @@ func (a *anthropic) wireRequest(req *Request) *antRequest {
 		Messages: make([]antMessage, 0, len(req.Messages))}
 	if w.MaxTokens <= 0 {
 		w.MaxTokens = defaultMaxTokens
+	}
+	if len(req.OutputSchema) > 0 {
+		w.OutputFormat = &antOutputFormat{Type: "json_schema", Schema: req.OutputSchema}
 	}
 	for _, m := range req.Messages {
 		am := antMessage{Role: m.Role, Content: make([]antBlock, 0, len(m.Content))}

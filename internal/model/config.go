@@ -21,6 +21,42 @@ type Config struct {
 	Providers       map[string]Provider // by Name(); only providers with a key
 	DefaultProvider string
 	DefaultModel    map[string]string // by provider name
+	// BaseURL is each provider's base URL as configured ("" means the vendor's own), for
+	// providers built with a user's key (BYOK).
+	BaseURL map[string]string
+	HTTP    *http.Client
+}
+
+// KeyVar is the variable (and the key in a Secret) that holds a provider's API key.
+func KeyVar(provider string) (string, bool) {
+	for _, p := range providerEnv {
+		if p.name == provider {
+			return p.keyVar, true
+		}
+	}
+	return "", false
+}
+
+// ProviderForKeys picks the provider a set of keys (a Secret's) serves: the first of anthropic,
+// openai, openrouter whose key variable is present.
+func ProviderForKeys(keys map[string]string) (string, bool) {
+	for _, p := range providerEnv {
+		if strings.TrimSpace(keys[p.keyVar]) != "" {
+			return p.name, true
+		}
+	}
+	return "", false
+}
+
+// WithKey builds a client for provider with the given key, at the base URL configured for it.
+func (c *Config) WithKey(provider, key string) (Provider, error) {
+	switch provider {
+	case "anthropic":
+		return NewAnthropic(c.BaseURL[provider], key, c.HTTP), nil
+	case "openai", "openrouter":
+		return NewOpenAI(provider, c.BaseURL[provider], key, c.HTTP), nil
+	}
+	return nil, fmt.Errorf("unknown model provider %q (known: anthropic, openai, openrouter)", provider)
 }
 
 // ConfigFromEnv builds a Config from the environment: ANTHROPIC_API_KEY (+ANTHROPIC_BASE_URL),
@@ -30,9 +66,10 @@ type Config struct {
 // nothing to another vendor).
 func ConfigFromEnv(getenv func(string) string, hc *http.Client) *Config {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	c := &Config{Providers: map[string]Provider{}, DefaultModel: map[string]string{}}
+	c := &Config{Providers: map[string]Provider{}, DefaultModel: map[string]string{}, BaseURL: map[string]string{}, HTTP: hc}
 	for _, p := range providerEnv {
 		c.DefaultModel[p.name] = p.model
+		c.BaseURL[p.name] = get(p.baseVar)
 		key := get(p.keyVar)
 		if key == "" {
 			continue

@@ -61,6 +61,9 @@ type Request struct {
 	Tools     []ToolDef `json:"tools,omitempty"`
 	MaxTokens int       `json:"maxTokens,omitempty"`
 	Stream    bool      `json:"stream,omitempty"`
+	// OutputSchema, when set, asks for a JSON answer that matches this JSON Schema (Anthropic's
+	// structured outputs, OpenAI's response_format json_schema).
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // Usage counts tokens the way Anthropic bills them: InputTokens are the uncached input tokens, and the

@@ -55,6 +55,17 @@ type oaiRequest struct {
 	MaxTokens     int           `json:"max_tokens,omitempty"`
 	Stream        bool          `json:"stream,omitempty"`
 	StreamOptions *oaiStreamOpt `json:"stream_options,omitempty"`
+	// ResponseFormat asks for a JSON answer matching a schema.
+	ResponseFormat *oaiResponseFormat `json:"response_format,omitempty"`
+}
+
+type oaiResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict bool            `json:"strict"`
+	} `json:"json_schema"`
 }
 
 type oaiStreamOpt struct {
@@ -213,6 +224,10 @@ func (o *openAI) Complete(ctx context.Context, req *Request) (*Response, error) 
 
 func (o *openAI) wireRequest(req *Request) *oaiRequest {
 	w := &oaiRequest{Model: req.Model, MaxTokens: req.MaxTokens, Stream: req.Stream}
+	if len(req.OutputSchema) > 0 {
+		w.ResponseFormat = &oaiResponseFormat{Type: "json_schema"}
+		w.ResponseFormat.JSONSchema.Name, w.ResponseFormat.JSONSchema.Schema, w.ResponseFormat.JSONSchema.Strict = "answer", req.OutputSchema, true
+	}
 	if req.Stream {
 		w.StreamOptions = &oaiStreamOpt{IncludeUsage: true}
 	}

@@ -36,9 +36,15 @@ func (s *Server) prepareRun(r *http.Request, run *api.AgentRun) error {
 	if run.Spec.MaxCostUSD == "" {
 		run.Spec.MaxCostUSD = ag.Spec.PerRunMaxCostUSD
 	}
+	if err := s.checkModel(r.Context(), &ag.Spec); err != nil {
+		return err
+	}
 	limit, _ := cost.ParseUSD(run.Spec.MaxCostUSD)
 	st := api.AgentRunStatus{Phase: api.PhaseQueued, AgentRevision: ag.Status.Revision, ConsoleURL: s.consoleURL(run.Metadata.Name),
-		Cost: &api.RunCost{TotalUSD: cost.Micros(0).String(), LimitUSD: limit.String()}}
+		Cost: &api.RunCost{TotalUSD: cost.Micros(0).String(), LimitUSD: limit.String(), Billing: "credits"}}
+	if ag.Spec.Model.Access == "BYOK" {
+		st.Cost.LimitUSD, st.Cost.Billing = "", "none" // not billed here, no cap to reach
+	}
 	if run.Spec.Deadline != "" {
 		d, _ := api.ResolveDeadline(run.Spec.Deadline, now)
 		d = d.UTC()
@@ -161,8 +167,10 @@ func (s *Server) applyRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, cur)
 }
 
+// patchRun is PATCH /v2/agentruns/NAME (JSON merge patch). A run's spec is fixed once it is
+// created, except its own cap, which may be raised: {"spec": {"maxCostUSD": "2.00"}}.
 func (s *Server) patchRun(w http.ResponseWriter, r *http.Request) {
-	writeErr(w, api.Errorf(http.StatusConflict, api.CodeConflict, "spec", "a run's spec cannot change after it is created; cancel it and start a new one"))
+	s.raiseCap(w, r)
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {

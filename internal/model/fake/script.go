@@ -196,7 +196,17 @@ func entryName(name string, i int) string {
 	return fmt.Sprintf("#%d", i)
 }
 
+// RouterPrefix starts the first user message of agentrun's routing call ("Route this request: "
+// followed by the user's request). A routing call matches only entries whose match starts with it
+// (match "Route this request" for every routing call, "Route this request: Summarize" for one
+// task), so scripts written for agent conversations, catch-alls included, never answer a routing
+// call by accident: unscripted, it fails and agentrun falls back to its default family.
+const RouterPrefix = "Route this request"
+
 // matches reports whether the entry's match selects a conversation with this first user message.
 func (e *Entry) matches(firstUser string) bool {
+	if strings.HasPrefix(firstUser, RouterPrefix) {
+		return strings.HasPrefix(e.Match, RouterPrefix) && strings.Contains(firstUser, e.Match)
+	}
 	return e.Match == "" || e.Match == "*" || strings.Contains(firstUser, e.Match)
 }

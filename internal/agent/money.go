@@ -1,0 +1,503 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/journal"
+	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// Router strategies (serve/runner --router).
+const (
+	// RouterModel asks a cheap model (the haiku family) for the family of each turn.
+	RouterModel = "model"
+	// RouterRules decides from the prompt alone (length, code and tool signals): no call, no cost.
+	RouterRules = "rules"
+)
+
+// RouterPrefix starts the routing call's only user message, followed by the user's request; the
+// scripted model server keys on it (fake.RouterPrefix).
+const RouterPrefix = "Route this request"
+
+// RouterTimeout bounds the routing call; past it the turn falls back.
+const RouterTimeout = 10 * time.Second
+
+// routerMaxTokens bounds the routing call's answer (a small JSON object).
+const routerMaxTokens = 200
+
+// routePromptLimit bounds how much of the user's request the router sees.
+const routePromptLimit = 8 << 10
+
+// inputOverhead is added to the bytes of a request when bounding its input tokens: the vendor's own
+// framing (roles, tool-use preamble) on top of the text, which is never more tokens than bytes.
+const inputOverhead = 1024
+
+// Secrets opens sealed secrets for BYOK runs.
+type Secrets interface {
+	Open(ctx context.Context, name string) (map[string]string, error)
+}
+
+// access is how a drive reaches its model.
+type access struct {
+	byok     bool
+	routed   bool
+	provider model.Provider
+	model    string // the model when not routed
+	families []string
+}
+
+// Resolution of an agent's model, shared with the server's checks at run creation.
+type Resolution struct {
+	// Routed: the server's access with no model named, on a provider that serves Claude; each
+	// turn's model is chosen by the router within Families.
+	Routed   bool
+	Provider string
+	// Model is the model when not routed.
+	Model    string
+	Families []string
+}
+
+// ResolveModel says which model an agent's runs use on the server's access (BYOK is resolved at
+// run time, from the agent's own model name).
+func ResolveModel(spec *api.AgentSpec, models *model.Config) (Resolution, error) {
+	provider := spec.Model.Provider
+	if provider == "" {
+		provider = models.DefaultProvider
+	}
+	if spec.Model.Access == "BYOK" {
+		return Resolution{Provider: provider, Model: spec.Model.Name}, nil
+	}
+	if spec.Model.Name == "" && (provider == "anthropic" || provider == "openrouter") {
+		fams := spec.Model.Families
+		if len(fams) == 0 {
+			fams = cost.Families
+		}
+		return Resolution{Routed: true, Provider: provider, Families: fams}, nil
+	}
+	_, m, err := models.Resolve(spec.Model.Provider, spec.Model.Name)
+	if err != nil {
+		return Resolution{}, err
+	}
+	return Resolution{Provider: provider, Model: m}, nil
+}
+
+var minorVersion = regexp.MustCompile(`-(\d+)-(\d)$`)
+
+// familyModel is the model id a family maps to, spelled for the provider (OpenRouter names Claude
+// models "anthropic/claude-sonnet-4.5").
+func familyModel(prices *cost.Table, provider, family string) (string, bool) {
+	id, ok := prices.FamilyModel(family)
+	if !ok {
+		return "", false
+	}
+	if provider == "openrouter" && !strings.Contains(id, "/") {
+		id = "anthropic/" + minorVersion.ReplaceAllString(id, "-$1.$2")
+	}
+	return id, true
+}
+
+func (d *drive) resolveAccess(ctx context.Context) (*access, error) {
+	spec := d.spec
+	if spec.Model.Access == "BYOK" {
+		if d.e.Secrets == nil {
+			return nil, &failure{api.ReasonModelError, "this runner cannot open secrets (no seal key)"}
+		}
+		keys, err := d.e.Secrets.Open(ctx, spec.Model.APIKeySecret)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, &failure{api.ReasonModelError, fmt.Sprintf("secret %q does not exist: a signed-in person must set it (see README, \"Use your own key\")", spec.Model.APIKeySecret)}
+			}
+			return nil, fmt.Errorf("open secret %s: %w", spec.Model.APIKeySecret, err)
+		}
+		provider := spec.Model.Provider
+		if provider == "" {
+			var ok bool
+			if provider, ok = model.ProviderForKeys(keys); !ok {
+				return nil, &failure{api.ReasonModelError, fmt.Sprintf("secret %q holds none of ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY", spec.Model.APIKeySecret)}
+			}
+		}
+		kv, _ := model.KeyVar(provider)
+		key := strings.TrimSpace(keys[kv])
+		if key == "" {
+			return nil, &failure{api.ReasonModelError, fmt.Sprintf("secret %q has no %s for provider %s", spec.Model.APIKeySecret, kv, provider)}
+		}
+		p, err := d.e.Models.WithKey(provider, key)
+		if err != nil {
+			return nil, &failure{api.ReasonModelError, err.Error()}
+		}
+		return &access{byok: true, provider: p, model: spec.Model.Name}, nil
+	}
+	res, err := ResolveModel(spec, d.e.Models)
+	if err != nil {
+		return nil, &failure{api.ReasonModelError, err.Error()}
+	}
+	p, _, err := d.e.Models.Resolve(res.Provider, res.Model)
+	if err != nil && res.Routed {
+		p, _, err = d.e.Models.Resolve(res.Provider, "x") // only the provider matters
+	}
+	if err != nil {
+		return nil, &failure{api.ReasonModelError, err.Error()}
+	}
+	return &access{routed: res.Routed, provider: p, model: res.Model, families: res.Families}, nil
+}
+
+// turnState is the model chosen for the current turn.
+type turnState struct {
+	index    int // into status.Turns
+	model    string
+	family   string
+	chosenBy string
+}
+
+// spend is the run's money so far, rebuilt from the journal on every drive.
+type spend struct {
+	total  cost.Total // what status.cost.totalUSD shows: billed (server access) or list price (BYOK)
+	vendor cost.Total
+}
+
+func (d *drive) limit() (cost.Micros, bool) {
+	if d.acc != nil && d.acc.byok {
+		return 0, false
+	}
+	if d.run.Spec.MaxCostUSD == "" {
+		return 0, false
+	}
+	m, err := cost.ParseUSD(d.run.Spec.MaxCostUSD)
+	return m, err == nil
+}
+
+func (d *drive) updateCost(needed *cost.Micros) {
+	c := &api.RunCost{TotalUSD: d.spent.total.String(), VendorUSD: d.spent.vendor.String(), Billing: "credits"}
+	if d.acc != nil && d.acc.byok {
+		c.Billing = "none"
+	}
+	if l, ok := d.limit(); ok {
+		c.LimitUSD = l.String()
+	}
+	if needed != nil {
+		c.NeededUSD = needed.String()
+	}
+	d.status.Cost = c
+}
+
+// inputBound bounds a request's input tokens: a token is never less than a byte, so the bytes of
+// the request (system prompt, messages, tool definitions) plus the vendor's framing bound it.
+func inputBound(req *model.Request) int64 {
+	b, _ := json.Marshal(req)
+	return int64(len(b)) + inputOverhead
+}
+
+// guard runs before every call on the server's access that is not already recorded: the call's
+// worst case (the whole request as input at the dearest input rate, plus maxTokens of output,
+// with the markup) must fit under what is left of the run's cap, and is reserved from credits
+// (when credits are enforced). Otherwise the run parks: MaxCostReached with the least cap it
+// needs, or Credits with the least it needs added.
+func (d *drive) guard(ctx context.Context, key string, req *model.Request, modelID string) error {
+	if d.acc.byok || d.j.Completed(key) {
+		return nil
+	}
+	var worst cost.Micros
+	p, priced := d.e.Prices.Lookup(modelID)
+	if priced {
+		worst = p.WorstCaseBill(inputBound(req), int64(req.MaxTokens))
+	}
+	if limit, capped := d.limit(); capped && priced && d.spent.total.Known+worst > limit {
+		// The cap may have been raised since this drive read the run.
+		if run, err := d.e.Store.GetRun(ctx, d.run.Metadata.Name); err == nil {
+			d.run.Spec.MaxCostUSD = run.Spec.MaxCostUSD
+			limit, _ = d.limit()
+		}
+		if d.spent.total.Known+worst > limit {
+			needed := d.spent.total.Known + worst
+			msg := fmt.Sprintf("the next call (%s, %s) may be billed up to $%s and the run has spent $%s of its $%s cap: raise the cap to at least $%s (agentrun runs raise-cap %s %s)",
+				key, modelID, worst, d.spent.total.Known, limit, needed, d.run.Metadata.Name, needed)
+			d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonMaxCostReached, msg
+			d.status.WaitingOn = &api.WaitingOn{Kind: "cost", StepKey: key, Detail: msg}
+			d.updateCost(&needed)
+			return d.park(ctx, &api.Event{Type: "run.waiting", StepKey: key, Message: "cap reached: " + msg})
+		}
+	}
+	res, err := d.e.Store.ReserveCredits(ctx, d.j.Lease(), store.Reservation{Run: d.run.Metadata.Name, StepKey: key, Attempt: d.j.NextAttempt(key), Amount: int64(worst)})
+	if err != nil {
+		return err
+	}
+	if res.Enforced && !res.OK {
+		needed := worst - cost.Micros(res.Available)
+		msg := fmt.Sprintf("out of credits: the next call (%s, %s) may be billed up to $%s and $%s is available; add at least $%s (agentrun credits add %s)",
+			key, modelID, worst, cost.Micros(max(res.Available, 0)), needed, needed)
+		d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonCredits, msg
+		d.status.WaitingOn = &api.WaitingOn{Kind: "credits", StepKey: key, Detail: msg}
+		d.updateCost(&needed)
+		// Credits held by other runs' calls in flight come back when they settle: look again soon.
+		wake := d.status.Deadline
+		if res.ReservedByOthers > 0 {
+			t := time.Now().Add(5 * time.Second)
+			if wake == nil || t.Before(*wake) {
+				wake = &t
+			}
+		}
+		d.j.Emit(api.Event{Type: "run.waiting", StepKey: key, Message: msg})
+		if _, err := d.j.Commit(ctx, &d.status, true, wake); err != nil {
+			return err
+		}
+		return errParked
+	}
+	return nil
+}
+
+// callCost prices one response: what the run records (billed on the server's access, list price
+// on BYOK) and the list price; nil when the model is not in the price table.
+func (d *drive) callCost(resp *model.Response, requested string) (recorded, vendor *int64) {
+	id := resp.Model
+	if id == "" {
+		id = requested
+	}
+	p, ok := d.e.Prices.Lookup(id)
+	if !ok {
+		if p, ok = d.e.Prices.Lookup(requested); !ok {
+			return nil, nil
+		}
+	}
+	u := usageOf(resp.Usage)
+	v := int64(p.Cost(u))
+	if d.acc.byok {
+		return &v, &v
+	}
+	b := int64(p.Bill(u))
+	return &b, &v
+}
+
+func usageOf(u model.Usage) cost.Usage {
+	return cost.Usage{Input: u.InputTokens, Output: u.OutputTokens, CacheWrite: u.CacheCreationInputTokens,
+		CacheWrite1h: u.CacheCreation1hInputTokens, CacheRead: u.CacheReadInputTokens, Reasoning: u.ReasoningTokens}
+}
+
+func micros(p *int64) *cost.Micros {
+	if p == nil {
+		return nil
+	}
+	m := cost.Micros(*p)
+	return &m
+}
+
+// modelResult is a model step's recorded result: the response and its list-price cost.
+type modelResult struct {
+	model.Response
+	VendorMicros *int64 `json:"vendorMicros,omitempty"`
+}
+
+// routeResult is a route step's recorded result.
+type routeResult struct {
+	Family     string      `json:"family"`
+	Model      string      `json:"model"`
+	ChosenBy   string      `json:"chosenBy"`
+	Confidence float64     `json:"confidence,omitempty"`
+	Reason     string      `json:"reason,omitempty"`
+	Router     string      `json:"router,omitempty"`
+	Usage      model.Usage `json:"usage,omitzero"`
+	// VendorMicros is the routing call's list-price cost.
+	VendorMicros *int64 `json:"vendorMicros,omitempty"`
+}
+
+var routeSchema = json.RawMessage(`{"type":"object","properties":{"family":{"type":"string","enum":["haiku","sonnet","opus","fable"]},"confidence":{"type":"number","minimum":0,"maximum":1}},"required":["family","confidence"],"additionalProperties":false}`)
+
+func routerSystem(families []string) string {
+	return "You route a user's request to the model family that should answer it, for a whole turn of an agent that can run tools.\n" +
+		"Families, cheapest and fastest first: haiku (simple questions, lookups, short edits), sonnet (most work: coding, analysis, multi-step tasks), " +
+		"opus (hard reasoning, large or subtle changes), fable (the most demanding work).\n" +
+		"Allowed families: " + strings.Join(families, ", ") + ".\n" +
+		`Answer with JSON only: {"family": one of the allowed families, "confidence": a number from 0 to 1}.`
+}
+
+// fallbackFamily is sonnet if allowed, else the allowed family nearest to it (the cheaper on a tie).
+func fallbackFamily(allowed []string) string {
+	rank := map[string]int{"haiku": 0, "sonnet": 1, "opus": 2, "fable": 3}
+	best, bestD := "", 99
+	for _, f := range cost.Families {
+		if !contains(allowed, f) {
+			continue
+		}
+		d := rank[f] - 1
+		if d < 0 {
+			d = -d
+		}
+		if d < bestD {
+			best, bestD = f, d
+		}
+	}
+	return best
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+var codeSignal = regexp.MustCompile("(?i)```|\\b(func|class|def|import|stack trace|traceback|refactor|debug|compile|implement|migrate|test suite|benchmark)\\b")
+
+// rulesFamily is the deterministic router: short plain requests go to haiku, long or code-heavy
+// ones to opus, the rest to sonnet; then the nearest allowed family.
+func rulesFamily(prompt string, tools int, allowed []string) (string, string) {
+	want, why := "sonnet", "a request of ordinary size"
+	code := codeSignal.MatchString(prompt)
+	switch {
+	case len(prompt) > 4000 || (code && len(prompt) > 1500):
+		want, why = "opus", "a long or code-heavy request"
+	case len(prompt) < 200 && !code && tools <= 2:
+		want, why = "haiku", "a short request without code"
+	}
+	if contains(allowed, want) {
+		return want, why
+	}
+	rank := map[string]int{"haiku": 0, "sonnet": 1, "opus": 2, "fable": 3}
+	best, bestD := "", 99
+	for _, f := range cost.Families {
+		if !contains(allowed, f) {
+			continue
+		}
+		d := rank[f] - rank[want]
+		if d < 0 {
+			d = -d
+		}
+		if d < bestD {
+			best, bestD = f, d
+		}
+	}
+	return best, why + " (nearest allowed family)"
+}
+
+// route decides the family of the turn that starts at model call n, as journal step t{n}/route.
+// A completed decision is replayed, never asked again.
+func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, error) {
+	key := fmt.Sprintf("t%d/route", n)
+	allowed := d.acc.families
+	fb := fallbackFamily(allowed)
+	provider := d.acc.provider.Name()
+	var out journal.Outcome
+	var err error
+	if d.e.Router == RouterRules {
+		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (rules)", Args: map[string]any{"families": allowed, "router": RouterRules}, HashOf: []any{allowed, prompt}, Safe: true},
+			func(ctx context.Context) (any, *int64, error) {
+				fam, why := rulesFamily(prompt, len(d.spec.Tools), allowed)
+				id, _ := familyModel(d.e.Prices, provider, fam)
+				zero := int64(0)
+				return routeResult{Family: fam, Model: id, ChosenBy: "rules", Reason: why, Router: RouterRules}, &zero, nil
+			})
+	} else {
+		routerModel, _ := familyModel(d.e.Prices, provider, "haiku")
+		req := &model.Request{Model: routerModel, System: routerSystem(allowed), MaxTokens: routerMaxTokens, OutputSchema: routeSchema,
+			Messages: []model.Message{userText(RouterPrefix + ": " + clipText(prompt, routePromptLimit))}}
+		if err := d.guard(ctx, key, req, routerModel); err != nil {
+			return turnState{}, err
+		}
+		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (" + routerModel + ")", Args: map[string]any{"families": allowed, "model": routerModel}, HashOf: req, Safe: true, Bill: true},
+			func(ctx context.Context) (any, *int64, error) {
+				fallback := func(why string) routeResult {
+					id, _ := familyModel(d.e.Prices, provider, fb)
+					return routeResult{Family: fb, Model: id, ChosenBy: "fallback", Reason: why, Router: routerModel}
+				}
+				cctx, cancel := context.WithTimeout(ctx, RouterTimeout)
+				defer cancel()
+				resp, err := d.acc.provider.Complete(cctx, req)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil, nil, ctx.Err()
+					}
+					if cctx.Err() != nil {
+						err = fmt.Errorf("no answer within %s", RouterTimeout)
+					}
+					zero := int64(0) // a call that failed returned no usage: nothing is charged
+					return fallback("router call failed: " + clipText(err.Error(), 300)), &zero, nil
+				}
+				recorded, vendor := d.callCost(resp, routerModel)
+				var text strings.Builder
+				for _, b := range resp.Content {
+					if b.Type == model.BlockText {
+						text.WriteString(b.Text)
+					}
+				}
+				var ans struct {
+					Family     string   `json:"family"`
+					Confidence *float64 `json:"confidence"`
+				}
+				r := routeResult{}
+				if err := json.Unmarshal([]byte(strings.TrimSpace(text.String())), &ans); err != nil {
+					r = fallback("router answer is not the JSON asked for: " + clipText(text.String(), 200))
+				} else if !contains(allowed, ans.Family) {
+					r = fallback(fmt.Sprintf("router chose %q, outside the allowed families %v", ans.Family, allowed))
+				} else if ans.Confidence == nil || *ans.Confidence < 0 || *ans.Confidence > 1 {
+					r = fallback("router answer has no confidence between 0 and 1")
+				} else {
+					id, _ := familyModel(d.e.Prices, provider, ans.Family)
+					r = routeResult{Family: ans.Family, Model: id, ChosenBy: "jev", Confidence: *ans.Confidence, Router: routerModel}
+				}
+				r.Usage, r.VendorMicros = resp.Usage, vendor
+				return r, recorded, nil
+			})
+	}
+	if err != nil {
+		return turnState{}, err
+	}
+	var rr routeResult
+	if err := json.Unmarshal(out.Result, &rr); err != nil {
+		return turnState{}, fmt.Errorf("decode %s result: %w", key, err)
+	}
+	d.spent.total.Add(micros(out.CostMicros))
+	d.spent.vendor.Add(micros(rr.VendorMicros))
+	if d.e.Router == RouterRules {
+		zero := cost.Micros(0)
+		d.spent.vendor.Add(&zero)
+	}
+	t := api.Turn{Index: len(d.status.Turns) + 1, Model: rr.Model, Family: rr.Family, ChosenBy: rr.ChosenBy, Confidence: rr.Confidence}
+	var rc cost.Total
+	rc.Add(micros(out.CostMicros))
+	t.RouteCostUSD = rc.String()
+	d.turnCost = rc
+	t.CostUSD = rc.String()
+	d.status.Turns = append(d.status.Turns, t)
+	if !out.Replayed {
+		d.j.Emit(api.Event{Type: "turn.routed", StepKey: key, Message: fmt.Sprintf("turn %d: %s (%s, chosen by %s)%s", t.Index, rr.Model, rr.Family, rr.ChosenBy, reasonSuffix(rr.Reason))})
+	}
+	return turnState{index: len(d.status.Turns) - 1, model: rr.Model, family: rr.Family, chosenBy: rr.ChosenBy}, nil
+}
+
+func reasonSuffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + r
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// familyOf names the family a fixed model belongs to, if the price table maps one to it.
+func familyOf(prices *cost.Table, id string) string {
+	for _, f := range cost.Families {
+		if m, ok := prices.FamilyModel(f); ok && cost.Normalize(m) == cost.Normalize(id) {
+			return f
+		}
+	}
+	return ""
+}

@@ -25,6 +25,7 @@ func Main(args []string) int {
 	cli.AddGlobalFlags(root)
 	root.AddCommand(newServeCmd(), newRunnerCmd(), newDevCmd())
 	root.AddCommand(cli.Commands()...)
+	root.AddCommand(newComputerCmd())
 	cli.Version = version
 	root.SetArgs(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

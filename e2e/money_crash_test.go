@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// A crash in the middle of a billed call leaves the ledger consistent: the reservation made before
+// the call is found and replaced on replay (never left dangling), each step is charged once (the
+// charge commits with the step's completion), and balance = adds − charges.
+func TestMoneyCrashMidCall(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		pause string
+		// held: a reservation for t0/model is held while the process is paused.
+		held bool
+	}{
+		{"before-intent:t0/model", true},
+		{"after-intent:t0/model", true},
+		{"after-result:t0/model", false},
+	}
+	for _, c := range cases {
+		t.Run(c.pause, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, exactScript)
+			e.start("AGENTRUN_DEV_PAUSE_AT=" + c.pause)
+			e.mustCLI(0, "credits", "add", "1")
+			if st := e.do("PUT", "/v2/agents/pricer", `{"metadata":{"name":"pricer"},"spec":{"model":{"access":"Nodus"},"tools":["ls"]}}`, nil); st != 201 {
+				t.Fatalf("create agent: HTTP %d", st)
+			}
+			var run api.AgentRun
+			if st := e.do("POST", "/v2/agents/pricer/runs", `{"input":{"content":"Price check"}}`, &run); st != 201 {
+				t.Fatalf("start run: HTTP %d", st)
+			}
+			name := run.Metadata.Name
+			e.waitStderr("AGENTRUN_DEV_PAUSED "+strings.Replace(c.pause, ":", " ", 1), 15*time.Second)
+			cr := e.credits()
+			held := false
+			for _, r := range cr.Reservations {
+				if r.Run == name && r.StepKey == "t0/model" && r.Attempt == 1 {
+					held = true
+				}
+			}
+			if held != c.held {
+				t.Fatalf("paused at %s: reservation for t0/model held = %v, want %v (%+v)", c.pause, held, c.held, cr.Reservations)
+			}
+			e.kill()
+			e.start()
+			r := e.waitPhase(name, 15*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+			if r.Status.Phase != api.PhaseSucceeded {
+				t.Fatalf("after restart: %s %s", r.Status.Phase, r.Status.Message)
+			}
+			// The interrupted attempt returned no usage and is not billed; every completed call is
+			// billed once: the same total as a run with no crash.
+			if r.Status.Cost.TotalUSD != "0.004773" {
+				t.Errorf("total after the crash = %s, want 0.004773", r.Status.Cost.TotalUSD)
+			}
+			c := checkLedger(t, e, name)
+			if c.BalanceUSD != "0.995227" {
+				t.Errorf("balance = %s, want 0.995227", c.BalanceUSD)
+			}
+		})
+	}
+}
+
+// doAs makes an API request with the given bearer credential.
+func (e *env) doAs(bearer, method, path, body string, out any) int {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			e.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// personSession signs the first person in with the setup code the server printed.
+func (e *env) personSession() string {
+	e.t.Helper()
+	m := regexp.MustCompile(`setup code: ([0-9A-F]+)`).FindStringSubmatch(e.stderr.String())
+	if m == nil {
+		e.t.Fatalf("no setup code printed:\n%s", e.stderr.String())
+	}
+	var out struct {
+		Session string `json:"session"`
+	}
+	body := `{"password": "correct horse battery staple", "setupCode": "` + m[1] + `"}`
+	if st := e.doAs("", "POST", "/v2/login", body, &out); st != 200 || out.Session == "" {
+		e.t.Fatalf("login: HTTP %d", st)
+	}
+	return out.Session
+}
+
+// Bring your own key: the key lives in a sealed Secret only a signed-in person can write; the run
+// uses it (the server has no key of its own here), is metered at list price, billed nothing and
+// has no cap.
+func TestMoneyBYOK(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+entries:
+  - name: own
+    match: "Own key"
+    turns:
+      - text: "paid by you"
+        usage: {input_tokens: 1000, output_tokens: 500}
+`)
+	e.start("ANTHROPIC_API_KEY=")
+	const key = "sk-ant-test-do-not-leak-123"
+	var apiErr api.Error
+	if st := e.do("PUT", "/v2/secrets/anthropic-key", `{"data":{"ANTHROPIC_API_KEY":"`+key+`"}}`, &apiErr); st != 403 || apiErr.Code != "PersonRequired" {
+		t.Fatalf("the API token wrote a secret: HTTP %d %+v", st, apiErr)
+	}
+	session := e.personSession()
+	if st := e.doAs(session, "PUT", "/v2/secrets/anthropic-key", `{"data":{"ANTHROPIC_API_KEY":"`+key+`"}}`, nil); st != 200 {
+		t.Fatalf("a person writing a secret: HTTP %d", st)
+	}
+	var list struct {
+		Items []struct {
+			Name string   `json:"name"`
+			Keys []string `json:"keys"`
+		} `json:"items"`
+	}
+	if st := e.do("GET", "/v2/secrets", nil, &list); st != 200 || len(list.Items) != 1 || list.Items[0].Keys[0] != "ANTHROPIC_API_KEY" {
+		t.Fatalf("GET /v2/secrets: HTTP %d %+v", st, list)
+	}
+	e.mustCLI(0, "credits", "add", "1")
+	// A BYOK agent naming a secret nobody set is refused at run start.
+	if st := e.do("PUT", "/v2/agents/nokey", `{"metadata":{"name":"nokey"},"spec":{"model":{"access":"BYOK","name":"claude-sonnet-4-5","apiKeySecret":"missing"}}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	if st := e.do("POST", "/v2/agents/nokey/runs", `{"input":{"content":"Own key"}}`, &apiErr); st != 422 || apiErr.Code != "SecretNotFound" || apiErr.Field != "spec.model.apiKeySecret" {
+		t.Errorf("run on a missing secret: HTTP %d %+v", st, apiErr)
+	}
+	// The seed's YAML: access BYOK with a model name and the secret.
+	if st := e.do("PUT", "/v2/agents/mine", `{"metadata":{"name":"mine"},"spec":{"model":{"access":"BYOK","name":"claude-sonnet-5-5","apiKeySecret":"anthropic-key"}}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	if st := e.do("PUT", "/v2/agents/mine", `{"metadata":{"name":"mine"},"spec":{"model":{"access":"BYOK","name":"claude-sonnet-4-5","apiKeySecret":"anthropic-key"}}}`, nil); st != 200 {
+		t.Fatalf("update agent: HTTP %d", st)
+	}
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/mine/runs", `{"input":{"content":"Own key"}}`, &run); st != 201 {
+		t.Fatalf("start run: HTTP %d", st)
+	}
+	r := e.waitPhase(run.Metadata.Name, 10*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("BYOK run: %s %s", r.Status.Phase, r.Status.Message)
+	}
+	// 1000 × $3/M + 500 × $15/M = 3000 + 7500 µ$: metered at list price, no markup, no cap.
+	c := r.Status.Cost
+	if c.TotalUSD != "0.0105" || c.VendorUSD != "0.0105" || c.Billing != "none" || c.LimitUSD != "" {
+		t.Errorf("cost = %+v, want 0.0105 at list price, billing none, no cap", c)
+	}
+	if tr := r.Status.Turns; len(tr) != 1 || tr[0].ChosenBy != "agent" || tr[0].Model != "claude-sonnet-4-5" || tr[0].RouteCostUSD != "" {
+		t.Errorf("turns = %+v", tr)
+	}
+	if steps := e.steps(run.Metadata.Name); len(steps) != 1 || steps[0].Key != "t0/model" {
+		t.Errorf("steps = %+v: a BYOK run is not routed", steps)
+	}
+	cr := e.credits()
+	if cr.BalanceUSD != "1.00" || len(cr.Entries) != 1 {
+		t.Errorf("credits after a BYOK run: %+v (nothing may be charged)", cr)
+	}
+	// The key is sealed at rest.
+	db, _ := os.ReadFile(filepath.Join(e.dir, "agentrun.db"))
+	wal, _ := os.ReadFile(filepath.Join(e.dir, "agentrun.db-wal"))
+	if bytes.Contains(db, []byte(key)) || bytes.Contains(wal, []byte(key)) {
+		t.Error("the key is stored in clear")
+	}
+	if fi, err := os.Stat(filepath.Join(e.dir, "seal.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("seal.key: %v %v", fi, err)
+	}
+}
+
+// The rules router decides without a model call, for free.
+func TestRouterRules(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+entries:
+  - name: any
+    match: "*"
+    turns:
+      - text: "ok"
+`)
+	e.start("AGENTRUN_ROUTER=rules")
+	if st := e.do("PUT", "/v2/agents/r", `{"metadata":{"name":"r"},"spec":{"model":{"access":"Nodus"}}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	long := strings.Repeat("Refactor this function and debug the stack trace. ", 100)
+	for input, fam := range map[string]string{"What is 2+2?": "haiku", long: "opus"} {
+		var run api.AgentRun
+		b, _ := json.Marshal(map[string]any{"input": map[string]string{"content": input}})
+		if st := e.do("POST", "/v2/agents/r/runs", string(b), &run); st != 201 {
+			t.Fatalf("start run: HTTP %d", st)
+		}
+		r := e.waitPhase(run.Metadata.Name, 10*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+		if len(r.Status.Turns) != 1 || r.Status.Turns[0].Family != fam || r.Status.Turns[0].ChosenBy != "rules" || r.Status.Turns[0].RouteCostUSD != "0.00" {
+			t.Errorf("%.30s…: turns %+v, want %s by rules at no cost", input, r.Status.Turns, fam)
+		}
+	}
+	if n := routerCalls(e.model); n != 0 {
+		t.Errorf("the rules router made %d model calls", n)
+	}
+}

@@ -139,6 +139,9 @@ func DefaultAndValidateRun(r *AgentRun, now time.Time) error {
 	if err := checkTypeMeta(&r.TypeMeta, "AgentRun"); err != nil {
 		return err
 	}
+	if err := validateMember(r); err != nil {
+		return err
+	}
 	if err := ValidName("metadata.name", r.Metadata.Name); err != nil {
 		return err
 	}
@@ -164,9 +167,6 @@ func DefaultAndValidateRun(r *AgentRun, now time.Time) error {
 		if _, err := ResolveDeadline(s.Deadline, now); err != nil {
 			return err
 		}
-	}
-	if s.Group != "" || s.TaskKey != "" || len(s.DependsOn) > 0 {
-		return Invalid("spec.group", "groups are not available on this server yet")
 	}
 	return nil
 }

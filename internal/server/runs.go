@@ -59,7 +59,11 @@ func (s *Server) insertRun(w http.ResponseWriter, r *http.Request, run *api.Agen
 		writeErr(w, err)
 		return
 	}
-	if err := s.Store.CreateRun(r.Context(), run); err != nil {
+	create := s.Store.CreateRun
+	if run.Spec.Group != "" {
+		create = s.createMember
+	}
+	if err := create(r.Context(), run); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -78,6 +82,10 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var run *api.AgentRun
+	if hasKey(body, "items") {
+		s.createRunList(w, r, body)
+		return
+	}
 	if hasKey(body, "spec") || hasKey(body, "kind") {
 		run = &api.AgentRun{}
 		if err := api.DecodeStrict(body, run); err != nil {
@@ -96,7 +104,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		}
 		run = seed.Run(seed.Agent)
 	}
-	if run.Metadata.Name == "" && run.Spec.Agent != "" {
+	if run.Metadata.Name == "" && run.Spec.Agent != "" && run.Spec.Group == "" { // a member is named GROUP-TASKKEY
 		run.Metadata.Name = generateName(run.Spec.Agent)
 	}
 	s.insertRun(w, r, run, false)
@@ -196,11 +204,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		case ok && k == "status.phase":
 			f.Phase = v
 		case ok && k == "spec.group":
-			if v != "" {
-				// Groups are not available yet: no run belongs to one.
-				writeJSON(w, http.StatusOK, api.List[api.AgentRun]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentRunList"}, Items: []api.AgentRun{}})
-				return
-			}
+			f.Group = v
 		default:
 			writeErr(w, api.Invalid("fieldSelector", "unsupported field selector %q (supported: spec.agent, status.phase, spec.group)", sel))
 			return

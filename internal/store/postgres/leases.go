@@ -27,7 +27,7 @@ UPDATE runs SET lease_owner = $1,
 	lease_generation = lease_generation + 1
 WHERE name = ANY (ARRAY(
 	SELECT name FROM runs
-	WHERE (lease_owner IS NULL AND claimable_at <= now())
+	WHERE (lease_owner IS NULL AND claimable_at <= now() AND admitted)
 	   OR (lease_owner IS NOT NULL AND lease_expires_at < now())
 	ORDER BY COALESCE(lease_expires_at, claimable_at), name
 	LIMIT $3

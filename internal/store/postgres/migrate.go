@@ -142,6 +142,41 @@ var migrations = []string{
 		sealed bytea NOT NULL,
 		keys json NOT NULL,
 		updated_at timestamptz NOT NULL);`,
+
+	// 4: AgentGroups: members (not claimable until admitted), groups, batch idempotency keys.
+	`ALTER TABLE runs ADD COLUMN group_name text COLLATE "C" NOT NULL DEFAULT '',
+		ADD COLUMN task_key text COLLATE "C" NOT NULL DEFAULT '',
+		ADD COLUMN group_seq bigint NOT NULL DEFAULT 0,
+		ADD COLUMN admitted boolean NOT NULL DEFAULT true,
+		ADD COLUMN cap_micros bigint NOT NULL DEFAULT 0,
+		ADD COLUMN depends_on json NOT NULL DEFAULT '[]',
+		ADD COLUMN group_wait text NOT NULL DEFAULT '';
+	CREATE INDEX runs_group ON runs (group_name, group_seq) WHERE group_name <> '';
+	CREATE INDEX runs_unadmitted ON runs (group_name) WHERE NOT admitted;
+	CREATE TABLE groups (
+		name text COLLATE "C" PRIMARY KEY,
+		uid text NOT NULL,
+		resource_version bigint NOT NULL,
+		generation bigint NOT NULL,
+		created_at timestamptz NOT NULL,
+		labels json NOT NULL,
+		spec json NOT NULL,
+		status json NOT NULL);
+	CREATE TABLE idempotency_keys (
+		key text COLLATE "C" PRIMARY KEY,
+		hash text NOT NULL,
+		result json NOT NULL,
+		created_at timestamptz NOT NULL DEFAULT now());`,
+
+	// 5: evaluation environments, immutable per name and version.
+	`CREATE TABLE environments (
+		name text COLLATE "C" NOT NULL,
+		version text COLLATE "C" NOT NULL,
+		uid text NOT NULL,
+		labels json NOT NULL,
+		spec json NOT NULL,
+		created_at timestamptz NOT NULL,
+		PRIMARY KEY (name, version));`,
 }
 
 // migrateLockClass is the first key of the advisory lock that serializes migrations; the second

@@ -137,6 +137,10 @@ var migrations = []string{
 		created_at INTEGER NOT NULL, labels TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL);
 	CREATE TABLE idempotency_keys (
 		key TEXT PRIMARY KEY, hash TEXT NOT NULL, result TEXT NOT NULL, created_at INTEGER NOT NULL);`,
+	// 5: evaluation environments, immutable per name and version.
+	`CREATE TABLE environments (
+		name TEXT NOT NULL, version TEXT NOT NULL, uid TEXT NOT NULL, labels TEXT NOT NULL, spec TEXT NOT NULL,
+		created_at INTEGER NOT NULL, PRIMARY KEY (name, version));`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -54,6 +54,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Requeue", func(t *testing.T) { testRequeue(t, open) })
 	t.Run("Files", func(t *testing.T) { testFiles(t, open) })
 	t.Run("Runners", func(t *testing.T) { testRunners(t, open) })
+	t.Run("Groups", func(t *testing.T) { testGroups(t, open) })
+	t.Run("Environments", func(t *testing.T) { testEnvironments(t, open) })
 	t.Run("Credits", func(t *testing.T) { testCredits(t, open) })
 }
 

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+)
+
+// Environment is a versioned evaluation task set: splits of tasks (a prompt for the agent and
+// hidden answer data only the grader sees) and the grader. NAME@VERSION is immutable: loading the
+// same name and version again with other content is refused.
+type Environment struct {
+	TypeMeta `json:",inline"`
+	Metadata ObjectMeta        `json:"metadata"`
+	Spec     EnvironmentSpec   `json:"spec"`
+	Status   EnvironmentStatus `json:"status,omitempty"`
+}
+
+// EnvironmentSpec is an environment's content.
+type EnvironmentSpec struct {
+	Version     string `json:"version"`
+	Description string `json:"description,omitempty"`
+	// Image names the grader's image when a sandbox provider runs graders (recorded as given).
+	Image  string            `json:"image,omitempty"`
+	Grader GraderSpec        `json:"grader"`
+	Splits map[string][]Task `json:"splits"`
+}
+
+// Task is one evaluation task. Answer is hidden from the agent: only the grader sees it.
+type Task struct {
+	ID     string          `json:"id"`
+	Prompt string          `json:"prompt"`
+	Answer json.RawMessage `json:"answer,omitempty"`
+}
+
+// GraderSpec says how an answer is scored.
+//
+//   - exact: the answer equals the task's answer (a JSON string, or any JSON value's text).
+//   - normalized: equal after trimming, lower-casing, collapsing spaces and dropping a final
+//     period; numbers compare as numbers.
+//   - regex: the answer matches pattern (or, if pattern is empty, the task's answer as a pattern).
+//   - json: the answer (or its first {...} block) is JSON that satisfies schema (a subset: type,
+//     required, properties, enum, items) and whose fields equal the task's answer object's fields.
+//   - script: a shell script run as a subprocess in a fresh folder holding answer.txt,
+//     expected.json, task.json and workspace/ (a copy of the run's folder); it prints
+//     {"pass": bool, "reward": number, "evidence": "..."} on stdout.
+//   - rubric: a model grades the answer against rubric (not available yet on this server).
+type GraderSpec struct {
+	Kind          string          `json:"kind"`
+	Pattern       string          `json:"pattern,omitempty"`
+	CaseSensitive bool            `json:"caseSensitive,omitempty"`
+	Schema        json.RawMessage `json:"schema,omitempty"`
+	Script        string          `json:"script,omitempty"`
+	Rubric        string          `json:"rubric,omitempty"`
+	Model         string          `json:"model,omitempty"`
+	// TimeoutSeconds bounds one script grading (default 60).
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+}
+
+// EnvironmentStatus is written by the system.
+type EnvironmentStatus struct {
+	// Builtin: shipped with this server.
+	Builtin bool           `json:"builtin,omitempty"`
+	Tasks   map[string]int `json:"tasks,omitempty"`
+}
+
+var envName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`)
+var envVersion = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9_.+]{0,63}$`)
+
+// Grader kinds.
+var GraderKinds = map[string]bool{"exact": true, "normalized": true, "regex": true, "json": true, "script": true, "rubric": true}
+
+// ValidateEnvironment checks an environment as loaded.
+func ValidateEnvironment(e *Environment) error {
+	if err := checkTypeMeta(&e.TypeMeta, "Environment"); err != nil {
+		return err
+	}
+	if !envName.MatchString(e.Metadata.Name) || len(e.Metadata.Name) > 128 {
+		return Invalid("metadata.name", "environment name %q: lowercase letters, digits, '-' and '.', optionally OWNER/NAME", e.Metadata.Name)
+	}
+	if !envVersion.MatchString(e.Spec.Version) {
+		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.version", "an environment needs a version (like 1.0.0)")
+	}
+	if !GraderKinds[e.Spec.Grader.Kind] {
+		return Invalid("spec.grader.kind", "grader kind %q: use exact, normalized, regex, json, script or rubric", e.Spec.Grader.Kind)
+	}
+	if e.Spec.Grader.Kind == "script" && e.Spec.Grader.Script == "" {
+		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.grader.script", "a script grader needs its script")
+	}
+	if e.Spec.Grader.Kind == "regex" && e.Spec.Grader.Pattern != "" {
+		if _, err := regexp.Compile(e.Spec.Grader.Pattern); err != nil {
+			return Invalid("spec.grader.pattern", "%v", err)
+		}
+	}
+	if len(e.Spec.Splits) == 0 {
+		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.splits", "an environment needs at least one split of tasks")
+	}
+	e.Status.Tasks = map[string]int{}
+	for split, tasks := range e.Spec.Splits {
+		if err := ValidName("spec.splits", split); err != nil {
+			return err
+		}
+		if len(tasks) == 0 {
+			return Invalid("spec.splits."+split, "split %q has no tasks", split)
+		}
+		seen := map[string]bool{}
+		for i, t := range tasks {
+			f := "spec.splits." + split + "[" + itoa(i) + "]"
+			if t.ID == "" || len(t.ID) > 128 {
+				return Errorf(http.StatusUnprocessableEntity, CodeRequired, f+".id", "every task needs an id (at most 128 characters)")
+			}
+			if seen[t.ID] {
+				return Invalid(f+".id", "task id %q is used twice in split %q", t.ID, split)
+			}
+			seen[t.ID] = true
+			if t.Prompt == "" || len(t.Prompt) > MaxInputBytes {
+				return Invalid(f+".prompt", "every task needs a prompt of at most 256 KiB")
+			}
+		}
+		e.Status.Tasks[split] = len(tasks)
+	}
+	return nil
+}
+
+// Ref is NAME@VERSION.
+func (e *Environment) Ref() string { return e.Metadata.Name + "@" + e.Spec.Version }

@@ -1,0 +1,338 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"agentrun.dev/agentrun/internal/cost"
+)
+
+// Group limits and defaults (the Nodus seed's "Run agents in parallel").
+const (
+	DefaultMaxActive  = 10
+	MaxMaxActive      = 1000
+	DefaultMaxPending = 10000
+	// MaxBatch is how many runs one AgentRunList may create.
+	MaxBatch = 100
+	// MaxEvalCases bounds an evaluation batch, repetitions included.
+	MaxEvalCases = 100
+	// DefaultEvalTimeout is an evaluation's absolute deadline when none is given; 1m..24h.
+	DefaultEvalTimeout = 30 * time.Minute
+	MinEvalTimeout     = time.Minute
+	MaxEvalTimeout     = 24 * time.Hour
+)
+
+// Group phases (AgentGroup status.phase).
+const (
+	GroupRunning    = "Running"
+	GroupSucceeded  = "Succeeded"
+	GroupFailed     = "Failed"
+	GroupCancelling = "Cancelling"
+	GroupCancelled  = "Cancelled"
+)
+
+// Reasons of member runs and groups.
+const (
+	ReasonDependencyWait      = "DependencyWait"
+	ReasonGroupWait           = "GroupWait"
+	ReasonMaxActiveReached    = "MaxActiveReached"
+	ReasonDependencyFailed    = "DependencyFailed"
+	ReasonDependencyCancelled = "DependencyCancelled"
+	ReasonRunsFailed          = "RunsFailed"
+	ReasonEvaluationTimeout   = "EvaluationTimeout"
+)
+
+// Error codes of groups.
+const (
+	CodeGroupNotFound     = "GroupNotFound"
+	CodeGroupSealed       = "GroupSealed"
+	CodeGroupCancelled    = "GroupCancelled"
+	CodeMaxPendingReached = "MaxPendingReached"
+	CodeIdempotencyReused = "IdempotencyKeyReused"
+)
+
+// AgentGroup runs many runs of one agent, at most limits.maxActive at once and together under
+// limits.maxCostUSD.
+type AgentGroup struct {
+	TypeMeta `json:",inline"`
+	Metadata ObjectMeta       `json:"metadata"`
+	Spec     AgentGroupSpec   `json:"spec"`
+	Status   AgentGroupStatus `json:"status,omitempty"`
+}
+
+// AgentGroupSpec is what a user writes for a group.
+type AgentGroupSpec struct {
+	Agent  string      `json:"agent"`
+	Limits GroupLimits `json:"limits,omitempty"`
+	// MaxCostUSD is accepted as an alias of limits.maxCostUSD (the seed's prose calls it
+	// spec.maxCostUSD); validation moves it into limits.
+	MaxCostUSD string `json:"maxCostUSD,omitempty"`
+	// Sealed: no more runs are coming. Irreversible; a sealed group refuses new runs (409).
+	Sealed     bool            `json:"sealed,omitempty"`
+	Evaluation *EvaluationSpec `json:"evaluation,omitempty"`
+}
+
+// GroupLimits bound a group.
+type GroupLimits struct {
+	// MaxActive is how many members may be started and unfinished at once (default 10, 1..1000).
+	MaxActive int `json:"maxActive,omitempty"`
+	// MaxPending is how many unfinished members the group takes (default 10000).
+	MaxPending int `json:"maxPending,omitempty"`
+	// MaxCostUSD is the group's spend cap (decimal string); empty means no group cap. It can be
+	// raised on a live group, never lowered.
+	MaxCostUSD string `json:"maxCostUSD,omitempty"`
+}
+
+// EvaluationSpec makes a group an evaluation batch of an Environment's tasks.
+type EvaluationSpec struct {
+	// Environment is NAME@VERSION.
+	Environment string `json:"environment"`
+	Split       string `json:"split,omitempty"`
+	// Tasks is how many tasks to draw from the split (0: all, up to the batch limit).
+	Tasks       int   `json:"tasks,omitempty"`
+	Repetitions int   `json:"repetitions,omitempty"`
+	Seed        int64 `json:"seed,omitempty"`
+	// Timeout is the absolute deadline from group creation (1m..24h, default 30m).
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// AgentGroupStatus is written by the system (derived from the members on every read).
+type AgentGroupStatus struct {
+	Phase   string `json:"phase,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Counts splits the members: queued (not admitted yet), active (admitted: queued for a
+	// runner or running), waiting (for a message, a person or funds), and the finished ones.
+	Counts GroupCounts `json:"counts"`
+	// BlockedReasons counts queued members by why they have not started: DependencyWait,
+	// MaxActiveReached, MaxCostReached.
+	BlockedReasons map[string]int `json:"blockedReasons,omitempty"`
+	Cost           *RunCost       `json:"cost,omitempty"`
+	// AgentRevision is the revision every member of an evaluation group is pinned to.
+	AgentRevision int64 `json:"agentRevision,omitempty"`
+	// Deadline is an evaluation group's absolute deadline.
+	Deadline        *time.Time        `json:"deadline,omitempty"`
+	CancelRequested bool              `json:"cancelRequested,omitempty"`
+	Evaluation      *EvaluationStatus `json:"evaluation,omitempty"`
+}
+
+// GroupCounts splits a group's members by state.
+type GroupCounts struct {
+	Queued    int `json:"queued"`
+	Active    int `json:"active"`
+	Waiting   int `json:"waiting"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+}
+
+// EvaluationStatus summarises an evaluation group's results.
+type EvaluationStatus struct {
+	Environment string `json:"environment,omitempty"`
+	Split       string `json:"split,omitempty"`
+	Seed        int64  `json:"seed"`
+	// GraderVersion identifies the grader that scored the cases.
+	GraderVersion string `json:"graderVersion,omitempty"`
+	Cases         int    `json:"cases"`
+	// Pending is how many cases are neither scored nor unscored yet.
+	Pending int `json:"pending"`
+	Scored  int `json:"scored"`
+	Passed  int `json:"passed"`
+	// Unscored counts cases with no score: failed runs, missing answers, grader failures.
+	Unscored int `json:"unscored"`
+	// TimedOut counts completed answers not graded by the deadline ("evaluation timeout").
+	TimedOut int `json:"timedOut"`
+	// PassRate and MeanReward are over scored cases only; absent while none is scored.
+	PassRate   *float64     `json:"passRate,omitempty"`
+	MeanReward *float64     `json:"meanReward,omitempty"`
+	PerTask    []TaskResult `json:"perTask,omitempty"`
+}
+
+// TaskResult is one task's results across its repetitions.
+type TaskResult struct {
+	TaskID string `json:"taskId"`
+	Scored int    `json:"scored"`
+	Passed int    `json:"passed"`
+	// PassAtK is the unbiased pass@k estimate for k = 1..repetitions, over scored repetitions.
+	PassAtK map[string]float64 `json:"passAtK,omitempty"`
+	// RewardSpread is max-min of the scored rewards across repetitions.
+	RewardSpread *float64 `json:"rewardSpread,omitempty"`
+	MeanReward   *float64 `json:"meanReward,omitempty"`
+}
+
+// EvalCase is one evaluation case's result (agentrun eval results).
+type EvalCase struct {
+	TaskID     string `json:"taskId"`
+	Repetition int    `json:"repetition"`
+	Run        string `json:"run"`
+	// State is pending, running, scored, unscored or timeout.
+	State   string   `json:"state"`
+	Verdict string   `json:"verdict,omitempty"`
+	Reward  *float64 `json:"reward,omitempty"`
+	// Evidence is what the grader saw and decided (never the hidden answer to the agent).
+	Evidence string `json:"evidence,omitempty"`
+	// Detail explains an unscored case (run failed, no answer, grader failed).
+	Detail   string     `json:"detail,omitempty"`
+	RunPhase string     `json:"runPhase,omitempty"`
+	RunURL   string     `json:"runURL,omitempty"`
+	GradedAt *time.Time `json:"gradedAt,omitempty"`
+}
+
+// DefaultAndValidateGroup fills defaults and checks a group as a user submitted it.
+func DefaultAndValidateGroup(g *AgentGroup) error {
+	if err := checkTypeMeta(&g.TypeMeta, "AgentGroup"); err != nil {
+		return err
+	}
+	if err := ValidName("metadata.name", g.Metadata.Name); err != nil {
+		return err
+	}
+	s := &g.Spec
+	if err := ValidName("spec.agent", s.Agent); err != nil {
+		return err
+	}
+	if s.MaxCostUSD != "" {
+		if s.Limits.MaxCostUSD != "" && s.Limits.MaxCostUSD != s.MaxCostUSD {
+			return Invalid("spec.maxCostUSD", "spec.maxCostUSD and spec.limits.maxCostUSD differ; give one")
+		}
+		s.Limits.MaxCostUSD, s.MaxCostUSD = s.MaxCostUSD, ""
+	}
+	if s.Limits.MaxActive == 0 {
+		s.Limits.MaxActive = DefaultMaxActive
+	}
+	if s.Limits.MaxActive < 1 || s.Limits.MaxActive > MaxMaxActive {
+		return Invalid("spec.limits.maxActive", "maxActive must be between 1 and %d", MaxMaxActive)
+	}
+	if s.Limits.MaxPending == 0 {
+		s.Limits.MaxPending = DefaultMaxPending
+	}
+	if s.Limits.MaxPending < 1 || s.Limits.MaxPending > DefaultMaxPending {
+		return Invalid("spec.limits.maxPending", "maxPending must be between 1 and %d", DefaultMaxPending)
+	}
+	if s.Limits.MaxCostUSD != "" {
+		m, err := cost.ParseUSD(s.Limits.MaxCostUSD)
+		if err != nil {
+			return Invalid("spec.limits.maxCostUSD", "%v", err)
+		}
+		s.Limits.MaxCostUSD = m.String()
+	}
+	if e := s.Evaluation; e != nil {
+		if e.Environment == "" {
+			return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.evaluation.environment", "an evaluation names its environment as NAME@VERSION")
+		}
+		if _, _, ok := SplitEnvRef(e.Environment); !ok {
+			return Invalid("spec.evaluation.environment", "environment %q: give an explicit version, NAME@VERSION", e.Environment)
+		}
+		if e.Split == "" {
+			e.Split = "test"
+		}
+		if e.Repetitions == 0 {
+			e.Repetitions = 1
+		}
+		if e.Repetitions < 1 || e.Tasks < 0 {
+			return Invalid("spec.evaluation", "tasks and repetitions must be positive")
+		}
+		if e.Tasks*e.Repetitions > MaxEvalCases {
+			return Invalid("spec.evaluation.tasks", "%d tasks x %d repetitions is %d cases; an evaluation batch is at most %d", e.Tasks, e.Repetitions, e.Tasks*e.Repetitions, MaxEvalCases)
+		}
+		if e.Timeout == "" {
+			e.Timeout = DefaultEvalTimeout.String()
+		}
+		d, err := time.ParseDuration(e.Timeout)
+		if err != nil || d < MinEvalTimeout || d > MaxEvalTimeout {
+			return Invalid("spec.evaluation.timeout", "timeout %q: a duration from 1m to 24h", e.Timeout)
+		}
+		// An evaluation generates its own runs and seals itself.
+		s.Sealed = true
+	}
+	return nil
+}
+
+// SplitEnvRef splits NAME@VERSION.
+func SplitEnvRef(ref string) (name, version string, ok bool) {
+	for i := len(ref) - 1; i >= 0; i-- {
+		if ref[i] == '@' {
+			name, version = ref[:i], ref[i+1:]
+			return name, version, name != "" && version != ""
+		}
+	}
+	return "", "", false
+}
+
+// ValidateGroupUpdate checks a change of a live group's spec: the agent and the evaluation stay,
+// sealing cannot be undone, and the cost cap can only rise (a group created without a cap keeps
+// having none: a cap added later could already be below what it spent).
+func ValidateGroupUpdate(old, new *AgentGroupSpec) error {
+	if new.Agent != old.Agent {
+		return Invalid("spec.agent", "a group's agent cannot change (it is %q)", old.Agent)
+	}
+	if !sameEval(old.Evaluation, new.Evaluation) {
+		return Invalid("spec.evaluation", "a group's evaluation cannot change")
+	}
+	if old.Sealed && !new.Sealed {
+		return Invalid("spec.sealed", "a sealed group cannot be unsealed")
+	}
+	if old.Limits.MaxCostUSD != new.Limits.MaxCostUSD {
+		if old.Limits.MaxCostUSD == "" {
+			return Invalid("spec.limits.maxCostUSD", "a group created without a cost cap cannot get one later")
+		}
+		if new.Limits.MaxCostUSD == "" {
+			return Invalid("spec.limits.maxCostUSD", "the cost cap cannot be removed; it can only be raised")
+		}
+		o, _ := cost.ParseUSD(old.Limits.MaxCostUSD)
+		n, _ := cost.ParseUSD(new.Limits.MaxCostUSD)
+		if n < o {
+			return Invalid("spec.limits.maxCostUSD", "the cost cap can only be raised (it is %s)", old.Limits.MaxCostUSD)
+		}
+	}
+	return nil
+}
+
+func sameEval(a, b *EvaluationSpec) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// validateMember checks the group fields of a run (the store checks them against the group):
+// the name defaults to GROUP-TASKKEY and must be exactly that.
+func validateMember(r *AgentRun) error {
+	s := &r.Spec
+	if s.Group == "" {
+		if s.TaskKey != "" {
+			return Invalid("spec.taskKey", "a task key needs spec.group")
+		}
+		if len(s.DependsOn) > 0 {
+			return Invalid("spec.dependsOn", "dependencies need spec.group")
+		}
+		return nil
+	}
+	if err := ValidName("spec.group", s.Group); err != nil {
+		return err
+	}
+	if err := ValidName("spec.taskKey", s.TaskKey); err != nil {
+		return err
+	}
+	want := s.Group + "-" + s.TaskKey
+	if r.Metadata.Name == "" {
+		r.Metadata.Name = want
+	}
+	if r.Metadata.Name != want {
+		return Invalid("metadata.name", "a run of group %q with task key %q is named %q; leave metadata.name out or set exactly that", s.Group, s.TaskKey, want)
+	}
+	seen := map[string]bool{}
+	for i, d := range s.DependsOn {
+		f := "spec.dependsOn[" + itoa(i) + "]"
+		if err := ValidName(f, d); err != nil {
+			return err
+		}
+		if d == s.TaskKey {
+			return Invalid(f, "a run cannot depend on itself")
+		}
+		if seen[d] {
+			return Invalid(f, "task %q is listed twice", d)
+		}
+		seen[d] = true
+	}
+	return nil
+}

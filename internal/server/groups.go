@@ -1,0 +1,445 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+
+	"agentrun.dev/agentrun/internal/agent"
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/group"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// groupRoutes registers /v2/agentgroups.
+func (s *Server) groupRoutes(v2 *http.ServeMux) {
+	v2.HandleFunc("GET /v2/agentgroups", s.listGroups)
+	v2.HandleFunc("POST /v2/agentgroups", s.createGroup)
+	v2.HandleFunc("GET /v2/agentgroups/{name}", s.getGroup)
+	v2.HandleFunc("PUT /v2/agentgroups/{name}", s.applyGroup)
+	v2.HandleFunc("PATCH /v2/agentgroups/{name}", s.patchGroup)
+	v2.HandleFunc("DELETE /v2/agentgroups/{name}", s.deleteGroup)
+	v2.HandleFunc("POST /v2/agentgroups/{name}/cancel", s.cancelGroup)
+	if s.Eval != nil {
+		s.Eval.Routes(v2)
+	}
+}
+
+// Evaluator is the evaluation side of groups (internal/eval): it checks an evaluation group and
+// pins what it needs before the group is stored, generates its cases after, serves its results
+// and forgets them when the group is deleted.
+type Evaluator interface {
+	Prepare(ctx context.Context, g *api.AgentGroup) error
+	Start(ctx context.Context, g *api.AgentGroup) error
+	Delete(ctx context.Context, group string)
+	Routes(v2 *http.ServeMux)
+}
+
+func (s *Server) kickGroups() {
+	if s.Groups != nil {
+		s.Groups.Kick()
+	}
+}
+
+// withStatus fills a group's derived status from its members.
+func (s *Server) withStatus(r *http.Request, g *api.AgentGroup) (*api.AgentGroup, error) {
+	ms, err := s.Store.GroupMembers(r.Context(), g.Metadata.Name)
+	if err != nil {
+		return nil, err
+	}
+	g.Status = group.Status(g, ms)
+	return g, nil
+}
+
+func (s *Server) getGroupView(r *http.Request, name string) (*api.AgentGroup, error) {
+	g, err := s.Store.GetGroup(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	return s.withStatus(r, g)
+}
+
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) {
+	gs, err := s.Store.ListGroups(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	items := make([]api.AgentGroup, 0, len(gs))
+	for _, g := range gs {
+		if _, err := s.withStatus(r, g); err != nil {
+			writeErr(w, err)
+			return
+		}
+		items = append(items, *g)
+	}
+	writeJSON(w, http.StatusOK, api.List[api.AgentGroup]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentGroupList"}, Items: items})
+}
+
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) {
+	g, err := s.getGroupView(r, r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, g)
+}
+
+func decodeGroup(body []byte) (*api.AgentGroup, error) {
+	var g api.AgentGroup
+	if err := api.DecodeStrict(body, &g); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// prepareGroup validates a new group against its agent; an evaluation group pins the agent's
+// revision and its absolute deadline now.
+func (s *Server) prepareGroup(r *http.Request, g *api.AgentGroup) error {
+	if err := api.DefaultAndValidateGroup(g); err != nil {
+		return err
+	}
+	ag, err := s.Store.GetAgent(r.Context(), g.Spec.Agent)
+	if errors.Is(err, store.ErrNotFound) {
+		return api.Errorf(http.StatusNotFound, api.CodeAgentNotFound, "spec.agent", "agent %q does not exist", g.Spec.Agent)
+	}
+	if err != nil {
+		return err
+	}
+	g.Status = api.AgentGroupStatus{}
+	if g.Spec.Evaluation != nil {
+		if s.Eval == nil {
+			return api.Invalid("spec.evaluation", "evaluations are not available on this server")
+		}
+		g.Status.AgentRevision = ag.Status.Revision
+		if err := s.Eval.Prepare(r.Context(), g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) insertGroup(w http.ResponseWriter, r *http.Request, g *api.AgentGroup, apply bool) {
+	if err := s.prepareGroup(r, g); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.Store.CreateGroup(r.Context(), g); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if s.Eval != nil && g.Spec.Evaluation != nil {
+		if err := s.Eval.Start(r.Context(), g); err != nil {
+			// The group exists; its evaluation status says what went wrong.
+			s.Log.Error("start evaluation", "group", g.Metadata.Name, "err", err)
+		}
+	}
+	s.kickGroups()
+	if apply {
+		w.Header().Set("X-Agentrun-Apply", "created")
+	}
+	out, err := s.getGroupView(r, g.Metadata.Name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) createGroup(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	g, err := decodeGroup(body)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.insertGroup(w, r, g, false)
+}
+
+// updateGroup validates a changed spec against the stored group and writes it.
+func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, g *api.AgentGroup, cur *api.AgentGroup, apply bool) {
+	if apply && cur.Spec.Sealed {
+		// Applying the file a group was created from again leaves it sealed (a patch that says
+		// sealed: false is refused: sealing cannot be undone).
+		g.Spec.Sealed = true
+	}
+	if err := api.DefaultAndValidateGroup(g); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if apply && sameJSON(g.Spec, cur.Spec) && sameJSON(g.Metadata.Labels, cur.Metadata.Labels) {
+		w.Header().Set("X-Agentrun-Apply", "unchanged")
+		out, err := s.withStatus(r, cur)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	err := s.Store.UpdateGroup(r.Context(), g, func(old *api.AgentGroup) error {
+		return api.ValidateGroupUpdate(&old.Spec, &g.Spec)
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.kickGroups()
+	if apply {
+		w.Header().Set("X-Agentrun-Apply", "configured")
+	}
+	out, err := s.withStatus(r, g)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) applyGroup(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	g, err := decodeGroup(body)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	name := r.PathValue("name")
+	if g.Metadata.Name == "" {
+		g.Metadata.Name = name
+	}
+	if g.Metadata.Name != name {
+		writeErr(w, api.Invalid("metadata.name", "metadata.name %q does not match the URL's %q", g.Metadata.Name, name))
+		return
+	}
+	cur, err := s.Store.GetGroup(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		s.insertGroup(w, r, g, true)
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.updateGroup(w, r, g, cur, true)
+}
+
+// patchGroup applies a JSON merge patch to metadata.labels and spec (maxActive, a higher cost
+// cap, sealed: true).
+func (s *Server) patchGroup(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	cur, err := s.Store.GetGroup(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(body, &patch); err != nil {
+		writeErr(w, api.Errorf(http.StatusBadRequest, api.CodeInvalid, "", "patch is not a JSON object: %v", err))
+		return
+	}
+	for k := range patch {
+		if k != "spec" && k != "metadata" {
+			writeErr(w, api.Invalid(k, "only metadata.labels and spec can be patched"))
+			return
+		}
+	}
+	doc := map[string]any{"metadata": map[string]any{"name": cur.Metadata.Name, "labels": cur.Metadata.Labels, "resourceVersion": cur.Metadata.ResourceVersion}, "spec": cur.Spec}
+	merged, err := mergePatch(doc, patch)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if md, _ := merged.(map[string]any)["metadata"].(map[string]any); md != nil && md["name"] != cur.Metadata.Name {
+		writeErr(w, api.Invalid("metadata.name", "a name cannot be changed"))
+		return
+	}
+	b, _ := json.Marshal(merged)
+	g, err := decodeGroup(b)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.updateGroup(w, r, g, cur, false)
+}
+
+func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	runs, err := s.Store.DeleteGroup(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	for _, run := range runs {
+		if s.Interrupt != nil {
+			s.Interrupt(run)
+		}
+		os.RemoveAll(agent.RunFolder(s.DataDir, run))
+	}
+	if s.Eval != nil {
+		s.Eval.Delete(r.Context(), name)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "deleted", "name": name, "runsDeleted": len(runs)})
+}
+
+func (s *Server) cancelGroup(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	requested, err := s.Store.CancelGroup(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	for _, run := range requested {
+		s.Store.AppendEvents(r.Context(), run, []api.Event{{Type: "run.cancel_requested", Message: "group " + name + " was cancelled"}})
+		if s.Interrupt != nil {
+			s.Interrupt(run)
+		}
+	}
+	g, err := s.getGroupView(r, name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, g)
+}
+
+// ---- batch creation ----
+
+// itemErr turns an error about item i of a batch into an API error naming items[i].
+func itemErr(i int, err error) error {
+	var ie *store.ItemError
+	if errors.As(err, &ie) {
+		i, err = ie.Index, ie.Err
+	}
+	e, ok := api.AsError(err)
+	if !ok {
+		e = storeErr(err)
+	}
+	out := *e
+	if out.Field != "" {
+		out.Field = "items[" + itoa(i) + "]." + out.Field
+	} else {
+		out.Field = "items[" + itoa(i) + "]"
+	}
+	out.Message = "items[" + itoa(i) + "]: " + out.Message + " (nothing in the batch was created)"
+	return &out
+}
+
+// createRunList is POST /v2/agentruns with an AgentRunList: up to 100 runs created all or
+// nothing, in list order; an Idempotency-Key header makes a repeat return the first result.
+func (s *Server) createRunList(w http.ResponseWriter, r *http.Request, body []byte) {
+	var list struct {
+		api.TypeMeta `json:",inline"`
+		Items        []api.AgentRun `json:"items"`
+	}
+	if err := api.DecodeStrict(body, &list); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if list.Kind != "AgentRunList" {
+		writeErr(w, api.Invalid("kind", "a batch is kind AgentRunList (got %q)", list.Kind))
+		return
+	}
+	if len(list.Items) == 0 {
+		writeErr(w, api.Errorf(http.StatusUnprocessableEntity, api.CodeRequired, "items", "the batch has no items"))
+		return
+	}
+	if len(list.Items) > api.MaxBatch {
+		writeErr(w, api.Invalid("items", "a batch creates at most %d runs (got %d)", api.MaxBatch, len(list.Items)))
+		return
+	}
+	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	if len(key) > 256 {
+		writeErr(w, api.Invalid("Idempotency-Key", "Idempotency-Key is longer than 256 characters"))
+		return
+	}
+	sum := sha256.Sum256(body)
+	hash := hex.EncodeToString(sum[:])
+	runs := make([]*api.AgentRun, len(list.Items))
+	for i := range list.Items {
+		run := &list.Items[i]
+		if run.Metadata.Name == "" && run.Spec.Agent != "" && run.Spec.Group == "" {
+			run.Metadata.Name = generateName(run.Spec.Agent)
+		}
+		runs[i] = run
+	}
+	// A repeated key answers before anything is validated again (names generated above differ).
+	if key != "" {
+		if out, replayed, err := s.Store.CreateRuns(r.Context(), nil, key, hash); err == nil && replayed {
+			s.writeRunList(w, http.StatusOK, out, true)
+			return
+		} else if err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	for i, run := range runs {
+		if err := s.prepareRun(r, run); err != nil {
+			writeErr(w, itemErr(i, err))
+			return
+		}
+	}
+	out, replayed, err := s.Store.CreateRuns(r.Context(), runs, key, hash)
+	if err != nil {
+		var ie *store.ItemError
+		if errors.As(err, &ie) {
+			writeErr(w, itemErr(ie.Index, ie.Err))
+			return
+		}
+		writeErr(w, err)
+		return
+	}
+	if !replayed {
+		for _, run := range out {
+			s.Store.AppendEvents(r.Context(), run.Metadata.Name, []api.Event{{Type: "run.created", Message: "queued for agent " + run.Spec.Agent + " revision " + itoa(int(run.Status.AgentRevision))}})
+		}
+		s.kickGroups()
+	}
+	st := http.StatusCreated
+	if replayed {
+		st = http.StatusOK
+	}
+	s.writeRunList(w, st, out, replayed)
+}
+
+func (s *Server) writeRunList(w http.ResponseWriter, status int, runs []*api.AgentRun, replayed bool) {
+	items := make([]api.AgentRun, 0, len(runs))
+	for _, r := range runs {
+		items = append(items, *r)
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, status, api.List[api.AgentRun]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentRunList"}, Items: items})
+}
+
+// createMember stores one member run (through the batch path, which checks it against its group).
+func (s *Server) createMember(ctx context.Context, run *api.AgentRun) error {
+	out, _, err := s.Store.CreateRuns(ctx, []*api.AgentRun{run}, "", "")
+	if err != nil {
+		var ie *store.ItemError
+		if errors.As(err, &ie) {
+			return ie.Err
+		}
+		return err
+	}
+	*run = *out[0]
+	s.kickGroups()
+	return nil
+}

@@ -77,3 +77,38 @@ func (c *Client) RaiseCap(ctx context.Context, run, maxCostUSD string) (*api.Age
 	}
 	return &r, nil
 }
+
+// SecretInfo is a secret as GET /v2/secrets lists it: never its values.
+type SecretInfo struct {
+	Name      string   `json:"name"`
+	Keys      []string `json:"keys"`
+	UpdatedAt string   `json:"updatedAt"`
+}
+
+// ListSecrets is GET /v2/secrets.
+func (c *Client) ListSecrets(ctx context.Context) ([]SecretInfo, error) {
+	var out struct {
+		Items []SecretInfo `json:"items"`
+	}
+	if _, _, err := c.call(ctx, request{method: http.MethodGet, path: "/v2/secrets"}, &out); err != nil {
+		return nil, fmt.Errorf("list secrets: %w", err)
+	}
+	return out.Items, nil
+}
+
+// PutSecret is PUT /v2/secrets/NAME: only a signed-in person may (see Login); the API token gets
+// code PersonRequired.
+func (c *Client) PutSecret(ctx context.Context, name string, data map[string]string) error {
+	if _, _, err := c.call(ctx, request{method: http.MethodPut, path: "/v2/secrets/" + url.PathEscape(name), body: map[string]any{"data": data}}, nil); err != nil {
+		return fmt.Errorf("set secret %q: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteSecret is DELETE /v2/secrets/NAME (a signed-in person only).
+func (c *Client) DeleteSecret(ctx context.Context, name string) error {
+	if _, _, err := c.call(ctx, request{method: http.MethodDelete, path: "/v2/secrets/" + url.PathEscape(name)}, nil); err != nil {
+		return fmt.Errorf("delete secret %q: %w", name, err)
+	}
+	return nil
+}

@@ -391,7 +391,7 @@ entries:
 	for _, s := range steps {
 		keys = append(keys, fmt.Sprintf("%s:%s:%d", s.Key, s.State, s.Attempt))
 	}
-	if strings.Join(keys, " ") != "t0/model:Completed:1 t0/tool/0:Completed:1 t1/model:Completed:2" {
+	if strings.Join(keys, " ") != "t0/route:Completed:1 t0/model:Completed:1 t0/tool/0:Completed:1 t1/model:Completed:2" {
 		t.Errorf("journal = %v", keys)
 	}
 	// Once b took over, nothing a did reached the timeline.

@@ -129,6 +129,9 @@ entries:
 	if st := e.do("PUT", "/v2/secrets/anthropic-key", `{"data":{"ANTHROPIC_API_KEY":"`+key+`"}}`, &apiErr); st != 403 || apiErr.Code != "PersonRequired" {
 		t.Fatalf("the API token wrote a secret: HTTP %d %+v", st, apiErr)
 	}
+	if res := e.cli(e.dir, "secrets", "set", "anthropic-key", "ANTHROPIC_API_KEY=-"); res.code != 1 || !strings.Contains(res.stderr, "PersonRequired") {
+		t.Errorf("the CLI with the API token set a secret: exit %d %s", res.code, res.stderr)
+	}
 	session := e.personSession()
 	if st := e.doAs(session, "PUT", "/v2/secrets/anthropic-key", `{"data":{"ANTHROPIC_API_KEY":"`+key+`"}}`, nil); st != 200 {
 		t.Fatalf("a person writing a secret: HTTP %d", st)

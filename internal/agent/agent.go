@@ -70,6 +70,8 @@ type drive struct {
 	acc      *access
 	spent    spend
 	turnCost cost.Total
+	// promptTools counts the tool calls of the current turn (spec.maxToolCalls bounds them).
+	promptTools int
 }
 
 // Drive runs one claimed run until it finishes, parks, or ctx ends (lease lost, runner stopping,
@@ -244,6 +246,7 @@ func (d *drive) loop(ctx context.Context) error {
 	for turn := 0; ; turn++ {
 		if cur == nil {
 			// A new prompt: choose its model once, for every call of the turn.
+			d.promptTools = 0
 			if acc.routed {
 				ts, err := d.route(ctx, turn, prompt)
 				if err != nil {
@@ -327,6 +330,7 @@ func (d *drive) loop(ctx context.Context) error {
 				}
 				results = append(results, res)
 			}
+			d.promptTools += len(calls)
 			conv = append(conv, model.Message{Role: "user", Content: results})
 			continue
 		}
@@ -448,7 +452,7 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 	result := func(content string, isErr bool) model.Block {
 		return model.Block{Type: model.BlockToolResult, ToolUseID: call.ID, Content: content, IsError: isErr}
 	}
-	if i >= d.spec.MaxToolCalls {
+	if d.promptTools+i >= d.spec.MaxToolCalls { // counted over the whole turn (prompt)
 		return result(fmt.Sprintf("not run: at most %d tool calls per turn (spec.maxToolCalls)", d.spec.MaxToolCalls), true), nil
 	}
 	if !d.allowed(call.Name) {

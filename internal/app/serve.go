@@ -283,6 +283,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 					"models":    map[string]any{"providers": providers, "defaultProvider": models.DefaultProvider, "defaultModel": models.DefaultModel},
 					"runner":    !noRunner,
 					"denied":    ro.Deny,
+					"money":     map[string]any{"router": ro.Router, "pricesVersion": ro.prices.Version, "markup": "server access is billed at cost / 0.875"},
 				}}
 			if r != nil {
 				srv.Interrupt = r.Interrupt

@@ -108,6 +108,7 @@ func Commands() []*cobra.Command {
 		loginCmd(),
 		runsCmd(),
 		creditsCmd(),
+		secretsCmd(),
 		nodusRunCmd(),
 		applyCmd(),
 		getCmd(),

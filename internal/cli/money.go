@@ -2,7 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -180,4 +183,87 @@ func dollars(s string) string {
 		return "at least $" + s[9:]
 	}
 	return "$" + s
+}
+
+// secretsCmd is `agentrun secrets [set|delete]`. Writing needs a signed-in person (agentrun login).
+func secretsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "secrets",
+		Short: "List secrets (names and key names; values are never shown)",
+		Args:  exactArgs(0, "no arguments (set one with: agentrun secrets set NAME KEY)"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			list, err := c.ListSecrets(ctxOf(cmd))
+			if err != nil {
+				return err
+			}
+			rows := make([][]string, 0, len(list))
+			for _, s := range list {
+				rows = append(rows, []string{s.Name, strings.Join(s.Keys, ","), s.UpdatedAt})
+			}
+			return writeTable(cmd.OutOrStdout(), []string{"NAME", "KEYS", "UPDATED"}, rows)
+		}),
+	}
+	set := &cobra.Command{
+		Use:   "set NAME KEY[=-]...",
+		Short: "Set a sealed secret (a signed-in person only); each KEY's value comes from the environment variable of that name, or from stdin with KEY=-",
+		Long: `Set a secret. Values never go on the command line: KEY takes the value of the environment
+variable KEY, and KEY=- reads it from stdin (one key at most). Only a signed-in person may write a
+secret (agentrun login); the API token cannot.`,
+		Example: "  agentrun login\n  agentrun secrets set anthropic-key ANTHROPIC_API_KEY\n  pass show openai | agentrun secrets set openai-key OPENAI_API_KEY=-",
+		Args:    minArgs(2, "the secret's name and at least one KEY"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			data := map[string]string{}
+			stdinUsed := false
+			for _, a := range args[1:] {
+				k, v, hasEq := strings.Cut(a, "=")
+				switch {
+				case hasEq && v == "-":
+					if stdinUsed {
+						return usageError("only one KEY=- may read stdin")
+					}
+					stdinUsed = true
+					b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 64<<10))
+					if err != nil {
+						return err
+					}
+					data[k] = strings.TrimRight(string(b), "\r\n")
+				case hasEq:
+					return usageError("%s: values never go on the command line; export %s and pass just %s, or use %s=- and stdin", k, k, k, k)
+				default:
+					v, ok := os.LookupEnv(k)
+					if !ok || v == "" {
+						return usageError("environment variable %s is not set", k)
+					}
+					data[k] = v
+				}
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			if err := c.PutSecret(ctxOf(cmd), args[0], data); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "secret %s set (%d keys)\n", args[0], len(data))
+			return err
+		}),
+	}
+	del := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Remove a secret (a signed-in person only)",
+		Args:  exactArgs(1, "the secret's name"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			return c.DeleteSecret(ctxOf(cmd), args[0])
+		}),
+	}
+	cmd.AddCommand(set, del)
+	return cmd
 }

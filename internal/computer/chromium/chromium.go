@@ -252,7 +252,8 @@ func (b *Browser) classify(ctx context.Context, what string, err error) error {
 		return computer.Agentf("%s: timed out", what)
 	}
 	msg := err.Error()
-	if strings.Contains(msg, "net::") || strings.Contains(msg, "exception") || strings.Contains(msg, "Error") {
+	// A page that does not load (net::ERR_...) or a script the page broke.
+	if strings.Contains(msg, "net::") || strings.Contains(msg, "exception") {
 		return computer.Agentf("%s: %s", what, msg)
 	}
 	return fmt.Errorf("%s: %w", what, err)

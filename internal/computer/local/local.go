@@ -6,7 +6,7 @@
 // background ones and reads and writes files. Inside: the run folder
 // read-write at /workspace (the working folder), the host's /usr (and the
 // /bin, /lib... links or folders into it) and a few files of /etc read-only,
-// a fresh /tmp, /proc, /dev and home; nothing else of the host (no /root,
+// a fresh /tmp, /dev and home, its own /proc (read-only); nothing else of the host (no /root,
 // /home, data folder or other runs' folders). Its own PID, IPC, UTS and cgroup
 // namespaces, and network namespace unless the network is allowed (then it
 // shares the host's). No capabilities, no new privileges (bwrap sets
@@ -134,7 +134,10 @@ func baseArgs(network bool) []string {
 		seen[f] = true
 		a = append(a, "--ro-bind-try", "/etc/"+f, "/etc/"+f)
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+	// /proc read-only: a server running as root makes sandboxes whose
+	// processes are uid 0 on the host (without capabilities), and DAC alone
+	// would let them write global sysctls in /proc/sys.
+	a = append(a, "--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
 		"--dir", "/home/agent", "--cap-drop", "ALL", "--clearenv",
 		"--setenv", "PATH", sandboxPath, "--setenv", "HOME", "/home/agent",
 		"--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "dumb", "--setenv", "TMPDIR", "/tmp")

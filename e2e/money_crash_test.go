@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/cost"
 )
 
 // A crash in the middle of a billed call leaves the ledger consistent: the reservation made before
@@ -28,6 +29,10 @@ func TestMoneyCrashMidCall(t *testing.T) {
 		{"before-intent:t0/model", true},
 		{"after-intent:t0/model", true},
 		{"after-result:t0/model", false},
+		// The routing decision: recorded, it is replayed; cut off, it is asked again (its first
+		// attempt never reached the model server) and billed once.
+		{"after-intent:t0/route", false},
+		{"after-result:t0/route", false},
 	}
 	for _, c := range cases {
 		t.Run(c.pause, func(t *testing.T) {
@@ -68,6 +73,9 @@ func TestMoneyCrashMidCall(t *testing.T) {
 			c := checkLedger(t, e, name)
 			if c.BalanceUSD != "0.995227" {
 				t.Errorf("balance = %s, want 0.995227", c.BalanceUSD)
+			}
+			if n := routerCalls(e.model); n != 1 {
+				t.Errorf("routing calls = %d, want 1", n)
 			}
 		})
 	}
@@ -222,5 +230,78 @@ entries:
 	}
 	if n := routerCalls(e.model); n != 0 {
 		t.Errorf("the rules router made %d model calls", n)
+	}
+}
+
+// Runs sharing credits never overspend them: with room for only a few calls' worst cases at once,
+// the others wait with Credits and go on as held credits come back; at no time do charges plus
+// reservations exceed what was added, and in the end every run is charged exactly its total.
+func TestMoneySharedCreditsNeverOverspend(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+entries:
+  - name: route
+    match: "Route this request"
+    turns:
+      - text: '{"family": "haiku", "confidence": 0.8}'
+        usage: {input_tokens: 200, output_tokens: 10}
+        latency: 200ms
+  - name: work
+    match: "Shared"
+    turns:
+      - text: "done"
+        usage: {input_tokens: 1000, output_tokens: 100}
+        latency: 300ms
+`)
+	e.start()
+	e.mustCLI(0, "credits", "add", "0.03")
+	if st := e.do("PUT", "/v2/agents/sharer", `{"metadata":{"name":"sharer"},"spec":{"model":{"access":"Nodus","families":["haiku"]},"maxTokens":1000}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	var names []string
+	for i := 0; i < 8; i++ {
+		var run api.AgentRun
+		if st := e.do("POST", "/v2/agents/sharer/runs", `{"input":{"content":"Shared work"}}`, &run); st != 201 {
+			t.Fatalf("start run: HTTP %d", st)
+		}
+		names = append(names, run.Metadata.Name)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c := e.credits()
+		if a := usd(t, strings.TrimPrefix(c.AvailableUSD, "-")); strings.HasPrefix(c.AvailableUSD, "-") && a > 0 {
+			t.Fatalf("credits overspent: %+v", c)
+		}
+		done := 0
+		for _, n := range names {
+			if api.Finished(e.getRun(n).Status.Phase) {
+				done++
+			}
+		}
+		if done == len(names) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d runs finished", done, len(names))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waited := 0
+	for _, n := range names {
+		if r := e.getRun(n); r.Status.Phase != api.PhaseSucceeded {
+			t.Errorf("%s: %s %s", n, r.Status.Phase, r.Status.Message)
+		}
+		if hasEvent(e.events(n), "run.waiting", "out of credits") {
+			waited++
+		}
+	}
+	if waited == 0 {
+		t.Error("no run ever waited for credits: the test did not contend")
+	}
+	t.Logf("%d of %d runs waited for credits held by others", waited, len(names))
+	c := checkLedger(t, e, names...)
+	// Each run: routing 200 + 50 = 250 µ$ → 286; model 1000 + 500 = 1500 µ$ → 1715.
+	if c.ChargedUSD != cost.Micros(8*(286+1715)).String() {
+		t.Errorf("charged %s, want %s", c.ChargedUSD, cost.Micros(8*(286+1715)))
 	}
 }

@@ -240,7 +240,7 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, model
 		// Credits held by other runs' calls in flight come back when they settle: look again soon.
 		wake := d.status.Deadline
 		if res.ReservedByOthers > 0 {
-			t := time.Now().Add(5 * time.Second)
+			t := time.Now().Add(2 * time.Second)
 			if wake == nil || t.Before(*wake) {
 				wake = &t
 			}

@@ -6,10 +6,11 @@
 // screenshots are PNG files in the run folder.
 //
 // Isolation is that of a separate browser profile, not of a sandbox: the
-// browser runs as the server's user on the host's network. It is kept to
-// http(s) URLs (no file://, which would read the host's files), and without
-// computer.network it is sent through a proxy that does not exist, so only
-// the host's loopback (which Chromium never proxies) stays reachable.
+// browser runs as the server's user, on the host's network when
+// computer.network allows it (the host's loopback services included). It is
+// kept to http(s) URLs (no file://, which would read the host's files).
+// Without computer.network every request goes to a proxy that does not
+// exist, so the browser reaches nothing at all.
 package chromium
 
 import (
@@ -112,9 +113,15 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 		opts = append(opts, chromedp.NoSandbox)
 	}
 	if !spec.Network {
-		// Nothing listens on port 9 (discard) here: every request but
-		// loopback fails.
-		opts = append(opts, chromedp.ProxyServer("http://127.0.0.1:9"))
+		// No network: every request goes to a proxy that is not there
+		// (nothing listens on the discard port), loopback included
+		// (<-loopback> removes Chromium's implicit bypass, which would
+		// leave the host's own services reachable), and WebRTC may not
+		// send UDP around the proxy. Host names go to the proxy too, so
+		// not even DNS leaves.
+		opts = append(opts, chromedp.ProxyServer("http://127.0.0.1:9"),
+			chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+			chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"))
 	}
 	b := &Browser{spec: spec, folder: folder, profile: profile, downloads: map[string]*download{}}
 	b.allocCtx, b.allocCancel = chromedp.NewExecAllocator(context.Background(), opts...)
@@ -155,7 +162,7 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 		"provider: chromium (" + bin + ", headless, DevTools protocol)",
 		"profile: fresh, removed at close",
 		"downloads: " + dl,
-		fmt.Sprintf("network: %v", map[bool]string{true: "the host's", false: "loopback only (a dead proxy for everything else)"}[spec.Network]),
+		fmt.Sprintf("network: %v", map[bool]string{true: "the host's", false: "none (a proxy that is not there)"}[spec.Network]),
 	}
 	return b, nil
 }

@@ -29,7 +29,7 @@ func TestTools(t *testing.T) {
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	c, err := p.Create(t.Context(), computer.Spec{Run: "tools", Folder: dir, Kind: computer.KindBrowser})
+	c, err := p.Create(t.Context(), computer.Spec{Run: "tools", Folder: dir, Kind: computer.KindBrowser, Network: true})
 	if err != nil {
 		t.Fatal(err)
 	}

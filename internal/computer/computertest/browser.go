@@ -20,6 +20,7 @@ var browserChecks = []Check{
 	{"Screenshot", checkScreenshot},
 	{"Download", checkDownload},
 	{"AgentMistakes", checkBrowserMistakes},
+	{"NetworkOff", checkBrowserNetworkOff},
 	{"BrowserCleanup", checkBrowserCleanup},
 }
 
@@ -64,8 +65,14 @@ func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
+// browserFor makes a browser allowed on the network (the suite's site is on
+// the host's loopback).
 func browserFor(e *Env, run string) (computer.Browser, string, error) {
-	c, dir, err := e.New(run, nil)
+	return browserNet(e, run, true)
+}
+
+func browserNet(e *Env, run string, network bool) (computer.Browser, string, error) {
+	c, dir, err := e.New(run, func(s *computer.Spec) { s.Network = network })
 	if err != nil {
 		return nil, "", err
 	}
@@ -278,6 +285,22 @@ func checkBrowserCleanup(e *Env) error {
 	}
 	if err := b.Close(); err != nil {
 		return fmt.Errorf("second close: %w", err)
+	}
+	return nil
+}
+
+func checkBrowserNetworkOff(e *Env) error {
+	url := site(e)
+	b, _, err := browserNet(e, "nonet", false)
+	if err != nil {
+		return err
+	}
+	p, err := b.Open(e.Ctx, url+"/")
+	if err == nil {
+		return fmt.Errorf("a browser without network opened the host's %s: %q", url, p.Title)
+	}
+	if !computer.IsAgentError(err) {
+		return fmt.Errorf("a page that cannot load: %v, want an agent error", err)
 	}
 	return nil
 }

@@ -118,7 +118,6 @@ type helper struct {
 	procs   map[string]*bgProc
 	nextID  int
 	cancels map[int64]context.CancelFunc
-	wg      sync.WaitGroup
 }
 
 func helperMain(args []string) int {
@@ -137,11 +136,10 @@ func helperMain(args []string) int {
 			if jerr := json.Unmarshal(line, &req); jerr != nil {
 				h.reply(response{Err: "bad request: " + jerr.Error()})
 			} else {
-				h.wg.Add(1)
-				go func() {
-					defer h.wg.Done()
-					h.handle(req)
-				}()
+				// Each request in its own goroutine, so a long command does
+				// not hold up the others. They end with their request, or with
+				// the helper (and the whole PID namespace) at Close.
+				go h.handle(req)
 			}
 		}
 		if err != nil {
@@ -374,6 +372,27 @@ func (h *helper) start(req request) response {
 		return agentErr(0, "%v", err)
 	}
 	h.mu.Lock()
+	// Bound what the helper keeps: at most maxRunning background processes
+	// at once, and the output of at most maxKept finished ones (the oldest
+	// forgotten first).
+	var running int
+	var finished []*bgProc
+	for _, q := range h.procs {
+		if q.info().Running {
+			running++
+		} else {
+			finished = append(finished, q)
+		}
+	}
+	if running >= maxRunning {
+		h.mu.Unlock()
+		return agentErr(0, "%d background processes are running already; stop one with bash_kill first", running)
+	}
+	sort.Slice(finished, func(i, j int) bool { return finished[i].started.Before(finished[j].started) })
+	for len(finished) >= maxKept {
+		delete(h.procs, finished[0].id)
+		finished = finished[1:]
+	}
 	h.nextID++
 	p := &bgProc{cmd: cmd, id: fmt.Sprintf("p%d", h.nextID), command: req.Cmd, started: time.Now(),
 		done: make(chan struct{}), running: true}

@@ -72,4 +72,13 @@ func TestTools(t *testing.T) {
 	if out, isErr := call("bash_output", `{"id":"p7"}`); !isErr || !strings.Contains(out, "p7") {
 		t.Fatalf("unknown process: %q %v", out, isErr)
 	}
+	// The helper keeps a bounded number of background processes.
+	for i := 0; i < 32; i++ {
+		if out, isErr := call("bash", `{"command":"sleep 100","background":true}`); isErr {
+			t.Fatalf("background process %d: %q", i, out)
+		}
+	}
+	if out, isErr := call("bash", `{"command":"sleep 100","background":true}`); !isErr || !strings.Contains(out, "32 background processes are running") {
+		t.Fatalf("33rd background process: %q %v", out, isErr)
+	}
 }

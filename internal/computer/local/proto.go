@@ -64,4 +64,6 @@ const (
 	maxFileBytes     = 10 << 20 // ReadFile/WriteFile bound
 	bgKeep           = 4 << 20  // output kept per background process
 	maxOutputRead    = 256 << 10
+	maxRunning       = 32 // background processes running at once
+	maxKept          = 32 // finished background processes remembered
 )

@@ -146,7 +146,7 @@ func (s *Sandbox) call(ctx context.Context, req request) (response, error) {
 		if req.Op == "exec" {
 			s.send(request{Op: "cancel", Target: req.ID})
 		}
-		return response{}, ctx.Err()
+		return response{}, context.Cause(ctx)
 	}
 }
 
@@ -172,6 +172,11 @@ func (s *Sandbox) Exec(ctx context.Context, cmd string, opts computer.ExecOption
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
+	// The helper enforces the timeout; this bound is for a helper that
+	// stopped answering, so a caller without a deadline is not stuck.
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout+30*time.Second,
+		errors.New("the sandbox did not answer 30 s after the command's timeout"))
+	defer cancel()
 	r, err := s.call(ctx, request{Op: "exec", Cmd: cmd, Workdir: opts.Workdir, Env: opts.Env,
 		TimeoutMS: timeout.Milliseconds(), MaxOutput: opts.MaxOutput})
 	if err != nil {

@@ -79,6 +79,7 @@ func newCgroups(name string, lim computer.Limits) (*cgroups, error) {
 			if !exists(filepath.Join(mount, "cgroup.procs")) {
 				continue
 			}
+			removeStale(filepath.Join(mount, ownCgroup(c)))
 			dir := filepath.Join(mount, ownCgroup(c), leaf)
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				cg.remove()
@@ -117,6 +118,7 @@ func newCgroups(name string, lim computer.Limits) (*cgroups, error) {
 		if err := writeFile(parent, "cgroup.subtree_control", "+pids +memory"); err != nil {
 			return nil, fmt.Errorf("enable pids and memory controllers: %w", err)
 		}
+		removeStale(parent)
 		dir := filepath.Join(parent, leaf)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return nil, err
@@ -181,4 +183,24 @@ func (cg *cgroups) remove() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeStale removes the cgroups of sandboxes whose server died without
+// closing them (--die-with-parent killed their processes, but the empty
+// directories stay). The kernel refuses to remove a cgroup that still has
+// processes; the age bound keeps it off a cgroup another Create has just
+// made and not entered yet.
+func removeStale(parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "agentrun-") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Minute {
+			os.Remove(filepath.Join(parent, e.Name()))
+		}
+	}
 }

@@ -109,6 +109,13 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 // call sends req and waits for its response. When ctx ends first, a running
 // command is cancelled in the sandbox.
 func (s *Sandbox) call(ctx context.Context, req request) (response, error) {
+	if _, ok := ctx.Deadline(); !ok && req.Op != "exec" {
+		// Code in the sandbox can write to the helper's output and garble
+		// an answer; no call waits for one forever.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, 2*time.Minute, errors.New("the sandbox did not answer in 2 minutes"))
+		defer cancel()
+	}
 	ch := make(chan response, 1)
 	s.mu.Lock()
 	if s.closed {

@@ -53,7 +53,11 @@ type Limits struct {
 }
 
 // DefaultLimits are the limits of a computer whose Spec leaves them zero.
-var DefaultLimits = Limits{MemoryBytes: 2 << 30, CPUSeconds: 600, Processes: 256}
+//
+// Processes counts threads too (a JVM or a browser runs hundreds), and
+// CPUSeconds binds each process, not the computer: a build that runs one
+// compiler for more than ten minutes of CPU needs more.
+var DefaultLimits = Limits{MemoryBytes: 2 << 30, CPUSeconds: 600, Processes: 512}
 
 // WithDefaults fills the zero fields of l from DefaultLimits.
 func (l Limits) WithDefaults() Limits {

@@ -474,6 +474,9 @@ func (h *helper) stop(req request) response {
 	if p == nil {
 		return agentErr(0, "no background process %q (bash_list lists them)", req.Proc)
 	}
+	// The group is signalled even when its leader is over: what it started
+	// may live on in the group. PIDs are handed out cyclically, so its
+	// number is not another group's unless the namespace wrapped around.
 	killGroup(p.cmd, syscall.SIGTERM)
 	select {
 	case <-p.done:

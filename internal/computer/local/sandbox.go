@@ -2,6 +2,7 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -312,7 +313,7 @@ func namespaceProcs(ns string) []int {
 		if err != nil {
 			continue
 		}
-		if link, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); err == nil && link == ns {
+		if link, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); err == nil && link == ns && !dead(pid) {
 			pids = append(pids, pid)
 		}
 	}
@@ -320,6 +321,22 @@ func namespaceProcs(ns string) []int {
 }
 
 func killPID(pid int) { syscall.Kill(pid, syscall.SIGKILL) }
+
+// dead reports whether pid is a zombie (or gone): the sandbox's PID 1 ends
+// as one, reparented to the host's init, which reaps it in its own time.
+func dead(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself hold ") ".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'Z' || b[i+2] == 'X'
+}
 
 // PIDNamespace returns the sandbox's PID namespace as /proc/PID/ns/pid shows
 // it, for tests that check nothing of it survives.

@@ -146,7 +146,26 @@ type EvaluationStatus struct {
 	PassRate   *float64     `json:"passRate,omitempty"`
 	MeanReward *float64     `json:"meanReward,omitempty"`
 	PerTask    []TaskResult `json:"perTask,omitempty"`
+	// Tasks and Repetitions are the batch's shape.
+	Tasks       int `json:"tasks"`
+	Repetitions int `json:"repetitions"`
+	// Error says why the batch could not be created (the group then fails).
+	Error string `json:"error,omitempty"`
+	// Results holds every case (GET /v2/agentgroups/NAME/results shows them; the group's own
+	// status leaves them out).
+	Results []EvalCase `json:"results,omitempty"`
 }
+
+// Evaluation case states.
+const (
+	CasePending  = "pending"
+	CaseScored   = "scored"
+	CaseUnscored = "unscored"
+	CaseTimeout  = "evaluation timeout"
+)
+
+// EvalLabel marks the runs an evaluation group creates for its cases (reserved).
+const EvalLabel = "agentrun.dev/evaluation-case"
 
 // TaskResult is one task's results across its repetitions.
 type TaskResult struct {
@@ -297,6 +316,9 @@ func sameEval(a, b *EvaluationSpec) bool {
 // validateMember checks the group fields of a run (the store checks them against the group):
 // the name defaults to GROUP-TASKKEY and must be exactly that.
 func validateMember(r *AgentRun) error {
+	if _, ok := r.Metadata.Labels[EvalLabel]; ok {
+		return Invalid("metadata.labels", "label %s is reserved for the runs evaluation groups create", EvalLabel)
+	}
 	s := &r.Spec
 	if s.Group == "" {
 		if s.TaskKey != "" {

@@ -117,6 +117,8 @@ func Commands() []*cobra.Command {
 		cancelCmd(),
 		patchCmd(),
 		createCmd(),
+		evalCmd(),
+		envCmd(),
 		serverCmd(),
 		versionCmd(),
 	}

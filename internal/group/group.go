@@ -61,7 +61,9 @@ func Status(g *api.AgentGroup, members []store.Member) api.AgentGroupStatus {
 	case g.Status.CancelRequested:
 		st.Phase, st.Reason = api.GroupCancelled, api.ReasonUserCancelled
 	case g.Spec.Sealed && unfinished == 0 && !evalPending(g):
-		if failed {
+		if e := g.Status.Evaluation; e != nil && e.Error != "" {
+			st.Phase, st.Reason, st.Message = api.GroupFailed, "EvaluationFailed", e.Error
+		} else if failed {
 			st.Phase, st.Reason, st.Message = api.GroupFailed, api.ReasonRunsFailed, "a run failed or was cancelled because a dependency failed"
 		} else {
 			st.Phase = api.GroupSucceeded

@@ -25,19 +25,23 @@ func (s *Server) groupRoutes(v2 *http.ServeMux) {
 	v2.HandleFunc("PATCH /v2/agentgroups/{name}", s.patchGroup)
 	v2.HandleFunc("DELETE /v2/agentgroups/{name}", s.deleteGroup)
 	v2.HandleFunc("POST /v2/agentgroups/{name}/cancel", s.cancelGroup)
-	if s.Eval != nil {
-		s.Eval.Routes(v2)
-	}
+	v2.HandleFunc("GET /v2/agentgroups/{name}/results", s.groupResults)
+	v2.HandleFunc("GET /v2/environments", s.listEnvironments)
+	v2.HandleFunc("POST /v2/environments", s.loadEnvironment)
+	v2.HandleFunc("GET /v2/environments/{ref...}", s.getEnvironment)
+	v2.HandleFunc("PUT /v2/environments/{ref...}", s.loadEnvironment)
 }
 
 // Evaluator is the evaluation side of groups (internal/eval): it checks an evaluation group and
-// pins what it needs before the group is stored, generates its cases after, serves its results
-// and forgets them when the group is deleted.
+// fixes its cases before the group is stored, creates the cases' runs after, and keeps the
+// environments.
 type Evaluator interface {
 	Prepare(ctx context.Context, g *api.AgentGroup) error
 	Start(ctx context.Context, g *api.AgentGroup) error
 	Delete(ctx context.Context, group string)
-	Routes(v2 *http.ServeMux)
+	Environment(ctx context.Context, ref string) (*api.Environment, error)
+	Environments(ctx context.Context) ([]*api.Environment, error)
+	Load(ctx context.Context, e *api.Environment) (created bool, err error)
 }
 
 func (s *Server) kickGroups() {
@@ -53,6 +57,11 @@ func (s *Server) withStatus(r *http.Request, g *api.AgentGroup) (*api.AgentGroup
 		return nil, err
 	}
 	g.Status = group.Status(g, ms)
+	if e := g.Status.Evaluation; e != nil {
+		short := *e
+		short.Results = nil // GET .../results has them
+		g.Status.Evaluation = &short
+	}
 	return g, nil
 }
 

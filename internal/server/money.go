@@ -105,6 +105,10 @@ func (s *Server) raiseCap(w http.ResponseWriter, r *http.Request) {
 		if api.Finished(cur.Status.Phase) {
 			return store.ErrFinished
 		}
+		if cur.Spec.Group != "" {
+			// The group admitted this run against its cap: a higher cap could overspend the group's.
+			return api.Errorf(http.StatusConflict, api.CodeConflict, "spec.maxCostUSD", "run %q belongs to group %q, whose cost cap counts this run's cap as admitted; cancel it and add a new run instead", cur.Metadata.Name, cur.Spec.Group)
+		}
 		old, err := cost.ParseUSD(cur.Spec.MaxCostUSD)
 		if err == nil && newCap < old {
 			return api.Errorf(http.StatusUnprocessableEntity, CodeCapNotRaised, "spec.maxCostUSD", "the cap can only be raised: it is $%s, and $%s is lower", old, newCap)

@@ -234,7 +234,8 @@ func CheckMember(g *api.AgentGroup, r *api.AgentRun, unfinished int, keys map[st
 	if g.Status.CancelRequested {
 		return api.Errorf(http.StatusConflict, api.CodeGroupCancelled, "spec.group", "group %q is cancelled and takes no new runs", g.Metadata.Name)
 	}
-	if g.Spec.Sealed {
+	evalCase := g.Spec.Evaluation != nil && r.Metadata.Labels[api.EvalLabel] != ""
+	if g.Spec.Sealed && !evalCase { // an evaluation group is sealed from the start; it adds its own cases
 		return api.Errorf(http.StatusConflict, api.CodeGroupSealed, "spec.group", "group %q is sealed and takes no new runs", g.Metadata.Name)
 	}
 	if r.Spec.Agent != g.Spec.Agent {

@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/eval"
+)
+
+// evalScript answers every arithmetic task correctly except wrongTask, and writes the asked word
+// into answer.txt for every write-file task except wrongWord (which writes another word).
+func evalScript(t *testing.T, wrongTask, wrongWord string) string {
+	t.Helper()
+	type turn map[string]any
+	var entries []map[string]any
+	for _, env := range eval.Builtins() {
+		for _, task := range env.Spec.Splits["test"] {
+			switch env.Spec.Grader.Kind {
+			case "normalized":
+				var ans string
+				json.Unmarshal(task.Answer, &ans)
+				if task.ID == wrongTask {
+					ans = "12345"
+				}
+				entries = append(entries, map[string]any{"name": task.ID, "match": task.Prompt, "turns": []turn{{"text": ans}}})
+			case "script":
+				var want struct{ File, Content string }
+				json.Unmarshal(task.Answer, &want)
+				if task.ID == wrongWord {
+					want.Content = "wrong"
+				}
+				entries = append(entries, map[string]any{"name": task.ID, "match": task.Prompt, "turns": []turn{
+					{"tool_calls": []map[string]any{{"name": "write", "input": map[string]string{"path": want.File, "content": want.Content}}}},
+					{"text": "done"}}})
+			}
+		}
+	}
+	entries = append(entries, map[string]any{"name": "custom", "match": "Name a primary colour", "turns": []turn{{"text": "Red."}}})
+	b, _ := json.Marshal(map[string]any{"entries": entries})
+	return string(b)
+}
+
+func (e *env) results(group string) (out struct {
+	Phase      string
+	Evaluation api.EvaluationStatus
+	Items      []api.EvalCase
+}) {
+	e.t.Helper()
+	if st := e.do("GET", "/v2/agentgroups/"+group+"/results", nil, &out); st != 200 {
+		e.t.Fatalf("results of %s: HTTP %d", group, st)
+	}
+	return out
+}
+
+func (e *env) waitGroupDone(name string, d time.Duration) api.AgentGroup {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		g := e.getGroup(name)
+		switch g.Status.Phase {
+		case api.GroupSucceeded, api.GroupFailed, api.GroupCancelled:
+			return g
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("group %s is still %s: %+v %+v", name, g.Status.Phase, g.Status.Counts, g.Status.Evaluation)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// The seed's "Evaluate an agent": evaluation.py as a CLI flow, then the API underneath it.
+func TestSeedEvaluation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, evalScript(t, "test-03", "word-02"))
+	e.start()
+	e.mustCLI(0, "apply", "-f", writeFile(t, e.dir, "agent.yaml", seedGroupAgentYAML))
+	if r := e.mustCLI(0, "env", "list"); !strings.Contains(r.stdout, "nodus/arithmetic-v2@2.0.0") || !strings.Contains(r.stdout, "agentrun/write-file@1.0.0") {
+		t.Errorf("env list:\n%s", r.stdout)
+	}
+	// evaluation.py: create, wait, print per-case outcomes, delete.
+	r := e.mustCLI(0, "eval", "run", "parallel-agents-eval", "--agent", "parallel-agents-worker", "--max-active", "2", "--max-cost", "0.20",
+		"--environment", "nodus/arithmetic-v2@2.0.0", "--split", "test", "--tasks", "2", "--repetitions", "1", "--seed", "42", "--timeout", "10m")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], "Succeeded: cases=2, pending=0") || !strings.HasPrefix(lines[1], "pass rate: ") ||
+		!strings.HasPrefix(lines[2], "mean reward: ") || lines[5] != "deleted agentgroup/parallel-agents-eval" {
+		t.Errorf("eval run printed:\n%s", r.stdout)
+	}
+	for _, l := range lines[3:5] {
+		if f := strings.Fields(l); len(f) != 3 || !strings.HasPrefix(f[0], "test-") || f[1] != "scored" || (f[2] != "pass" && f[2] != "fail") {
+			t.Errorf("case line %q", l)
+		}
+	}
+	if st := e.do("GET", "/v2/agentgroups/parallel-agents-eval", nil, nil); st != 404 {
+		t.Errorf("the evaluation group was not deleted: HTTP %d", st)
+	}
+
+	// Underneath: 4 tasks x 2 repetitions; test-03 (if drawn) is answered wrong and scored.
+	mk := func(name string, seed int) {
+		body := fmt.Sprintf(`{"kind":"AgentGroup","metadata":{"name":%q},"spec":{"agent":"parallel-agents-worker","limits":{"maxActive":3},
+			"evaluation":{"environment":"nodus/arithmetic-v2@2.0.0","split":"test","tasks":4,"repetitions":2,"seed":%d,"timeout":"5m"}}}`, name, seed)
+		if st := e.do("POST", "/v2/agentgroups", body, nil); st != 201 {
+			t.Fatalf("create %s: HTTP %d", name, st)
+		}
+	}
+	mk("ev-a", 7)
+	mk("ev-b", 7)
+	ga := e.waitGroupDone("ev-a", time.Minute)
+	e.waitGroupDone("ev-b", time.Minute)
+	if ga.Status.Phase != api.GroupSucceeded || !ga.Spec.Sealed || ga.Status.Evaluation == nil || ga.Status.Evaluation.Results != nil {
+		t.Fatalf("ev-a: %s sealed=%v evaluation %+v", ga.Status.Phase, ga.Spec.Sealed, ga.Status.Evaluation)
+	}
+	ra, rb := e.results("ev-a"), e.results("ev-b")
+	if len(ra.Items) != 8 {
+		t.Fatalf("ev-a has %d cases, want 8", len(ra.Items))
+	}
+	wrong := 0
+	revs := map[int64]bool{}
+	for i, c := range ra.Items {
+		if c.TaskID != rb.Items[i].TaskID || c.Repetition != rb.Items[i].Repetition {
+			t.Errorf("case %d: %s#%d vs %s#%d: the same seed drew other tasks", i, c.TaskID, c.Repetition, rb.Items[i].TaskID, rb.Items[i].Repetition)
+		}
+		if c.State != api.CaseScored || c.Reward == nil || c.Evidence == "" || c.Run == "" {
+			t.Errorf("case %+v", c)
+		}
+		if want := map[bool]string{true: "fail", false: "pass"}[c.TaskID == "test-03"]; c.Verdict != want {
+			t.Errorf("%s#%d: verdict %s, want %s (%s)", c.TaskID, c.Repetition, c.Verdict, want, c.Evidence)
+		}
+		if c.Verdict == "fail" {
+			wrong++
+		}
+		run := e.getRun(c.Run)
+		revs[run.Status.AgentRevision] = true
+		if run.Status.Deadline == nil || ga.Status.Deadline == nil || !run.Status.Deadline.Equal(*ga.Status.Deadline) {
+			t.Errorf("%s: deadline %v, group's %v", c.Run, run.Status.Deadline, ga.Status.Deadline)
+		}
+		if strings.Contains(run.Spec.Input, "12345") {
+			t.Errorf("the hidden answer reached the agent")
+		}
+	}
+	if len(revs) != 1 {
+		t.Errorf("cases ran on agent revisions %v, want one", revs)
+	}
+	ev := ra.Evaluation
+	if ev.Scored != 8 || ev.Pending != 0 || ev.PassRate == nil || *ev.PassRate != float64(8-wrong)/8 || len(ev.PerTask) != 4 ||
+		ev.Environment != "nodus/arithmetic-v2@2.0.0" || ev.Seed != 7 || ev.GraderVersion == "" {
+		t.Errorf("evaluation summary %+v", ev)
+	}
+	for _, pt := range ev.PerTask {
+		if pt.PassAtK["1"] != map[bool]float64{true: 0, false: 1}[pt.TaskID == "test-03"] || pt.RewardSpread == nil || *pt.RewardSpread != 0 {
+			t.Errorf("per task %+v", pt)
+		}
+	}
+	if r := e.mustCLI(0, "eval", "results", "ev-a"); !strings.Contains(r.stdout, "pass rate") || strings.Count(r.stdout, "scored") < 8 {
+		t.Errorf("eval results:\n%s", r.stdout)
+	}
+	if r := e.mustCLI(0, "eval", "results", "ev-a", "-o", "json"); !strings.Contains(r.stdout, `"passRate"`) {
+		t.Errorf("eval results -o json:\n%s", r.stdout)
+	}
+	// An evaluation group takes no runs from outside.
+	if st, _ := e.post("/v2/agentruns", `{"spec":{"agent":"parallel-agents-worker","group":"ev-a","taskKey":"extra","input":"x"}}`, nil); st != 409 {
+		t.Errorf("a run added to an evaluation group: HTTP %d", st)
+	}
+	e.mustCLI(0, "delete", "ag/ev-a")
+
+	// A script grader checks a file the run wrote, in a copy of the run's folder.
+	if st := e.do("PUT", "/v2/agents/writer", `{"metadata":{"name":"writer"},"spec":{"tools":["write"]}}`, nil); st != 201 {
+		t.Fatalf("create writer: HTTP %d", st)
+	}
+	if st := e.do("POST", "/v2/agentgroups", `{"kind":"AgentGroup","metadata":{"name":"ev-files"},"spec":{"agent":"writer",
+		"evaluation":{"environment":"agentrun/write-file@1.0.0","tasks":10,"seed":3,"timeout":"5m"}}}`, nil); st != 201 {
+		t.Fatalf("create ev-files: HTTP %d", st)
+	}
+	e.waitGroupDone("ev-files", time.Minute)
+	for _, c := range e.results("ev-files").Items {
+		want := map[bool]string{true: "fail", false: "pass"}[c.TaskID == "word-02"]
+		if c.State != api.CaseScored || c.Verdict != want {
+			t.Errorf("write-file %s: %s %s (%s %s)", c.TaskID, c.State, c.Verdict, c.Evidence, c.Detail)
+		}
+	}
+
+	// Load an environment from a folder: immutable per version.
+	dir := filepath.Join(e.dir, "colours")
+	os.MkdirAll(filepath.Join(dir, "splits"), 0o755)
+	writeFile(t, dir, "environment.yaml", "kind: Environment\nmetadata: {name: acme/colours}\nspec:\n  version: 1.0.0\n  grader: {kind: regex, pattern: '^(red|blue|yellow)\\.?$'}\n")
+	writeFile(t, filepath.Join(dir, "splits"), "test.jsonl", `{"id": "c1", "prompt": "Name a primary colour.", "answer": "red"}`+"\n")
+	if r := e.mustCLI(0, "env", "load", dir); !strings.Contains(r.stdout, "environment/acme/colours@1.0.0 created") {
+		t.Errorf("env load printed %q", r.stdout)
+	}
+	if r := e.mustCLI(0, "env", "load", dir); !strings.Contains(r.stdout, "unchanged") {
+		t.Errorf("env load again printed %q", r.stdout)
+	}
+	writeFile(t, filepath.Join(dir, "splits"), "test.jsonl", `{"id": "c1", "prompt": "Name a primary colour, please.", "answer": "red"}`+"\n")
+	if r := e.cli(e.dir, "env", "load", dir); r.code != 1 || !strings.Contains(r.stderr, "AlreadyExists") {
+		t.Errorf("loading other content under the same version: exit %d %q", r.code, r.stderr)
+	}
+	var got api.Environment
+	if st := e.do("GET", "/v2/environments/acme/colours@1.0.0", nil, &got); st != 200 || len(got.Spec.Splits["test"]) != 1 || got.Spec.Splits["test"][0].Answer != nil {
+		t.Errorf("GET environment: HTTP %d %+v (answers must be hidden)", st, got.Spec.Splits)
+	}
+	if st := e.do("POST", "/v2/agentgroups", `{"kind":"AgentGroup","metadata":{"name":"ev-col"},"spec":{"agent":"parallel-agents-worker",
+		"evaluation":{"environment":"acme/colours@1.0.0","timeout":"2m"}}}`, nil); st != 201 {
+		t.Fatalf("create ev-col: HTTP %d", st)
+	}
+	e.waitGroupDone("ev-col", time.Minute)
+	if c := e.results("ev-col").Items; len(c) != 1 || c[0].Verdict != "pass" {
+		t.Errorf("colours: %+v", c)
+	}
+	if st := e.do("POST", "/v2/agentgroups", `{"kind":"AgentGroup","metadata":{"name":"ev-bad"},"spec":{"agent":"parallel-agents-worker",
+		"evaluation":{"environment":"acme/colours@9.9.9"}}}`, nil); st != 404 {
+		t.Errorf("unknown environment version: HTTP %d", st)
+	}
+	if st := e.do("POST", "/v2/agentgroups", `{"kind":"AgentGroup","metadata":{"name":"ev-big"},"spec":{"agent":"parallel-agents-worker",
+		"evaluation":{"environment":"nodus/arithmetic-v2@2.0.0","tasks":20,"repetitions":6}}}`, nil); st != 422 {
+		t.Errorf("120 cases: HTTP %d", st)
+	}
+}

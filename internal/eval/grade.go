@@ -1,0 +1,303 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// Verdict is a grader's decision on one answer. A grader error (as opposed to a failing verdict)
+// leaves the case unscored.
+type Verdict struct {
+	Pass     bool
+	Reward   float64
+	Evidence string
+}
+
+// ErrRubricUnavailable: the model rubric grader is not built yet; rubric cases are unscored.
+var ErrRubricUnavailable = errors.New("the model rubric grader is not available on this server yet")
+
+// GraderVersion identifies a grader: its kind, the environment version and a hash of its spec.
+func GraderVersion(env *api.Environment) string {
+	b, _ := json.Marshal(env.Spec.Grader)
+	sum := sha256.Sum256(b)
+	return env.Spec.Grader.Kind + "/" + env.Spec.Version + "/" + hex.EncodeToString(sum[:6])
+}
+
+// Grade scores answer against task with the environment's grader. files is the run's folder
+// (for script graders).
+func Grade(ctx context.Context, g api.GraderSpec, task api.Task, answer string, files []store.File) (Verdict, error) {
+	expected := expectedText(task.Answer)
+	switch g.Kind {
+	case "exact":
+		got, want := strings.TrimSpace(answer), strings.TrimSpace(expected)
+		return boolVerdict(got == want, fmt.Sprintf("answer %q, expected %q", clip(got), clip(want))), nil
+	case "normalized":
+		got, want := normalize(answer), normalize(expected)
+		ok := got == want
+		if !ok {
+			if a, err1 := strconv.ParseFloat(got, 64); err1 == nil {
+				if b, err2 := strconv.ParseFloat(want, 64); err2 == nil {
+					ok = math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b))
+				}
+			}
+		}
+		return boolVerdict(ok, fmt.Sprintf("normalized answer %q, expected %q", clip(got), clip(want))), nil
+	case "regex":
+		pat := g.Pattern
+		if pat == "" {
+			pat = expected
+		}
+		if !g.CaseSensitive && !strings.HasPrefix(pat, "(?i)") {
+			pat = "(?i)" + pat
+		}
+		re, err := regexp.Compile(pat)
+		if err != nil {
+			return Verdict{}, fmt.Errorf("grader pattern: %w", err)
+		}
+		ok := re.MatchString(strings.TrimSpace(answer))
+		return boolVerdict(ok, fmt.Sprintf("answer %q matched /%s/: %v", clip(answer), pat, ok)), nil
+	case "json":
+		return gradeJSON(g, task, answer)
+	case "script":
+		return gradeScript(ctx, g, task, answer, files)
+	case "rubric":
+		return Verdict{}, ErrRubricUnavailable
+	}
+	return Verdict{}, fmt.Errorf("unknown grader kind %q", g.Kind)
+}
+
+func boolVerdict(ok bool, evidence string) Verdict {
+	v := Verdict{Pass: ok, Evidence: evidence}
+	if ok {
+		v.Reward = 1
+	}
+	return v
+}
+
+// expectedText is a task's answer as text: a JSON string's value, or the JSON itself.
+func expectedText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+var spaces = regexp.MustCompile(`\s+`)
+
+func normalize(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = spaces.ReplaceAllString(s, " ")
+	s = strings.TrimRight(s, ".!")
+	s = strings.Trim(s, "\"'`*")
+	return strings.TrimSpace(s)
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// gradeJSON: the answer (or its first {...} block) must be JSON satisfying the schema subset and
+// equal to every field of the task's answer object. An answer that is not JSON is a scored failure.
+func gradeJSON(g api.GraderSpec, task api.Task, answer string) (Verdict, error) {
+	var got any
+	text := strings.TrimSpace(answer)
+	if json.Unmarshal([]byte(text), &got) != nil {
+		got = nil
+		if i, j := strings.Index(text, "{"), strings.LastIndex(text, "}"); i >= 0 && j > i {
+			json.Unmarshal([]byte(text[i:j+1]), &got)
+		}
+		if got == nil {
+			return Verdict{Evidence: "the answer is not JSON"}, nil
+		}
+	}
+	if len(g.Schema) > 0 {
+		var schema map[string]any
+		if err := json.Unmarshal(g.Schema, &schema); err != nil {
+			return Verdict{}, fmt.Errorf("grader schema: %w", err)
+		}
+		if problems := checkSchema(schema, got, "$"); len(problems) > 0 {
+			return Verdict{Evidence: "schema: " + strings.Join(problems, "; ")}, nil
+		}
+	}
+	var want map[string]any
+	if len(task.Answer) > 0 && json.Unmarshal(task.Answer, &want) == nil {
+		obj, _ := got.(map[string]any)
+		var wrong []string
+		for k, v := range want {
+			if !reflect.DeepEqual(obj[k], v) {
+				wrong = append(wrong, fmt.Sprintf("%s is %s, expected %s", k, js(obj[k]), js(v)))
+			}
+		}
+		if len(wrong) > 0 {
+			return Verdict{Evidence: strings.Join(wrong, "; ")}, nil
+		}
+	}
+	return Verdict{Pass: true, Reward: 1, Evidence: "valid JSON with the expected fields"}, nil
+}
+
+func js(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// checkSchema checks a JSON Schema subset: type, required, properties, enum, items.
+func checkSchema(s map[string]any, v any, path string) []string {
+	var out []string
+	if t, ok := s["type"].(string); ok && !hasType(v, t) {
+		return []string{fmt.Sprintf("%s is not of type %s", path, t)}
+	}
+	if enum, ok := s["enum"].([]any); ok {
+		found := false
+		for _, e := range enum {
+			if reflect.DeepEqual(e, v) {
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, fmt.Sprintf("%s is not one of %s", path, js(enum)))
+		}
+	}
+	if obj, ok := v.(map[string]any); ok {
+		if req, ok := s["required"].([]any); ok {
+			for _, r := range req {
+				if k, _ := r.(string); k != "" {
+					if _, ok := obj[k]; !ok {
+						out = append(out, fmt.Sprintf("%s.%s is required", path, k))
+					}
+				}
+			}
+		}
+		if props, ok := s["properties"].(map[string]any); ok {
+			for k, ps := range props {
+				if sub, ok := ps.(map[string]any); ok {
+					if val, ok := obj[k]; ok {
+						out = append(out, checkSchema(sub, val, path+"."+k)...)
+					}
+				}
+			}
+		}
+	}
+	if arr, ok := v.([]any); ok {
+		if items, ok := s["items"].(map[string]any); ok {
+			for i, it := range arr {
+				out = append(out, checkSchema(items, it, fmt.Sprintf("%s[%d]", path, i))...)
+			}
+		}
+	}
+	return out
+}
+
+func hasType(v any, t string) bool {
+	switch t {
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "number":
+		_, ok := v.(float64)
+		return ok
+	case "integer":
+		f, ok := v.(float64)
+		return ok && f == math.Trunc(f)
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "null":
+		return v == nil
+	}
+	return true
+}
+
+// gradeScript runs the environment's script with sh in a fresh folder (never the run's folder)
+// holding answer.txt, expected.json (the hidden answer), task.json and workspace/ (a copy of the
+// run's folder as the store saved it). The agent never sees this folder. The script prints
+// {"pass": bool, "reward": number, "evidence": "..."}; a non-zero exit, a timeout or other output
+// is a grader failure (the case is unscored).
+//
+// Isolation here is a plain subprocess with its own temporary folder and a minimal environment;
+// it does not yet run inside a sandbox provider (internal/computer).
+func gradeScript(ctx context.Context, g api.GraderSpec, task api.Task, answer string, files []store.File) (Verdict, error) {
+	dir, err := os.MkdirTemp("", "agentrun-grade-")
+	if err != nil {
+		return Verdict{}, err
+	}
+	defer os.RemoveAll(dir)
+	taskJSON, _ := json.Marshal(map[string]string{"id": task.ID, "prompt": task.Prompt})
+	expected := task.Answer
+	if len(expected) == 0 {
+		expected = json.RawMessage("null")
+	}
+	for name, content := range map[string][]byte{"answer.txt": []byte(answer), "expected.json": expected, "task.json": taskJSON, "grader.sh": []byte(g.Script)} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			return Verdict{}, err
+		}
+	}
+	ws := filepath.Join(dir, "workspace")
+	os.MkdirAll(ws, 0o700)
+	for _, f := range files {
+		p := filepath.Join(ws, filepath.FromSlash(f.Path))
+		if !strings.HasPrefix(p, ws+string(filepath.Separator)) {
+			continue
+		}
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, f.Content, 0o600); err != nil {
+			return Verdict{}, err
+		}
+	}
+	timeout := time.Duration(g.TimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, "sh", "grader.sh")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if cctx.Err() != nil {
+			return Verdict{}, fmt.Errorf("grader script did not finish within %s", timeout)
+		}
+		return Verdict{}, fmt.Errorf("grader script failed: %v: %s", err, clip(strings.TrimSpace(stderr.String())))
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var out struct {
+		Pass     *bool    `json:"pass"`
+		Reward   *float64 `json:"reward"`
+		Evidence string   `json:"evidence"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &out); err != nil || out.Pass == nil {
+		return Verdict{}, fmt.Errorf("grader script printed no verdict ({\"pass\": ..., \"reward\": ...}): %q", clip(stdout.String()))
+	}
+	v := Verdict{Pass: *out.Pass, Evidence: out.Evidence}
+	if out.Reward != nil {
+		v.Reward = *out.Reward
+	} else if v.Pass {
+		v.Reward = 1
+	}
+	return v, nil
+}

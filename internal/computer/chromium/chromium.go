@@ -91,7 +91,8 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 	if st, err := os.Stat(folder); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("run folder %s is not a folder", folder)
 	}
-	profile, err := os.MkdirTemp("", "agentrun-chromium-")
+	removeStaleProfiles()
+	profile, err := os.MkdirTemp("", profilePrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -620,4 +621,26 @@ func listUsing(profile string) []int {
 		}
 	}
 	return found
+}
+
+const profilePrefix = "agentrun-chromium-"
+
+// removeStaleProfiles removes the profiles of browsers whose server died
+// without closing them (their processes died with it, the folders stay):
+// those older than a minute that no process uses.
+func removeStaleProfiles() {
+	tmp := os.TempDir()
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), profilePrefix) {
+			continue
+		}
+		dir := filepath.Join(tmp, e.Name())
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Minute && len(listUsing(dir)) == 0 {
+			os.RemoveAll(dir)
+		}
+	}
 }

@@ -168,6 +168,12 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 	s := &Sandbox{spec: spec, limits: lim, pending: map[int64]chan response{}, dead: make(chan struct{})}
 	cg, cgErr := newCgroups(safeName(spec.Run), lim)
 	s.cg = cg
+	started := false
+	defer func() {
+		if !started && cg != nil {
+			cg.remove()
+		}
+	}()
 	hl := limits{CPU: lim.CPUSeconds, NProc: lim.Processes, AS: lim.MemoryBytes, MaxFile: 8 << 30}
 	if cg != nil && cg.memory {
 		// The cgroup bounds real memory; RLIMIT_AS would also refuse
@@ -219,11 +225,9 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 	}
 	s.cmd, s.stdin = cmd, stdin
 	if err := cmd.Start(); err != nil {
-		if cg != nil {
-			cg.remove()
-		}
 		return nil, fmt.Errorf("start bwrap: %w", err)
 	}
+	started = true // from here on Close removes the cgroups
 	s.readerDone = make(chan struct{})
 	go s.readLoop(stdout)
 

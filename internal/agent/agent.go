@@ -261,7 +261,12 @@ func (d *drive) loop(ctx context.Context) error {
 			}
 		}
 		modelName := cur.model
-		req := &model.Request{Model: modelName, System: d.spec.System, Messages: conv, Tools: defs, MaxTokens: d.spec.MaxTokens, Stream: true}
+		// Every call bounds its output, so its worst case is bounded too.
+		maxTokens := d.spec.MaxTokens
+		if maxTokens <= 0 {
+			maxTokens = api.DefaultMaxTokens
+		}
+		req := &model.Request{Model: modelName, System: d.spec.System, Messages: conv, Tools: defs, MaxTokens: maxTokens, Stream: true}
 		key := fmt.Sprintf("t%d/model", turn)
 		if err := d.guard(ctx, key, req, modelName); err != nil {
 			return err

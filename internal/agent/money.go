@@ -238,12 +238,15 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, model
 		d.status.WaitingOn = &api.WaitingOn{Kind: "credits", StepKey: key, Detail: msg}
 		d.updateCost(&needed)
 		// Credits held by other runs' calls in flight come back when they settle: look again soon.
-		wake := d.status.Deadline
+		// Otherwise an add wakes the run; it also looks again now and then, in case the add
+		// committed between this reservation and the park.
+		recheck := 30 * time.Second
 		if res.ReservedByOthers > 0 {
-			t := time.Now().Add(2 * time.Second)
-			if wake == nil || t.Before(*wake) {
-				wake = &t
-			}
+			recheck = 2 * time.Second
+		}
+		wake := d.status.Deadline
+		if t := time.Now().Add(recheck); wake == nil || t.Before(*wake) {
+			wake = &t
 		}
 		d.j.Emit(api.Event{Type: "run.waiting", StepKey: key, Message: msg})
 		if _, err := d.j.Commit(ctx, &d.status, true, wake); err != nil {

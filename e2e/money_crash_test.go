@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -303,5 +304,92 @@ entries:
 	// Each run: routing 200 + 50 = 250 µ$ → 286; model 1000 + 500 = 1500 µ$ → 1715.
 	if c.ChargedUSD != cost.Micros(8*(286+1715)).String() {
 		t.Errorf("charged %s, want %s", c.ChargedUSD, cost.Micros(8*(286+1715)))
+	}
+}
+
+// --prices FILE replaces the embedded prices it names; a bad file stops the server at start.
+func TestMoneyPricesOverride(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+entries:
+  - name: route
+    match: "Route this request"
+    turns:
+      - text: '{"family": "fable", "confidence": 0.5}'
+        usage: {input_tokens: 100, output_tokens: 10}
+  - name: work
+    match: "Priced by file"
+    turns:
+      - text: "done"
+        usage: {input_tokens: 1000, output_tokens: 100}
+`)
+	bad := writeFile(t, e.dir, "bad-prices.json", `{"version": "x", "models": {"m": {"input": -1}}}`)
+	cmd := exec.Command(binPath, "serve", "--listen", "127.0.0.1:0", "--prices", bad)
+	cmd.Env = e.baseEnv()
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "negative price") {
+		t.Errorf("serve with a bad price table: %v\n%s", err, out)
+	}
+	// fable → a model of the file's own, at $7 / $9 per million; haiku (the router) at $2 input.
+	prices := writeFile(t, e.dir, "prices.json", `{"version": "test-2026-12", "families": {"fable": "house-model-1"},
+	  "models": {"house-model-1": {"input": 7000000, "output": 9000000, "cacheWrite5m": 7000000, "cacheWrite1h": 7000000, "cacheRead": 700000},
+	             "claude-haiku-4-5": {"input": 2000000, "output": 10000000, "cacheWrite5m": 2500000, "cacheWrite1h": 4000000, "cacheRead": 200000}}}`)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--prices", prices})
+	var tab struct {
+		Version string `json:"version"`
+	}
+	if e.do("GET", "/v2/prices", nil, &tab); tab.Version != "test-2026-12" {
+		t.Errorf("prices version = %q", tab.Version)
+	}
+	if st := e.do("PUT", "/v2/agents/filed", `{"metadata":{"name":"filed"},"spec":{"model":{"access":"Nodus"}}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/filed/runs", `{"input":{"content":"Priced by file"}}`, &run); st != 201 {
+		t.Fatalf("start run: HTTP %d", st)
+	}
+	r := e.waitPhase(run.Metadata.Name, 10*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	// Routing: 100 × $2 + 10 × $10 = 300 µ$ → 342.86… → 343 billed. Model: 1000 × $7 + 100 × $9 =
+	// 7900 µ$ → 9028.57… → 9029 billed. Total 9372; list price 8200.
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Turns[0].Model != "house-model-1" || r.Status.Cost.TotalUSD != "0.009372" || r.Status.Cost.VendorUSD != "0.0082" {
+		t.Errorf("run %s, turns %+v, cost %+v; want house-model-1, total 0.009372, vendor 0.0082", r.Status.Phase, r.Status.Turns, r.Status.Cost)
+	}
+}
+
+// A model call on the user's own key that a crash cut off may have been billed by the vendor:
+// it is not repeated silently; the run parks in NeedsResolution on it.
+func TestMoneyBYOKCrashNeedsResolution(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+entries:
+  - name: own
+    match: "Own key"
+    turns:
+      - text: "paid by you"
+`)
+	e.start("AGENTRUN_DEV_PAUSE_AT=after-intent:t0/model")
+	session := e.personSession()
+	if st := e.doAs(session, "PUT", "/v2/secrets/k", `{"data":{"ANTHROPIC_API_KEY":"sk-test"}}`, nil); st != 200 {
+		t.Fatalf("set secret: HTTP %d", st)
+	}
+	if st := e.do("PUT", "/v2/agents/mine", `{"metadata":{"name":"mine"},"spec":{"model":{"access":"BYOK","name":"claude-sonnet-4-5","apiKeySecret":"k"}}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/mine/runs", `{"input":{"content":"Own key"}}`, &run); st != 201 {
+		t.Fatalf("start run: HTTP %d", st)
+	}
+	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent t0/model", 15*time.Second)
+	e.kill()
+	e.start()
+	r := e.waitPhase(run.Metadata.Name, 15*time.Second, api.PhaseNeedsResolution, api.PhaseSucceeded)
+	if r.Status.Phase != api.PhaseNeedsResolution || r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != "t0/model" {
+		t.Fatalf("after the crash: %s waiting on %+v", r.Status.Phase, r.Status.WaitingOn)
+	}
+	if agentCalls(e.model) != 0 {
+		t.Error("the interrupted call on the user's key was repeated without a person")
+	}
+	e.mustCLI(0, "runs", "resolve", run.Metadata.Name, "--retry")
+	if r := e.waitPhase(run.Metadata.Name, 15*time.Second, api.PhaseSucceeded); r.Status.Cost.Billing != "none" {
+		t.Errorf("cost %+v", r.Status.Cost)
 	}
 }

@@ -97,6 +97,9 @@ type Result struct {
 // RunChecks runs the checks of kind against p outside `go test`, each with
 // its own scratch folder under tmp, calling report after each.
 func RunChecks(ctx context.Context, p computer.Provider, kind computer.Kind, tmp string, report func(Result)) (failed int, err error) {
+	if !offers(p, kind) {
+		return 0, fmt.Errorf("provider %s makes %v computers, not %s", p.Name(), p.Kinds(), kind)
+	}
 	if a := p.Available(ctx); !a.Available {
 		return 0, fmt.Errorf("provider %s is not available here: %s", p.Name(), a.Reason)
 	}
@@ -138,6 +141,9 @@ func isSkip(err error) bool {
 func run(t *testing.T, p computer.Provider, kind computer.Kind) {
 	t.Helper()
 	ctx := t.Context()
+	if !offers(p, kind) {
+		t.Fatalf("provider %s makes %v computers, not %s", p.Name(), p.Kinds(), kind)
+	}
 	if a := p.Available(ctx); !a.Available {
 		t.Skipf("provider %s not available: %s", p.Name(), a.Reason)
 	}
@@ -163,3 +169,12 @@ func RunSandbox(t *testing.T, p computer.Provider) { run(t, p, computer.KindSand
 // RunBrowser runs the browser checks against p, skipping with p's reason when
 // it is not available here.
 func RunBrowser(t *testing.T, p computer.Provider) { run(t, p, computer.KindBrowser) }
+
+func offers(p computer.Provider, kind computer.Kind) bool {
+	for _, k := range p.Kinds() {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/metrics"
@@ -37,6 +38,8 @@ type Engine struct {
 	RunnerName string
 	// ServerDeny is the server's deny set: tool patterns refused for every agent.
 	ServerDeny []string
+	// Computers are the computer providers this runner can use.
+	Computers *computer.Registry
 	// Prices is the price table (nil: the embedded one).
 	Prices *cost.Table
 	// Router is the routing strategy, RouterModel (default) or RouterRules.
@@ -65,7 +68,9 @@ type drive struct {
 	saved folderIndex
 	// turnText is the model's text in the current turn (an approval shows it as the reason).
 	turnText string
-	log      *slog.Logger
+	// comp is the run's computer, created when a tool first needs it in this drive.
+	comp computer.Computer
+	log  *slog.Logger
 	// acc is how the run reaches its model; spent what it cost so far; turnCost the current turn's.
 	acc      *access
 	spent    spend
@@ -87,6 +92,9 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
 	}
 	d := &drive{e: e, j: j, run: run, status: run.Status, folder: RunFolder(e.DataDir, run.Metadata.Name),
 		log: e.Log.With("run", run.Metadata.Name, "generation", lease.Generation)}
+	// The computer lives for this drive: a run that parks, finishes, is cancelled or moves to
+	// another runner has it stopped here (and made again around its folder when needed).
+	defer d.closeComputer()
 	if api.Finished(d.status.Phase) {
 		_, err := j.Commit(ctx, nil, true, nil)
 		return err
@@ -431,18 +439,27 @@ func (d *drive) nextMessage(ctx context.Context, n int, waiting string) (string,
 }
 
 func (d *drive) toolDefs() ([]model.ToolDef, error) {
-	defs, err := tools.Definitions(d.spec.Tools)
+	var names []string
+	for _, n := range d.spec.Tools {
+		if _, isComputer := d.computerTool(n); !isComputer {
+			names = append(names, n) // a computer's tools come with it, below
+		}
+	}
+	defs, err := tools.Definitions(names)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]model.ToolDef, len(defs))
-	for i, def := range defs {
-		out[i] = model.ToolDef{Name: def.Name, Description: def.Description, InputSchema: def.Schema}
+	var out []model.ToolDef
+	for _, def := range defs {
+		out = append(out, model.ToolDef{Name: def.Name, Description: def.Description, InputSchema: def.Schema})
 	}
-	return out, nil
+	return append(out, d.computerToolDefs()...), nil
 }
 
 func (d *drive) allowed(name string) bool {
+	if _, ok := d.computerTool(name); ok {
+		return true // the tools of the computer's kind come with it
+	}
 	for _, t := range d.spec.Tools {
 		if t == name {
 			return true
@@ -470,6 +487,9 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 		return model.Block{}, err
 	} else if !ok {
 		return result(refusal, true), nil
+	}
+	if td, ok := d.computerTool(call.Name); ok {
+		return d.computerCall(ctx, key, td, call, result)
 	}
 	tool, ok := tools.Lookup(call.Name)
 	if !ok {
@@ -512,7 +532,7 @@ func summarize(in json.RawMessage) string {
 	if json.Unmarshal(in, &m) != nil {
 		return ""
 	}
-	for _, k := range []string{"path", "pattern", "label", "question"} {
+	for _, k := range []string{"command", "path", "url", "pattern", "selector", "label", "question"} {
 		if v, ok := m[k].(string); ok {
 			return firstLine(v, 80)
 		}

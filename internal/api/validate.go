@@ -99,7 +99,7 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 		case "", "none":
 			s.Computer.Kind = "none"
 		case "sandbox", "browser", "desktop", "phone":
-			return Invalid("spec.computer.kind", "computer kind %q is not available on this server (available: none)", s.Computer.Kind)
+			// Whether this server can provide it is the server's check (it knows its providers).
 		default:
 			return Invalid("spec.computer.kind", "computer kind %q: use none, sandbox, browser, desktop or phone", s.Computer.Kind)
 		}

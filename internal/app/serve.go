@@ -23,6 +23,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/agent"
 	"agentrun.dev/agentrun/internal/auth"
+	computers "agentrun.dev/agentrun/internal/computer/providers"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/model/fake"
@@ -79,12 +80,26 @@ func redactURL(s string) string {
 
 // newRunner builds a runner driving the built-in agent loop.
 func newRunner(st store.Store, models *model.Config, dir, name string, o runnerOptions, log *slog.Logger) *runner.Runner {
-	eng := &agent.Engine{Store: st, Models: models, DataDir: dir, Log: log, RunnerName: name, ServerDeny: o.Deny,
+	eng := &agent.Engine{Store: st, Models: models, DataDir: dir, Log: log, RunnerName: name, ServerDeny: o.Deny, Computers: computers.Default(),
 		Prices: o.prices, Router: o.Router}
 	if o.seal != nil {
 		eng.Secrets = &secret.Opener{Box: o.seal, Store: st}
 	}
 	return &runner.Runner{Name: name, Store: st, Driver: eng, Log: log.With("runner", name), MaxRuns: o.MaxRuns, LeaseTTL: o.LeaseTTL, Version: version}
+}
+
+// computerCapabilities lists the computer providers with what they make and, when one cannot run
+// here, why.
+func computerCapabilities(ctx context.Context) []map[string]any {
+	out := []map[string]any{{"kind": "none", "available": true}}
+	for _, p := range computers.Default().Status(ctx) {
+		m := map[string]any{"provider": p.Name, "kinds": p.Kinds, "available": p.Available}
+		if !p.Available {
+			m["why"] = p.Reason
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // runnerOptions are the flags serve and runner share for their runner.
@@ -273,12 +288,12 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err != nil {
 				return err
 			}
-			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available, Accounts: accounts,
+			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(),
 				Prices: ro.prices, Models: models, Seal: ro.seal,
 				Capabilities: map[string]any{
 					"version":   version,
 					"harnesses": []string{"builtin"},
-					"computers": []map[string]any{{"kind": "none", "available": true}, {"kind": "sandbox", "available": false, "why": "sandbox providers are not built yet"}, {"kind": "browser", "available": false, "why": "browser providers are not built yet"}},
+					"computers": computerCapabilities(cmd.Context()),
 					"tools":     toolNames,
 					"models":    map[string]any{"providers": providers, "defaultProvider": models.DefaultProvider, "defaultModel": models.DefaultModel},
 					"runner":    !noRunner,

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/computer"
+	"agentrun.dev/agentrun/internal/policy"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -26,17 +29,35 @@ func decodeAgent(body []byte) (*api.Agent, error) {
 	return &a, nil
 }
 
-func (s *Server) validateAgent(a *api.Agent) error {
-	if err := api.DefaultAndValidateAgent(a, s.Tools); err != nil {
+func (s *Server) validateAgent(ctx context.Context, a *api.Agent) error {
+	if err := api.DefaultAndValidateAgent(a, s.knownTools()); err != nil {
 		return err
 	}
-	for i, t := range a.Spec.Tools {
-		if !s.Tools[t] {
-			return api.Invalid("spec.tools["+itoa(i)+"]", "tool %q is not available on this server (it needs a computer this server cannot provide yet)", t)
+	if err := s.resolveComputer(ctx, a); err != nil {
+		return err
+	}
+	if a.Spec.Approvals != nil {
+		if field, err := policy.Validate(*a.Spec.Approvals); err != nil {
+			return api.Invalid("spec.approvals."+field, "%v", err)
 		}
 	}
 	a.Status = api.AgentStatus{}
 	return nil
+}
+
+// knownTools are the tool names an agent may list: the built-in tools and every computer tool
+// (whether its computer fits is checked with the computer).
+func (s *Server) knownTools() map[string]bool {
+	out := map[string]bool{}
+	for t := range s.Tools {
+		out[t] = true
+	}
+	for _, k := range []computer.Kind{computer.KindSandbox, computer.KindBrowser} {
+		for _, td := range computer.Tools(k) {
+			out[td.Name] = true
+		}
+	}
+	return out
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
@@ -52,7 +73,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if err := s.validateAgent(a); err != nil {
+	if err := s.validateAgent(r.Context(), a); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -105,7 +126,7 @@ func (s *Server) applyAgent(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Invalid("metadata.name", "metadata.name %q does not match the URL's %q", a.Metadata.Name, name))
 		return
 	}
-	if err := s.validateAgent(a); err != nil {
+	if err := s.validateAgent(r.Context(), a); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -189,7 +210,7 @@ func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if err := s.validateAgent(&a); err != nil {
+	if err := s.validateAgent(r.Context(), &a); err != nil {
 		writeErr(w, err)
 		return
 	}

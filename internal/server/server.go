@@ -18,6 +18,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/auth"
+	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/console"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/group"
@@ -40,6 +41,8 @@ type Server struct {
 	Interrupt func(run string)
 	// Tools are the tool names agents may use on this server.
 	Tools map[string]bool
+	// Computers are the computer providers (to check an agent's computer is available).
+	Computers *computer.Registry
 	// Accounts are the people who may sign in (approvals, secrets).
 	Accounts *auth.Accounts
 	// Prices is the price table (nil: the embedded one); Models the server's model access, to

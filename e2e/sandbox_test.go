@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+func needBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("sandbox tests skipped: bubblewrap not installed (apt-get install bubblewrap; .ci/run does)")
+	}
+}
+
+// The Nodus seed's example run: an agent with a sandbox uses the shell to print the Python version.
+// Then it writes a file in the sandbox and reads it on the host, runs a background server and
+// queries it, and cannot reach the network it was not given.
+func TestSandboxAgent(t *testing.T) {
+	t.Parallel()
+	needBwrap(t)
+	// A listener on the host the sandbox must not reach.
+	hostLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostLn.Close()
+	go func() {
+		for {
+			c, err := hostLn.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("host secret\n"))
+			c.Close()
+		}
+	}()
+	port := strings.TrimPrefix(hostLn.Addr().String(), "127.0.0.1:")
+	e := newEnv(t, `
+entries:
+  - name: python
+    match: "Python version"
+    turns:
+      - tool_calls:
+          - name: bash
+            input: {command: "python3 --version"}
+      - text: "It is {{last_tool_result}}"
+  - name: work
+    match: "Do the sandbox work"
+    turns:
+      - tool_calls:
+          - name: bash
+            input: {command: "echo made-in-sandbox > made.txt && cat /workspace/made.txt"}
+      - tool_calls:
+          - name: bash
+            input: {command: "python3 -m http.server 8765 --bind 127.0.0.1", background: true}
+      - tool_calls:
+          - name: bash
+            input: {command: "for i in $(seq 50); do python3 -c 'import urllib.request;print(urllib.request.urlopen(\"http://127.0.0.1:8765/made.txt\").read().decode())' 2>/dev/null && break; sleep 0.1; done"}
+      - tool_calls:
+          - name: bash
+            input: {command: "python3 -c 'import socket;s=socket.create_connection((\"127.0.0.1\", `+port+`),2);print(s.recv(100))' || echo NO-NETWORK"}
+      - text: "done: {{last_tool_result}}"
+`)
+	e.start()
+	// No computer setting: the agent gets the best sandbox this server has.
+	var a api.Agent
+	if st := e.do("PUT", "/v2/agents/hello-agent", `{"apiVersion":"nodus.dev/v1","kind":"Agent","metadata":{"name":"hello-agent"},"spec":{"system":"Run shell commands in your sandbox to check your work.","model":{"access":"Nodus"},"perRunMaxCostUSD":"0.50"}}`, &a); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	if a.Spec.Computer == nil || a.Spec.Computer.Kind != "sandbox" || a.Spec.Computer.Provider == "" {
+		t.Fatalf("computer = %+v, want the server's best sandbox", a.Spec.Computer)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"hello-agent-run"},"spec":{"agent":"hello-agent","input":"Use the shell to print the Python version, then tell me which one it is."}}`, nil)
+	r := e.waitPhase("hello-agent-run", 30*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded || !strings.Contains(r.Status.Answer.Preview, "Python 3.") {
+		t.Fatalf("run ended %s (%s): %+v", r.Status.Phase, r.Status.Message, r.Status.Answer)
+	}
+	steps := e.mustCLI(0, "agentrun", "steps", "hello-agent-run").stdout
+	if !strings.Contains(steps, "computer") || !strings.Contains(steps, "bash python3 --version") {
+		t.Errorf("steps do not show the sandbox and the command:\n%s", steps)
+	}
+
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"work"},"spec":{"agent":"hello-agent","input":"Do the sandbox work"}}`, nil)
+	r = e.waitPhase("work", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("work ended %s: %s", r.Status.Phase, r.Status.Message)
+	}
+	if got := e.mustCLI(0, "runs", "read-file", "work", "made.txt").stdout; got != "made-in-sandbox\n" {
+		t.Errorf("made.txt on the host = %q", got)
+	}
+	results := map[string]string{}
+	for _, s := range e.steps("work") {
+		var res struct{ Content string }
+		json.Unmarshal(s.Result, &res)
+		results[s.Key] = res.Content
+	}
+	if !strings.Contains(results["t2/tool/0"], "made-in-sandbox") {
+		t.Errorf("the background server was not reachable from a later command: %q", results["t2/tool/0"])
+	}
+	if !strings.Contains(results["t3/tool/0"], "NO-NETWORK") || strings.Contains(results["t3/tool/0"], "host secret") {
+		t.Errorf("the sandbox reached the host's network: %q", results["t3/tool/0"])
+	}
+}
+
+// An agent cannot name a computer this server cannot provide, nor list a tool its computer lacks.
+func TestComputerValidation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, quickstartScript)
+	e.start()
+	cases := []struct{ body, field string }{
+		{`{"metadata":{"name":"a"},"spec":{"computer":{"kind":"phone"}}}`, "spec.computer.kind"},
+		{`{"metadata":{"name":"a"},"spec":{"computer":{"kind":"sandbox","provider":"daytona"}}}`, "spec.computer.provider"},
+		{`{"metadata":{"name":"a"},"spec":{"computer":{"kind":"none"},"tools":["bash"]}}`, "spec.tools[0]"},
+		{`{"metadata":{"name":"a"},"spec":{"approvals":{"rules":[{"match":"bash(","action":"allow"}]}}}`, "spec.approvals.rules[0].match"},
+	}
+	for _, c := range cases {
+		var got api.Error
+		if st := e.do("PUT", "/v2/agents/a", c.body, &got); st != 422 || got.Field != c.field {
+			t.Errorf("%s: HTTP %d %+v, want 422 at %s", c.body, st, got, c.field)
+		}
+	}
+	var caps map[string]any
+	e.do("GET", "/v2/capabilities", nil, &caps)
+	if b, _ := json.Marshal(caps["computers"]); !strings.Contains(string(b), `"provider":"local"`) {
+		t.Errorf("capabilities.computers = %s", b)
+	}
+}

@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -129,5 +132,57 @@ func TestComputerValidation(t *testing.T) {
 	e.do("GET", "/v2/capabilities", nil, &caps)
 	if b, _ := json.Marshal(caps["computers"]); !strings.Contains(string(b), `"provider":"local"`) {
 		t.Errorf("capabilities.computers = %s", b)
+	}
+}
+
+// An agent with a browser reads a page and saves a screenshot into its run folder.
+func TestBrowserAgent(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("browser test skipped: chromium not installed (apt-get install chromium; .ci/run does)")
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<html><head><title>Quarterly</title></head><body><h1>Revenue grew 12%</h1><a href="/more">more</a></body></html>`)
+	}))
+	defer page.Close()
+	e := newEnv(t, `
+entries:
+  - name: browse
+    match: "Read the page"
+    turns:
+      - tool_calls:
+          - name: browser_open
+            input: {url: "`+page.URL+`"}
+      - tool_calls:
+          - name: browser_screenshot
+            input: {path: "shots/page.png"}
+      - text: "saw the page"
+`)
+	e.start()
+	var a api.Agent
+	if st := e.do("PUT", "/v2/agents/reader", `{"metadata":{"name":"reader"},"spec":{"computer":{"kind":"browser","network":true}}}`, &a); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	if a.Spec.Computer.Provider != "chromium" {
+		t.Errorf("browser provider = %q", a.Spec.Computer.Provider)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"browse"},"spec":{"agent":"reader","input":"Read the page"}}`, nil)
+	r := e.waitPhase("browse", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("run ended %s: %s", r.Status.Phase, r.Status.Message)
+	}
+	var opened struct{ Content string }
+	for _, s := range e.steps("browse") {
+		if s.Key == "t0/tool/0" {
+			json.Unmarshal(s.Result, &opened)
+		}
+	}
+	if !strings.Contains(opened.Content, "Revenue grew 12%") || !strings.Contains(opened.Content, "Quarterly") {
+		t.Errorf("browser_open result = %q", opened.Content)
+	}
+	png := e.mustCLI(0, "runs", "read-file", "browse", "shots/page.png").stdout
+	if !strings.HasPrefix(png, "\x89PNG") {
+		t.Errorf("shots/page.png is not a PNG (%d bytes)", len(png))
 	}
 }

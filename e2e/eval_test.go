@@ -220,3 +220,59 @@ func TestSeedEvaluation(t *testing.T) {
 		t.Errorf("120 cases: HTTP %d", st)
 	}
 }
+
+const timingScript = `
+entries:
+  - name: slowrun
+    match: "slowrun-"
+    turns:
+      - text: "late"
+        latency: 3m
+  - name: others
+    match: "answer me"
+    turns:
+      - text: "ok"
+`
+
+// The absolute deadline: a run still working at the deadline fails (unscored), an answer whose
+// grading has not finished by then is an evaluation timeout; neither counts in the pass rate.
+func TestEvaluationDeadline(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, timingScript)
+	e.start()
+	if st := e.do("PUT", "/v2/agents/timed", `{"metadata":{"name":"timed"},"spec":{}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	env := `{"kind":"Environment","metadata":{"name":"acme/timing"},"spec":{"version":"1.0.0",
+		"grader":{"kind":"script","timeoutSeconds":600,"script":"if grep -q slowgrade task.json; then sleep 300; fi\necho '{\"pass\": true, \"reward\": 1, \"evidence\": \"ok\"}'\n"},
+		"splits":{"test":[{"id":"quick","prompt":"quick-1 answer me"},{"id":"slowgrade","prompt":"slowgrade-1 answer me"},{"id":"slowrun","prompt":"slowrun-1 answer me"}]}}}`
+	if st := e.do("POST", "/v2/environments", env, nil); st != 201 {
+		t.Fatalf("load environment: HTTP %d", st)
+	}
+	if st := e.do("POST", "/v2/agentgroups", `{"kind":"AgentGroup","metadata":{"name":"timing"},"spec":{"agent":"timed",
+		"evaluation":{"environment":"acme/timing@1.0.0","timeout":"1m"}}}`, nil); st != 201 {
+		t.Fatalf("create group: HTTP %d", st)
+	}
+	g := e.waitGroupDone("timing", 2*time.Minute)
+	res := e.results("timing")
+	state := map[string]api.EvalCase{}
+	for _, c := range res.Items {
+		state[c.TaskID] = c
+	}
+	if c := state["quick"]; c.State != api.CaseScored || c.Verdict != "pass" {
+		t.Errorf("quick: %+v", c)
+	}
+	if c := state["slowgrade"]; c.State != api.CaseTimeout {
+		t.Errorf("slowgrade: %+v, want an evaluation timeout", c)
+	}
+	if c := state["slowrun"]; c.State != api.CaseUnscored || !strings.Contains(c.Detail, "DeadlineExceeded") {
+		t.Errorf("slowrun: %+v, want unscored (the run failed at the deadline)", c)
+	}
+	ev := res.Evaluation
+	if ev.Scored != 1 || ev.TimedOut != 1 || ev.Unscored != 1 || ev.Pending != 0 || ev.PassRate == nil || *ev.PassRate != 1 || *ev.MeanReward != 1 {
+		t.Errorf("summary %+v", ev)
+	}
+	if g.Status.Phase != api.GroupFailed || g.Status.Reason != api.ReasonRunsFailed {
+		t.Errorf("group %s/%s, want Failed/RunsFailed (a run failed)", g.Status.Phase, g.Status.Reason)
+	}
+}

@@ -17,9 +17,11 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/store"
 )
@@ -29,9 +31,15 @@ type Evaluator struct {
 	Store   store.Store
 	Log     *slog.Logger
 	BaseURL string
+	// Sandbox, if set and available, runs script graders (the local bubblewrap sandbox).
+	Sandbox computer.Provider
 	// Every is how often Run looks for cases to grade.
 	Every time.Duration
 	Now   func() time.Time
+
+	mu       sync.Mutex
+	inflight map[string]bool // group/run being graded by this server
+	slots    chan struct{}
 }
 
 // CodeEnvironmentNotFound is the error code of an unknown NAME@VERSION.
@@ -289,13 +297,12 @@ func (ev *Evaluator) passGroup(ctx context.Context, g *api.AgentGroup) error {
 			}
 			continue
 		}
-		changed = true
 		run, err := ev.Store.GetRun(ctx, c.Run)
 		if err != nil {
 			return err
 		}
 		if m.Phase != api.PhaseSucceeded {
-			c.State = api.CaseUnscored
+			c.State, changed = api.CaseUnscored, true
 			c.Detail = fmt.Sprintf("the run ended %s (%s): %s", run.Status.Phase, run.Status.Reason, run.Status.Message)
 			continue
 		}
@@ -304,31 +311,75 @@ func (ev *Evaluator) passGroup(ctx context.Context, g *api.AgentGroup) error {
 			return err
 		}
 		if !ok {
-			c.State, c.Detail = api.CaseUnscored, "the run succeeded without an answer"
+			c.State, c.Detail, changed = api.CaseUnscored, "the run succeeded without an answer", true
 			continue
 		}
 		if !now.Before(deadline) {
-			c.State, c.Detail = api.CaseTimeout, "the answer was not graded before the evaluation's deadline"
+			c.State, c.Detail, changed = api.CaseTimeout, "the answer was not graded before the evaluation's deadline", true
 			continue
 		}
+		ev.startGrading(ctx, g.Metadata.Name, *c, env, tasks[c.TaskID], answer, deadline)
+	}
+	if !changed {
+		return nil
+	}
+	Summarize(st)
+	_, err = ev.Store.SetGroupStatus(ctx, g.Metadata.Name, g.Metadata.ResourceVersion, g.Status)
+	if errors.Is(err, store.ErrConflict) {
+		return nil // the group changed meanwhile: the next pass looks again
+	}
+	return err
+}
+
+// maxGrading bounds the gradings one server runs at once.
+const maxGrading = 16
+
+// startGrading grades one case in the background (unless this server already is), so a slow
+// grader holds up neither the other cases nor other groups; its verdict is recorded when done.
+func (ev *Evaluator) startGrading(ctx context.Context, group string, c api.EvalCase, env *api.Environment, task api.Task, answer string, deadline time.Time) {
+	key := group + "/" + c.Run
+	ev.mu.Lock()
+	if ev.inflight == nil {
+		ev.inflight = map[string]bool{}
+		ev.slots = make(chan struct{}, maxGrading)
+	}
+	if ev.inflight[key] {
+		ev.mu.Unlock()
+		return
+	}
+	ev.inflight[key] = true
+	ev.mu.Unlock()
+	go func() {
+		defer func() {
+			ev.mu.Lock()
+			delete(ev.inflight, key)
+			ev.mu.Unlock()
+		}()
+		select {
+		case ev.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-ev.slots }()
 		var files []store.File
 		if env.Spec.Grader.Kind == "script" {
+			var err error
 			if files, err = ev.Store.ListFiles(ctx, c.Run); err != nil {
-				return err
+				return // the next pass tries again
 			}
 		}
 		gctx, cancel := context.WithDeadline(ctx, deadline)
-		v, gerr := Grade(gctx, env.Spec.Grader, tasks[c.TaskID], answer, files)
+		v, gerr := GradeIn(gctx, ev.Sandbox, env.Spec.Grader, task, answer, files)
 		cancel()
+		if ctx.Err() != nil {
+			return
+		}
 		t := ev.now().UTC()
 		c.GradedAt = &t
 		switch {
-		case gerr != nil && gctx.Err() != nil && ctx.Err() == nil:
+		case gerr != nil && gctx.Err() != nil:
 			c.State, c.Detail = api.CaseTimeout, "grading did not finish before the evaluation's deadline"
 		case gerr != nil:
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
 			c.State, c.Detail = api.CaseUnscored, "grader failed: "+gerr.Error()
 		default:
 			c.State, c.Evidence = api.CaseScored, v.Evidence
@@ -339,16 +390,44 @@ func (ev *Evaluator) passGroup(ctx context.Context, g *api.AgentGroup) error {
 				c.Verdict = "pass"
 			}
 		}
+		if err := ev.record(ctx, group, c); err != nil && ctx.Err() == nil {
+			ev.Log.Warn("evaluation: record a verdict", "group", group, "run", c.Run, "err", err)
+		}
+	}()
+}
+
+// record writes one case's result into the group's status if the case is still pending there
+// (another server may have graded it first), retrying on concurrent changes.
+func (ev *Evaluator) record(ctx context.Context, group string, c api.EvalCase) error {
+	for attempt := 0; attempt < 10; attempt++ {
+		g, err := ev.Store.GetGroup(ctx, group)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		st := g.Status.Evaluation
+		if st == nil {
+			return nil
+		}
+		found := false
+		for i := range st.Results {
+			if st.Results[i].Run == c.Run && st.Results[i].State == api.CasePending {
+				c.RunPhase = st.Results[i].RunPhase
+				st.Results[i], found = c, true
+			}
+		}
+		if !found {
+			return nil
+		}
+		Summarize(st)
+		_, err = ev.Store.SetGroupStatus(ctx, group, g.Metadata.ResourceVersion, g.Status)
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
 	}
-	if !changed {
-		return nil
-	}
-	Summarize(st)
-	_, err = ev.Store.SetGroupStatus(ctx, g.Metadata.Name, g.Metadata.ResourceVersion, g.Status)
-	if errors.Is(err, store.ErrConflict) {
-		return nil // the group changed meanwhile: the next pass grades again
-	}
-	return err
+	return fmt.Errorf("group %s kept changing", group)
 }
 
 // answer is the run's full final answer (the answer event), or its preview.

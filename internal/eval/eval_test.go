@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/computer/local"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -115,5 +118,29 @@ func TestBuiltinsValid(t *testing.T) {
 	a, b := arithmetic(), arithmetic()
 	if a.Spec.Splits["test"][5].Prompt != b.Spec.Splits["test"][5].Prompt {
 		t.Errorf("arithmetic-v2's tasks are not fixed")
+	}
+}
+
+func TestScriptGraderInSandbox(t *testing.T) {
+	sb := local.New()
+	if a := sb.Available(context.Background()); !a.Available {
+		t.Skip("local sandbox not available here: " + a.Reason)
+	}
+	env := writeFile()
+	tk := env.Spec.Splits["test"][0]
+	var want struct{ Content string }
+	json.Unmarshal(tk.Answer, &want)
+	v, err := GradeIn(context.Background(), sb, env.Spec.Grader, tk, "done", []store.File{{Path: "answer.txt", Content: []byte(want.Content)}})
+	if err != nil || !v.Pass {
+		t.Fatalf("in the sandbox: %+v, %v", v, err)
+	}
+	// The host's files outside the grading folder are out of reach.
+	outside := t.TempDir()
+	v, err = GradeIn(context.Background(), sb, api.GraderSpec{Kind: "script", Script: "touch " + outside + "/marker 2>/dev/null; echo '{\"pass\": true}'"}, tk, "x", nil)
+	if err != nil || !v.Pass {
+		t.Fatalf("sandboxed script: %+v, %v", v, err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "marker")); err == nil {
+		t.Errorf("a sandboxed grader wrote a file outside its folder")
 	}
 }

@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -43,6 +45,13 @@ func GraderVersion(env *api.Environment) string {
 // Grade scores answer against task with the environment's grader. files is the run's folder
 // (for script graders).
 func Grade(ctx context.Context, g api.GraderSpec, task api.Task, answer string, files []store.File) (Verdict, error) {
+	return GradeIn(ctx, nil, g, task, answer, files)
+}
+
+// GradeIn is Grade with script graders run in a sandbox from sb when it is available here (no
+// network, resource limits, only the grading folder mounted); otherwise, or with sb nil, as a
+// plain subprocess in that folder.
+func GradeIn(ctx context.Context, sb computer.Provider, g api.GraderSpec, task api.Task, answer string, files []store.File) (Verdict, error) {
 	expected := expectedText(task.Answer)
 	switch g.Kind {
 	case "exact":
@@ -76,7 +85,7 @@ func Grade(ctx context.Context, g api.GraderSpec, task api.Task, answer string, 
 	case "json":
 		return gradeJSON(g, task, answer)
 	case "script":
-		return gradeScript(ctx, g, task, answer, files)
+		return gradeScript(ctx, sb, g, task, answer, files)
 	case "rubric":
 		return Verdict{}, ErrRubricUnavailable
 	}
@@ -237,9 +246,10 @@ func hasType(v any, t string) bool {
 // {"pass": bool, "reward": number, "evidence": "..."}; a non-zero exit, a timeout or other output
 // is a grader failure (the case is unscored).
 //
-// Isolation here is a plain subprocess with its own temporary folder and a minimal environment;
-// it does not yet run inside a sandbox provider (internal/computer).
-func gradeScript(ctx context.Context, g api.GraderSpec, task api.Task, answer string, files []store.File) (Verdict, error) {
+// With a sandbox provider available (the local bubblewrap sandbox) the script runs inside it, the
+// folder mounted at /workspace, without network; otherwise it is a plain subprocess in the folder
+// with a minimal environment (isolated from the run, not from this machine).
+func gradeScript(ctx context.Context, sb computer.Provider, g api.GraderSpec, task api.Task, answer string, files []store.File) (Verdict, error) {
 	dir, err := os.MkdirTemp("", "agentrun-grade-")
 	if err != nil {
 		return Verdict{}, err
@@ -271,6 +281,9 @@ func gradeScript(ctx context.Context, g api.GraderSpec, task api.Task, answer st
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
+	if sb != nil && sb.Available(ctx).Available {
+		return scriptInSandbox(ctx, sb, dir, timeout)
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, "sh", "grader.sh")
@@ -284,14 +297,43 @@ func gradeScript(ctx context.Context, g api.GraderSpec, task api.Task, answer st
 		}
 		return Verdict{}, fmt.Errorf("grader script failed: %v: %s", err, clip(strings.TrimSpace(stderr.String())))
 	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	return parseVerdict(stdout.String())
+}
+
+func scriptInSandbox(ctx context.Context, sb computer.Provider, dir string, timeout time.Duration) (Verdict, error) {
+	var b [4]byte
+	rand.Read(b[:])
+	c, err := sb.Create(ctx, computer.Spec{Run: "grade-" + hex.EncodeToString(b[:]), Folder: dir, Kind: computer.KindSandbox})
+	if err != nil {
+		return Verdict{}, fmt.Errorf("grader sandbox: %w", err)
+	}
+	defer c.Close()
+	box, ok := c.(computer.Sandbox)
+	if !ok {
+		return Verdict{}, fmt.Errorf("grader sandbox: provider %s made no sandbox", sb.Name())
+	}
+	res, err := box.Exec(ctx, "sh grader.sh", computer.ExecOptions{Timeout: timeout})
+	if err != nil {
+		return Verdict{}, fmt.Errorf("grader sandbox: %w", err)
+	}
+	if res.TimedOut {
+		return Verdict{}, fmt.Errorf("grader script did not finish within %s", timeout)
+	}
+	if res.ExitCode != 0 {
+		return Verdict{}, fmt.Errorf("grader script failed: exit %d: %s", res.ExitCode, clip(strings.TrimSpace(res.Stderr)))
+	}
+	return parseVerdict(res.Stdout)
+}
+
+func parseVerdict(stdout string) (Verdict, error) {
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	var out struct {
 		Pass     *bool    `json:"pass"`
 		Reward   *float64 `json:"reward"`
 		Evidence string   `json:"evidence"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &out); err != nil || out.Pass == nil {
-		return Verdict{}, fmt.Errorf("grader script printed no verdict ({\"pass\": ..., \"reward\": ...}): %q", clip(stdout.String()))
+		return Verdict{}, fmt.Errorf("grader script printed no verdict ({\"pass\": ..., \"reward\": ...}): %q", clip(stdout))
 	}
 	v := Verdict{Pass: *out.Pass, Evidence: out.Evidence}
 	if out.Reward != nil {

@@ -544,6 +544,7 @@ func summarize(in json.RawMessage) string {
 func (d *drive) askPerson(ctx context.Context, key string, call model.Block, result func(string, bool) model.Block) (model.Block, error) {
 	var in struct {
 		Question string `json:"question"`
+		Takeover bool   `json:"takeover"`
 	}
 	if err := json.Unmarshal(call.Input, &in); err != nil || strings.TrimSpace(in.Question) == "" {
 		return result(`ask_person needs {"question": "..."}`, true), nil
@@ -561,6 +562,10 @@ func (d *drive) askPerson(ctx context.Context, key string, call model.Block, res
 	if len(msgs) == 0 {
 		d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonQuestion, in.Question
 		d.status.WaitingOn = &api.WaitingOn{Kind: "question", StepKey: key, Question: in.Question}
+		if in.Takeover {
+			// The person takes the controls of the run's computer, then answers to hand them back.
+			d.status.WaitingOn.Kind, d.status.WaitingOn.Detail = "takeover", "the agent asks you to take over its computer; answer when you hand it back"
+		}
 		return model.Block{}, d.park(ctx, &api.Event{Type: "run.question", StepKey: key, Message: in.Question})
 	}
 	m := msgs[0]

@@ -53,6 +53,8 @@ const AskPersonName = "ask_person"
 var askPersonSpec = inputSpec{fields: []field{
 	{name: "question", typ: typeString, required: true,
 		desc: "The question, complete and self-contained: say what you need to know, why, and the options if there are any."},
+	{name: "takeover", typ: typeBoolean,
+		desc: "Ask the person to take over your computer (a browser login, a captcha) and tell you when they are done."},
 }}
 
 // AskPerson is the definition of ask_person. It is not executed by this

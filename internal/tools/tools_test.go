@@ -695,7 +695,7 @@ func TestDefinitions(t *testing.T) {
 	if want := []string{"write", "ask_person", "read", "ls", "grep", "edit"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("names %v", names)
 	}
-	if got := string(AskPerson.Schema); got != `{"type":"object","properties":{"question":{"type":"string","description":"`+askPersonSpec.fields[0].desc+`"}},"required":["question"],"additionalProperties":false}` {
+	if got := string(AskPerson.Schema); got != `{"type":"object","properties":{"question":{"type":"string","description":"`+askPersonSpec.fields[0].desc+`"},"takeover":{"type":"boolean","description":"`+askPersonSpec.fields[1].desc+`"}},"required":["question"],"additionalProperties":false}` {
 		t.Fatalf("ask_person schema %s", got)
 	}
 	if _, err := Definitions([]string{"read", "bogus"}); err == nil || !strings.Contains(err.Error(), `"bogus"`) {

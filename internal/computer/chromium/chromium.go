@@ -69,6 +69,7 @@ func (p *Provider) Available(ctx context.Context) computer.Availability {
 // the agent, not as a failure of the computer.
 const (
 	loadTimeout     = 30 * time.Second
+	settleWait      = time.Second
 	elementTimeout  = 5 * time.Second
 	downloadTimeout = 60 * time.Second
 	maxText         = 100 << 10
@@ -194,6 +195,7 @@ type Browser struct {
 	mu        sync.Mutex
 	downloads map[string]*download
 	dlSeq     int
+	docSeq    int
 	shots     int
 	closed    bool
 
@@ -410,21 +412,56 @@ func (b *Browser) Click(ctx context.Context, t computer.Target) (computer.Page, 
 	b.act.Lock()
 	defer b.act.Unlock()
 	mark := b.dlMark()
+	doc, err := b.markDocument(ctx)
+	if err != nil {
+		return computer.Page{}, err
+	}
 	if err := b.runJS(ctx, "click", fmt.Sprintf(clickJS, jsString(t.Selector), jsString(t.Text))); err != nil {
 		return computer.Page{}, err
 	}
-	return b.settle(ctx, mark)
+	return b.settle(ctx, mark, doc)
 }
 
-// settle gives an action's effects (a navigation, a download) a moment to
-// start, then reads the page once they are over.
-func (b *Browser) settle(ctx context.Context, mark int) (computer.Page, error) {
-	select {
-	case <-ctx.Done():
-		return computer.Page{}, ctx.Err()
-	case <-time.After(300 * time.Millisecond):
+// markDocument tags the document shown now, so settle can tell when an
+// action replaced it.
+func (b *Browser) markDocument(ctx context.Context) (string, error) {
+	b.mu.Lock()
+	b.docSeq++
+	doc := strconv.Itoa(b.docSeq)
+	b.mu.Unlock()
+	return doc, b.runJS(ctx, "read the page", fmt.Sprintf(`(() => { window.__agentrunDoc = %q; return ''; })()`, doc))
+}
+
+// settle waits for an action's effects to start (a new document replacing
+// the tagged one, or a download) for up to settleWait, then reads the page
+// once they are over. An action with neither (an in-page script) costs the
+// whole wait; a server slower than that to answer leaves the old page in
+// the result, and browser_text reads the new one.
+func (b *Browser) settle(ctx context.Context, dlMark int, doc string) (computer.Page, error) {
+	deadline := time.Now().Add(settleWait)
+	for time.Now().Before(deadline) {
+		if b.dlMark() != dlMark {
+			break
+		}
+		actx, cancel, err := b.alive(ctx, time.Second)
+		if err != nil {
+			return computer.Page{}, err
+		}
+		same, err := chromedp.Run(actx, chromedp.Evaluate[bool](fmt.Sprintf(`window.__agentrunDoc === %q`, doc)))
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return computer.Page{}, ctx.Err()
+		}
+		if err != nil || !same {
+			break // a navigation destroyed the context, or a new document is in place
+		}
+		select {
+		case <-ctx.Done():
+			return computer.Page{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return b.page(ctx, mark)
+	return b.page(ctx, dlMark)
 }
 
 // runJS evaluates a script that returns "" on success or the agent's mistake.
@@ -489,12 +526,17 @@ func (b *Browser) Type(ctx context.Context, selector, text string, submit bool) 
 	if err != nil {
 		return computer.Page{}, b.classify(ctx, "type into "+selector, err)
 	}
-	if submit {
-		if err := b.runJS(ctx, "submit", fmt.Sprintf(submitJS, jsString(selector))); err != nil {
-			return computer.Page{}, err
-		}
+	if !submit {
+		return b.page(ctx, mark)
 	}
-	return b.settle(ctx, mark)
+	doc, err := b.markDocument(ctx)
+	if err != nil {
+		return computer.Page{}, err
+	}
+	if err := b.runJS(ctx, "submit", fmt.Sprintf(submitJS, jsString(selector))); err != nil {
+		return computer.Page{}, err
+	}
+	return b.settle(ctx, mark, doc)
 }
 
 // Screenshot saves the viewport as PNG inside the run folder.

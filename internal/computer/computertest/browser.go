@@ -28,6 +28,9 @@ const homePage = `<!doctype html><html><head><title>Conformance home</title></he
 <h1>Hello from the test page</h1>
 <p><a id="second" href="/second">Second page</a></p>
 <p><a href="/report.txt">Download the report</a></p>
+<p><a href="/slow">Slow page</a></p>
+<p><button id="press" onclick="document.getElementById('out').textContent = 'pressed ' + (++window.presses)">Press me</button> <span id="out"></span></p>
+<script>window.presses = 0</script>
 <form action="/search" method="get"><input id="q" name="q"><button type="submit">Go</button></form>
 </body></html>`
 
@@ -46,6 +49,12 @@ func site(e *Env) string {
 	mux.HandleFunc("/second", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, `<!doctype html><title>Second</title><p>This is the second page</p><a href="/">Home</a>`)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		// Slower than a click's first look at the page.
+		time.Sleep(600 * time.Millisecond)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>Slow</title><p>This page took its time</p>`)
 	})
 	mux.HandleFunc("/search", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -140,6 +149,24 @@ func checkClick(e *Env) error {
 	}
 	if p.URL != url+"/second" {
 		return fmt.Errorf("after clicking #second: %q", p.URL)
+	}
+	// A click that changes the page in place, and one whose page is slow.
+	if _, err := b.Click(e.Ctx, computer.Target{Text: "home"}); err != nil {
+		return err
+	}
+	p, err = b.Click(e.Ctx, computer.Target{Text: "Press me"})
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(p.Text, "pressed 1") {
+		return fmt.Errorf("after pressing a button: %q", p.Text)
+	}
+	p, err = b.Click(e.Ctx, computer.Target{Text: "Slow page"})
+	if err != nil {
+		return err
+	}
+	if p.URL != url+"/slow" || !strings.Contains(p.Text, "This page took its time") {
+		return fmt.Errorf("after clicking a link to a slow page: %q %q", p.URL, p.Text)
 	}
 	return nil
 }

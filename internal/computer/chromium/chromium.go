@@ -297,7 +297,7 @@ const pageJS = `(() => {
   const links = [];
   for (const a of document.querySelectorAll('a[href]')) {
     if (links.length >= %d) break;
-    links.push({Text: (a.innerText || a.textContent || '').trim().replace(/\s+/g, ' '), URL: a.href});
+    links.push({Text: (a.innerText || a.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 200), URL: a.href.slice(0, 2000)});
   }
   return {URL: location.href, Title: document.title,
     Text: document.body ? document.body.innerText : '', Links: links};
@@ -328,7 +328,7 @@ func (b *Browser) page(ctx context.Context, dlMark int) (computer.Page, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if len(p.Text) > maxText {
-		p.Text = p.Text[:maxText] + "\n[page text cut at 100 KiB]"
+		p.Text = strings.ToValidUTF8(p.Text[:maxText], "") + "\n[page text cut at 100 KiB]"
 	}
 	if dlMark >= 0 {
 		p.Downloads, err = b.waitDownloads(ctx, dlMark)

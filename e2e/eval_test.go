@@ -276,3 +276,58 @@ func TestEvaluationDeadline(t *testing.T) {
 		t.Errorf("group %s/%s, want Failed/RunsFailed (a run failed)", g.Status.Phase, g.Status.Reason)
 	}
 }
+
+const rubricScript = `
+entries:
+  - name: grader
+    match: "Answer to grade"
+    turns:
+      - text: 'Verdict: {"pass": true, "reward": 0.8, "evidence": "it names Paris"}'
+  - name: answerer
+    match: "capital of France (rubric)"
+    turns:
+      - text: "Paris is the capital of France."
+`
+
+// The model rubric grader: an ordinary run of a grader agent, journaled and costed, whose JSON
+// verdict scores the case.
+func TestRubricGrader(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, rubricScript)
+	e.start()
+	if st := e.do("PUT", "/v2/agents/essayist", `{"metadata":{"name":"essayist"},"spec":{}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	env := `{"kind":"Environment","metadata":{"name":"acme/essay"},"spec":{"version":"1.0.0",
+		"grader":{"kind":"rubric","rubric":"Pass if the answer names the right city."},
+		"splits":{"test":[{"id":"france","prompt":"Name the capital of France (rubric).","answer":"Paris"}]}}}`
+	if st := e.do("POST", "/v2/environments", env, nil); st != 201 {
+		t.Fatalf("load environment: HTTP %d", st)
+	}
+	if st := e.do("POST", "/v2/agentgroups", `{"kind":"AgentGroup","metadata":{"name":"essay"},"spec":{"agent":"essayist",
+		"evaluation":{"environment":"acme/essay@1.0.0","timeout":"5m"}}}`, nil); st != 201 {
+		t.Fatalf("create group: HTTP %d", st)
+	}
+	if g := e.waitGroupDone("essay", time.Minute); g.Status.Phase != api.GroupSucceeded {
+		t.Errorf("group %s", g.Status.Phase)
+	}
+	items := e.results("essay").Items
+	if len(items) != 1 || items[0].State != api.CaseScored || items[0].Verdict != "pass" || items[0].Reward == nil || *items[0].Reward != 0.8 ||
+		!strings.Contains(items[0].Evidence, "essay-grade-001") {
+		t.Fatalf("rubric case: %+v", items)
+	}
+	grader := e.getRun("essay-grade-001")
+	if grader.Status.Phase != api.PhaseSucceeded || grader.Spec.Group != "" || !strings.Contains(grader.Spec.Input, "Reference answer") {
+		t.Errorf("grader run: %s group %q", grader.Status.Phase, grader.Spec.Group)
+	}
+	if steps := e.steps("essay-grade-001"); len(steps) == 0 {
+		t.Errorf("the grader run has no journal")
+	}
+	if member := e.getRun("essay-case-001"); strings.Contains(member.Spec.Input, "Paris") {
+		t.Errorf("the reference answer reached the answering agent: %q", member.Spec.Input)
+	}
+	e.mustCLI(0, "delete", "ag/essay")
+	if st := e.do("GET", "/v2/agentruns/essay-grade-001", nil, nil); st != 404 {
+		t.Errorf("the grader run outlived its group: HTTP %d", st)
+	}
+}

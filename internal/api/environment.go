@@ -44,7 +44,9 @@ type Task struct {
 //   - script: a shell script run as a subprocess in a fresh folder holding answer.txt,
 //     expected.json, task.json and workspace/ (a copy of the run's folder); it prints
 //     {"pass": bool, "reward": number, "evidence": "..."} on stdout.
-//   - rubric: a model grades the answer against rubric (not available yet on this server).
+//   - rubric: a model grades the answer against rubric, in an ordinary run of a grader agent
+//     (routed, capped, billed and journaled like any run), model names the model (default: routed
+//     within haiku).
 type GraderSpec struct {
 	Kind          string          `json:"kind"`
 	Pattern       string          `json:"pattern,omitempty"`
@@ -86,6 +88,9 @@ func ValidateEnvironment(e *Environment) error {
 	}
 	if e.Spec.Grader.Kind == "script" && e.Spec.Grader.Script == "" {
 		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.grader.script", "a script grader needs its script")
+	}
+	if e.Spec.Grader.Kind == "rubric" && e.Spec.Grader.Rubric == "" {
+		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.grader.rubric", "a rubric grader needs its rubric")
 	}
 	if e.Spec.Grader.Kind == "regex" && e.Spec.Grader.Pattern != "" {
 		if _, err := regexp.Compile(e.Spec.Grader.Pattern); err != nil {

@@ -208,8 +208,11 @@ func (ev *Evaluator) fail(ctx context.Context, group string, cause error) error 
 	return cause
 }
 
-// Delete forgets a deleted group's evaluation (its results lived in the group).
-func (ev *Evaluator) Delete(ctx context.Context, group string) {}
+// Delete removes what a deleted evaluation group leaves outside it: its rubric grader runs (its
+// results lived in the group). The server calls it after the store deleted the group.
+func (ev *Evaluator) Delete(ctx context.Context, group string) {
+	ev.deleteGraderRuns(ctx, group, api.MaxEvalCases)
+}
 
 // Run grades until ctx ends.
 func (ev *Evaluator) Run(ctx context.Context) {
@@ -369,7 +372,13 @@ func (ev *Evaluator) startGrading(ctx context.Context, group string, c api.EvalC
 			}
 		}
 		gctx, cancel := context.WithDeadline(ctx, deadline)
-		v, gerr := GradeIn(gctx, ev.Sandbox, env.Spec.Grader, task, answer, files)
+		var v Verdict
+		var gerr error
+		if env.Spec.Grader.Kind == "rubric" {
+			v, gerr = ev.gradeRubric(gctx, group, c, env.Spec.Grader, task, answer)
+		} else {
+			v, gerr = GradeIn(gctx, ev.Sandbox, env.Spec.Grader, task, answer, files)
+		}
 		cancel()
 		if ctx.Err() != nil {
 			return

@@ -32,8 +32,9 @@ type Verdict struct {
 	Evidence string
 }
 
-// ErrRubricUnavailable: the model rubric grader is not built yet; rubric cases are unscored.
-var ErrRubricUnavailable = errors.New("the model rubric grader is not available on this server yet")
+// ErrRubricUnavailable: Grade alone cannot run the model rubric grader; the Evaluator runs it as
+// an ordinary run of a grader agent (rubric.go).
+var ErrRubricUnavailable = errors.New("the model rubric grader runs only inside an evaluation group")
 
 // GraderVersion identifies a grader: its kind, the environment version and a hash of its spec.
 func GraderVersion(env *api.Environment) string {

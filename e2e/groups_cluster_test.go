@@ -10,6 +10,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/model/fake"
 )
 
 const groupClusterScript = `
@@ -34,9 +35,9 @@ type interval struct {
 	completed  bool
 }
 
-func memberCalls(c *cluster, prefix string, latency time.Duration) map[string][]interval {
+func memberCalls(m *fake.Server, prefix string, latency time.Duration) map[string][]interval {
 	out := map[string][]interval{}
-	for _, call := range c.model.Calls() {
+	for _, call := range m.Calls() {
 		if !strings.HasPrefix(call.FirstUser, prefix) {
 			continue // the router's calls start "Route this request"
 		}
@@ -169,7 +170,7 @@ func TestPGGroupInvariantsUnderRunnerKills(t *testing.T) {
 		t.Errorf("only %d runners were killed while the groups ran", kills)
 	}
 	// No more than maxActive runs of ga had a model call in flight at once.
-	gaCalls := memberCalls(c, "ga-", 600*time.Millisecond)
+	gaCalls := memberCalls(c.model, "ga-", 600*time.Millisecond)
 	if m := maxConcurrentRuns(gaCalls); m > 4 {
 		t.Errorf("%d runs of ga called the model at once; maxActive is 4", m)
 	} else {

@@ -316,3 +316,51 @@ func TestGroupLimitsAndBatches(t *testing.T) {
 		t.Errorf("sealed empty group: %s", g.Status.Phase)
 	}
 }
+
+// A server SIGKILLed while a group runs: after the restart the group carries on from the store,
+// never with more than maxActive runs at once, and finishes.
+func TestGroupSurvivesServerRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+entries:
+  - name: work
+    match: "restart-"
+    turns:
+      - text: "done"
+        latency: 800ms
+`)
+	e.start()
+	e.mustCLI(0, "apply", "-f", writeFile(t, e.dir, "agent.yaml", seedGroupAgentYAML))
+	e.mustCLI(0, "create", "agentgroup", "rg", "--agent", "parallel-agents-worker", "--max-active", "2")
+	var items []string
+	for i := range 8 {
+		dep := ""
+		if i >= 6 {
+			dep = fmt.Sprintf(`,"dependsOn":["t%d"]`, i-6)
+		}
+		items = append(items, fmt.Sprintf(`{"spec":{"agent":"parallel-agents-worker","group":"rg","taskKey":"t%d","input":"restart-%d"%s}}`, i, i, dep))
+	}
+	if st, b := e.post("/v2/agentruns", `{"kind":"AgentRunList","items":[`+strings.Join(items, ",")+`]}`, nil); st != 201 {
+		t.Fatalf("batch: HTTP %d %s", st, b)
+	}
+	e.mustCLI(0, "patch", "ag/rg", "--patch", `{"spec":{"sealed":true}}`)
+	deadline := time.Now().Add(30 * time.Second)
+	for e.getGroup("rg").Status.Counts.Succeeded < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress before the restart: %+v", e.getGroup("rg").Status.Counts)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.kill()
+	e.start()
+	e.mustCLI(0, "wait", "ag/rg", "--for=jsonpath={.status.phase}=Succeeded", "--timeout=1m")
+	if m := maxConcurrentRuns(memberCalls(e.model, "restart-", 800*time.Millisecond)); m > 2 {
+		t.Errorf("%d runs called the model at once across the restart; maxActive is 2", m)
+	}
+	for i := 6; i < 8; i++ {
+		r, d := e.getRun(fmt.Sprintf("rg-t%d", i)), e.getRun(fmt.Sprintf("rg-t%d", i-6))
+		if r.Status.StartedAt == nil || d.Status.FinishedAt == nil || r.Status.StartedAt.Before(*d.Status.FinishedAt) {
+			t.Errorf("rg-t%d started %v before its dependency finished %v", i, r.Status.StartedAt, d.Status.FinishedAt)
+		}
+	}
+}

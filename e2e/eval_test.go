@@ -184,6 +184,22 @@ func TestSeedEvaluation(t *testing.T) {
 		}
 	}
 
+	// Cancelling an evaluation ends its runs and its grading: nothing stays pending.
+	mk("ev-c", 9)
+	e.mustCLI(0, "cancel", "ag/ev-c")
+	if g := e.waitGroupDone("ev-c", time.Minute); g.Status.Phase != api.GroupCancelled {
+		t.Errorf("cancelled evaluation: %s", g.Status.Phase)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.results("ev-c").Evaluation.Pending > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, c := range e.results("ev-c").Items {
+		if c.State != api.CaseScored && c.State != api.CaseUnscored {
+			t.Errorf("case of a cancelled evaluation: %+v", c)
+		}
+	}
+
 	// Load an environment from a folder: immutable per version.
 	dir := filepath.Join(e.dir, "colours")
 	os.MkdirAll(filepath.Join(dir, "splits"), 0o755)

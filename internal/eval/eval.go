@@ -286,6 +286,15 @@ func (ev *Evaluator) passGroup(ctx context.Context, g *api.AgentGroup) error {
 		if c.State != api.CasePending {
 			continue
 		}
+		if g.Status.CancelRequested {
+			// Cancelling the group ends its grading too: pending cases stay unscored and their
+			// grader runs (rubric) are cancelled.
+			c.State, c.Detail, changed = api.CaseUnscored, "the evaluation group was cancelled", true
+			if env.Spec.Grader.Kind == "rubric" {
+				ev.Store.RequestCancel(ctx, graderRun(c.Run))
+			}
+			continue
+		}
 		m, ok := byName[c.Run]
 		if !ok {
 			if now.After(deadline.Add(grace)) {

@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -27,6 +29,23 @@ entries:
         latency: 400ms
         usage: {input_tokens: 20000, output_tokens: 1000}
 `
+
+// startSecondServer starts another `serve --no-runner` on the cluster's store, with its own data
+// folder: its admission loop races the first server's.
+func (c *cluster) startSecondServer() *proc {
+	c.t.Helper()
+	p := &proc{name: "server2", stderr: &syncBuffer{}}
+	cmd := exec.Command(binPath, "serve", "--listen", "127.0.0.1:0", "--no-runner", "--data", filepath.Join(c.dir, "server2"), "--log-level", "debug")
+	cmd.Env = c.baseEnv()
+	cmd.Stderr, cmd.Stdout = p.stderr, p.stderr
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("start a second server: %v", err)
+	}
+	p.cmd, p.exited = cmd, make(chan struct{})
+	go func() { cmd.Wait(); close(p.exited) }()
+	c.t.Cleanup(p.kill)
+	return p
+}
 
 // interval is one model call of a member run at the scripted model server.
 type interval struct {
@@ -133,6 +152,8 @@ func TestPGGroupInvariantsUnderRunnerKills(t *testing.T) {
 	for _, n := range []string{"r1", "r2", "r3"} {
 		c.startRunner(n, "--max-runs", "30")
 	}
+	// A second server on the same store runs admission too (and is killed now and then).
+	second := c.startSecondServer()
 	capM, _ := cost.ParseUSD("0.35")
 	check := func() (ga, gb api.AgentGroup) {
 		ga, gb = c.getGroup("ga"), c.getGroup("gb")
@@ -162,12 +183,24 @@ func TestPGGroupInvariantsUnderRunnerKills(t *testing.T) {
 			c.runners[victim].kill()
 			c.startRunner(victim, "--max-runs", "30")
 			kills++
+			if kills%3 == 0 {
+				second.kill()
+				second = c.startSecondServer()
+			}
 			lastKill = time.Now()
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if kills < 3 {
 		t.Errorf("only %d runners were killed while the groups ran", kills)
+	}
+	select {
+	case <-second.exited:
+		t.Errorf("the second server exited:\n%s", tail(second.stderr.String(), 3000))
+	default:
+		if !strings.Contains(second.stderr.String(), "serving at") {
+			t.Errorf("the second server is not serving:\n%s", tail(second.stderr.String(), 3000))
+		}
 	}
 	// No more than maxActive runs of ga had a model call in flight at once.
 	gaCalls := memberCalls(c.model, "ga-", 600*time.Millisecond)

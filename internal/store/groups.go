@@ -195,10 +195,12 @@ func PlanAdmission(g *api.AgentGroup, members []Member, now time.Time) []MemberU
 		}
 		if reason == api.ReasonGroupWait {
 			blocked = wait
+			// Messages stay the same while the wait does, so a pass rewrites only members whose
+			// wait changed (a big group's queue is not rewritten whenever one run ends).
 			if wait == api.ReasonMaxActiveReached {
-				msg = fmt.Sprintf("%s: %d of %d runs of group %s are active", wait, active, maxActive, g.Metadata.Name)
+				msg = fmt.Sprintf("%s: group %s runs at most %d at once; waiting for a slot", wait, g.Metadata.Name, maxActive)
 			} else {
-				msg = fmt.Sprintf("%s: the run's cap %s does not fit under what is left of group %s's cap (%s of %s committed)", wait, m.CapMicros, g.Metadata.Name, committed, capM)
+				msg = fmt.Sprintf("%s: waiting until the run's cap ($%s) fits under what is left of group %s's cap ($%s)", wait, m.CapMicros, g.Metadata.Name, capM)
 			}
 		}
 		if reason != "" {

@@ -366,6 +366,12 @@ func (s *Store) GroupsToAdmit(ctx context.Context) ([]string, error) {
 }
 
 func (s *Store) AdmitGroup(ctx context.Context, group string, now time.Time) (int, error) {
+	// A look without the write lock first: most passes change nothing, and then hold nothing.
+	if g, err := s.GetGroup(ctx, group); err == nil {
+		if ms, err := s.GroupMembers(ctx, group); err == nil && len(store.PlanAdmission(g, ms, now)) == 0 {
+			return 0, nil
+		}
+	}
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		g, err := scanGroup(tx.QueryRowContext(ctx, groupCols+` WHERE name = ?`, group))

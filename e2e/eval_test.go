@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -341,6 +343,26 @@ func TestRubricGrader(t *testing.T) {
 	}
 	if member := e.getRun("essay-case-001"); strings.Contains(member.Spec.Input, "Paris") {
 		t.Errorf("the reference answer reached the answering agent: %q", member.Spec.Input)
+	}
+	// The console shows the group: scored cases, pass rate, mean reward, each case linked to its run.
+	session := e.personSession()
+	for path, wants := range map[string][]string{
+		"/groups":       {"essay", "(evaluation)", "Succeeded"},
+		"/groups/essay": {"pass rate 1.000", "mean reward 0.800", `href="/runs/essay-case-001"`, "acme/essay@1.0.0", "grader run essay-grade-001"},
+	} {
+		req, _ := http.NewRequest("GET", e.url+path, nil)
+		req.AddCookie(&http.Cookie{Name: "agentrun_session", Value: session})
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, w := range wants {
+			if resp.StatusCode != 200 || !strings.Contains(string(body), w) {
+				t.Errorf("console %s: HTTP %d, lacks %q", path, resp.StatusCode, w)
+			}
+		}
 	}
 	e.mustCLI(0, "delete", "ag/essay")
 	if st := e.do("GET", "/v2/agentruns/essay-grade-001", nil, nil); st != 404 {

@@ -36,6 +36,7 @@ func (c *Console) signedIn(r *http.Request) bool {
 func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", c.guard(c.runs))
 	mux.HandleFunc("GET /runs/{name}", c.guard(c.run))
+	c.registerGroups(mux)
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
 }
@@ -129,7 +130,7 @@ var funcs = template.FuncMap{
 const head = `<!doctype html><html><head><meta charset="utf-8"><title>agentrun</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 .phase{font-weight:600}pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}.wait{background:#fff4d6;padding:.6em}</style></head><body>
-<p><a href="/">agentrun</a> · runs</p>`
+<p><a href="/">agentrun</a> · <a href="/">runs</a> · <a href="/groups">groups</a></p>`
 
 var loginTmpl = template.Must(template.New("login").Parse(head + `<h1>Sign in</h1>
 {{if .Error}}<p class="wait">{{.Error}}</p>{{end}}

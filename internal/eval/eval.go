@@ -398,9 +398,9 @@ func (ev *Evaluator) startGrading(ctx context.Context, group string, c api.EvalC
 		case gerr != nil && gctx.Err() != nil:
 			c.State, c.Detail = api.CaseTimeout, "grading did not finish before the evaluation's deadline"
 		case gerr != nil:
-			c.State, c.Detail = api.CaseUnscored, "grader failed: "+gerr.Error()
+			c.State, c.Detail = api.CaseUnscored, clipBytes("grader failed: "+gerr.Error(), 2000)
 		default:
-			c.State, c.Evidence = api.CaseScored, v.Evidence
+			c.State, c.Evidence = api.CaseScored, clipBytes(v.Evidence, 2000)
 			r := v.Reward
 			c.Reward = &r
 			c.Verdict = "fail"

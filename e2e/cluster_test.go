@@ -50,6 +50,7 @@ func pgURL(t *testing.T) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("pool_max_conns", "3") // several processes per test, several tests at once
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -325,6 +326,9 @@ func TestPGKillRunnersUnderLoad(t *testing.T) {
 func TestPGClaimRace(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, strings.ReplaceAll(clusterScript, "latency: 40ms", "latency: 0s"))
+	// This test is about claiming, not about losing leases: a long lease keeps a loaded machine
+	// (other tests run beside it) from fencing a runner and parking a run for a person.
+	c.leaseTTL = "20s"
 	c.startServer()
 	createCounterAgent(t, c.env, `["dev_count","write"]`)
 	names := createTaskRuns(t, c.env, 200)

@@ -138,6 +138,11 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
 	if errors.As(err, &fe) {
 		return d.finish(ctx, api.PhaseFailed, fe.reason, fe.msg)
 	}
+	if errors.Is(err, store.ErrUnavailable) {
+		// Not the run's fault: the runner gives it back and it is replayed once the store answers.
+		d.log.Warn("store unavailable; the run will be retried", "err", err)
+		return err
+	}
 	d.log.Error("run failed", "err", err)
 	return d.finish(ctx, api.PhaseFailed, api.ReasonInternalError, err.Error())
 }

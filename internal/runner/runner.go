@@ -157,8 +157,11 @@ func (r *Runner) start(ctx context.Context, l store.Lease) {
 			}
 			// Give the run back at once so it is retried (or, when interrupted, re-claimed to apply
 			// the user's action) rather than waiting for the lease to expire.
-			now := time.Now()
-			if _, rerr := r.Store.Commit(context.WithoutCancel(ctx), l, store.Write{Release: true, WakeAt: &now}); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
+			wakeAt := time.Now()
+			if errors.Is(err, store.ErrUnavailable) {
+				wakeAt = wakeAt.Add(time.Second) // give the store a moment
+			}
+			if _, rerr := r.Store.Commit(context.WithoutCancel(ctx), l, store.Write{Release: true, WakeAt: &wakeAt}); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
 				r.Log.Error("release run", "run", l.Run, "err", rerr)
 			}
 		}

@@ -25,6 +25,9 @@ var (
 	ErrFinished = errors.New("run finished")
 	// ErrNotWaiting: a resolution was sent to a step that does not need one.
 	ErrNotWaiting = errors.New("step does not need resolution")
+	// ErrUnavailable: the store could not be reached (connection lost, server restarting). The
+	// operation may be tried again later; a commit it interrupted may or may not have happened.
+	ErrUnavailable = errors.New("store unavailable")
 )
 
 // Lease is a runner's claim on a run. Generation increases with every claim; writes carry it.

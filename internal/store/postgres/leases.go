@@ -20,15 +20,25 @@ import (
 // each other's picks instead of waiting or double-claiming. (A row changed by a claimer that
 // committed meanwhile is re-checked against the WHERE clause before it is locked.) The pick is an
 // ARRAY(...) sub-select, an InitPlan that runs exactly once, so the LIMIT and the locks apply to
-// exactly the rows updated.
+// exactly the rows updated. The candidates come from two sub-selects, each walking its partial
+// index (runs_claimable, runs_leased) rather than the whole table (finished runs included); they
+// take four times the batch so that claimers skipping each other's locks still fill theirs.
 const claimSQL = `
 UPDATE runs SET lease_owner = $1,
 	lease_expires_at = now() + $2::bigint * interval '1 microsecond',
 	lease_generation = lease_generation + 1
 WHERE name = ANY (ARRAY(
 	SELECT name FROM runs
-	WHERE (lease_owner IS NULL AND claimable_at <= now() AND admitted)
-	   OR (lease_owner IS NOT NULL AND lease_expires_at < now())
+	WHERE name = ANY (ARRAY(
+		(SELECT name FROM runs
+		 WHERE lease_owner IS NULL AND claimable_at IS NOT NULL AND claimable_at <= now() AND admitted
+		 ORDER BY claimable_at LIMIT 4 * $3)
+		UNION ALL
+		(SELECT name FROM runs
+		 WHERE lease_owner IS NOT NULL AND lease_expires_at < now()
+		 ORDER BY lease_expires_at LIMIT 4 * $3)))
+	  AND ((lease_owner IS NULL AND claimable_at <= now() AND admitted)
+	    OR (lease_owner IS NOT NULL AND lease_expires_at < now()))
 	ORDER BY COALESCE(lease_expires_at, claimable_at), name
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED))
@@ -171,7 +181,6 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 		if len(w.Events) > 0 {
 			queueEvents(b, l.Run, nextEvent+1, w.Events)
 			nextEvent += int64(len(w.Events))
-			b.Queue(`SELECT pg_notify($1, $2)`, chanEvents, l.Run)
 		}
 		if nextStep != steps0 || nextEvent != events0 {
 			b.Queue(`UPDATE runs SET next_step = $2, next_event = $3 WHERE name = $1`, l.Run, nextStep, nextEvent)
@@ -218,6 +227,7 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 	}
 	if len(w.Events) > 0 {
 		s.wake.Event()
+		s.events.add(l.Run)
 	}
 	return sig, nil
 }

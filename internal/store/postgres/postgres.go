@@ -38,9 +38,10 @@ import (
 
 // Store is the PostgreSQL backend.
 type Store struct {
-	pool *pgxpool.Pool
-	wake *wake.Waker
-	lis  *listener
+	pool   *pgxpool.Pool
+	wake   *wake.Waker
+	lis    *listener
+	events *eventNotifier
 
 	closeOnce sync.Once
 }
@@ -80,6 +81,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
 	}
 	s.lis = lis
+	s.events = newEventNotifier(s)
 	return s, nil
 }
 
@@ -93,6 +95,9 @@ func (s *Store) Backend() string { return "postgres" }
 // Close stops the listener and closes the pool. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.events != nil {
+			s.events.close()
+		}
 		if s.lis != nil {
 			s.lis.stop()
 		}
@@ -114,6 +119,9 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err, committing := s.tryTx(ctx, fn)
 		if err == nil || attempt == maxAttempts || ctx.Err() != nil || !retryable(err, committing) {
+			if err != nil && ctx.Err() == nil && unreachable(err) {
+				err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+			}
 			return err
 		}
 		t := time.NewTimer(backoff)
@@ -166,6 +174,18 @@ func retryable(err error, committing bool) bool {
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// unreachable reports a failure of the connection or the server (not of the statement): the
+// caller may try again later; a commit it interrupted may or may not have happened.
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") || pe.Code == "53300" // too_many_connections
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 
 func isUnique(err error) bool {

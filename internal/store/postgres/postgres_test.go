@@ -64,10 +64,15 @@ func withSearchPath(t *testing.T, base, schema string) string {
 		}
 		q := u.Query()
 		q.Set("search_path", schema)
+		// Many subtests run at once, each with its own store; small pools keep the whole suite
+		// (and the e2e tests running beside it) under the server's max_connections.
+		if q.Get("pool_max_conns") == "" {
+			q.Set("pool_max_conns", "2")
+		}
 		u.RawQuery = q.Encode()
 		return u.String()
 	}
-	return base + " search_path=" + schema // key=value DSN
+	return base + " search_path=" + schema + " pool_max_conns=2" // key=value DSN
 }
 
 func mustOpen(t *testing.T, u string) *Store {

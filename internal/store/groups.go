@@ -172,7 +172,7 @@ func PlanAdmission(g *api.AgentGroup, members []Member, now time.Time) []MemberU
 			case d.Phase == api.PhaseCancelled && depEnd == "":
 				depEnd, depWait = api.ReasonDependencyCancelled, "dependency "+k+" was cancelled"
 			case d.Phase != api.PhaseSucceeded && depWait == "":
-				depWait = "waiting for dependency " + k + " (" + d.Phase + ")"
+				depWait = "waiting for dependency " + k + " to succeed"
 			}
 			if depEnd == api.ReasonDependencyFailed {
 				break

@@ -217,6 +217,14 @@ func TestSeedEvaluation(t *testing.T) {
 	if r := e.cli(e.dir, "env", "load", dir); r.code != 1 || !strings.Contains(r.stderr, "AlreadyExists") {
 		t.Errorf("loading other content under the same version: exit %d %q", r.code, r.stderr)
 	}
+	// kubectl style works too.
+	applied := writeFile(t, e.dir, "env.yaml", "apiVersion: agentrun.dev/v1\nkind: Environment\nmetadata: {name: acme/applied}\nspec:\n  version: 0.1.0\n  grader: {kind: exact}\n  splits:\n    test:\n      - {id: a, prompt: 'Say A.', answer: A}\n")
+	if r := e.mustCLI(0, "apply", "-f", applied); !strings.Contains(r.stdout, "environment/acme/applied created") {
+		t.Errorf("apply an environment printed %q", r.stdout)
+	}
+	if r := e.mustCLI(0, "apply", "-f", applied); !strings.Contains(r.stdout, "unchanged") {
+		t.Errorf("apply an environment again printed %q", r.stdout)
+	}
 	var got api.Environment
 	if st := e.do("GET", "/v2/environments/acme/colours@1.0.0", nil, &got); st != 200 || len(got.Spec.Splits["test"]) != 1 || got.Spec.Splits["test"][0].Answer != nil {
 		t.Errorf("GET environment: HTTP %d %+v (answers must be hidden)", st, got.Spec.Splits)

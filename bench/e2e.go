@@ -35,8 +35,12 @@ type E2EResult struct {
 	// the agentrun server process, and this process (HTTP client plus the scripted model server).
 	CPU               CPU     `json:"cpu"`
 	ServerCPUPerRunMs float64 `json:"serverCpuPerRunMs"`
-	// CoresBusy is (server + bench CPU) / observed wall time; compare with GOMAXPROCS/NumCPU.
+	// TotalCPUPerRunMs is all the CPU counted (server, runners, PostgreSQL, bench) per run.
+	TotalCPUPerRunMs float64 `json:"totalCpuPerRunMs,omitempty"`
+	// CoresBusy is all the CPU counted / observed wall time; compare with GOMAXPROCS/NumCPU.
 	CoresBusy float64 `json:"coresBusy"`
+	// PG is what PostgreSQL did over the measurement (PostgreSQL worlds).
+	PG *PGProfile `json:"postgres,omitempty"`
 }
 
 func trivialScript() *fake.Script {
@@ -82,22 +86,25 @@ func runE2E(c config, root string) (*E2EResult, error) {
 		return nil, err
 	}
 
-	progress("e2e: creating %d trivial runs with %d workers at %s", c.runs, c.workers, w.url)
-	res := &E2EResult{Runs: c.runs, Workers: c.workers, StepsPerRun: len(steps)}
+	return measureLive(c, w, "bench-e2e", c.runs, c.workers, len(steps))
+}
+
+// createRuns creates n runs of agent with workers concurrent clients; it returns each POST's
+// client-side time and the time for all of them.
+func createRuns(w *world, agent string, n, workers int, body func(i int) map[string]any) ([]time.Duration, time.Duration, error) {
 	idx := make(chan int)
 	var mu sync.Mutex
 	var createDs []time.Duration
 	var firstErr error
 	var wg sync.WaitGroup
-	cpu0 := w.cpu()
 	t0 := time.Now()
-	for k := 0; k < c.workers; k++ {
+	for k := 0; k < workers; k++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range idx {
 				s := time.Now()
-				_, err := w.startRun("bench-e2e", fmt.Sprintf("trivial run %d", i))
+				_, err := w.startRunBody(agent, body(i))
 				d := time.Since(s)
 				mu.Lock()
 				if err != nil && firstErr == nil {
@@ -108,56 +115,78 @@ func runE2E(c config, root string) (*E2EResult, error) {
 			}
 		}()
 	}
-	for i := 0; i < c.runs; i++ {
+	for i := 0; i < n; i++ {
 		idx <- i
 	}
 	close(idx)
 	wg.Wait()
-	created := time.Since(t0)
 	if firstErr != nil {
-		return nil, fmt.Errorf("create runs: %w", firstErr)
+		return nil, 0, fmt.Errorf("create runs: %w", firstErr)
+	}
+	return createDs, time.Since(t0), nil
+}
+
+func trivialBody(prefix string) func(int) map[string]any {
+	return func(i int) map[string]any {
+		return map[string]any{"input": map[string]any{"content": fmt.Sprintf("%s %d", prefix, i)}}
+	}
+}
+
+// measureLive creates runs trivial runs of agent with workers concurrent clients while the
+// runners are up, waits for them all to end (watching the run counts by phase), then reads them
+// back for throughput and latency.
+func measureLive(c config, w *world, agent string, runs, workers, stepsPerRun int) (*E2EResult, error) {
+	counts0, err := w.phaseCounts()
+	if err != nil {
+		return nil, err
+	}
+	base := ended(counts0)
+	progress("e2e: creating %d trivial runs of %s with %d workers at %s", runs, agent, workers, w.url)
+	res := &E2EResult{Runs: runs, Workers: workers, StepsPerRun: stepsPerRun}
+	var samp *pgSampler
+	if w.opts.storeURL != "" {
+		samp = startPGSampler(c.pg)
+	}
+	cpu0 := w.cpu()
+	t0 := time.Now()
+	createDs, created, err := createRuns(w, agent, runs, workers, trivialBody("trivial run"))
+	if err != nil {
+		return nil, err
 	}
 	res.CreateMs = msf(created)
-	res.CreatePerSec = float64(c.runs) / created.Seconds()
+	res.CreatePerSec = float64(runs) / created.Seconds()
 	res.CreateReq = dist(createDs)
-	progress("e2e: %d runs created in %.0f ms; waiting for them to finish", c.runs, res.CreateMs)
+	progress("e2e: %d runs created in %.0f ms; waiting for them to finish", runs, res.CreateMs)
 
-	deadline := t0.Add(c.timeout)
-	lastProgress := time.Now()
-	var runs []api.AgentRun
-	for {
-		runs, err = w.listRuns("bench-e2e")
-		if err != nil {
-			return nil, err
-		}
-		done := 0
-		for _, r := range runs {
-			if api.Finished(r.Status.Phase) || r.Status.Phase == api.PhaseNeedsResolution {
-				done++
-			}
-		}
-		if done >= c.runs {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d runs finished after %s", done, c.runs, c.timeout)
-		}
-		if time.Since(lastProgress) > 3*time.Second {
-			lastProgress = time.Now()
-			progress("e2e: %d/%d runs finished", done, c.runs)
-		}
-		time.Sleep(100 * time.Millisecond)
+	err = w.waitCounts("e2e", t0.Add(c.timeout).Sub(time.Now()), func(m map[string]int) (bool, string) {
+		return ended(m)-base >= runs, fmt.Sprintf("%d/%d runs ended", ended(m)-base, runs)
+	})
+	if err != nil {
+		return nil, err
 	}
 	observed := time.Since(t0)
 	res.ObservedMs = msf(observed)
 	res.CPU = cpuSince(cpu0, w.cpu())
-	res.ServerCPUPerRunMs = round3(res.CPU.server() / float64(c.runs))
-	res.CoresBusy = math.Round((res.CPU.server()+res.CPU.BenchMs)/res.ObservedMs*100) / 100
+	if samp != nil {
+		res.PG = samp.finish()
+	}
+	res.ServerCPUPerRunMs = round3(res.CPU.server() / float64(runs))
+	res.CoresBusy = math.Round(res.CPU.total()/res.ObservedMs*100) / 100
+	if res.CPU.RunnersMs > 0 || res.CPU.PostgresMs > 0 {
+		res.TotalCPUPerRunMs = round3(res.CPU.total() / float64(runs))
+	}
+	runList, err := w.listRuns(agent)
+	if err != nil {
+		return nil, err
+	}
+	if len(runList) != runs {
+		return nil, fmt.Errorf("listed %d runs of %s, created %d", len(runList), agent, runs)
+	}
 
 	var lat, queue, exec []time.Duration
 	var last time.Time
 	var failMsg string
-	for _, r := range runs {
+	for _, r := range runList {
 		if r.Status.Phase != api.PhaseSucceeded {
 			res.Failed++
 			if failMsg == "" {
@@ -187,7 +216,7 @@ func runE2E(c config, root string) (*E2EResult, error) {
 	}
 	res.CreatePerSec = float64(int(res.CreatePerSec*10+0.5)) / 10
 	if res.Failed > 0 {
-		return res, fmt.Errorf("%d of %d runs did not succeed; first: %s", res.Failed, c.runs, failMsg)
+		return res, fmt.Errorf("%d of %d runs did not succeed; first: %s", res.Failed, runs, failMsg)
 	}
 	return res, nil
 }
@@ -203,8 +232,20 @@ func printE2E(r *E2EResult) {
 	fmt.Print(r.Queue.row("  of which created→started"))
 	fmt.Print(r.Exec.row("  of which started→finished"))
 	fmt.Print(r.CreateReq.row("POST .../runs (client side)"))
-	if r.CPU.server() > 0 {
-		fmt.Printf("  CPU: server %.0f ms user + %.0f ms sys (%.2f ms/run); bench client + model server %.0f ms; %.2f cores busy on average\n",
-			r.CPU.ServerUserMs, r.CPU.ServerSysMs, r.ServerCPUPerRunMs, r.CPU.BenchMs, r.CoresBusy)
+	printCPU("CPU", r.CPU, r.Runs, r.CoresBusy)
+}
+
+// printCPU prints where the CPU went over a measured window of runs runs.
+func printCPU(label string, c CPU, runs int, coresBusy float64) {
+	if c.server() == 0 {
+		return
 	}
+	fmt.Printf("  %s: server %.0f ms user + %.0f ms sys (%.2f ms/run)", label, c.ServerUserMs, c.ServerSysMs, c.server()/float64(runs))
+	if c.RunnersMs > 0 {
+		fmt.Printf("; runners %.0f ms (%.2f ms/run)", c.RunnersMs, c.RunnersMs/float64(runs))
+	}
+	if c.PostgresMs > 0 {
+		fmt.Printf("; postgres %.0f ms (%.2f ms/run)", c.PostgresMs, c.PostgresMs/float64(runs))
+	}
+	fmt.Printf("; bench client + model server %.0f ms; %.2f cores busy on average\n", c.BenchMs, coresBusy)
 }

@@ -71,3 +71,38 @@ func procCPU(pid int) (user, sys time.Duration, ok bool) {
 	const clkTck = 100 // USER_HZ on every Linux architecture Go supports
 	return time.Duration(ut) * time.Second / clkTck, time.Duration(st) * time.Second / clkTck, true
 }
+
+// postgresCPU is the CPU time (user+system, with that of reaped children) of every process named
+// postgres on this host: a PostgreSQL server on the same machine. The postmaster's reaped
+// children's time counts in its own, so a backend that exits does not make the sum go back.
+func postgresCPU() time.Duration {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if i < 0 || j < i || s[i+1:j] != "postgres" {
+			continue
+		}
+		f := strings.Fields(s[j+1:])
+		if len(f) < 15 {
+			continue
+		}
+		for _, k := range []int{11, 12, 13, 14} { // utime, stime, cutime, cstime
+			if v, err := strconv.ParseInt(f[k], 10, 64); err == nil {
+				total += time.Duration(v) * time.Second / 100
+			}
+		}
+	}
+	return total
+}

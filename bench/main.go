@@ -8,6 +8,13 @@
 //     journal.Do on the SQLite store, with a raw fsync probe of the same filesystem for reference.
 //   - e2e: -runs trivial runs (one write tool step, then a text answer) created concurrently over
 //     the HTTP API; throughput and per-run latency.
+//   - claim: store.ClaimRuns throughput draining -claim-runs queued runs, in-process, with 1, 2, 4
+//     claimers on PostgreSQL and 1 on SQLite.
+//   - scale: trivial runs with `serve --no-runner` and 1, 2, 4 `agentrun runner` processes on
+//     PostgreSQL, and `serve` on SQLite: a burn-down of a backlog, then runs created live.
+//   - river: River's job-queue burn-down on the same PostgreSQL (bench/river, its own module).
+//   - takeover: a runner SIGKILLed mid-turn; lease expiry to the first step on another runner.
+//   - memory: RSS of the runner's process with -keepalive keep-alive runs waiting for a message.
 //
 // Usage: go run ./bench -scenario all   (see bench/README.md)
 package main
@@ -20,6 +27,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -38,13 +47,34 @@ type config struct {
 	timeout    time.Duration
 	keep       bool
 	serverLogs bool
+
+	pg              string
+	claimRuns       int
+	claimBatch      int
+	claimers        []int
+	runnerCounts    []int
+	scaleRuns       int
+	riverJobs       int
+	riverProfiles   string
+	takeoverSamples int
+	takeoverTTL     time.Duration
+	takeoverDefault bool
+	keepAlive       int
+	memBackends     []string
+	settle          int
 }
+
+// scenarios in the order they run; "all" is every one, "pg" every one on PostgreSQL.
+var scenarios = []string{"journal", "e2e", "claim", "scale", "river", "takeover", "memory"}
+
+var pgScenarios = map[string]bool{"claim": true, "scale": true, "river": true, "takeover": true, "memory": true}
 
 func main() {
 	var c config
-	flag.StringVar(&c.scenario, "scenario", "all", "journal, e2e or all")
+	var claimers, runners, memBackends string
+	flag.StringVar(&c.scenario, "scenario", "all", "comma-separated: "+strings.Join(scenarios, ", ")+"; or all, or pg (the PostgreSQL ones)")
 	flag.IntVar(&c.runs, "runs", 500, "e2e: number of trivial runs")
-	flag.IntVar(&c.workers, "workers", 16, "e2e: concurrent HTTP clients creating runs")
+	flag.IntVar(&c.workers, "workers", 16, "e2e, scale, memory: concurrent HTTP clients creating runs")
 	flag.IntVar(&c.steps, "steps", 200, "journal: tool steps in the long run")
 	flag.IntVar(&c.perTurn, "per-turn", 1, "journal: tool calls per model turn (1..50; 1 means -steps turns)")
 	flag.StringVar(&c.tool, "tool", "ls", "journal: tool the long run calls (ls: read-only, no fsync of its own; write: fsyncs the file and folder)")
@@ -53,14 +83,46 @@ func main() {
 	flag.StringVar(&c.tmp, "tmp", "", "parent folder of the temporary data folders (default $TMPDIR); its filesystem decides the fsync cost")
 	flag.BoolVar(&c.shm, "shm", true, "journal: repeat the micro-benchmark on /dev/shm (tmpfs, fsync is free) when it exists, to show the fsync share")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a scenario after this long")
-	flag.BoolVar(&c.keep, "keep", false, "keep the temporary data folders (their server.log) for inspection")
+	flag.BoolVar(&c.keep, "keep", false, "keep the temporary data folders (their server.log) and PostgreSQL schemas for inspection")
 	flag.BoolVar(&c.serverLogs, "server-debug", false, "run the server with --log-level debug (slower; for diagnosis)")
+
+	pgDefault := os.Getenv("AGENTRUN_TEST_POSTGRES_URL")
+	if pgDefault == "" {
+		pgDefault = defaultPG
+	}
+	flag.StringVar(&c.pg, "pg", pgDefault, "PostgreSQL URL for claim, scale, river, takeover and memory (each measurement gets a fresh schema); default $AGENTRUN_TEST_POSTGRES_URL or "+defaultPG)
+	flag.IntVar(&c.claimRuns, "claim-runs", 5000, "claim: queued runs to drain")
+	flag.IntVar(&c.claimBatch, "claim-batch", 64, "claim: runs per ClaimRuns call (the runner's batch)")
+	flag.StringVar(&claimers, "claimers", "1,2,4", "claim: concurrent claimers on PostgreSQL (SQLite always 1)")
+	flag.StringVar(&runners, "runners", "1,2,4", "scale: runner processes on PostgreSQL (SQLite: its one in-process runner); river: clients")
+	flag.IntVar(&c.scaleRuns, "scale-runs", 1000, "scale: trivial runs per measurement (backlog and live each)")
+	flag.IntVar(&c.riverJobs, "river-jobs", 10000, "river: no-op jobs per burn-down")
+	flag.StringVar(&c.riverProfiles, "river-profiles", "default,riverbench", "river: client settings: default (River's defaults, 100 workers), riverbench (River's benchmark settings)")
+	flag.IntVar(&c.takeoverSamples, "takeover-samples", 5, "takeover: samples with the short lease TTL")
+	flag.DurationVar(&c.takeoverTTL, "takeover-ttl", 3*time.Second, "takeover: the short lease TTL (runner --lease-ttl)")
+	flag.BoolVar(&c.takeoverDefault, "takeover-default", true, "takeover: also one sample with the default 30 s lease")
+	flag.IntVar(&c.keepAlive, "keepalive", 10000, "memory: keep-alive runs left waiting for a message")
+	flag.StringVar(&memBackends, "memory-backends", "sqlite,postgres", "memory: sqlite (serve, one process), postgres (a runner process)")
+	flag.IntVar(&c.settle, "settle", 5, "memory: seconds to wait after every run waits before reading RSS again")
 	flag.Parse()
 
-	switch c.scenario {
-	case "journal", "e2e", "all":
-	default:
-		fatalf("-scenario %q: use journal, e2e or all", c.scenario)
+	want := map[string]bool{}
+	for _, s := range strings.Split(c.scenario, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "all":
+			for _, x := range scenarios {
+				want[x] = true
+			}
+		case "pg":
+			for x := range pgScenarios {
+				want[x] = true
+			}
+		default:
+			if !slices.Contains(scenarios, s) {
+				fatalf("-scenario %q: use %s, all or pg", s, strings.Join(scenarios, ", "))
+			}
+			want[s] = true
+		}
 	}
 	if c.perTurn < 1 || c.perTurn > 50 {
 		fatalf("-per-turn %d: must be 1..50 (the agent's default maxToolCalls is 50)", c.perTurn)
@@ -68,8 +130,16 @@ func main() {
 	if c.tool != "ls" && c.tool != "write" {
 		fatalf("-tool %q: use ls or write", c.tool)
 	}
-	if c.steps < 1 || c.runs < 1 || c.workers < 1 {
-		fatalf("-steps, -runs and -workers must be positive")
+	if c.steps < 1 || c.runs < 1 || c.workers < 1 || c.claimRuns < 1 || c.claimBatch < 1 || c.scaleRuns < 1 || c.riverJobs < 1 || c.keepAlive < 1 {
+		fatalf("-steps, -runs, -workers, -claim-runs, -claim-batch, -scale-runs, -river-jobs and -keepalive must be positive")
+	}
+	c.claimers = intList("-claimers", claimers)
+	c.runnerCounts = intList("-runners", runners)
+	for _, b := range strings.Split(memBackends, ",") {
+		if b = strings.TrimSpace(b); b != "sqlite" && b != "postgres" {
+			fatalf("-memory-backends %q: sqlite and/or postgres", memBackends)
+		}
+		c.memBackends = append(c.memBackends, strings.TrimSpace(b))
 	}
 	if c.tmp == "" {
 		c.tmp = os.TempDir()
@@ -93,36 +163,113 @@ func main() {
 
 	m := machine(c.tmp)
 	fmt.Printf("agentrun bench  %s\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Printf("  go %s  %s/%s  GOMAXPROCS=%d  NumCPU=%d  cpu=%q\n", m.GoVersion, m.OS, m.Arch, m.GOMAXPROCS, m.NumCPU, m.CPU)
+	fmt.Printf("  go %s  %s/%s  GOMAXPROCS=%d  NumCPU=%d  cpu=%q  memory %d MB  load average %s\n", m.GoVersion, m.OS, m.Arch, m.GOMAXPROCS, m.NumCPU, m.CPU, m.MemMB, m.LoadAvg)
 	fmt.Printf("  store backend: %s  data on %s (%s)\n", m.Store, m.DataDir, m.DataFS)
 	fmt.Printf("  binary: %s\n", c.bin)
 
 	out := map[string]any{"machine": m}
 	ok := true
-	if c.scenario == "journal" || c.scenario == "all" {
+	fail := func(name string, err error) {
+		fmt.Fprintf(os.Stderr, "bench: %s scenario: %v\n", name, err)
+		out[name+"Error"] = err.Error()
+		ok = false
+	}
+	needPG := false
+	for s := range want {
+		needPG = needPG || pgScenarios[s]
+	}
+	if needPG {
+		info, err := pgInfo(c.pg)
+		if err != nil {
+			// Every PostgreSQL scenario needs it: say so once and skip them.
+			fail("postgres", err)
+			for s := range pgScenarios {
+				delete(want, s)
+			}
+		} else {
+			out["postgres"] = info
+			fmt.Printf("  postgres %s at %s  synchronous_commit=%s fsync=%s shared_buffers=%s max_connections=%s  data %s (%s)  same host: %v\n",
+				info.Version, info.URL, info.SynchronousCommit, info.Fsync, info.SharedBuffers, info.MaxConnections, info.DataDir, info.DataFS, info.Local)
+		}
+	}
+	if want["journal"] {
 		r, err := runJournal(c, root)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench: journal scenario: %v\n", err)
-			out["journalError"] = err.Error()
-			ok = false
+			fail("journal", err)
 		}
 		if r != nil {
 			printJournal(r)
 			out["journal"] = r
 		}
 	}
-	if c.scenario == "e2e" || c.scenario == "all" {
+	if want["e2e"] {
 		r, err := runE2E(c, root)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench: e2e scenario: %v\n", err)
-			out["e2eError"] = err.Error()
-			ok = false
+			fail("e2e", err)
 		}
 		if r != nil {
 			printE2E(r)
 			out["e2e"] = r
 		}
 	}
+	if want["claim"] {
+		r, err := runClaim(c, root)
+		if err != nil {
+			fail("claim", err)
+		}
+		if len(r) > 0 {
+			printClaim(r)
+			out["claim"] = r
+		}
+	}
+	var scale []ScaleResult
+	if want["scale"] {
+		r, err := runScale(c, root)
+		if err != nil {
+			fail("scale", err)
+		}
+		if len(r) > 0 {
+			printScale(r)
+			out["scale"] = r
+			scale = r
+		}
+	}
+	if want["river"] {
+		r, err := runRiver(c, root)
+		if err != nil {
+			fail("river", err)
+		}
+		if r != nil {
+			printRiver(r)
+			out["river"] = r
+			if cmp := compare(scale, r); len(cmp) > 0 {
+				printComparison(cmp)
+				out["comparison"] = cmp
+			}
+		}
+	}
+	if want["takeover"] {
+		r, err := runTakeover(c, root)
+		if err != nil {
+			fail("takeover", err)
+		}
+		if r != nil {
+			printTakeover(r)
+			out["takeover"] = r
+		}
+	}
+	if want["memory"] {
+		r, err := runMemory(c, root)
+		if err != nil {
+			fail("memory", err)
+		}
+		if len(r) > 0 {
+			printMemory(r)
+			out["memory"] = r
+		}
+	}
+	out["loadAvgEnd"] = loadAvg()
+	fmt.Printf("\n  load average at the end: %s\n", out["loadAvgEnd"])
 	b, _ := json.Marshal(out)
 	fmt.Println()
 	fmt.Println(string(b))
@@ -132,6 +279,18 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+func intList(flagName, s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fatalf("%s %q: comma-separated positive counts", flagName, s)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func fatalf(format string, args ...any) {
@@ -183,11 +342,36 @@ type Machine struct {
 	Store      string `json:"store"`
 	DataDir    string `json:"dataDir"`
 	DataFS     string `json:"dataFS"`
+	MemMB      int64  `json:"memMB"`
+	// LoadAvg is /proc/loadavg when the bench started: other work on the machine skews every figure.
+	LoadAvg string `json:"loadAvg,omitempty"`
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func machine(dataDir string) Machine {
 	m := Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, GOMAXPROCS: runtime.GOMAXPROCS(0),
-		NumCPU: runtime.NumCPU(), Store: storeBackend(), DataDir: dataDir, DataFS: fsType(dataDir)}
+		NumCPU: runtime.NumCPU(), Store: storeBackend(), DataDir: dataDir, DataFS: fsType(dataDir), LoadAvg: loadAvg()}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					kb, _ := strconv.ParseInt(f[0], 10, 64)
+					m.MemMB = kb / 1024
+				}
+			}
+		}
+	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {

@@ -264,7 +264,21 @@ func (h *helper) exec(req request) response {
 	}()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return response{Err: "start: " + err.Error()}
+		// The processes of a command just ended (a fork loop, say) may still be exiting and hold
+		// the sandbox's process limit for a moment: try again briefly before giving up.
+		for i := 0; i < 40 && errors.Is(err, syscall.EAGAIN); i++ {
+			time.Sleep(50 * time.Millisecond)
+			next, cerr := h.command(req)
+			if cerr != nil {
+				return agentErr(0, "%v", cerr)
+			}
+			next.Stdout, next.Stderr = stdout, stderr
+			cmd = next
+			err = cmd.Start()
+		}
+		if err != nil {
+			return response{Err: "start: " + err.Error()}
+		}
 	}
 	done := make(chan struct{})
 	timedOut := false

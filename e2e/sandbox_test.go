@@ -186,3 +186,55 @@ entries:
 		t.Errorf("shots/page.png is not a PNG (%d bytes)", len(png))
 	}
 }
+
+// A keep-alive run keeps its sandbox while it waits for a message (a background server started in
+// one turn answers in the next); cancelling the run deletes the sandbox.
+func TestKeepAliveKeepsSandbox(t *testing.T) {
+	t.Parallel()
+	needBwrap(t)
+	e := newEnv(t, `
+entries:
+  - name: keep
+    match: "Keep a server"
+    turns:
+      - tool_calls:
+          - name: bash
+            input: {command: "echo kept > kept.txt; python3 -m http.server 8771 --bind 127.0.0.1 >/dev/null 2>&1", background: true}
+      - text: "server started"
+      - tool_calls:
+          - name: bash
+            input: {command: "python3 -c 'import urllib.request;print(urllib.request.urlopen(\"http://127.0.0.1:8771/kept.txt\").read().decode())' || echo GONE"}
+      - text: "{{last_tool_result}}"
+`)
+	e.start()
+	e.do("PUT", "/v2/agents/keeper", `{"metadata":{"name":"keeper"},"spec":{"computer":{"kind":"sandbox"}}}`, nil)
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"keeper-run"},"spec":{"agent":"keeper","input":"Keep a server","keepAlive":true}}`, nil)
+	e.waitPhase("keeper-run", 30*time.Second, api.PhaseWaiting)
+	time.Sleep(500 * time.Millisecond) // the server in the sandbox is up by now
+	e.mustCLI(0, "runs", "message", "keeper-run", "--content", "Is it still there?")
+	deadline := time.Now().Add(30 * time.Second)
+	var r api.AgentRun
+	for time.Now().Before(deadline) {
+		r = e.getRun("keeper-run")
+		if r.Status.Phase == api.PhaseWaiting && r.Status.Answer != nil && r.Status.Answer.Preview != "server started" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r.Status.Answer == nil || !strings.Contains(r.Status.Answer.Preview, "kept") {
+		t.Fatalf("the background server did not survive the wait: %+v (%s)", r.Status.Answer, r.Status.Phase)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "http.server 8771").Output(); len(out) == 0 {
+		t.Fatal("no sandbox process while the run waits")
+	}
+	e.mustCLI(0, "cancel", "agentrun/keeper-run")
+	e.waitPhase("keeper-run", 15*time.Second, api.PhaseCancelled)
+	deadline = time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if out, _ := exec.Command("pgrep", "-f", "http.server 8771").Output(); len(out) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Error("the sandbox's processes outlived the cancelled run")
+}

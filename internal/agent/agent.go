@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
@@ -40,6 +41,12 @@ type Engine struct {
 	ServerDeny []string
 	// Computers are the computer providers this runner can use.
 	Computers *computer.Registry
+
+	mu sync.Mutex
+	// live keeps runs' computers between drives while they wait (see endDrive, Reap).
+	live *computer.Live
+	// driving are the runs being driven now.
+	driving map[string]bool
 	// Prices is the price table (nil: the embedded one).
 	Prices *cost.Table
 	// Router is the routing strategy, RouterModel (default) or RouterRules.
@@ -70,7 +77,9 @@ type drive struct {
 	turnText string
 	// comp is the run's computer, created when a tool first needs it in this drive.
 	comp computer.Computer
-	log  *slog.Logger
+	// parked is set when the drive ended by parking the run (waiting on someone).
+	parked bool
+	log    *slog.Logger
 	// acc is how the run reaches its model; spent what it cost so far; turnCost the current turn's.
 	acc      *access
 	spent    spend
@@ -92,9 +101,13 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
 	}
 	d := &drive{e: e, j: j, run: run, status: run.Status, folder: RunFolder(e.DataDir, run.Metadata.Name),
 		log: e.Log.With("run", run.Metadata.Name, "generation", lease.Generation)}
-	// The computer lives for this drive: a run that parks, finishes, is cancelled or moves to
-	// another runner has it stopped here (and made again around its folder when needed).
-	defer d.closeComputer()
+	e.mu.Lock()
+	if e.driving == nil {
+		e.driving = map[string]bool{}
+	}
+	e.driving[run.Metadata.Name] = true
+	e.mu.Unlock()
+	defer d.endDrive()
 	if api.Finished(d.status.Phase) {
 		_, err := j.Commit(ctx, nil, true, nil)
 		return err
@@ -178,6 +191,7 @@ func (d *drive) park(ctx context.Context, ev *api.Event) error {
 	if _, err := d.j.Commit(ctx, &d.status, true, d.status.Deadline); err != nil {
 		return err
 	}
+	d.parked = true
 	return errParked
 }
 

@@ -66,11 +66,17 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 		return nil, &failure{api.ReasonToolError, fmt.Sprintf("cannot make the run's %s computer on runner %s: %v", kind, d.e.RunnerName, err)}
 	}
 	spec := computer.Spec{Run: d.run.Metadata.Name, Folder: d.folder, Kind: kind, Network: d.spec.Computer != nil && d.spec.Computer.Network, Limits: computer.DefaultLimits}
-	c, err := p.Create(ctx, spec)
+	live := d.e.liveComputers()
+	kept := live.Peek(spec.Run) != nil
+	c, err := live.Get(ctx, p.Name(), spec)
 	if err != nil {
 		return nil, fmt.Errorf("create %s computer (%s): %w", kind, p.Name(), err)
 	}
 	d.comp = c
+	if kept && live.Peek(spec.Run) == c {
+		// Kept on this runner while the run waited: same computer, background processes and all.
+		return c, nil
+	}
 	info := map[string]any{"kind": kind, "provider": p.Name(), "network": spec.Network, "info": c.Info()}
 	if st, ok := d.j.Lookup("computer"); ok && st.State == api.StepCompleted {
 		d.j.Emit(api.Event{Type: "computer.recreated", Message: fmt.Sprintf("%s %s created again around the run folder on runner %s", p.Name(), kind, d.e.RunnerName)})
@@ -83,13 +89,22 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 	return c, nil
 }
 
-// closeComputer stops the run's computer at the end of a drive.
-func (d *drive) closeComputer() {
-	if d.comp != nil {
-		if err := d.comp.Close(); err != nil {
-			d.log.Warn("close computer", "err", err)
-		}
-		d.comp = nil
+// endDrive settles the run's computer when a drive ends: a run parked waiting on someone (a
+// message, an answer, an approval, money) keeps it, background processes and all, as long as it
+// stays on this runner; a run that ended, or that this drive lost, has it stopped.
+func (d *drive) endDrive() {
+	e := d.e
+	e.mu.Lock()
+	delete(e.driving, d.run.Metadata.Name)
+	e.mu.Unlock()
+	if e.live == nil || e.live.Peek(d.run.Metadata.Name) == nil {
+		return
+	}
+	if d.parked && d.status.Phase == api.PhaseWaiting {
+		return
+	}
+	if err := e.live.Close(d.run.Metadata.Name); err != nil {
+		d.log.Warn("close computer", "err", err)
 	}
 }
 
@@ -121,6 +136,8 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 		content, isErr, err := computer.Run(ctx, c, call.Name, call.Input)
 		if errors.Is(err, computer.ErrClosed) {
 			// The computer died (not the agent's doing): make a new one around the folder, once.
+			d.e.liveComputers().Forget(d.run.Metadata.Name, c)
+			c.Close()
 			d.comp = nil
 			if c, err = d.ensureComputer(ctx); err != nil {
 				return nil, nil, err
@@ -143,4 +160,55 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 		return model.Block{}, fmt.Errorf("decode %s result: %w", key, err)
 	}
 	return result(strings.TrimRight(r.Content, ""), r.IsError), nil
+}
+
+// liveComputers are the computers this engine keeps, one per run.
+func (e *Engine) liveComputers() *computer.Live {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.live == nil {
+		e.live = &computer.Live{Registry: e.Computers}
+	}
+	return e.live
+}
+
+// Reap stops kept computers whose runs no longer wait here: the run ended, was deleted, or another
+// runner holds it now (a message woke it and someone else claimed it). The runner calls it from
+// time to time; computers of runs this engine is driving are left alone.
+func (e *Engine) Reap(ctx context.Context) {
+	e.mu.Lock()
+	live := e.live
+	driving := make(map[string]bool, len(e.driving))
+	for r := range e.driving {
+		driving[r] = true
+	}
+	e.mu.Unlock()
+	if live == nil {
+		return
+	}
+	for _, run := range live.Runs() {
+		if driving[run] {
+			continue
+		}
+		r, err := e.Store.GetRun(ctx, run)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			continue // ask again next time
+		}
+		if err == nil && (r.Status.Phase == api.PhaseWaiting || r.Status.Phase == api.PhaseQueued) {
+			continue // still waiting, or about to be claimed (most likely here again)
+		}
+		if err := live.Close(run); err != nil {
+			e.Log.Warn("close computer", "run", run, "err", err)
+		}
+	}
+}
+
+// CloseAll stops every kept computer (the runner is stopping).
+func (e *Engine) CloseAll() {
+	e.mu.Lock()
+	live := e.live
+	e.mu.Unlock()
+	if live != nil {
+		live.CloseAll()
+	}
 }

@@ -120,3 +120,27 @@ func (l *Live) CloseAll() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Peek returns run's computer if one is alive, without creating one.
+func (l *Live) Peek(run string) Computer {
+	l.mu.Lock()
+	e := l.runs[run]
+	l.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.c
+}
+
+// Runs lists the runs that have a computer here.
+func (l *Live) Runs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.runs))
+	for r := range l.runs {
+		out = append(out, r)
+	}
+	return out
+}

@@ -102,6 +102,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	r.wg.Wait()
+	if c, ok := r.Driver.(interface{ CloseAll() }); ok {
+		c.CloseAll() // computers kept for waiting runs stop with the runner
+	}
 	return nil
 }
 
@@ -253,6 +256,9 @@ func (r *Runner) renewLoop(ctx context.Context) {
 		}
 		lastAttempt = time.Now()
 		r.heartbeat(ctx, len(hs))
+		if rp, ok := r.Driver.(interface{ Reap(context.Context) }); ok {
+			rp.Reap(ctx) // stop computers kept for runs that no longer wait here
+		}
 		if len(hs) == 0 {
 			continue
 		}

@@ -173,6 +173,12 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		if len(args) != n {
 			return usageError("%s takes %s (got %d arguments)\nUsage: %s", cmd.CommandPath(), what, len(args), cmd.UseLine())
 		}
+		for i, a := range args {
+			if strings.TrimSpace(a) == "" {
+				// Usually an unset shell variable: say so rather than calling a wrong URL.
+				return usageError("%s: argument %d is empty (%s)\nUsage: %s", cmd.CommandPath(), i+1, what, cmd.UseLine())
+			}
+		}
 		return nil
 	}
 }

@@ -173,14 +173,19 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		if len(args) != n {
 			return usageError("%s takes %s (got %d arguments)\nUsage: %s", cmd.CommandPath(), what, len(args), cmd.UseLine())
 		}
-		for i, a := range args {
-			if strings.TrimSpace(a) == "" {
-				// Usually an unset shell variable: say so rather than calling a wrong URL.
-				return usageError("%s: argument %d is empty (%s)\nUsage: %s", cmd.CommandPath(), i+1, what, cmd.UseLine())
-			}
-		}
-		return nil
+		return noEmptyArgs(cmd, args, what)
 	}
+}
+
+// noEmptyArgs refuses an empty argument: usually an unset shell variable, which would otherwise
+// make a request to the wrong URL.
+func noEmptyArgs(cmd *cobra.Command, args []string, what string) error {
+	for i, a := range args {
+		if strings.TrimSpace(a) == "" {
+			return usageError("%s: argument %d is empty (%s)\nUsage: %s", cmd.CommandPath(), i+1, what, cmd.UseLine())
+		}
+	}
+	return nil
 }
 
 func rangeArgs(lo, hi int, what string) cobra.PositionalArgs {
@@ -188,7 +193,7 @@ func rangeArgs(lo, hi int, what string) cobra.PositionalArgs {
 		if len(args) < lo || len(args) > hi {
 			return usageError("%s takes %s (got %d arguments)\nUsage: %s", cmd.CommandPath(), what, len(args), cmd.UseLine())
 		}
-		return nil
+		return noEmptyArgs(cmd, args, what)
 	}
 }
 
@@ -197,7 +202,7 @@ func minArgs(lo int, what string) cobra.PositionalArgs {
 		if len(args) < lo {
 			return usageError("%s takes %s\nUsage: %s", cmd.CommandPath(), what, cmd.UseLine())
 		}
-		return nil
+		return noEmptyArgs(cmd, args, what)
 	}
 }
 

@@ -242,8 +242,16 @@ UPDATE runs SET lease_owner = 'explain',
 	lease_generation = lease_generation + 1
 WHERE name = ANY (ARRAY(
 	SELECT name FROM runs
-	WHERE (lease_owner IS NULL AND claimable_at <= now())
-	   OR (lease_owner IS NOT NULL AND lease_expires_at < now())
+	WHERE name = ANY (ARRAY(
+		(SELECT name FROM runs
+		 WHERE lease_owner IS NULL AND claimable_at IS NOT NULL AND claimable_at <= now() AND admitted
+		 ORDER BY claimable_at LIMIT 4 * $1)
+		UNION ALL
+		(SELECT name FROM runs
+		 WHERE lease_owner IS NOT NULL AND lease_expires_at < now()
+		 ORDER BY lease_expires_at LIMIT 4 * $1)))
+	  AND ((lease_owner IS NULL AND claimable_at <= now() AND admitted)
+	    OR (lease_owner IS NOT NULL AND lease_expires_at < now()))
 	ORDER BY COALESCE(lease_expires_at, claimable_at), name
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED))

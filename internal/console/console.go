@@ -19,6 +19,8 @@ import (
 type Console struct {
 	Store    store.Store
 	Accounts *auth.Accounts
+	// Approver lets the run page approve and deny tool calls.
+	Approver Approver
 }
 
 const cookieName = "agentrun_session"
@@ -34,7 +36,9 @@ func (c *Console) signedIn(r *http.Request) bool {
 
 // Register adds the console's routes to mux.
 func (c *Console) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /{$}", c.guard(c.runs))
+	mux.HandleFunc("GET /{$}", c.guard(c.mission))
+	mux.HandleFunc("GET /runs", c.guard(c.runs))
+	mux.HandleFunc("POST /runs/{name}/approvals/{id}", c.guard(c.decide))
 	mux.HandleFunc("GET /runs/{name}", c.guard(c.run))
 	c.registerGroups(mux)
 	mux.HandleFunc("GET /login", c.loginPage)
@@ -107,7 +111,18 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 	}
 	steps, _ := c.Store.ListSteps(r.Context(), name)
 	events, _ := c.Store.ListEvents(r.Context(), name, 0, 0)
-	render(w, runTmpl, map[string]any{"Run": run, "Steps": steps, "Events": events, "Live": !api.Finished(run.Status.Phase)})
+	var approvals []Approval
+	if c.Approver != nil {
+		approvals, _ = c.Approver.Approvals(r.Context(), name)
+	}
+	live := !api.Finished(run.Status.Phase)
+	for _, a := range approvals {
+		if a.State == "pending" {
+			live = false // no refresh while a person may be typing a reason
+		}
+	}
+	render(w, runTmpl, map[string]any{"Run": run, "Steps": steps, "Events": events, "Live": live,
+		"Approvals": approvals, "CSRF": csrfToken(r)})
 }
 
 func render(w http.ResponseWriter, t *template.Template, data any) {
@@ -130,7 +145,7 @@ var funcs = template.FuncMap{
 const head = `<!doctype html><html><head><meta charset="utf-8"><title>agentrun</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 .phase{font-weight:600}pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}.wait{background:#fff4d6;padding:.6em}</style></head><body>
-<p><a href="/">agentrun</a> · <a href="/">runs</a> · <a href="/groups">groups</a></p>`
+<p><a href="/">Mission Control</a> · <a href="/runs">runs</a> · <a href="/groups">groups</a></p>`
 
 var loginTmpl = template.Must(template.New("login").Parse(head + `<h1>Sign in</h1>
 {{if .Error}}<p class="wait">{{.Error}}</p>{{end}}
@@ -158,6 +173,10 @@ var runTmpl = template.Must(template.New("run").Funcs(funcs).Parse(`{{define "re
 {{if .Status.Turns}}<h2>Turns</h2><table><tr><th>#</th><th>Model</th><th>Chosen by</th><th>In</th><th>Out</th><th>Cost</th></tr>
 {{range .Status.Turns}}<tr><td>{{.Index}}</td><td>{{.Model}}</td><td>{{.ChosenBy}}</td><td>{{.InputTokens}}</td><td>{{.OutputTokens}}</td><td>{{.CostUSD}}</td></tr>{{end}}</table>{{end}}
 {{end}}
+{{if .Approvals}}<h2>Approvals</h2><table><tr><th>#</th><th>Tool</th><th>Arguments</th><th>Reason</th><th>State</th><th></th></tr>
+{{range .Approvals}}<tr><td>{{.ID}}</td><td>{{.Tool}}</td><td><pre>{{.Input}}</pre></td><td>{{.Reason}}</td><td>{{.State}}{{if .DecidedBy}} by {{.DecidedBy}}{{end}}</td>
+<td>{{if eq .State "pending"}}<form method="post" action="/runs/{{$.Run.Metadata.Name}}/approvals/{{.ID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
+<input name="reason" placeholder="reason (optional)"> <button name="decision" value="approve">Approve</button> <button name="decision" value="deny">Deny</button></form>{{end}}</td></tr>{{end}}</table>{{end}}
 <h2>Steps</h2><table><tr><th>#</th><th>Key</th><th>Kind</th><th>State</th><th>Attempt</th><th>What</th></tr>
 {{range .Steps}}<tr><td>{{.Seq}}</td><td>{{.Key}}</td><td>{{.Kind}}</td><td>{{.State}}{{if .Resolution}} ({{.Resolution}}){{end}}</td><td>{{.Attempt}}</td><td>{{.Title}}{{if .Error}}<br>{{.Error}}{{end}}</td></tr>{{end}}</table>
 <h2>Timeline</h2><table>{{range .Events}}<tr><td>{{clock .Time}}</td><td>{{.Type}}</td><td>{{.StepKey}}</td><td>{{.Message}}</td></tr>{{end}}</table>

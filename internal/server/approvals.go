@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/console"
 )
 
 // approvalView is one approval as the API shows it: the call, the agent's stated reason, and the
@@ -111,10 +113,19 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Invalid("id", "approval id %q is not a number (see `agentrun runs approvals RUN`)", r.PathValue("id")))
 		return
 	}
-	vs, err := s.approvalViews(r, name)
+	target, err := s.decide(r, name, id, b.Decision, b.Reason, p.User)
 	if err != nil {
 		writeErr(w, err)
 		return
+	}
+	writeJSON(w, http.StatusOK, target)
+}
+
+// decide records a person's decision on approval id of run.
+func (s *Server) decide(r *http.Request, name string, id int64, decision, reason, user string) (*approvalView, error) {
+	vs, err := s.approvalViews(r, name)
+	if err != nil {
+		return nil, err
 	}
 	var target *approvalView
 	for i := range vs {
@@ -123,21 +134,39 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if target == nil {
-		writeErr(w, api.Errorf(http.StatusNotFound, api.CodeNotFound, "id", "run %q has no approval %d", name, id))
-		return
+		return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "id", "run %q has no approval %d", name, id)
 	}
 	if target.State != "pending" {
-		writeErr(w, api.Errorf(http.StatusConflict, api.CodeConflict, "id", "approval %d was already %s by %s", id, target.State, target.DecidedBy))
-		return
+		return nil, api.Errorf(http.StatusConflict, api.CodeConflict, "id", "approval %d was already %s by %s", id, target.State, target.DecidedBy)
 	}
-	by := "person:" + p.User
-	res, _ := json.Marshal(map[string]string{"by": by, "reason": b.Reason})
-	if err := s.Store.ResolveStep(r.Context(), name, target.StepKey, b.Decision, res); err != nil {
-		writeErr(w, err)
-		return
+	by := "person:" + user
+	res, _ := json.Marshal(map[string]string{"by": by, "reason": reason})
+	if err := s.Store.ResolveStep(r.Context(), name, target.StepKey, decision, res); err != nil {
+		return nil, err
 	}
-	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "approval." + b.Decision, StepKey: target.StepKey, Message: by + " " + b.Decision + "d " + target.Tool}})
-	target.State = map[string]string{"approve": "approved", "deny": "denied"}[b.Decision]
-	target.DecidedBy, target.Note = by, b.Reason
-	writeJSON(w, http.StatusOK, target)
+	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "approval." + decision, StepKey: target.StepKey, Message: by + " " + decision + "d " + target.Tool}})
+	target.State = map[string]string{"approve": "approved", "deny": "denied"}[decision]
+	target.DecidedBy, target.Note = by, reason
+	return target, nil
+}
+
+// consoleApprover gives the console the same approvals as the API.
+type consoleApprover struct{ s *Server }
+
+func (a consoleApprover) Approvals(ctx context.Context, run string) ([]console.Approval, error) {
+	r := (&http.Request{}).WithContext(ctx)
+	vs, err := a.s.approvalViews(r, run)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.Approval, len(vs))
+	for i, v := range vs {
+		out[i] = console.Approval{ID: v.ID, Tool: v.Tool, Input: string(v.Input), Reason: v.Reason, State: v.State, DecidedBy: v.DecidedBy}
+	}
+	return out, nil
+}
+
+func (a consoleApprover) Decide(ctx context.Context, run string, id int64, decision, reason, user string) error {
+	_, err := a.s.decide((&http.Request{}).WithContext(ctx), run, id, decision, reason, user)
+	return err
 }

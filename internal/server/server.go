@@ -253,7 +253,7 @@ func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args..
 
 func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	if s.Accounts != nil {
-		(&console.Console{Store: s.Store, Accounts: s.Accounts}).Register(mux)
+		(&console.Console{Store: s.Store, Accounts: s.Accounts, Approver: consoleApprover{s}}).Register(mux)
 	}
 }
 

@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// The console in headless Chromium: a person signs in on first visit with the setup code, sees in
+// Mission Control the run that waits on them, opens its page and approves the tool call there; the
+// run goes on.
+func TestConsoleApproveInBrowser(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("console test skipped: chromium not installed (apt-get install chromium; .ci/run does)")
+	}
+	e := newEnv(t, approvalsScript)
+	e.start()
+	code := e.setupCode()
+	if st := e.do("PUT", "/v2/agents/careful", approvalsAgent, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"c9"},"spec":{"agent":"careful","input":"Count carefully: nine"}}`, nil)
+	e.waitPhase("c9", 10*time.Second, api.PhaseWaiting)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelT()
+
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	text := func() string {
+		s, _ := chromedp.Run(ctx, chromedp.Text(css("body")))
+		return s
+	}
+	var mission, runPage, after string
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(e.url+"/"),
+		// Not signed in: the login page, asking for the setup code the first time.
+		chromedp.WaitVisible(css(`input[name=setup_code]`)),
+		chromedp.SendKeys(css(`input[name=setup_code]`), code),
+		chromedp.SendKeys(css(`input[name=password]`), "correct horse battery"),
+		chromedp.Submit(css(`input[name=password]`)),
+		chromedp.WaitVisible(css(`h1#mission`)),
+	)
+	if err == nil {
+		mission = text()
+		err = chromedp.Do(ctx, chromedp.Click(css(`a[href="/runs/c9"]`)), chromedp.WaitVisible(css(`button[value=approve]`)))
+	}
+	if err == nil {
+		runPage = text()
+		err = chromedp.Do(ctx,
+			chromedp.SendKeys(css(`input[name=reason]`), "looks right"),
+			chromedp.Click(css(`button[value=approve]`)),
+		)
+	}
+	if err != nil {
+		t.Fatalf("browser: %v\nmission control:\n%s\nrun page:\n%s", err, mission, runPage)
+	}
+	if !strings.Contains(mission, "Needs you") || !strings.Contains(mission, "c9") || !strings.Contains(mission, "Approval") {
+		t.Errorf("Mission Control does not show the run waiting on approval:\n%s", mission)
+	}
+	if !strings.Contains(runPage, "dev_count") || !strings.Contains(runPage, "Count carefully: nine") || !strings.Contains(runPage, "I need to count this once.") {
+		t.Errorf("the run page does not show the call, its arguments and the reason:\n%s", runPage)
+	}
+	r := e.waitPhase("c9", 15*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded || len(e.counted()) != 1 {
+		t.Fatalf("after approving in the console: %s, %d counts", r.Status.Phase, len(e.counted()))
+	}
+	err = chromedp.Do(ctx, chromedp.Navigate(e.url+"/runs/c9"), chromedp.WaitVisible(css(`table`)))
+	after = text()
+	if err != nil || !strings.Contains(after, "approved by person:admin") {
+		t.Errorf("run page after approval (%v):\n%s", err, after)
+	}
+	// A form posted without the page's token is refused (CSRF).
+	var status int
+	noRedirect := httpNoRedirectClient()
+	resp, err := noRedirect.PostForm(e.url+"/runs/c9/approvals/1", map[string][]string{"decision": {"approve"}})
+	if err == nil {
+		status = resp.StatusCode
+		resp.Body.Close()
+	}
+	if status == 200 {
+		t.Errorf("a console form without a session and token was accepted")
+	}
+}
+
+func httpNoRedirectClient() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}

@@ -23,7 +23,14 @@ func Main(args []string) int {
 		SilenceErrors: true,
 	}
 	cli.AddGlobalFlags(root)
-	root.AddCommand(newServeCmd(), newRunnerCmd(), newDevCmd())
+	serve := newServeCmd()
+	// Bare `agentrun` starts the server, as `npx @parcha/agentrun` does in the AgentRun seed.
+	root.Args = cobra.NoArgs
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		serve.SetContext(cmd.Context())
+		return serve.RunE(serve, nil)
+	}
+	root.AddCommand(serve, newRunnerCmd(), newDevCmd())
 	root.AddCommand(cli.Commands()...)
 	root.AddCommand(newComputerCmd())
 	cli.Version = version

@@ -183,28 +183,11 @@ func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	var patch map[string]any
-	if err := json.Unmarshal(body, &patch); err != nil {
-		writeErr(w, api.Errorf(http.StatusBadRequest, api.CodeInvalid, "", "patch is not a JSON object: %v", err))
-		return
-	}
-	for k := range patch {
-		if k != "spec" && k != "metadata" {
-			writeErr(w, api.Invalid(k, "only metadata.labels and spec can be patched"))
-			return
-		}
-	}
-	doc := map[string]any{"metadata": map[string]any{"name": cur.Metadata.Name, "labels": cur.Metadata.Labels, "resourceVersion": cur.Metadata.ResourceVersion}, "spec": cur.Spec}
-	merged, err := mergePatch(doc, patch)
+	b, err := patchedDoc(body, cur.Metadata, cur.Spec)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	if md, _ := merged.(map[string]any)["metadata"].(map[string]any); md != nil && md["name"] != cur.Metadata.Name {
-		writeErr(w, api.Invalid("metadata.name", "a name cannot be changed"))
-		return
-	}
-	b, _ := json.Marshal(merged)
 	var a api.Agent
 	if err := api.DecodeStrict(b, &a); err != nil {
 		writeErr(w, err)
@@ -219,6 +202,30 @@ func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, &a)
+}
+
+// patchedDoc applies a JSON merge patch (RFC 7396) body to a resource's metadata (name, labels,
+// resourceVersion) and spec, and returns the merged document to decode and validate. Only
+// metadata.labels and spec may change.
+func patchedDoc(body []byte, meta api.ObjectMeta, spec any) ([]byte, error) {
+	var patch map[string]any
+	if err := json.Unmarshal(body, &patch); err != nil {
+		return nil, api.Errorf(http.StatusBadRequest, api.CodeInvalid, "", "patch is not a JSON object: %v", err)
+	}
+	for k := range patch {
+		if k != "spec" && k != "metadata" {
+			return nil, api.Invalid(k, "only metadata.labels and spec can be patched")
+		}
+	}
+	doc := map[string]any{"metadata": map[string]any{"name": meta.Name, "labels": meta.Labels, "resourceVersion": meta.ResourceVersion}, "spec": spec}
+	merged, err := mergePatch(doc, patch)
+	if err != nil {
+		return nil, err
+	}
+	if md, _ := merged.(map[string]any)["metadata"].(map[string]any); md != nil && md["name"] != meta.Name {
+		return nil, api.Invalid("metadata.name", "a name cannot be changed")
+	}
+	return json.Marshal(merged)
 }
 
 // mergePatch applies an RFC 7396 merge patch to a document (any JSON-marshalable value).

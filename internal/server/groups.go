@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -258,28 +257,11 @@ func (s *Server) patchGroup(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	var patch map[string]any
-	if err := json.Unmarshal(body, &patch); err != nil {
-		writeErr(w, api.Errorf(http.StatusBadRequest, api.CodeInvalid, "", "patch is not a JSON object: %v", err))
-		return
-	}
-	for k := range patch {
-		if k != "spec" && k != "metadata" {
-			writeErr(w, api.Invalid(k, "only metadata.labels and spec can be patched"))
-			return
-		}
-	}
-	doc := map[string]any{"metadata": map[string]any{"name": cur.Metadata.Name, "labels": cur.Metadata.Labels, "resourceVersion": cur.Metadata.ResourceVersion}, "spec": cur.Spec}
-	merged, err := mergePatch(doc, patch)
+	b, err := patchedDoc(body, cur.Metadata, cur.Spec)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	if md, _ := merged.(map[string]any)["metadata"].(map[string]any); md != nil && md["name"] != cur.Metadata.Name {
-		writeErr(w, api.Invalid("metadata.name", "a name cannot be changed"))
-		return
-	}
-	b, _ := json.Marshal(merged)
 	g, err := decodeGroup(b)
 	if err != nil {
 		writeErr(w, err)

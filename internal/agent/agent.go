@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -204,11 +205,24 @@ func (d *drive) loop(ctx context.Context) error {
 		return fmt.Errorf("load agent %s revision %d: %w", d.run.Spec.Agent, d.run.Status.AgentRevision, err)
 	}
 	d.spec = spec
-	saved, restored, err := restoreFolder(ctx, d.e.Store, d.run.Metadata.Name, d.folder)
-	if err != nil {
-		return err
+	var restored int
+	if d.j.Steps() == 0 {
+		// A run that has done nothing yet has nothing in the store to restore; start it in an
+		// empty folder (a deleted run of the same name may have left one on this disk).
+		if err := os.RemoveAll(d.folder); err != nil {
+			return fmt.Errorf("run folder: %w", err)
+		}
+		if err := os.MkdirAll(d.folder, 0o755); err != nil {
+			return fmt.Errorf("run folder: %w", err)
+		}
+		d.saved = folderIndex{}
+	} else {
+		saved, n, err := restoreFolder(ctx, d.e.Store, d.run.Metadata.Name, d.folder)
+		if err != nil {
+			return err
+		}
+		d.saved, restored = saved, n
 	}
-	d.saved = saved
 	if restored > 0 {
 		d.j.Emit(api.Event{Type: "folder.restored", Message: fmt.Sprintf("restored %d files of the run folder from the store", restored)})
 	}

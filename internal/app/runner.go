@@ -74,6 +74,9 @@ restored from the store, so runners need no shared disk; --data is only a local 
 			}
 			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
 			r := newRunner(st, models, dir, name, ro, log)
+			if err := startPprof(ctx); err != nil {
+				return err
+			}
 			if metricsAddr != "" {
 				ln, err := net.Listen("tcp", metricsAddr)
 				if err != nil {

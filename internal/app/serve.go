@@ -304,6 +304,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				srv.Interrupt = r.Interrupt
 			}
 			startGroups(ctx, srv, st, log)
+			if err := startPprof(ctx); err != nil {
+				return err
+			}
 			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			info, _ := json.Marshal(map[string]any{"url": base, "pid": os.Getpid(), "version": version})
 			if err := os.WriteFile(filepath.Join(dir, "server.json"), info, 0o600); err != nil {

@@ -1,0 +1,37 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"time"
+)
+
+// startPprof serves Go's profiler on AGENTRUN_PPROF_ADDR (for example 127.0.0.1:6060) when it is
+// set, so an operator can see where a server or runner spends its time. It stops with ctx.
+func startPprof(ctx context.Context) error {
+	addr := os.Getenv("AGENTRUN_PPROF_ADDR")
+	if addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("AGENTRUN_PPROF_ADDR: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	go func() {
+		<-ctx.Done()
+		hs.Close()
+	}()
+	fmt.Fprintf(os.Stderr, "  pprof:     http://%s/debug/pprof/\n", ln.Addr())
+	return nil
+}

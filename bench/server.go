@@ -431,7 +431,7 @@ const benchModel = "claude-sonnet-4-5"
 // cost cap is raised so that no figure depends on the price table.
 func (w *world) createAgent(id string, tools []string) error {
 	return w.do("POST", "/v2/agents", map[string]any{"definition": map[string]any{
-		"id": id, "tools": tools, "perRunMaxCostUSD": "1000.00", "model": map[string]any{"name": benchModel}}}, nil)
+		"id": id, "tools": tools, "perRunMaxCostUSD": "1000.00", "maxToolCalls": 1000, "model": map[string]any{"name": benchModel}}}, nil)
 }
 
 // startRun starts a run of the agent and returns its name.

@@ -24,6 +24,7 @@ type SeedDefinition struct {
 	Computer         *ComputerSpec `json:"computer,omitempty"`
 	Model            *ModelSpec    `json:"model,omitempty"`
 	MaxTokens        int           `json:"maxTokens,omitempty"`
+	MaxToolCalls     int           `json:"maxToolCalls,omitempty"`
 	PerRunMaxCostUSD string        `json:"perRunMaxCostUSD,omitempty"`
 }
 
@@ -32,7 +33,7 @@ func (d SeedDefinition) Agent() *Agent {
 	a := &Agent{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: "Agent"}}
 	a.Metadata.Name = d.ID
 	a.Spec = AgentSpec{DisplayName: d.Name, System: d.Instructions, Skills: d.Skills, Tools: d.Tools,
-		Harness: d.Harness, Computer: d.Computer, MaxTokens: d.MaxTokens, PerRunMaxCostUSD: d.PerRunMaxCostUSD}
+		Harness: d.Harness, Computer: d.Computer, MaxTokens: d.MaxTokens, MaxToolCalls: d.MaxToolCalls, PerRunMaxCostUSD: d.PerRunMaxCostUSD}
 	if d.Model != nil {
 		a.Spec.Model = *d.Model
 	}

@@ -15,13 +15,13 @@ import (
 func (s *Store) writeCharges(ctx context.Context, tx *sql.Tx, run, uid string, charges []store.Charge) error {
 	for _, c := range charges {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM credit_reservations WHERE run = ? AND step_key = ?`, run, c.StepKey).Scan(&n); err != nil {
+		if err := s.txQueryRow(ctx, tx, `SELECT count(*) FROM credit_reservations WHERE run = ? AND step_key = ?`, run, c.StepKey).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {
 			continue // credits were not enforced when the call was reserved
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO credits_ledger (time, kind, amount, run, run_uid, step_key, note) VALUES (?, 'charge', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		res, err := s.txExec(ctx, tx, `INSERT INTO credits_ledger (time, kind, amount, run, run_uid, step_key, note) VALUES (?, 'charge', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 			ms(s.now()), c.Amount, run, uid, c.StepKey, c.Note)
 		if err != nil {
 			return err
@@ -32,11 +32,11 @@ func (s *Store) writeCharges(ctx context.Context, tx *sql.Tx, run, uid string, c
 			if c.Amount != nil {
 				q, args = `UPDATE credits_account SET charged = charged + ? WHERE id = 1`, []any{*c.Amount}
 			}
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			if _, err := s.txExec(ctx, tx, q, args...); err != nil {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM credit_reservations WHERE run = ? AND step_key = ?`, run, c.StepKey); err != nil {
+		if _, err := s.txExec(ctx, tx, `DELETE FROM credit_reservations WHERE run = ? AND step_key = ?`, run, c.StepKey); err != nil {
 			return err
 		}
 	}
@@ -49,14 +49,14 @@ func (s *Store) AddCredits(ctx context.Context, amount int64, note string) (stor
 	}
 	e := store.CreditEntry{Kind: "add", Amount: &amount, Note: note, Time: fromMS(ms(s.now()))}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `INSERT INTO credits_ledger (time, kind, amount, run, run_uid, step_key, note) VALUES (?, 'add', ?, '', '', '', ?) RETURNING seq`,
+		if err := s.txQueryRow(ctx, tx, `INSERT INTO credits_ledger (time, kind, amount, run, run_uid, step_key, note) VALUES (?, 'add', ?, '', '', '', ?) RETURNING seq`,
 			ms(e.Time), amount, note).Scan(&e.Seq); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE credits_account SET adds = adds + 1, added = added + ? WHERE id = 1`, amount); err != nil {
+		if _, err := s.txExec(ctx, tx, `UPDATE credits_account SET adds = adds + 1, added = added + ? WHERE id = 1`, amount); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT name, status FROM runs WHERE phase = 'Waiting' AND lease_owner IS NULL`)
+		rows, err := s.txQuery(ctx, tx, `SELECT name, status FROM runs WHERE phase = 'Waiting' AND lease_owner IS NULL`)
 		if err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (s *Store) ReserveCredits(ctx context.Context, l store.Lease, r store.Reser
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res = store.ReserveResult{}
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, l.Run, l.Owner, l.Generation).Scan(&one)
+		err := s.txQueryRow(ctx, tx, `SELECT 1 FROM runs WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, l.Run, l.Owner, l.Generation).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrFenced
 		}
@@ -149,18 +149,18 @@ func (s *Store) ReserveCredits(ctx context.Context, l store.Lease, r store.Reser
 			return err
 		}
 		var adds, added, charged int64
-		if err := tx.QueryRowContext(ctx, `SELECT adds, added, charged FROM credits_account WHERE id = 1`).Scan(&adds, &added, &charged); err != nil {
+		if err := s.txQueryRow(ctx, tx, `SELECT adds, added, charged FROM credits_account WHERE id = 1`).Scan(&adds, &added, &charged); err != nil {
 			return err
 		}
 		// An earlier attempt's hold on this step is dead either way.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM credit_reservations WHERE run = ? AND step_key = ?`, l.Run, r.StepKey); err != nil {
+		if _, err := s.txExec(ctx, tx, `DELETE FROM credit_reservations WHERE run = ? AND step_key = ?`, l.Run, r.StepKey); err != nil {
 			return err
 		}
 		if adds == 0 {
 			return nil
 		}
 		res.Enforced = true
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(amount), 0) FROM credit_reservations`).Scan(&res.ReservedByOthers); err != nil {
+		if err := s.txQueryRow(ctx, tx, `SELECT COALESCE(SUM(amount), 0) FROM credit_reservations`).Scan(&res.ReservedByOthers); err != nil {
 			return err
 		}
 		res.Available = added - charged - res.ReservedByOthers
@@ -168,7 +168,7 @@ func (s *Store) ReserveCredits(ctx context.Context, l store.Lease, r store.Reser
 			return nil
 		}
 		res.OK = true
-		_, err = tx.ExecContext(ctx, `INSERT INTO credit_reservations (run, step_key, attempt, amount, time) VALUES (?, ?, ?, ?, ?)`,
+		_, err = s.txExec(ctx, tx, `INSERT INTO credit_reservations (run, step_key, attempt, amount, time) VALUES (?, ?, ?, ?, ?)`,
 			l.Run, r.StepKey, r.Attempt, r.Amount, ms(s.now()))
 		return err
 	})
@@ -199,24 +199,24 @@ func (s *Store) ListReservations(ctx context.Context) ([]store.Reservation, erro
 
 func (s *Store) RaiseRunCap(ctx context.Context, name, maxCostUSD string, check func(cur *api.AgentRun) error) (*api.AgentRun, error) {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		cur, err := scanRun(tx.QueryRowContext(ctx, runCols+` WHERE name = ?`, name))
+		cur, err := scanRun(s.txQueryRow(ctx, tx, runCols+` WHERE name = ?`, name))
 		if err != nil {
 			return err
 		}
 		var owner sql.NullString
-		if err := tx.QueryRowContext(ctx, `SELECT lease_owner FROM runs WHERE name = ?`, name).Scan(&owner); err != nil {
+		if err := s.txQueryRow(ctx, tx, `SELECT lease_owner FROM runs WHERE name = ?`, name).Scan(&owner); err != nil {
 			return err
 		}
 		if err := check(cur); err != nil {
 			return err
 		}
 		cur.Spec.MaxCostUSD = maxCostUSD
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET spec = ? WHERE name = ?`, mustJSON(cur.Spec), name); err != nil {
+		if _, err := s.txExec(ctx, tx, `UPDATE runs SET spec = ? WHERE name = ?`, mustJSON(cur.Spec), name); err != nil {
 			return err
 		}
 		if !owner.Valid && cur.Status.Cost != nil {
 			cur.Status.Cost.LimitUSD = maxCostUSD
-			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ? WHERE name = ?`, mustJSON(cur.Status), name); err != nil {
+			if _, err := s.txExec(ctx, tx, `UPDATE runs SET status = ? WHERE name = ?`, mustJSON(cur.Status), name); err != nil {
 				return err
 			}
 		}

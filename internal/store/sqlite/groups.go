@@ -91,7 +91,7 @@ func (s *Store) ListGroups(ctx context.Context) ([]*api.AgentGroup, error) {
 func (s *Store) UpdateGroup(ctx context.Context, g *api.AgentGroup, check func(old *api.AgentGroup) error) error {
 	name := g.Metadata.Name
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		cur, err := scanGroup(tx.QueryRowContext(ctx, groupCols+` WHERE name = ?`, name))
+		cur, err := scanGroup(s.txQueryRow(ctx, tx, groupCols+` WHERE name = ?`, name))
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func (s *Store) UpdateGroup(ctx context.Context, g *api.AgentGroup, check func(o
 		if mustJSON(cur.Spec) != mustJSON(g.Spec) {
 			gen++
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE groups SET resource_version = ?, generation = ?, labels = ?, spec = ? WHERE name = ?`,
+		if _, err := s.txExec(ctx, tx, `UPDATE groups SET resource_version = ?, generation = ?, labels = ?, spec = ? WHERE name = ?`,
 			rv, gen, mustJSON(g.Metadata.Labels), mustJSON(g.Spec), name); err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func (s *Store) UpdateGroup(ctx context.Context, g *api.AgentGroup, check func(o
 func (s *Store) SetGroupStatus(ctx context.Context, name, resourceVersion string, st api.AgentGroupStatus) (string, error) {
 	var rv int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT resource_version FROM groups WHERE name = ?`, name).Scan(&rv); err != nil {
+		if err := s.txQueryRow(ctx, tx, `SELECT resource_version FROM groups WHERE name = ?`, name).Scan(&rv); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return store.ErrNotFound
 			}
@@ -138,7 +138,7 @@ func (s *Store) SetGroupStatus(ctx context.Context, name, resourceVersion string
 			return store.ErrConflict
 		}
 		rv++
-		_, err := tx.ExecContext(ctx, `UPDATE groups SET status = ?, resource_version = ? WHERE name = ?`, mustJSON(st), rv, name)
+		_, err := s.txExec(ctx, tx, `UPDATE groups SET status = ?, resource_version = ? WHERE name = ?`, mustJSON(st), rv, name)
 		return err
 	})
 	if err != nil {
@@ -154,7 +154,7 @@ func (s *Store) PutEnvironment(ctx context.Context, e *api.Environment) (bool, e
 	spec := mustJSON(e.Spec)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var cur string
-		err := tx.QueryRowContext(ctx, `SELECT spec FROM environments WHERE name = ? AND version = ?`, e.Metadata.Name, e.Spec.Version).Scan(&cur)
+		err := s.txQueryRow(ctx, tx, `SELECT spec FROM environments WHERE name = ? AND version = ?`, e.Metadata.Name, e.Spec.Version).Scan(&cur)
 		if err == nil {
 			if cur != spec {
 				return fmt.Errorf("%s@%s is stored with other content; versions are immutable: %w", e.Metadata.Name, e.Spec.Version, store.ErrAlreadyExists)
@@ -165,7 +165,7 @@ func (s *Store) PutEnvironment(ctx context.Context, e *api.Environment) (bool, e
 			return err
 		}
 		created = true
-		_, err = tx.ExecContext(ctx, `INSERT INTO environments (name, version, uid, labels, spec, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		_, err = s.txExec(ctx, tx, `INSERT INTO environments (name, version, uid, labels, spec, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			e.Metadata.Name, e.Spec.Version, newUID(), mustJSON(e.Metadata.Labels), spec, ms(s.now()))
 		return err
 	})
@@ -226,20 +226,20 @@ func (s *Store) CancelGroup(ctx context.Context, name string) ([]string, error) 
 	var requested []string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		requested = requested[:0]
-		g, err := scanGroup(tx.QueryRowContext(ctx, groupCols+` WHERE name = ?`, name))
+		g, err := scanGroup(s.txQueryRow(ctx, tx, groupCols+` WHERE name = ?`, name))
 		if err != nil {
 			return err
 		}
 		if !g.Status.CancelRequested {
 			g.Status.CancelRequested = true
-			if _, err := tx.ExecContext(ctx, `UPDATE groups SET status = ?, resource_version = resource_version + 1 WHERE name = ?`, mustJSON(g.Status), name); err != nil {
+			if _, err := s.txExec(ctx, tx, `UPDATE groups SET status = ?, resource_version = resource_version + 1 WHERE name = ?`, mustJSON(g.Status), name); err != nil {
 				return err
 			}
 		}
 		if _, err = s.admitTx(ctx, tx, g, s.now()); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `UPDATE runs SET cancel_requested = 1, poke_seq = poke_seq + 1, claimable_at = ?, resource_version = resource_version + 1
+		rows, err := s.txQuery(ctx, tx, `UPDATE runs SET cancel_requested = 1, poke_seq = poke_seq + 1, claimable_at = ?, resource_version = resource_version + 1
 			WHERE group_name = ? AND admitted = 1 AND phase NOT IN ('Succeeded', 'Failed', 'Cancelled') RETURNING name`, ms(s.now()), name)
 		if err != nil {
 			return err
@@ -266,14 +266,14 @@ func (s *Store) DeleteGroup(ctx context.Context, name string) ([]string, error) 
 	var names []string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		names = names[:0]
-		res, err := tx.ExecContext(ctx, `DELETE FROM groups WHERE name = ?`, name)
+		res, err := s.txExec(ctx, tx, `DELETE FROM groups WHERE name = ?`, name)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ErrNotFound
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT name FROM runs WHERE group_name = ?`, name)
+		rows, err := s.txQuery(ctx, tx, `SELECT name FROM runs WHERE group_name = ?`, name)
 		if err != nil {
 			return err
 		}
@@ -287,11 +287,11 @@ func (s *Store) DeleteGroup(ctx context.Context, name string) ([]string, error) 
 		}
 		rows.Close()
 		for _, t := range []string{"steps", "run_events", "messages", "files", "credit_reservations"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE run IN (SELECT name FROM runs WHERE group_name = ?)`, name); err != nil {
+			if _, err := s.txExec(ctx, tx, `DELETE FROM `+t+` WHERE run IN (SELECT name FROM runs WHERE group_name = ?)`, name); err != nil {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE group_name = ?`, name); err != nil {
+		if _, err := s.txExec(ctx, tx, `DELETE FROM runs WHERE group_name = ?`, name); err != nil {
 			return err
 		}
 		return nil
@@ -374,7 +374,7 @@ func (s *Store) AdmitGroup(ctx context.Context, group string, now time.Time) (in
 	}
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		g, err := scanGroup(tx.QueryRowContext(ctx, groupCols+` WHERE name = ?`, group))
+		g, err := scanGroup(s.txQueryRow(ctx, tx, groupCols+` WHERE name = ?`, group))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // deleted meanwhile
 		}
@@ -396,7 +396,7 @@ func (s *Store) AdmitGroup(ctx context.Context, group string, now time.Time) (in
 
 // admitTx plans and applies admission inside tx.
 func (s *Store) admitTx(ctx context.Context, tx *sql.Tx, g *api.AgentGroup, now time.Time) (int, error) {
-	rows, err := tx.QueryContext(ctx, memberSQL, g.Metadata.Name)
+	rows, err := s.txQuery(ctx, tx, memberSQL, g.Metadata.Name)
 	if err != nil {
 		return 0, err
 	}
@@ -410,13 +410,13 @@ func (s *Store) admitTx(ctx context.Context, tx *sql.Tx, g *api.AgentGroup, now 
 		switch {
 		case u.Admit:
 			admitted++
-			res, err = tx.ExecContext(ctx, `UPDATE runs SET admitted = 1, group_wait = '', claimable_at = ?, status = ?, resource_version = resource_version + 1
+			res, err = s.txExec(ctx, tx, `UPDATE runs SET admitted = 1, group_wait = '', claimable_at = ?, status = ?, resource_version = resource_version + 1
 				WHERE name = ? AND admitted = 0`, ms(now), mustJSON(u.Status), u.Name)
 		case api.Finished(u.Status.Phase):
-			res, err = tx.ExecContext(ctx, `UPDATE runs SET group_wait = '', claimable_at = NULL, status = ?, phase = ?, resource_version = resource_version + 1
+			res, err = s.txExec(ctx, tx, `UPDATE runs SET group_wait = '', claimable_at = NULL, status = ?, phase = ?, resource_version = resource_version + 1
 				WHERE name = ? AND admitted = 0 AND lease_owner IS NULL`, mustJSON(u.Status), u.Status.Phase, u.Name)
 		default:
-			res, err = tx.ExecContext(ctx, `UPDATE runs SET group_wait = ?, status = ?, resource_version = resource_version + 1 WHERE name = ? AND admitted = 0`,
+			res, err = s.txExec(ctx, tx, `UPDATE runs SET group_wait = ?, status = ?, resource_version = resource_version + 1 WHERE name = ? AND admitted = 0`,
 				u.Wait, mustJSON(u.Status), u.Name)
 		}
 		if err != nil {
@@ -449,7 +449,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 		out, replayed, claimable = nil, false, false
 		if key != "" {
 			var h, result string
-			err := tx.QueryRowContext(ctx, `SELECT hash, result FROM idempotency_keys WHERE key = ?`, key).Scan(&h, &result)
+			err := s.txQueryRow(ctx, tx, `SELECT hash, result FROM idempotency_keys WHERE key = ?`, key).Scan(&h, &result)
 			if err == nil {
 				if h != hash {
 					return api.Errorf(http.StatusUnprocessableEntity, api.CodeIdempotencyReused, "Idempotency-Key", "Idempotency-Key %q was used for a different batch", key)
@@ -476,7 +476,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 			out = append(out, r)
 		}
 		if key != "" && len(out) > 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (key, hash, result, created_at) VALUES (?, ?, ?, ?)`, key, hash, mustJSON(out), ms(now)); err != nil {
+			if _, err := s.txExec(ctx, tx, `INSERT INTO idempotency_keys (key, hash, result, created_at) VALUES (?, ?, ?, ?)`, key, hash, mustJSON(out), ms(now)); err != nil {
 				return err
 			}
 		}
@@ -504,7 +504,7 @@ func (s *Store) insertRunTx(ctx context.Context, tx *sql.Tx, r *api.AgentRun, gr
 	if r.Spec.Group != "" {
 		bg := groups[r.Spec.Group]
 		if bg == nil {
-			g, err := scanGroup(tx.QueryRowContext(ctx, groupCols+` WHERE name = ?`, r.Spec.Group))
+			g, err := scanGroup(s.txQueryRow(ctx, tx, groupCols+` WHERE name = ?`, r.Spec.Group))
 			if errors.Is(err, store.ErrNotFound) {
 				return api.Errorf(http.StatusNotFound, api.CodeGroupNotFound, "spec.group", "group %q does not exist", r.Spec.Group)
 			}
@@ -512,7 +512,7 @@ func (s *Store) insertRunTx(ctx context.Context, tx *sql.Tx, r *api.AgentRun, gr
 				return err
 			}
 			bg = &batchGroup{g: g}
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE phase NOT IN ('Succeeded', 'Failed', 'Cancelled')), COALESCE(MAX(group_seq), 0) FROM runs WHERE group_name = ?`,
+			if err := s.txQueryRow(ctx, tx, `SELECT count(*) FILTER (WHERE phase NOT IN ('Succeeded', 'Failed', 'Cancelled')), COALESCE(MAX(group_seq), 0) FROM runs WHERE group_name = ?`,
 				r.Spec.Group).Scan(&bg.unfinished, &bg.seq); err != nil {
 				return err
 			}
@@ -525,7 +525,7 @@ func (s *Store) insertRunTx(ctx context.Context, tx *sql.Tx, r *api.AgentRun, gr
 			for _, d := range r.Spec.DependsOn {
 				args = append(args, d)
 			}
-			rows, err := tx.QueryContext(ctx, q, args...)
+			rows, err := s.txQuery(ctx, tx, q, args...)
 			if err != nil {
 				return err
 			}
@@ -556,7 +556,7 @@ func (s *Store) insertRunTx(ctx context.Context, tx *sql.Tx, r *api.AgentRun, gr
 	r.Metadata.Generation = 1
 	ct := now.UTC().Truncate(time.Millisecond)
 	r.Metadata.CreationTimestamp = &ct
-	_, err := tx.ExecContext(ctx, `INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at,
+	_, err := s.txExec(ctx, tx, `INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at,
 		group_name, task_key, group_seq, admitted, cap_micros, depends_on, group_wait) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		name, r.Metadata.UID, r.Spec.Agent, ms(now), mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable,
 		group, task, seq, admitted, int64(store.RunCapMicros(r)), deps, wait)

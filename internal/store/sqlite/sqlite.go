@@ -26,10 +26,11 @@ import (
 
 // Store is the SQLite backend.
 type Store struct {
-	w    *sql.DB // the single writer connection
-	r    *sql.DB // readers
-	now  func() time.Time
-	wake *wake.Waker
+	w     *sql.DB // the single writer connection
+	r     *sql.DB // readers
+	now   func() time.Time
+	wake  *wake.Waker
+	stmts *stmtCache
 	// commits feeds the group committer (commitLoop), which stops when closed is closed.
 	commits   chan *commitReq
 	closed    chan struct{}
@@ -53,7 +54,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	s := &Store{w: w, r: r, now: time.Now, wake: wake.New(), commits: make(chan *commitReq), closed: make(chan struct{}), loopDone: make(chan struct{})}
+	s := &Store{w: w, r: r, now: time.Now, wake: wake.New(), stmts: &stmtCache{db: w}, commits: make(chan *commitReq), closed: make(chan struct{}), loopDone: make(chan struct{})}
 	if err := s.migrate(context.Background()); err != nil {
 		w.Close()
 		r.Close()
@@ -70,6 +71,7 @@ func (s *Store) Backend() string { return "sqlite" }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	<-s.loopDone
+	s.stmts.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
@@ -151,16 +153,17 @@ func (s *Store) migrate(ctx context.Context) error {
 		v := i + 1
 		err := s.tx(ctx, func(tx *sql.Tx) error {
 			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
+			if err := s.txQueryRow(ctx, tx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
 				return err
 			}
 			if n > 0 {
 				return nil
 			}
+			// Several statements in one string: run directly, not through the statement cache.
 			if _, err := tx.ExecContext(ctx, m); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, s.now().UnixMilli())
+			_, err := s.txExec(ctx, tx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, s.now().UnixMilli())
 			return err
 		})
 		if err != nil {
@@ -171,6 +174,7 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	s.stmts.prepareWanted(ctx)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -223,11 +227,11 @@ func (s *Store) CreateAgent(ctx context.Context, a *api.Agent) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		// A name used before keeps its old revisions (runs are pinned to them): number past them.
 		var rev int64
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(revision), 0) + 1 FROM agent_revisions WHERE agent = ?`, a.Metadata.Name).Scan(&rev); err != nil {
+		if err := s.txQueryRow(ctx, tx, `SELECT COALESCE(MAX(revision), 0) + 1 FROM agent_revisions WHERE agent = ?`, a.Metadata.Name).Scan(&rev); err != nil {
 			return err
 		}
 		a.Status.Revision = rev
-		_, err := tx.ExecContext(ctx, `INSERT INTO agents (name, uid, resource_version, generation, revision, created_at, labels, spec) VALUES (?, ?, 1, 1, ?, ?, ?, ?)`,
+		_, err := s.txExec(ctx, tx, `INSERT INTO agents (name, uid, resource_version, generation, revision, created_at, labels, spec) VALUES (?, ?, 1, 1, ?, ?, ?, ?)`,
 			a.Metadata.Name, a.Metadata.UID, rev, ms(now), mustJSON(a.Metadata.Labels), spec)
 		if err != nil {
 			if isUnique(err) {
@@ -235,7 +239,7 @@ func (s *Store) CreateAgent(ctx context.Context, a *api.Agent) error {
 			}
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, ?, ?, ?)`, a.Metadata.Name, rev, spec, ms(now))
+		_, err = s.txExec(ctx, tx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, ?, ?, ?)`, a.Metadata.Name, rev, spec, ms(now))
 		return err
 	})
 	if err != nil {
@@ -251,7 +255,7 @@ func isUnique(err error) bool {
 func (s *Store) UpdateAgent(ctx context.Context, a *api.Agent) error {
 	name := a.Metadata.Name
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		cur, err := scanAgent(tx.QueryRowContext(ctx, agentCols+` WHERE name = ?`, name))
+		cur, err := scanAgent(s.txQueryRow(ctx, tx, agentCols+` WHERE name = ?`, name))
 		if err != nil {
 			return err
 		}
@@ -265,11 +269,11 @@ func (s *Store) UpdateAgent(ctx context.Context, a *api.Agent) error {
 		if specChanged {
 			gen++
 			rev++
-			if _, err := tx.ExecContext(ctx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, ?, ?, ?)`, name, rev, mustJSON(a.Spec), ms(s.now())); err != nil {
+			if _, err := s.txExec(ctx, tx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, ?, ?, ?)`, name, rev, mustJSON(a.Spec), ms(s.now())); err != nil {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE agents SET resource_version = ?, generation = ?, revision = ?, labels = ?, spec = ? WHERE name = ?`,
+		if _, err := s.txExec(ctx, tx, `UPDATE agents SET resource_version = ?, generation = ?, revision = ?, labels = ?, spec = ? WHERE name = ?`,
 			rv, gen, rev, mustJSON(a.Metadata.Labels), mustJSON(a.Spec), name); err != nil {
 			return err
 		}
@@ -488,7 +492,7 @@ func (s *Store) CountRuns(ctx context.Context) (map[string]int, error) {
 
 func (s *Store) DeleteRun(ctx context.Context, name string) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE name = ?`, name)
+		res, err := s.txExec(ctx, tx, `DELETE FROM runs WHERE name = ?`, name)
 		if err != nil {
 			return err
 		}
@@ -496,7 +500,7 @@ func (s *Store) DeleteRun(ctx context.Context, name string) error {
 			return store.ErrNotFound
 		}
 		for _, t := range []string{"steps", "run_events", "messages", "files", "credit_reservations"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE run = ?`, name); err != nil {
+			if _, err := s.txExec(ctx, tx, `DELETE FROM `+t+` WHERE run = ?`, name); err != nil {
 				return err
 			}
 		}
@@ -523,7 +527,7 @@ func runPhase(ctx context.Context, tx *sql.Tx, name string) (string, error) {
 func (s *Store) requeueTx(ctx context.Context, tx *sql.Tx, name, why string, from func(api.AgentRunStatus) bool) error {
 	var status string
 	var owner sql.NullString
-	if err := tx.QueryRowContext(ctx, `SELECT status, lease_owner FROM runs WHERE name = ?`, name).Scan(&status, &owner); err != nil {
+	if err := s.txQueryRow(ctx, tx, `SELECT status, lease_owner FROM runs WHERE name = ?`, name).Scan(&status, &owner); err != nil {
 		return err
 	}
 	if owner.Valid {
@@ -537,13 +541,13 @@ func (s *Store) requeueTx(ctx context.Context, tx *sql.Tx, name, why string, fro
 		return nil
 	}
 	st.Phase, st.Reason, st.Message, st.WaitingOn = api.PhaseQueued, "", why, nil
-	_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, phase = ? WHERE name = ?`, mustJSON(st), st.Phase, name)
+	_, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, phase = ? WHERE name = ?`, mustJSON(st), st.Phase, name)
 	return err
 }
 
 // poke marks a run as needing attention: claimable now if unleased, and noted for the holder.
 func (s *Store) pokeTx(ctx context.Context, tx *sql.Tx, name string, extra string) error {
-	_, err := tx.ExecContext(ctx, `UPDATE runs SET poke_seq = poke_seq + 1, claimable_at = ?`+extra+`, resource_version = resource_version + 1 WHERE name = ?`, ms(s.now()), name)
+	_, err := s.txExec(ctx, tx, `UPDATE runs SET poke_seq = poke_seq + 1, claimable_at = ?`+extra+`, resource_version = resource_version + 1 WHERE name = ?`, ms(s.now()), name)
 	return err
 }
 
@@ -575,7 +579,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 		}
 		if key != "" {
 			var t int64
-			err := tx.QueryRowContext(ctx, `SELECT seq, payload, time FROM messages WHERE run = ? AND key = ?`, run, key).Scan(&msg.Seq, &msg.Payload, &t)
+			err := s.txQueryRow(ctx, tx, `SELECT seq, payload, time FROM messages WHERE run = ? AND key = ?`, run, key).Scan(&msg.Seq, &msg.Payload, &t)
 			if err == nil {
 				msg.Key, msg.Time = key, fromMS(t)
 				return nil
@@ -588,10 +592,10 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 			return store.ErrFinished
 		}
 		now := s.now()
-		if err := tx.QueryRowContext(ctx, `UPDATE runs SET next_message = next_message + 1 WHERE name = ? RETURNING next_message`, run).Scan(&msg.Seq); err != nil {
+		if err := s.txQueryRow(ctx, tx, `UPDATE runs SET next_message = next_message + 1 WHERE name = ? RETURNING next_message`, run).Scan(&msg.Seq); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (run, seq, key, payload, time) VALUES (?, ?, ?, ?, ?)`, run, msg.Seq, key, payload, ms(now)); err != nil {
+		if _, err := s.txExec(ctx, tx, `INSERT INTO messages (run, seq, key, payload, time) VALUES (?, ?, ?, ?, ?)`, run, msg.Seq, key, payload, ms(now)); err != nil {
 			return err
 		}
 		msg.Key, msg.Payload, msg.Time = key, payload, now.UTC().Truncate(time.Millisecond)
@@ -632,7 +636,7 @@ func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([
 func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var status string
-		if err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE name = ?`, run).Scan(&status); err != nil {
+		if err := s.txQueryRow(ctx, tx, `SELECT status FROM runs WHERE name = ?`, run).Scan(&status); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return store.ErrNotFound
 			}
@@ -643,7 +647,7 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 		if !store.AwaitsResolution(st, stepKey) {
 			return store.ErrNotWaiting
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE steps SET resolution = ?, resolution_result = ? WHERE run = ? AND key = ? AND resolution = ''`, resolution, nullJSON(result), run, stepKey)
+		res, err := s.txExec(ctx, tx, `UPDATE steps SET resolution = ?, resolution_result = ? WHERE run = ? AND key = ? AND resolution = ''`, resolution, nullJSON(result), run, stepKey)
 		if err != nil {
 			return err
 		}
@@ -672,7 +676,7 @@ func (s *Store) ClaimRuns(ctx context.Context, owner string, max int, ttl time.D
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
 		exp := now.Add(ttl)
-		rows, err := tx.QueryContext(ctx, `
+		rows, err := s.txQuery(ctx, tx, `
 			UPDATE runs SET lease_owner = ?, lease_expires_at = ?, lease_generation = lease_generation + 1
 			WHERE name IN (
 				SELECT name FROM (
@@ -718,7 +722,7 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 		lost = lost[:0]
 		exp := ms(s.now().Add(ttl))
 		for _, l := range leases {
-			res, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires_at = ? WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, exp, l.Run, l.Owner, l.Generation)
+			res, err := s.txExec(ctx, tx, `UPDATE runs SET lease_expires_at = ? WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, exp, l.Run, l.Owner, l.Generation)
 			if err != nil {
 				return err
 			}
@@ -806,6 +810,7 @@ func (s *Store) commitBatch(batch []*commitReq) {
 			close(r.done)
 		}
 	}
+	s.stmts.prepareWanted(ctx)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		finish(err)
@@ -813,20 +818,20 @@ func (s *Store) commitBatch(batch []*commitReq) {
 	}
 	for i, r := range batch {
 		sp := fmt.Sprintf("w%d", i)
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
+		if _, err := s.txExec(ctx, tx, "SAVEPOINT "+sp); err != nil {
 			tx.Rollback()
 			finish(err)
 			return
 		}
 		r.sig, r.err = s.applyWrite(ctx, tx, r.l, r.w)
 		if r.err != nil {
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO "+sp); err != nil {
+			if _, err := s.txExec(ctx, tx, "ROLLBACK TO "+sp); err != nil {
 				tx.Rollback()
 				finish(err)
 				return
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE "+sp); err != nil {
+		if _, err := s.txExec(ctx, tx, "RELEASE "+sp); err != nil {
 			tx.Rollback()
 			finish(err)
 			return
@@ -840,7 +845,7 @@ func (s *Store) applyWrite(ctx context.Context, tx *sql.Tx, l store.Lease, w sto
 	var sig store.Signals
 	var cancel int
 	var uid string
-	err := tx.QueryRowContext(ctx, `SELECT cancel_requested, poke_seq, uid FROM runs WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, l.Run, l.Owner, l.Generation).Scan(&cancel, &sig.PokeSeq, &uid)
+	err := s.txQueryRow(ctx, tx, `SELECT cancel_requested, poke_seq, uid FROM runs WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, l.Run, l.Owner, l.Generation).Scan(&cancel, &sig.PokeSeq, &uid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sig, store.ErrFenced
 	}
@@ -861,12 +866,12 @@ func (s *Store) applyWrite(ctx context.Context, tx *sql.Tx, l store.Lease, w sto
 		return sig, err
 	}
 	if w.Status != nil {
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, phase = ?, resource_version = resource_version + 1 WHERE name = ?`, mustJSON(w.Status), w.Status.Phase, l.Run); err != nil {
+		if _, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, phase = ?, resource_version = resource_version + 1 WHERE name = ?`, mustJSON(w.Status), w.Status.Phase, l.Run); err != nil {
 			return sig, err
 		}
 	}
 	if w.Release {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM credit_reservations WHERE run = ?`, l.Run); err != nil {
+		if _, err := s.txExec(ctx, tx, `DELETE FROM credit_reservations WHERE run = ?`, l.Run); err != nil {
 			return sig, err
 		}
 		var wake any
@@ -875,7 +880,7 @@ func (s *Store) applyWrite(ctx context.Context, tx *sql.Tx, l store.Lease, w sto
 		}
 		// A poke after the claim means something arrived the holder may not have seen; a
 		// finished run is never claimable again.
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
+		if _, err := s.txExec(ctx, tx, `UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
 			claimable_at = CASE WHEN phase IN ('Succeeded', 'Failed', 'Cancelled') THEN NULL WHEN poke_seq <> ? THEN ? ELSE ? END WHERE name = ?`, l.PokeSeq, ms(s.now()), wake, l.Run); err != nil {
 			return sig, err
 		}
@@ -891,7 +896,7 @@ func (s *Store) writeSteps(ctx context.Context, tx *sql.Tx, run string, steps []
 		}
 		switch st.State {
 		case api.StepStarted:
-			res, err := tx.ExecContext(ctx, `UPDATE steps SET state = ?, attempt = ?, args_hash = ?, args = ?, result = NULL, error = '', started_at = ?, completed_at = NULL, cost_micros = NULL, resolution = '', resolution_result = NULL WHERE run = ? AND key = ?`,
+			res, err := s.txExec(ctx, tx, `UPDATE steps SET state = ?, attempt = ?, args_hash = ?, args = ?, result = NULL, error = '', started_at = ?, completed_at = NULL, cost_micros = NULL, resolution = '', resolution_result = NULL WHERE run = ? AND key = ?`,
 				st.State, st.Attempt, st.ArgsHash, nullJSON(st.Args), ms(st.StartedAt), run, st.Key)
 			if err != nil {
 				return err
@@ -900,15 +905,15 @@ func (s *Store) writeSteps(ctx context.Context, tx *sql.Tx, run string, steps []
 				continue
 			}
 			var seq int64
-			if err := tx.QueryRowContext(ctx, `UPDATE runs SET next_step = next_step + 1 WHERE name = ? RETURNING next_step`, run).Scan(&seq); err != nil {
+			if err := s.txQueryRow(ctx, tx, `UPDATE runs SET next_step = next_step + 1 WHERE name = ? RETURNING next_step`, run).Scan(&seq); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO steps (run, seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			if _, err := s.txExec(ctx, tx, `INSERT INTO steps (run, seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				run, seq, st.Key, st.Kind, st.State, st.Title, st.Attempt, st.ArgsHash, nullJSON(st.Args), nullJSON(st.Result), st.Error, st.CostMicros, ms(st.StartedAt), completed); err != nil {
 				return err
 			}
 		default:
-			res, err := tx.ExecContext(ctx, `UPDATE steps SET state = ?, result = ?, error = ?, cost_micros = ?, completed_at = ? WHERE run = ? AND key = ?`,
+			res, err := s.txExec(ctx, tx, `UPDATE steps SET state = ?, result = ?, error = ?, cost_micros = ?, completed_at = ? WHERE run = ? AND key = ?`,
 				st.State, nullJSON(st.Result), st.Error, st.CostMicros, completed, run, st.Key)
 			if err != nil {
 				return err
@@ -924,7 +929,7 @@ func (s *Store) writeSteps(ctx context.Context, tx *sql.Tx, run string, steps []
 func (s *Store) writeEvents(ctx context.Context, tx *sql.Tx, run string, evs []api.Event) error {
 	for _, ev := range evs {
 		var seq int64
-		if err := tx.QueryRowContext(ctx, `UPDATE runs SET next_event = next_event + 1 WHERE name = ? RETURNING next_event`, run).Scan(&seq); err != nil {
+		if err := s.txQueryRow(ctx, tx, `UPDATE runs SET next_event = next_event + 1 WHERE name = ? RETURNING next_event`, run).Scan(&seq); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return store.ErrNotFound
 			}
@@ -934,7 +939,7 @@ func (s *Store) writeEvents(ctx context.Context, tx *sql.Tx, run string, evs []a
 		if t.IsZero() {
 			t = s.now()
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO run_events (run, seq, time, type, step_key, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := s.txExec(ctx, tx, `INSERT INTO run_events (run, seq, time, type, step_key, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			run, seq, ms(t), ev.Type, ev.StepKey, ev.Message, nullJSON(ev.Data)); err != nil {
 			return err
 		}
@@ -946,7 +951,7 @@ func (s *Store) writeFiles(ctx context.Context, tx *sql.Tx, run string, files []
 	now := ms(s.now())
 	for _, f := range files {
 		if f.Deleted {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM files WHERE run = ? AND path = ?`, run, f.Path); err != nil {
+			if _, err := s.txExec(ctx, tx, `DELETE FROM files WHERE run = ? AND path = ?`, run, f.Path); err != nil {
 				return err
 			}
 			continue
@@ -955,7 +960,7 @@ func (s *Store) writeFiles(ctx context.Context, tx *sql.Tx, run string, files []
 		if content == nil {
 			content = []byte{}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO files (run, path, content, mode, size, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+		if _, err := s.txExec(ctx, tx, `INSERT INTO files (run, path, content, mode, size, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run, path) DO UPDATE SET content = excluded.content, mode = excluded.mode, size = excluded.size, updated_at = excluded.updated_at`,
 			run, f.Path, content, f.Mode, len(content), now); err != nil {
 			return err

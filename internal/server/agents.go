@@ -118,12 +118,8 @@ func (s *Server) applyAgent(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	name := r.PathValue("name")
-	if a.Metadata.Name == "" {
-		a.Metadata.Name = name
-	}
-	if a.Metadata.Name != name {
-		writeErr(w, api.Invalid("metadata.name", "metadata.name %q does not match the URL's %q", a.Metadata.Name, name))
+	if err := nameFromURL(r, &a.Metadata); err != nil {
+		writeErr(w, err)
 		return
 	}
 	if err := s.validateAgent(r.Context(), a); err != nil {
@@ -202,6 +198,19 @@ func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, &a)
+}
+
+// nameFromURL gives a PUT body without metadata.name the URL's name, and refuses one that names
+// another resource.
+func nameFromURL(r *http.Request, meta *api.ObjectMeta) error {
+	name := r.PathValue("name")
+	if meta.Name == "" {
+		meta.Name = name
+	}
+	if meta.Name != name {
+		return api.Invalid("metadata.name", "metadata.name %q does not match the URL's %q", meta.Name, name)
+	}
+	return nil
 }
 
 // patchedDoc applies a JSON merge patch (RFC 7396) body to a resource's metadata (name, labels,

@@ -224,14 +224,11 @@ func (s *Server) applyGroup(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	name := r.PathValue("name")
-	if g.Metadata.Name == "" {
-		g.Metadata.Name = name
-	}
-	if g.Metadata.Name != name {
-		writeErr(w, api.Invalid("metadata.name", "metadata.name %q does not match the URL's %q", g.Metadata.Name, name))
+	if err := nameFromURL(r, &g.Metadata); err != nil {
+		writeErr(w, err)
 		return
 	}
+	name := g.Metadata.Name
 	cur, err := s.Store.GetGroup(r.Context(), name)
 	if errors.Is(err, store.ErrNotFound) {
 		s.insertGroup(w, r, g, true)

@@ -145,14 +145,11 @@ func (s *Server) applyRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	name := r.PathValue("name")
-	if run.Metadata.Name == "" {
-		run.Metadata.Name = name
-	}
-	if run.Metadata.Name != name {
-		writeErr(w, api.Invalid("metadata.name", "metadata.name %q does not match the URL's %q", run.Metadata.Name, name))
+	if err := nameFromURL(r, &run.Metadata); err != nil {
+		writeErr(w, err)
 		return
 	}
+	name := run.Metadata.Name
 	cur, err := s.Store.GetRun(r.Context(), name)
 	if errors.Is(err, store.ErrNotFound) {
 		s.insertRun(w, r, &run, true)

@@ -1,11 +1,9 @@
 package chromium_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/computer/chromium"
+	"agentrun.dev/agentrun/internal/computer/computertest"
 )
 
 // TestServerProcess is the "server" of TestBrowserDiesWithServer.
@@ -37,33 +36,9 @@ func TestBrowserDiesWithServer(t *testing.T) {
 		t.Skip(a.Reason)
 	}
 	tmp := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServerProcess$")
 	// The browser's profile goes under TMPDIR: its path finds its processes.
-	cmd.Env = append(os.Environ(), "AGENTRUN_TEST_SERVER_FOLDER="+t.TempDir(), "TMPDIR="+tmp)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "ready" {
-		t.Fatalf("server process: %q", line)
-	}
-	if len(using(tmp)) == 0 {
-		t.Fatal("no browser process visible on the host")
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(using(tmp)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("browser processes survived their server: %v", using(tmp))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	computertest.KillServerProcess(t, []string{"AGENTRUN_TEST_SERVER_FOLDER=" + t.TempDir(), "TMPDIR=" + tmp},
+		func() []string { return using(tmp) }, 10*time.Second)
 }
 
 // using lists live host processes whose command line mentions dir.

@@ -1,18 +1,16 @@
 package local_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"agentrun.dev/agentrun/internal/computer"
+	"agentrun.dev/agentrun/internal/computer/computertest"
 	"agentrun.dev/agentrun/internal/computer/local"
 )
 
@@ -53,32 +51,8 @@ func TestSandboxDiesWithServer(t *testing.T) {
 	}
 	folder := t.TempDir()
 	marker := strconv.Itoa(6000000 + int(time.Now().UnixNano()%1000000))
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServerProcess$")
-	cmd.Env = append(os.Environ(), "AGENTRUN_TEST_SERVER_FOLDER="+folder, "AGENTRUN_TEST_MARKER="+marker)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "ready" {
-		t.Fatalf("server process: %q", line)
-	}
-	if len(sleepers(marker)) == 0 {
-		t.Fatal("the sandbox's background process is not visible on the host")
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(sleepers(marker)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("sandbox processes survived their server: %v", sleepers(marker))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	computertest.KillServerProcess(t, []string{"AGENTRUN_TEST_SERVER_FOLDER=" + folder, "AGENTRUN_TEST_MARKER=" + marker},
+		func() []string { return sleepers(marker) }, 5*time.Second)
 
 	c, err := p.Create(t.Context(), computer.Spec{Run: "server", Folder: folder})
 	if err != nil {

@@ -530,14 +530,7 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 	}
 	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(call.Input), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly()}
 	if !tool.ReadOnly() {
-		spec.Files = func() ([]store.FileWrite, error) {
-			next, writes, err := d.saved.changes(d.folder)
-			if err != nil {
-				return nil, err
-			}
-			d.saved = next
-			return writes, nil
-		}
+		spec.Files = d.folderChanges
 	}
 	out, err := d.j.Do(ctx, spec,
 		func(ctx context.Context) (any, *int64, error) {
@@ -550,6 +543,22 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 	if err != nil {
 		return model.Block{}, err
 	}
+	return toolOutcome(key, out, result)
+}
+
+// folderChanges are the run folder's changes since the last save, to save with a step that may
+// have changed files.
+func (d *drive) folderChanges() ([]store.FileWrite, error) {
+	next, writes, err := d.saved.changes(d.folder)
+	if err != nil {
+		return nil, err
+	}
+	d.saved = next
+	return writes, nil
+}
+
+// toolOutcome turns a tool step's outcome into the tool_result the model reads.
+func toolOutcome(key string, out journal.Outcome, result func(string, bool) model.Block) (model.Block, error) {
 	if out.Skipped {
 		return result("this call was interrupted by a crash and a person chose to skip it: it may or may not have taken effect; check before relying on it", true), nil
 	}

@@ -2,10 +2,8 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/computer"
@@ -112,14 +110,7 @@ func (d *drive) endDrive() {
 func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDef, call model.Block, result func(string, bool) model.Block) (model.Block, error) {
 	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(call.Input), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly}
 	if !td.ReadOnly {
-		spec.Files = func() ([]store.FileWrite, error) {
-			next, writes, err := d.saved.changes(d.folder)
-			if err != nil {
-				return nil, err
-			}
-			d.saved = next
-			return writes, nil
-		}
+		spec.Files = d.folderChanges
 	}
 	if st, ok := d.j.Lookup(key); !ok || st.State != api.StepCompleted {
 		// Make the computer (its own step) before the call's step starts, so the journal reads
@@ -152,14 +143,7 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 	if err != nil {
 		return model.Block{}, err
 	}
-	if out.Skipped {
-		return result("this call was interrupted by a crash and a person chose to skip it: it may or may not have taken effect; check before relying on it", true), nil
-	}
-	var r tools.Result
-	if err := json.Unmarshal(out.Result, &r); err != nil {
-		return model.Block{}, fmt.Errorf("decode %s result: %w", key, err)
-	}
-	return result(strings.TrimRight(r.Content, ""), r.IsError), nil
+	return toolOutcome(key, out, result)
 }
 
 // liveComputers are the computers this engine keeps, one per run.

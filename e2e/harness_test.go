@@ -234,8 +234,16 @@ func (e *env) mustCLI(want int, args ...string) result {
 	return r
 }
 
-// do makes an API request and decodes a JSON answer into out (if non-nil); it returns the status.
+// do makes an API request with the API token and decodes a JSON answer into out (if non-nil);
+// it returns the status.
 func (e *env) do(method, path string, body any, out any) int {
+	e.t.Helper()
+	return e.doAs(e.token, method, path, body, out)
+}
+
+// doAs makes an API request with the given bearer credential (the API token, or a person's
+// session); body is nil, a string, []byte, or a value to send as JSON.
+func (e *env) doAs(bearer, method, path string, body any, out any) int {
 	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -249,7 +257,7 @@ func (e *env) do(method, path string, body any, out any) int {
 		rd = bytes.NewReader(j)
 	}
 	req, _ := http.NewRequest(method, e.url+path, rd)
-	req.Header.Set("Authorization", "Bearer "+e.token)
+	req.Header.Set("Authorization", "Bearer "+bearer)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,26 +78,6 @@ func TestMoneyCrashMidCall(t *testing.T) {
 			}
 		})
 	}
-}
-
-// doAs makes an API request with the given bearer credential.
-func (e *env) doAs(bearer, method, path, body string, out any) int {
-	e.t.Helper()
-	req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			e.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)
-		}
-	}
-	return resp.StatusCode
 }
 
 // personSession signs the first person in with the setup code the server printed.

@@ -235,28 +235,6 @@ func drain(ctx context.Context, st store.Store, res *ClaimResult, k int) error {
 	return nil
 }
 
-// claimSQL mirrors internal/store/postgres's claim statement, for EXPLAIN only.
-const claimSQLForPlan = `
-UPDATE runs SET lease_owner = 'explain',
-	lease_expires_at = now() + interval '1 hour',
-	lease_generation = lease_generation + 1
-WHERE name = ANY (ARRAY(
-	SELECT name FROM runs
-	WHERE name = ANY (ARRAY(
-		(SELECT name FROM runs
-		 WHERE lease_owner IS NULL AND claimable_at IS NOT NULL AND claimable_at <= now() AND admitted
-		 ORDER BY claimable_at LIMIT 4 * $1)
-		UNION ALL
-		(SELECT name FROM runs
-		 WHERE lease_owner IS NOT NULL AND lease_expires_at < now()
-		 ORDER BY lease_expires_at LIMIT 4 * $1)))
-	  AND ((lease_owner IS NULL AND claimable_at <= now() AND admitted)
-	    OR (lease_owner IS NOT NULL AND lease_expires_at < now()))
-	ORDER BY COALESCE(lease_expires_at, claimable_at), name
-	LIMIT $1
-	FOR UPDATE SKIP LOCKED))
-RETURNING name`
-
 func explainClaim(sch *pgSchema, batch int) []string {
 	var plan []string
 	sch.query(func(ctx context.Context, conn *pgx.Conn) error {
@@ -265,7 +243,7 @@ func explainClaim(sch *pgSchema, batch int) []string {
 			return err
 		}
 		defer tx.Rollback(ctx)
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+claimSQLForPlan, batch)
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+postgres.ClaimSQL, "explain", int64(time.Hour/time.Microsecond), batch)
 		if err != nil {
 			plan = []string{"EXPLAIN failed: " + err.Error()}
 			return err

@@ -255,6 +255,16 @@ func resolveAll(t *testing.T, c *cluster, by map[string][]api.AgentRun) {
 	}
 }
 
+// writeSkipped reports whether a run's write tool step was interrupted and then skipped by a person.
+func writeSkipped(steps []api.Step) bool {
+	for _, s := range steps {
+		if s.Kind == "tool" && strings.HasPrefix(s.Title, "write") && s.Resolution == "skip" {
+			return true
+		}
+	}
+	return false
+}
+
 // Three runners, 300 runs with model latency, a random runner SIGKILLed every few seconds and
 // restarted: every run ends, nothing completed is done twice, nothing is lost.
 func TestPGKillRunnersUnderLoad(t *testing.T) {
@@ -293,8 +303,18 @@ func TestPGKillRunnersUnderLoad(t *testing.T) {
 		t.Fatalf("%d of %d succeeded after resolution", len(by[api.PhaseSucceeded]), len(names))
 	}
 	checkNoDoubleWork(t, c, names, false)
-	// Every run's file was saved to the store, whichever runner wrote it.
-	for _, n := range names[:20] {
+	// Every run's file was saved to the store, whichever runner wrote it... except where a runner
+	// died inside the write itself and a person skipped it above: that write never completed.
+	checked := 0
+	for _, n := range names {
+		if checked == 20 {
+			break
+		}
+		if writeSkipped(c.steps(n)) {
+			t.Logf("%s: its write was cut off and skipped; no out.txt expected", n)
+			continue
+		}
+		checked++
 		if r := c.mustCLI(0, "runs", "read-file", n, "out.txt"); r.stdout != "done "+n {
 			t.Errorf("%s: out.txt = %q", n, r.stdout)
 		}

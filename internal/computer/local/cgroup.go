@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"agentrun.dev/agentrun/internal/computer"
@@ -28,6 +29,43 @@ type cgroups struct {
 }
 
 const cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupArg makes the executable (on the host) move itself into cgroups and
+// exec bwrap, so everything in the sandbox is in them from its first
+// instruction.
+const cgroupArg = "__agentrun-cgroup-enter"
+
+func init() {
+	// The re-exec entry point (the helper's are in sandboxhelper). It runs
+	// before main (or the test main) and never returns.
+	if len(os.Args) >= 2 && os.Args[1] == cgroupArg {
+		os.Exit(cgroupMain(os.Args[2:]))
+	}
+}
+
+// cgroupMain: cgroupArg N dir1..dirN bwrap-path args...
+func cgroupMain(args []string) int {
+	if len(args) < 1 {
+		fmt.Fprintln(os.Stderr, "agentrun sandbox: bad cgroup call")
+		return 127
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || len(args) < n+2 {
+		fmt.Fprintln(os.Stderr, "agentrun sandbox: bad cgroup call")
+		return 127
+	}
+	for _, dir := range args[1 : 1+n] {
+		// Writing 0 moves the writing process.
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0); err != nil {
+			fmt.Fprintf(os.Stderr, "agentrun sandbox: enter cgroup %s: %v\n", dir, err)
+			return 127
+		}
+	}
+	argv := args[1+n:]
+	err = syscall.Exec(argv[0], argv, os.Environ())
+	fmt.Fprintf(os.Stderr, "agentrun sandbox: exec %s: %v\n", argv[0], err)
+	return 127
+}
 
 func randomSuffix() string {
 	b := make([]byte, 4)

@@ -2,7 +2,7 @@
 // namespaces through bubblewrap (bwrap), around the run folder.
 //
 // Each computer is one long-lived bwrap whose command is a small helper (this
-// same executable, see helper.go) that starts the agent's commands, keeps the
+// same executable, see package sandboxhelper) that starts the agent's commands, keeps the
 // background ones and reads and writes files. Inside: the run folder
 // read-write at /workspace (the working folder), the host's /usr (and the
 // /bin, /lib... links or folders into it) and a few files of /etc read-only,
@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/computer"
+	"agentrun.dev/agentrun/internal/computer/sandboxhelper"
 )
 
 // Provider is the local provider. The zero value is ready to use.
@@ -165,7 +166,7 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 		return nil, fmt.Errorf("find own executable for the sandbox helper: %w", err)
 	}
 	lim := spec.Limits.WithDefaults()
-	s := &Sandbox{spec: spec, limits: lim, pending: map[int64]chan response{}, dead: make(chan struct{})}
+	s := &Sandbox{spec: spec, limits: lim}
 	cg, cgErr := newCgroups(safeName(spec.Run), lim)
 	s.cg = cg
 	started := false
@@ -174,7 +175,7 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 			cg.remove()
 		}
 	}()
-	hl := limits{CPU: lim.CPUSeconds, NProc: lim.Processes, AS: lim.MemoryBytes, MaxFile: 8 << 30}
+	hl := sandboxhelper.Limits{CPU: lim.CPUSeconds, NProc: lim.Processes, AS: lim.MemoryBytes, MaxFile: 8 << 30}
 	if cg != nil && cg.memory {
 		// The cgroup bounds real memory; RLIMIT_AS would also refuse
 		// programs that reserve much address space without using it (V8, JVMs).
@@ -182,7 +183,7 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 	}
 	args := append(baseArgs(spec.Network),
 		"--bind", folder, "/workspace", "--chdir", "/workspace",
-		"--ro-bind", self, helperPath)
+		"--ro-bind", self, sandboxhelper.HelperPath)
 	// bwrap reads its options from a pipe (--args), so that the sandbox's
 	// PID 1 (bwrap itself) does not show host paths in its command line.
 	argsR, argsW, err := os.Pipe()
@@ -204,7 +205,7 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 		return nil, err
 	}
 	argsW.Close()
-	bwArgs := []string{bw, "--args", "3", "--", helperPath, helperArg, mustJSON(hl)}
+	bwArgs := append([]string{bw, "--args", "3", "--"}, sandboxhelper.Argv(hl)...)
 	var cmd *exec.Cmd
 	if cg != nil {
 		cmd = exec.Command(self, append(append([]string{cgroupArg, fmt.Sprint(len(cg.dirs))}, cg.dirs...), bwArgs...)...)
@@ -213,7 +214,7 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 	}
 	cmd.ExtraFiles = []*os.File{argsR} // fd 3
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	s.stderr = &tailBuffer{max: 8 << 10}
+	s.stderr = sandboxhelper.NewTailBuffer(8 << 10)
 	cmd.Stderr = s.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -223,13 +224,12 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 	if err != nil {
 		return nil, err
 	}
-	s.cmd, s.stdin = cmd, stdin
+	s.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start bwrap: %w", err)
 	}
 	started = true // from here on Close removes the cgroups
-	s.readerDone = make(chan struct{})
-	go s.readLoop(stdout)
+	s.Client = sandboxhelper.NewClient(stdin, stdout, s.stderr.String)
 
 	s.info = []string{
 		"provider: local (bubblewrap)",
@@ -249,12 +249,12 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 
 	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	r, err := s.call(pctx, request{Op: "ping"})
+	ns, err := s.Ping(pctx)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sandbox did not start: %v: %s", err, strings.TrimSpace(s.stderr.String()))
 	}
-	s.pidNS = r.PidNS
+	s.pidNS = ns
 	return s, nil
 }
 
@@ -273,28 +273,4 @@ func safeName(run string) string {
 		return "run"
 	}
 	return b.String()
-}
-
-// tailBuffer keeps the last max bytes written (bwrap's stderr, to explain a
-// failure).
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > b.max {
-		b.buf = b.buf[len(b.buf)-b.max:]
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(bytes.Clone(b.buf))
 }

@@ -1,4 +1,4 @@
-package local
+package sandboxhelper
 
 import (
 	"bufio"
@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,22 +21,20 @@ import (
 )
 
 // The sandbox's processes are started by a helper inside it: the host's own
-// executable, bind-mounted read-only at helperPath and run with helperArg.
+// executable, made visible read-only at HelperPath and run with helperArg.
 // One long-lived helper per computer means one set of namespaces, so a
 // background server started by one call is reachable from the next (with
-// network unshared each bwrap would get its own loopback), and the PID
+// network unshared each would get its own loopback), and the PID
 // namespace holds every process of the computer, which dies with it.
 const (
-	helperPath = "/.agentrun/helper"
+	// HelperPath is where a provider puts the server's executable inside
+	// the sandbox (read-only).
+	HelperPath = "/.agentrun/helper"
 	helperArg  = "__agentrun-sandbox-helper"
 	// limitsArg makes the executable set resource limits on itself and exec
 	// the command: the helper starts each command through it, so the limits
 	// bind the command and its children but not the helper.
 	limitsArg = "__agentrun-sandbox-limits"
-	// cgroupArg makes the executable (on the host) move itself into cgroups
-	// and exec bwrap, so everything in the sandbox is in them from its
-	// first instruction.
-	cgroupArg = "__agentrun-cgroup-enter"
 )
 
 func init() {
@@ -51,8 +48,6 @@ func init() {
 		os.Exit(helperMain(os.Args[2:]))
 	case limitsArg:
 		os.Exit(limitsMain(os.Args[2:]))
-	case cgroupArg:
-		os.Exit(cgroupMain(os.Args[2:]))
 	}
 }
 
@@ -62,7 +57,7 @@ func limitsMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "agentrun sandbox: bad limits call")
 		return 127
 	}
-	var l limits
+	var l Limits
 	if err := json.Unmarshal([]byte(args[0]), &l); err != nil {
 		fmt.Fprintln(os.Stderr, "agentrun sandbox:", err)
 		return 127
@@ -86,29 +81,9 @@ func limitsMain(args []string) int {
 
 const rlimitNPROC = 6 // RLIMIT_NPROC on Linux; the syscall package does not name it
 
-// cgroupMain: cgroupArg N dir1..dirN bwrap-path args...
-func cgroupMain(args []string) int {
-	n, err := strconv.Atoi(args[0])
-	if err != nil || len(args) < n+2 {
-		fmt.Fprintln(os.Stderr, "agentrun sandbox: bad cgroup call")
-		return 127
-	}
-	for _, dir := range args[1 : 1+n] {
-		// Writing 0 moves the writing process.
-		if err := os.WriteFile(path.Join(dir, "cgroup.procs"), []byte("0"), 0); err != nil {
-			fmt.Fprintf(os.Stderr, "agentrun sandbox: enter cgroup %s: %v\n", dir, err)
-			return 127
-		}
-	}
-	argv := args[1+n:]
-	err = syscall.Exec(argv[0], argv, os.Environ())
-	fmt.Fprintf(os.Stderr, "agentrun sandbox: exec %s: %v\n", argv[0], err)
-	return 127
-}
-
 // helper is the state of the helper process inside the sandbox.
 type helper struct {
-	limits limits
+	limits Limits
 	env    []string
 
 	outMu sync.Mutex
@@ -220,7 +195,7 @@ func (h *helper) command(req request) (*exec.Cmd, error) {
 			return nil, fmt.Errorf("environment entry %q is not NAME=value", e)
 		}
 	}
-	cmd := exec.Command(helperPath, limitsArg, mustJSON(h.limits), "/bin/bash", "-lc", req.Cmd)
+	cmd := exec.Command(HelperPath, limitsArg, mustJSON(h.limits), "/bin/bash", "-lc", req.Cmd)
 	cmd.Dir = dir
 	cmd.Env = append(append([]string(nil), h.env...), req.Env...)
 	// Its own process group, so a timeout or stop kills what it started too.

@@ -1,4 +1,13 @@
-package local
+// Package sandboxhelper owns the helper process that runs inside a sandbox
+// and the host-side client of its line protocol, shared by the local
+// (bubblewrap) and docker sandbox providers. The helper is the server's own
+// executable, made visible read-only inside the sandbox at HelperPath and
+// started there with Argv; an init function turns such a process into the
+// helper before main runs. It starts the agent's commands (each under the
+// sandbox's resource limits), keeps the background ones with their output,
+// and reads and writes files; the provider around it only has to start it
+// with its stdin and stdout connected to a Client, and to end it.
+package sandboxhelper
 
 import (
 	"encoding/json"
@@ -42,13 +51,18 @@ type response struct {
 	Data   []byte                 `json:"data,omitempty"`
 }
 
-// limits is what the helper applies to each command it starts.
-type limits struct {
+// Limits is what the helper applies to each command it starts, as
+// resource limits of the process (zero: not set).
+type Limits struct {
 	AS      int64 `json:"as"` // RLIMIT_AS; 0 when a memory cgroup bounds memory instead
 	CPU     int64 `json:"cpu"`
 	NProc   int64 `json:"nproc"`
 	MaxFile int64 `json:"max_file"` // RLIMIT_FSIZE
 }
+
+// Argv is the command line that starts the helper inside a sandbox, with
+// the executable at HelperPath: each command it starts gets limits l.
+func Argv(l Limits) []string { return []string{HelperPath, helperArg, mustJSON(l)} }
 
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)

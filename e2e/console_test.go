@@ -19,10 +19,7 @@ import (
 // run goes on.
 func TestConsoleApproveInBrowser(t *testing.T) {
 	t.Parallel()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("console test skipped: chromium not installed (apt-get install chromium; .ci/run does)")
-	}
+	ctx := newBrowser(t, 60*time.Second)
 	e := newEnv(t, approvalsScript)
 	e.start()
 	code := e.setupCode()
@@ -32,34 +29,13 @@ func TestConsoleApproveInBrowser(t *testing.T) {
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"c9"},"spec":{"agent":"careful","input":"Count carefully: nine"}}`, nil)
 	e.waitPhase("c9", 10*time.Second, api.PhaseWaiting)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true))
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
-	defer cancelT()
-
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	text := func() string {
 		s, _ := chromedp.Run(ctx, chromedp.Text(css("body")))
 		return s
 	}
 	var mission, runPage, after string
-	err = chromedp.Do(ctx,
-		chromedp.Navigate(e.url+"/"),
-		// Not signed in: the login page, asking for the setup code the first time.
-		chromedp.WaitVisible(css(`input[name=setup_code]`)),
-		chromedp.SendKeys(css(`input[name=setup_code]`), code),
-		chromedp.SendKeys(css(`input[name=password]`), "correct horse battery"),
-		chromedp.Submit(css(`input[name=password]`)),
-		chromedp.WaitVisible(css(`h1#mission`)),
-	)
+	err := signInBrowser(ctx, e.url+"/", code, `h1#mission`)
 	if err == nil {
 		mission = text()
 		err = chromedp.Do(ctx, chromedp.Click(css(`a[href="/runs/c9"]`)), chromedp.WaitVisible(css(`button[value=approve]`)))
@@ -100,6 +76,43 @@ func TestConsoleApproveInBrowser(t *testing.T) {
 	if status == 200 {
 		t.Errorf("a console form without a session and token was accepted")
 	}
+}
+
+// newBrowser starts headless Chromium for one test (the test is skipped when Chromium is not
+// installed) and returns its context, which ends after d or with the test.
+func newBrowser(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("console test skipped: chromium not installed (apt-get install chromium; .ci/run does)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancelT := context.WithTimeout(ctx, d)
+	t.Cleanup(cancelT)
+	return ctx
+}
+
+// signInBrowser opens url, which sends a browser without a session to the login page; there it
+// sets the first password with the setup code the server printed, and waits for sel on the page
+// it lands on.
+func signInBrowser(ctx context.Context, url, setupCode, sel string) error {
+	return chromedp.Do(ctx,
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=setup_code]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=setup_code]`), setupCode),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "correct horse battery"),
+		chromedp.Submit(chromedp.CSS(`input[name=password]`)),
+		chromedp.WaitVisible(chromedp.CSS(sel)),
+	)
 }
 
 func httpNoRedirectClient() *http.Client {

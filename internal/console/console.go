@@ -1,13 +1,20 @@
-// Package console is the web console, server-rendered and embedded in the binary. For now it shows
-// runs: a list, and each run's page (the target of status.consoleURL) with its phase, what it waits
-// on, its answer, its journal and its timeline, refreshing itself while the run is live. It is
-// read-only; a person signs in with their password (the first visit sets it with the one-time
+// Package console is the web console, server-rendered and embedded in the binary: Mission
+// Control, the runs and groups, and each run's page (the target of status.consoleURL) with its
+// phase, what it waits on, its answer, its approvals (a person approves or denies there), its
+// journal, its files and its live Timeline. The run page works without JavaScript (it then
+// refreshes itself while the run is live); with it, static/console.js (embedded, served at
+// /static/console.js, so the pages keep a CSP without inline script) follows the run through
+// GET /runs/NAME/timeline, a server-sent event stream, appending timeline rows and updating the
+// status line as they happen, and reloads the page once when the run reaches a phase that lays
+// the page out differently. GET /runs/NAME/files/PATH serves a file of the run folder as saved in
+// the store. A person signs in with their password (the first visit sets it with the one-time
 // setup code the server printed) and gets an HttpOnly, SameSite=Strict session cookie.
 package console
 
 import (
 	"html/template"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
@@ -21,6 +28,12 @@ type Console struct {
 	Accounts *auth.Accounts
 	// Approver lets the run page approve and deny tool calls.
 	Approver Approver
+	// MaxStreams bounds the live timelines open at once on this server (0: 64). A page refused
+	// one retries a little later.
+	MaxStreams int
+
+	streams   atomic.Int64  // live timelines open now
+	heartbeat time.Duration // a comment on an idle stream this often (0: 15 s; tests shorten it)
 }
 
 const cookieName = "agentrun_session"
@@ -40,6 +53,9 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /runs", c.guard(c.runs))
 	mux.HandleFunc("POST /runs/{name}/approvals/{id}", c.guard(c.decide))
 	mux.HandleFunc("GET /runs/{name}", c.guard(c.run))
+	mux.HandleFunc("GET /runs/{name}/timeline", c.guardStream(c.timeline))
+	mux.HandleFunc("GET /runs/{name}/files/{path...}", c.guard(c.file))
+	mux.HandleFunc("GET /static/console.js", script)
 	c.registerGroups(mux)
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
@@ -52,6 +68,18 @@ func (c *Console) guard(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'")
+		h(w, r)
+	}
+}
+
+// guardStream is guard for a request a page's script makes: without a session it answers 401
+// (there is no page to send a browser to).
+func (c *Console) guardStream(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !c.signedIn(r) {
+			http.Error(w, "not signed in: sign in to the console again", http.StatusUnauthorized)
+			return
+		}
 		h(w, r)
 	}
 }
@@ -111,17 +139,24 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 	}
 	steps, _ := c.Store.ListSteps(r.Context(), name)
 	events, _ := c.Store.ListEvents(r.Context(), name, 0, 0)
+	files, _ := c.Store.ListFiles(r.Context(), name)
 	var approvals []Approval
 	if c.Approver != nil {
 		approvals, _ = c.Approver.Approvals(r.Context(), name)
 	}
-	live := !api.Finished(run.Status.Phase)
+	streaming := !api.Finished(run.Status.Phase)
+	refresh := streaming // without script: refresh the whole page
 	for _, a := range approvals {
 		if a.State == "pending" {
-			live = false // no refresh while a person may be typing a reason
+			refresh = false // no refresh while a person may be typing a reason
 		}
 	}
-	render(w, runTmpl, map[string]any{"Run": run, "Steps": steps, "Events": events, "Live": live,
+	var after int64
+	if len(events) > 0 {
+		after = events[len(events)-1].Seq
+	}
+	render(w, runTmpl, map[string]any{"Run": run, "Steps": steps, "Events": events, "After": after, "Files": fileRows(name, files),
+		"Refresh": refresh, "Streaming": streaming, "View": pageView(run), "Script": scriptVersion,
 		"Approvals": approvals, "CSRF": csrfToken(r)})
 }
 
@@ -139,12 +174,13 @@ var funcs = template.FuncMap{
 		}
 		return time.Since(*t).Round(time.Second).String() + " ago"
 	},
-	"clock": func(t time.Time) string { return t.Format("15:04:05.000") },
+	"clock":    clock,
+	"costText": costText,
 }
 
 const head = `<!doctype html><html><head><meta charset="utf-8"><title>agentrun</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
-.phase{font-weight:600}pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}.wait{background:#fff4d6;padding:.6em}</style></head><body>
+.phase{font-weight:600}pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}.wait{background:#fff4d6;padding:.6em}.live{color:#666;font-size:90%;margin-left:.6em}</style></head><body>
 <p><a href="/">Mission Control</a> · <a href="/runs">runs</a> · <a href="/groups">groups</a></p>`
 
 var loginTmpl = template.Must(template.New("login").Parse(head + `<h1>Sign in</h1>
@@ -162,14 +198,15 @@ var runsTmpl = template.Must(template.New("runs").Funcs(funcs).Parse(head + `<h1
 {{else}}<tr><td colspan="6">No runs yet. Start one with <code>agentrun runs start AGENT --body '{"input": {"content": "..."}}'</code>.</td></tr>{{end}}
 </table></body></html>`))
 
-var runTmpl = template.Must(template.New("run").Funcs(funcs).Parse(`{{define "refresh"}}{{if .Live}}<meta http-equiv="refresh" content="2">{{end}}{{end}}` + head + `{{template "refresh" .}}
+var runTmpl = template.Must(template.New("run").Funcs(funcs).Parse(`{{define "refresh"}}{{if .Refresh}}<noscript><meta http-equiv="refresh" content="2"></noscript>{{end}}{{end}}` + head + `{{template "refresh" .}}
+<div id="run" data-run="{{.Run.Metadata.Name}}" data-view="{{.View}}" data-streaming="{{.Streaming}}">
 {{with .Run}}<h1>{{.Metadata.Name}}</h1>
-<p>Agent <b>{{.Spec.Agent}}</b> (revision {{.Status.AgentRevision}}) · <span class="phase">{{.Status.Phase}}</span>{{if .Status.Reason}} ({{.Status.Reason}}){{end}}
-{{with .Status.Cost}} · cost ${{.TotalUSD}}{{if .LimitUSD}} of ${{.LimitUSD}}{{end}}{{end}}</p>
-{{with .Status.WaitingOn}}<p class="wait">Waiting on: {{.Kind}}{{if .Question}}: <b>{{.Question}}</b>{{end}}{{if .StepKey}} (step {{.StepKey}}){{end}}{{if .Detail}} — {{.Detail}}{{end}}</p>{{end}}
-{{if .Status.Message}}<p>{{.Status.Message}}</p>{{end}}
+<p>Agent <b>{{.Spec.Agent}}</b> (revision {{.Status.AgentRevision}}) · <span class="phase" id="phase">{{.Status.Phase}}</span><span id="reason">{{if .Status.Reason}} ({{.Status.Reason}}){{end}}</span><span id="cost">{{with costText .Status.Cost}} · {{.}}{{end}}</span><span id="live" class="live" hidden></span></p>
+<p class="wait" id="waiting"{{if not .Status.WaitingOn}} hidden{{end}}>{{with .Status.WaitingOn}}Waiting on: {{.Kind}}{{if .Question}}: <b>{{.Question}}</b>{{end}}{{if .StepKey}} (step {{.StepKey}}){{end}}{{if .Detail}} — {{.Detail}}{{end}}{{end}}</p>
+<p id="status-message"{{if not .Status.Message}} hidden{{end}}>{{.Status.Message}}</p>
+<p id="reload-note" class="wait" hidden></p>
 <h2>Input</h2><pre>{{.Spec.Input}}</pre>
-{{with .Status.Answer}}<h2>Answer</h2><pre>{{.Preview}}</pre>{{if .Truncated}}<p>(first 4 KiB of {{.Bytes}} bytes; <code>agentrun runs answer</code> prints all of it)</p>{{end}}{{end}}
+{{with .Status.Answer}}<h2>Answer</h2><pre id="answer">{{.Preview}}</pre>{{if .Truncated}}<p>(first 4 KiB of {{.Bytes}} bytes; <code>agentrun runs answer</code> prints all of it)</p>{{end}}{{end}}
 {{if .Status.Turns}}<h2>Turns</h2><table><tr><th>#</th><th>Model</th><th>Chosen by</th><th>In</th><th>Out</th><th>Cost</th></tr>
 {{range .Status.Turns}}<tr><td>{{.Index}}</td><td>{{.Model}}</td><td>{{.ChosenBy}}</td><td>{{.InputTokens}}</td><td>{{.OutputTokens}}</td><td>{{.CostUSD}}</td></tr>{{end}}</table>{{end}}
 {{end}}
@@ -179,5 +216,11 @@ var runTmpl = template.Must(template.New("run").Funcs(funcs).Parse(`{{define "re
 <input name="reason" placeholder="reason (optional)"> <button name="decision" value="approve">Approve</button> <button name="decision" value="deny">Deny</button></form>{{end}}</td></tr>{{end}}</table>{{end}}
 <h2>Steps</h2><table><tr><th>#</th><th>Key</th><th>Kind</th><th>State</th><th>Attempt</th><th>What</th></tr>
 {{range .Steps}}<tr><td>{{.Seq}}</td><td>{{.Key}}</td><td>{{.Kind}}</td><td>{{.State}}{{if .Resolution}} ({{.Resolution}}){{end}}</td><td>{{.Attempt}}</td><td>{{.Title}}{{if .Error}}<br>{{.Error}}{{end}}</td></tr>{{end}}</table>
-<h2>Timeline</h2><table>{{range .Events}}<tr><td>{{clock .Time}}</td><td>{{.Type}}</td><td>{{.StepKey}}</td><td>{{.Message}}</td></tr>{{end}}</table>
+<h2>Files</h2>{{if .Files}}<table id="files"><tr><th>Path</th><th>Size</th><th>Modified</th></tr>
+{{range .Files}}<tr><td><a href="{{.Href}}">{{.Path}}</a></td><td title="{{.Bytes}} bytes">{{.Size}}</td><td>{{.Modified}}</td></tr>{{end}}</table>
+{{else}}<p id="files">The run folder has no saved files yet.</p>{{end}}
+<h2>Timeline</h2><table><thead><tr><th>Time</th><th>Event</th><th>Step</th><th>Message</th></tr></thead>
+<tbody id="timeline" data-after="{{.After}}">{{range .Events}}<tr data-seq="{{.Seq}}"><td>{{clock .Time}}</td><td>{{.Type}}</td><td>{{.StepKey}}</td><td>{{.Message}}</td></tr>{{end}}</tbody></table>
+</div>
+<script src="/static/console.js?v={{.Script}}" defer></script>
 </body></html>`))

@@ -1,0 +1,247 @@
+// The run page's live Timeline (internal/console/live.go serves the stream). It follows
+// GET /runs/NAME/timeline, appends each timeline row and updates the status line as they happen,
+// and reloads the page once when the run reaches a phase the page lays out differently (pending
+// approvals, a step to resolve, finished with its answer) — never while a person is writing an
+// approval's reason. Without this script the page refreshes itself (a <noscript> refresh).
+(function () {
+  'use strict';
+  var root = document.getElementById('run');
+  var rows = document.getElementById('timeline');
+  var live = document.getElementById('live');
+  if (!root || !rows || !live || typeof EventSource === 'undefined') {
+    return;
+  }
+  var name = root.getAttribute('data-run');
+  var view = root.getAttribute('data-view');
+  var after = Number(rows.getAttribute('data-after')) || 0;
+  var source = null;
+  var timer = null;
+  var delay = 1000;
+  var ended = false;
+  var status = null;
+  var reloading = false;
+  var reloadPending = false;
+  var submitting = false;
+
+  function show(text) {
+    live.hidden = false;
+    live.textContent = text;
+  }
+
+  function liveText(st) {
+    if (st.waitingOn) {
+      return 'live — waiting on ' + st.waitingOn.kind;
+    }
+    return 'live — ' + st.phase.toLowerCase();
+  }
+
+  function cell(tr, text) {
+    var td = document.createElement('td');
+    td.textContent = text || '';
+    tr.appendChild(td);
+  }
+
+  function addRow(ev) {
+    if (ev.seq <= after) {
+      return;
+    }
+    after = ev.seq;
+    var tr = document.createElement('tr');
+    tr.setAttribute('data-seq', String(ev.seq));
+    cell(tr, ev.clock);
+    cell(tr, ev.type);
+    cell(tr, ev.stepKey);
+    cell(tr, ev.message);
+    rows.appendChild(tr);
+  }
+
+  function setText(id, text) {
+    var el = document.getElementById(id);
+    if (el) {
+      el.textContent = text;
+    }
+    return el;
+  }
+
+  // waiting redraws the "Waiting on" line as the page renders it.
+  function waiting(w) {
+    var el = document.getElementById('waiting');
+    if (!el) {
+      return;
+    }
+    while (el.firstChild) {
+      el.removeChild(el.firstChild);
+    }
+    el.hidden = !w;
+    if (!w) {
+      return;
+    }
+    el.appendChild(document.createTextNode('Waiting on: ' + w.kind));
+    if (w.question) {
+      el.appendChild(document.createTextNode(': '));
+      var b = document.createElement('b');
+      b.textContent = w.question;
+      el.appendChild(b);
+    }
+    var rest = '';
+    if (w.stepKey) {
+      rest += ' (step ' + w.stepKey + ')';
+    }
+    if (w.detail) {
+      rest += ' — ' + w.detail;
+    }
+    if (rest) {
+      el.appendChild(document.createTextNode(rest));
+    }
+  }
+
+  function applyStatus(st) {
+    status = st;
+    setText('phase', st.phase);
+    setText('reason', st.reason ? ' (' + st.reason + ')' : '');
+    setText('cost', st.cost ? ' · ' + st.cost : '');
+    waiting(st.waitingOn);
+    var m = setText('status-message', st.message || '');
+    if (m) {
+      m.hidden = !st.message;
+    }
+    if (!ended) {
+      show(liveText(st));
+    }
+    if (st.view !== view) {
+      reloadOnce();
+    }
+  }
+
+  // typing: a person is writing an approval's reason, has written one not sent yet, or is
+  // sending a form.
+  function typing() {
+    if (submitting) {
+      return true;
+    }
+    var fields = document.querySelectorAll('input[name=reason]');
+    for (var i = 0; i < fields.length; i++) {
+      if (fields[i] === document.activeElement || fields[i].value !== '') {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  function reload() {
+    reloading = true;
+    window.location.reload();
+  }
+
+  function reloadOnce() {
+    if (reloading || reloadPending) {
+      return;
+    }
+    if (!typing()) {
+      reload();
+      return;
+    }
+    var note = document.getElementById('reload-note');
+    if (note) {
+      if (note.hidden) {
+        note.appendChild(document.createElement('span'));
+        var btn = document.createElement('button');
+        btn.type = 'button';
+        btn.textContent = 'reload now';
+        btn.addEventListener('click', reload);
+        note.appendChild(btn);
+        note.hidden = false;
+      }
+      note.firstChild.textContent = 'The run is now ' + status.phase + (status.reason ? ' (' + status.reason + ')' : '') +
+        '. The page reloads to show it once no reason is being written, or ';
+    }
+    reloadPending = true;
+    setTimeout(function () {
+      reloadPending = false;
+      reloadOnce();
+    }, 2000);
+  }
+
+  function finish(text) {
+    ended = true;
+    if (source) {
+      source.close();
+      source = null;
+    }
+    show(text);
+  }
+
+  function retry() {
+    timer = setTimeout(connect, delay);
+    delay = Math.min(delay * 2, 30000);
+  }
+
+  function connect() {
+    timer = null;
+    if (ended || document.hidden) {
+      return;
+    }
+    var es = new EventSource('/runs/' + encodeURIComponent(name) + '/timeline?after=' + after);
+    source = es;
+    es.addEventListener('open', function () {
+      delay = 1000;
+      show(status ? liveText(status) : 'live');
+    });
+    es.addEventListener('timeline', function (e) {
+      addRow(JSON.parse(e.data));
+    });
+    es.addEventListener('status', function (e) {
+      applyStatus(JSON.parse(e.data));
+    });
+    es.addEventListener('end', function () {
+      finish('ended');
+    });
+    es.addEventListener('gone', function (e) {
+      finish('ended: ' + JSON.parse(e.data).message);
+    });
+    es.addEventListener('error', function () {
+      if (ended || source !== es) {
+        return;
+      }
+      show('reconnecting…');
+      if (es.readyState === EventSource.CLOSED) {
+        // The server refused (signed out, too many streams, a restart): try again later.
+        es.close();
+        source = null;
+        retry();
+      }
+    });
+  }
+
+  // A hidden tab lets go of its stream (a browser opens only a few connections to one server)
+  // and catches up from the last row it has when shown again.
+  document.addEventListener('visibilitychange', function () {
+    if (ended) {
+      return;
+    }
+    if (document.hidden) {
+      if (source) {
+        source.close();
+        source = null;
+      }
+      if (timer) {
+        clearTimeout(timer);
+        timer = null;
+      }
+      show('paused while the tab is hidden');
+    } else if (!source && !timer) {
+      show('reconnecting…');
+      connect();
+    }
+  });
+  document.addEventListener('submit', function () {
+    submitting = true;
+  }, true);
+
+  if (root.getAttribute('data-streaming') !== 'true') {
+    show('ended');
+    return;
+  }
+  show('connecting…');
+  connect();
+}());

@@ -139,7 +139,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 	}
 	steps, _ := c.Store.ListSteps(r.Context(), name)
 	events, _ := c.Store.ListEvents(r.Context(), name, 0, 0)
-	files, _ := c.Store.ListFiles(r.Context(), name)
+	files, _ := c.Store.ListFileInfos(r.Context(), name)
 	var approvals []Approval
 	if c.Approver != nil {
 		approvals, _ = c.Approver.Approvals(r.Context(), name)

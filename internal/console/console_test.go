@@ -64,6 +64,16 @@ func (m *memStore) ListFiles(_ context.Context, run string) ([]store.File, error
 	return m.files[run], nil
 }
 
+func (m *memStore) ListFileInfos(ctx context.Context, run string) ([]store.File, error) {
+	files, _ := m.ListFiles(ctx, run)
+	out := make([]store.File, len(files))
+	for i, f := range files {
+		f.Content = nil
+		out[i] = f
+	}
+	return out, nil
+}
+
 func (m *memStore) GetFile(_ context.Context, run, p string) (store.File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

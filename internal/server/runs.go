@@ -387,7 +387,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	files, err := s.Store.ListFiles(r.Context(), name)
+	files, err := s.Store.ListFileInfos(r.Context(), name)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -262,6 +262,9 @@ type Store interface {
 	ListSteps(ctx context.Context, run string) ([]api.Step, error)
 	// ListFiles returns the run folder as saved (deleted files excluded), ordered by path.
 	ListFiles(ctx context.Context, run string) ([]File, error)
+	// ListFileInfos is ListFiles without the contents (Content nil): for listings, which should
+	// not read a run's every byte.
+	ListFileInfos(ctx context.Context, run string) ([]File, error)
 	// GetFile returns one saved file; ErrNotFound if it was never saved or was deleted.
 	GetFile(ctx context.Context, run, path string) (File, error)
 

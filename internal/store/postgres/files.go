@@ -50,6 +50,30 @@ func (s *Store) ListFiles(ctx context.Context, run string) ([]store.File, error)
 	return out, nil
 }
 
+// ListFileInfos is ListFiles without the contents.
+func (s *Store) ListFileInfos(ctx context.Context, run string) ([]store.File, error) {
+	rows, err := s.pool.Query(ctx, `SELECT path, mode, size, updated_at FROM files WHERE run = $1 ORDER BY path`, run)
+	if err != nil {
+		return nil, fmt.Errorf("list file infos of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []store.File
+	for rows.Next() {
+		var f store.File
+		var mode int64
+		var t time.Time
+		if err := rows.Scan(&f.Path, &mode, &f.Size, &t); err != nil {
+			return nil, fmt.Errorf("list file infos of %s: %w", run, err)
+		}
+		f.Mode, f.UpdatedAt = uint32(mode), utc(t)
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list file infos of %s: %w", run, err)
+	}
+	return out, nil
+}
+
 // GetFile returns one saved file; ErrNotFound if it was never saved or was deleted since.
 func (s *Store) GetFile(ctx context.Context, run, path string) (store.File, error) {
 	f, err := scanFile(s.pool.QueryRow(ctx, `SELECT path, content, mode, size, updated_at FROM files WHERE run = $1 AND path = $2`, run, path))

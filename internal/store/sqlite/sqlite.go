@@ -988,6 +988,25 @@ func (s *Store) ListFiles(ctx context.Context, run string) ([]store.File, error)
 	return out, rows.Err()
 }
 
+func (s *Store) ListFileInfos(ctx context.Context, run string) ([]store.File, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT path, mode, size, updated_at FROM files WHERE run = ? ORDER BY path`, run)
+	if err != nil {
+		return nil, fmt.Errorf("list file infos of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []store.File
+	for rows.Next() {
+		var f store.File
+		var t int64
+		if err := rows.Scan(&f.Path, &f.Mode, &f.Size, &t); err != nil {
+			return nil, fmt.Errorf("list file infos of %s: %w", run, err)
+		}
+		f.UpdatedAt = fromMS(t)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
 func (s *Store) GetFile(ctx context.Context, run, path string) (store.File, error) {
 	f := store.File{Path: path}
 	var t int64

@@ -39,6 +39,16 @@ func testFiles(t *testing.T, open opener) {
 		if time.Since(files[1].UpdatedAt) > time.Hour || files[1].UpdatedAt.IsZero() {
 			t.Errorf("UpdatedAt = %v", files[1].UpdatedAt)
 		}
+		infos, err := s.ListFileInfos(bg, "run-1")
+		if err != nil || len(infos) != len(files) {
+			t.Fatalf("ListFileInfos = %d files, %v; want %d", len(infos), err, len(files))
+		}
+		for i, f := range infos {
+			w := files[i]
+			if f.Path != w.Path || f.Size != w.Size || f.Mode != w.Mode || !f.UpdatedAt.Equal(w.UpdatedAt) || f.Content != nil {
+				t.Errorf("ListFileInfos[%d] = %+v, want %s size %d mode %o at %v without content", i, f, w.Path, w.Size, w.Mode, w.UpdatedAt)
+			}
+		}
 		f, err := s.GetFile(bg, "run-1", "b/notes.md")
 		if err != nil || string(f.Content) != "# notes\n" {
 			t.Errorf("GetFile = %q, %v", f.Content, err)

@@ -3,110 +3,105 @@ package console
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/auth"
 	"agentrun.dev/agentrun/internal/store"
-	"agentrun.dev/agentrun/internal/store/wake"
+	"agentrun.dev/agentrun/internal/store/sqlite"
 )
 
-// memStore is the part of a store the run page reads, in memory. Methods it does not define
-// panic (the embedded interface is nil), so a test notices the console reading something new.
-type memStore struct {
-	store.Store
-	mu     sync.Mutex
-	runs   map[string]*api.AgentRun
-	events map[string][]api.Event
-	files  map[string][]store.File
-	wake   *wake.Waker
-}
-
-func newMemStore() *memStore {
-	return &memStore{runs: map[string]*api.AgentRun{}, events: map[string][]api.Event{}, files: map[string][]store.File{}, wake: wake.New()}
-}
-
-func (m *memStore) GetRun(_ context.Context, name string) (*api.AgentRun, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.runs[name]
-	if !ok {
-		return nil, fmt.Errorf("run %s: %w", name, store.ErrNotFound)
+// newStore opens the real SQLite store on a file of the test's own, with the agent "a" the runs
+// belong to.
+func newStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "agentrun.db"))
+	if err != nil {
+		t.Fatalf("sqlite.Open: %v", err)
 	}
-	cp := *r
-	return &cp, nil
+	t.Cleanup(func() { st.Close() })
+	a := &api.Agent{
+		TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Agent"},
+		Metadata: api.ObjectMeta{Name: "a"},
+		Spec: api.AgentSpec{Model: api.ModelSpec{Access: "Server", Provider: "anthropic", Name: "claude-test"}, Harness: "builtin",
+			MaxTokens: api.DefaultMaxTokens, MaxToolCalls: api.DefaultMaxToolCalls, PerRunMaxCostUSD: api.DefaultPerRunMaxCostUSD},
+	}
+	if err := st.CreateAgent(context.Background(), a); err != nil {
+		t.Fatalf("CreateAgent: %v", err)
+	}
+	return st
 }
 
-func (m *memStore) ListEvents(_ context.Context, run string, after int64, limit int) ([]api.Event, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []api.Event
-	for _, ev := range m.events[run] {
-		if ev.Seq > after && (limit == 0 || len(out) < limit) {
-			out = append(out, ev)
-		}
+// events are timeline events of the given types, as a drive emits them.
+func events(types ...string) []api.Event {
+	out := make([]api.Event, len(types))
+	for i, typ := range types {
+		out[i] = api.Event{Time: time.Now(), Type: typ, Message: "about " + typ}
 	}
-	return out, nil
+	return out
 }
 
-func (m *memStore) ListSteps(context.Context, string) ([]api.Step, error) { return nil, nil }
-
-func (m *memStore) ListFiles(_ context.Context, run string) ([]store.File, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.files[run], nil
+// createRun creates a queued run of agent "a" as the server does: the run, then its
+// run.created event (seq 1).
+func (tc *testConsole) createRun(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	r := &api.AgentRun{
+		TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentRun"},
+		Metadata: api.ObjectMeta{Name: name},
+		Spec:     api.AgentRunSpec{Agent: "a", Input: "hi"},
+		Status:   api.AgentRunStatus{Phase: api.PhaseQueued, AgentRevision: 1},
+	}
+	if err := tc.st.CreateRun(ctx, r); err != nil {
+		t.Fatalf("CreateRun(%s): %v", name, err)
+	}
+	if err := tc.st.AppendEvents(ctx, name, events("run.created")); err != nil {
+		t.Fatalf("AppendEvents(%s): %v", name, err)
+	}
 }
 
-func (m *memStore) ListFileInfos(ctx context.Context, run string) ([]store.File, error) {
-	files, _ := m.ListFiles(ctx, run)
-	out := make([]store.File, len(files))
-	for i, f := range files {
-		f.Content = nil
-		out[i] = f
+// claim takes the run's lease, as a runner does before it drives the run (the run named must
+// be the one claimable run of the test's store).
+func (tc *testConsole) claim(t *testing.T, name string) store.Lease {
+	t.Helper()
+	leases, err := tc.st.ClaimRuns(context.Background(), "runner-1", 10, time.Minute)
+	if err != nil {
+		t.Fatalf("ClaimRuns: %v", err)
 	}
-	return out, nil
+	if len(leases) != 1 || leases[0].Run != name {
+		t.Fatalf("ClaimRuns claimed %+v, want run %s", leases, name)
+	}
+	return leases[0]
 }
 
-func (m *memStore) GetFile(_ context.Context, run, p string) (store.File, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, f := range m.files[run] {
-		if f.Path == p {
-			return f, nil
-		}
+// commit writes w under the lease, as a drive's journal does: status, events and files in one
+// fenced transaction.
+func (tc *testConsole) commit(t *testing.T, l store.Lease, w store.Write) {
+	t.Helper()
+	if _, err := tc.st.Commit(context.Background(), l, w); err != nil {
+		t.Fatalf("Commit(%s): %v", l.Run, err)
 	}
-	return store.File{}, fmt.Errorf("file %s: %w", p, store.ErrNotFound)
 }
 
-func (m *memStore) WaitEvents(ctx context.Context, d time.Duration) { m.wake.WaitEvent(ctx, d) }
-
-// set changes a run's status and appends events to its timeline, as a runner's commit does.
-func (m *memStore) set(name string, st api.AgentRunStatus, types ...string) {
-	m.mu.Lock()
-	r, ok := m.runs[name]
-	if !ok {
-		r = &api.AgentRun{Metadata: api.ObjectMeta{Name: name}, Spec: api.AgentRunSpec{Agent: "a", Input: "hi"}}
-		m.runs[name] = r
-	}
-	r.Status = st
-	for _, t := range types {
-		seq := int64(len(m.events[name]) + 1)
-		m.events[name] = append(m.events[name], api.Event{Seq: seq, Time: time.Now(), Type: t, Message: "about " + t})
-	}
-	m.mu.Unlock()
-	m.wake.Event()
+// running creates run name and has a runner claim it and commit Running with the events given
+// (after run.created): the run is live, its lease held.
+func (tc *testConsole) running(t *testing.T, name string, types ...string) store.Lease {
+	t.Helper()
+	tc.createRun(t, name)
+	l := tc.claim(t, name)
+	tc.commit(t, l, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseRunning, AgentRevision: 1}, Events: events(types...)})
+	return l
 }
 
 type testConsole struct {
 	*Console
-	st      *memStore
+	st      store.Store
 	srv     *httptest.Server
 	session string
 }
@@ -120,10 +115,11 @@ func newTestConsole(t *testing.T) *testConsole {
 	if err := acc.Setup(acc.SetupCode(), "admin", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
-	st := newMemStore()
+	st := newStore(t)
 	c := &Console{Store: st, Accounts: acc}
 	mux := http.NewServeMux()
 	c.Register(mux)
+	// Registered after the store's cleanup, so it runs first: no stream reads a closed store.
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &testConsole{Console: c, st: st, srv: srv, session: acc.NewSession("admin", time.Now())}
@@ -209,9 +205,31 @@ func next(t *testing.T, ch <-chan sseEvent, event string) sseEvent {
 	}
 }
 
+// take returns the next n events of the stream (comments aside), in the order they came.
+func take(t *testing.T, ch <-chan sseEvent, n int) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	timeout := time.After(5 * time.Second)
+	for len(out) < n {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("the stream ended after %d of %d events: %+v", len(out), n, out)
+			}
+			if ev.event != "" {
+				out = append(out, ev)
+			}
+		case <-timeout:
+			t.Fatalf("%d of %d events in 5 s: %+v", len(out), n, out)
+		}
+	}
+	return out
+}
+
 func TestTimelineNeedsASession(t *testing.T) {
+	t.Parallel()
 	tc := newTestConsole(t)
-	tc.st.set("r1", api.AgentRunStatus{Phase: api.PhaseRunning}, "run.created")
+	tc.running(t, "r1")
 	for _, session := range []string{"", "forged"} {
 		resp := tc.get(t, context.Background(), "/runs/r1/timeline", session)
 		resp.Body.Close()
@@ -222,10 +240,12 @@ func TestTimelineNeedsASession(t *testing.T) {
 }
 
 // A live run: the stream sends the rows after Last-Event-ID, the status, each new row and status
-// as the run moves, and ends with the final status once the run has finished.
+// as the run moves (it asks a question and parks, the answer requeues it, a runner resumes it),
+// and ends with the final status once the run has finished.
 func TestTimelineFollowsTheRun(t *testing.T) {
+	t.Parallel()
 	tc := newTestConsole(t)
-	tc.st.set("r1", api.AgentRunStatus{Phase: api.PhaseRunning}, "run.created", "run.started", "step.started")
+	l := tc.running(t, "r1", "run.started", "step.started")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	resp := tc.get(t, ctx, "/runs/r1/timeline?after=1", tc.session, "Last-Event-ID", "2")
@@ -240,15 +260,57 @@ func TestTimelineFollowsTheRun(t *testing.T) {
 	if ev := next(t, ch, "status"); ev.data != `{"phase":"Running","view":"live"}` {
 		t.Errorf("status = %s", ev.data)
 	}
-	tc.st.set("r1", api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonQuestion, WaitingOn: &api.WaitingOn{Kind: "question", Question: "Which region?"}}, "run.question")
+
+	// The agent asks a question: the drive parks the run (Waiting, and gives the lease up).
+	tc.commit(t, l, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonQuestion, AgentRevision: 1,
+		WaitingOn: &api.WaitingOn{Kind: "question", StepKey: "t0/tool/0", Question: "Which region?"}}, Events: events("run.question"), Release: true})
 	if ev := next(t, ch, "timeline"); ev.id != "4" || !strings.Contains(ev.data, "run.question") {
 		t.Errorf("row = %+v", ev)
 	}
 	if ev := next(t, ch, "status"); !strings.Contains(ev.data, `"reason":"Question"`) || !strings.Contains(ev.data, `"question":"Which region?"`) || !strings.Contains(ev.data, `"view":"live"`) {
 		t.Errorf("status = %s", ev.data)
 	}
-	tc.st.set("r1", api.AgentRunStatus{Phase: api.PhaseSucceeded, Reason: "Completed", Cost: &api.RunCost{TotalUSD: "0.01"}}, "run.succeeded")
-	next(t, ch, "timeline")
+
+	// The person answers as the server takes it: the message requeues the parked run, then the
+	// timeline notes it (two transactions, so the stream may send the status or the row first).
+	if _, _, err := tc.st.AddMessage(context.Background(), "r1", "", "Europe"); err != nil {
+		t.Fatalf("AddMessage: %v", err)
+	}
+	if err := tc.st.AppendEvents(context.Background(), "r1", events("message.received")); err != nil {
+		t.Fatalf("AppendEvents: %v", err)
+	}
+	var row, status sseEvent
+	for _, ev := range take(t, ch, 2) {
+		switch ev.event {
+		case "timeline":
+			row = ev
+		case "status":
+			status = ev
+		}
+	}
+	if row.id != "5" || !strings.Contains(row.data, "message.received") {
+		t.Errorf("row = %+v", row)
+	}
+	if !strings.Contains(status.data, `"phase":"Queued"`) || strings.Contains(status.data, "waitingOn") || !strings.Contains(status.data, `"view":"live"`) {
+		t.Errorf("status after the answer = %s", status.data)
+	}
+
+	// A runner claims the run again and resumes it.
+	l = tc.claim(t, "r1")
+	tc.commit(t, l, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseRunning, AgentRevision: 1}, Events: events("run.resumed")})
+	if ev := next(t, ch, "timeline"); ev.id != "6" || !strings.Contains(ev.data, "run.resumed") {
+		t.Errorf("row = %+v", ev)
+	}
+	if ev := next(t, ch, "status"); ev.data != `{"phase":"Running","view":"live"}` {
+		t.Errorf("status = %s", ev.data)
+	}
+
+	// It finishes: the final status, then end.
+	tc.commit(t, l, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseSucceeded, Reason: "Completed", AgentRevision: 1, Cost: &api.RunCost{TotalUSD: "0.01"}},
+		Events: events("run.succeeded"), Release: true})
+	if ev := next(t, ch, "timeline"); ev.id != "7" || !strings.Contains(ev.data, "run.succeeded") {
+		t.Errorf("row = %+v", ev)
+	}
 	if ev := next(t, ch, "status"); !strings.Contains(ev.data, `"view":"finished"`) || !strings.Contains(ev.data, `"cost":"cost $0.01"`) {
 		t.Errorf("final status = %s", ev.data)
 	}
@@ -261,10 +323,14 @@ func TestTimelineFollowsTheRun(t *testing.T) {
 // An idle stream sends a comment now and then, so proxies keep it open; the server bounds how
 // many streams are open at once, and a stream the browser leaves frees its slot.
 func TestTimelineHeartbeatAndBound(t *testing.T) {
+	t.Parallel()
 	tc := newTestConsole(t)
 	tc.heartbeat = 100 * time.Millisecond
 	tc.MaxStreams = 1
-	tc.st.set("r1", api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonMessage, WaitingOn: &api.WaitingOn{Kind: "message"}}, "run.created")
+	// A keep-alive run between turns: parked, waiting on a message.
+	tc.createRun(t, "r1")
+	tc.commit(t, tc.claim(t, "r1"), store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonMessage, AgentRevision: 1,
+		WaitingOn: &api.WaitingOn{Kind: "message"}}, Release: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	resp := tc.get(t, ctx, "/runs/r1/timeline", tc.session)
 	ch := readEvents(resp.Body)
@@ -294,8 +360,11 @@ func TestTimelineHeartbeatAndBound(t *testing.T) {
 }
 
 func TestTimelineOfAFinishedRunEnds(t *testing.T) {
+	t.Parallel()
 	tc := newTestConsole(t)
-	tc.st.set("r1", api.AgentRunStatus{Phase: api.PhaseFailed, Reason: api.ReasonModelError}, "run.created", "run.failed")
+	tc.createRun(t, "r1")
+	tc.commit(t, tc.claim(t, "r1"), store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseFailed, Reason: api.ReasonModelError, AgentRevision: 1},
+		Events: events("run.failed"), Release: true})
 	resp, body := tc.body(t, "/runs/r1/timeline")
 	if resp.StatusCode != 200 || !strings.Contains(body, "id: 2\nevent: timeline") || !strings.HasSuffix(body, "event: end\ndata: {\"phase\":\"Failed\",\"reason\":\"ModelError\",\"view\":\"finished\"}\n\n") {
 		t.Errorf("HTTP %d:\n%s", resp.StatusCode, body)
@@ -308,9 +377,12 @@ func TestTimelineOfAFinishedRunEnds(t *testing.T) {
 // The run page carries no inline script (the CSP forbids it): it loads the embedded script, names
 // the last row it rendered, keeps a refresh for browsers without script, and lists the files.
 func TestRunPage(t *testing.T) {
+	t.Parallel()
 	tc := newTestConsole(t)
-	tc.st.set("r1", api.AgentRunStatus{Phase: api.PhaseRunning}, "run.created", "run.started")
-	tc.st.files["r1"] = []store.File{{Path: "notes/a b#1.md", Size: 2048, Content: make([]byte, 2048), UpdatedAt: time.Now()}}
+	tc.createRun(t, "r1")
+	l := tc.claim(t, "r1")
+	tc.commit(t, l, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseRunning, AgentRevision: 1}, Events: events("run.started"),
+		Files: []store.FileWrite{{Path: "notes/a b#1.md", Content: make([]byte, 2048), Mode: 0o644}}})
 	resp, page := tc.body(t, "/runs/r1")
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") {
 		t.Fatalf("HTTP %d, CSP %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
@@ -330,7 +402,7 @@ func TestRunPage(t *testing.T) {
 	if strings.Count(page, "<script") != 1 || strings.Count(page, `http-equiv="refresh"`) != strings.Count(page, `<noscript><meta http-equiv="refresh"`) {
 		t.Errorf("the run page has inline script or a refresh outside <noscript>:\n%s", page)
 	}
-	tc.st.set("r1", api.AgentRunStatus{Phase: api.PhaseSucceeded, Answer: &api.Answer{Preview: "done"}})
+	tc.commit(t, l, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseSucceeded, AgentRevision: 1, Answer: &api.Answer{Preview: "done"}}, Release: true})
 	_, page = tc.body(t, "/runs/r1")
 	if strings.Contains(page, "refresh") || !strings.Contains(page, `data-view="finished" data-streaming="false"`) {
 		t.Errorf("a finished run's page:\n%s", page)
@@ -345,16 +417,17 @@ func TestRunPage(t *testing.T) {
 var png = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89")
 
 func TestRunFiles(t *testing.T) {
+	t.Parallel()
 	tc := newTestConsole(t)
-	tc.st.set("r1", api.AgentRunStatus{Phase: api.PhaseSucceeded})
-	now := time.Now()
-	tc.st.files["r1"] = []store.File{
-		{Path: "region.md", Content: []byte("# Europe\n"), UpdatedAt: now},
-		{Path: "page.html", Content: []byte("<script>alert(1)</script>"), UpdatedAt: now},
-		{Path: "shots/1.png", Content: png, UpdatedAt: now},
-		{Path: "logo.svg", Content: []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`), UpdatedAt: now},
-		{Path: "data.bin", Content: []byte{0, 1, 2, 0xff}, UpdatedAt: now},
-	}
+	tc.createRun(t, "r1")
+	tc.commit(t, tc.claim(t, "r1"), store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseSucceeded, AgentRevision: 1}, Release: true,
+		Files: []store.FileWrite{
+			{Path: "region.md", Content: []byte("# Europe\n"), Mode: 0o644},
+			{Path: "page.html", Content: []byte("<script>alert(1)</script>"), Mode: 0o644},
+			{Path: "shots/1.png", Content: png, Mode: 0o644},
+			{Path: "logo.svg", Content: []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`), Mode: 0o644},
+			{Path: "data.bin", Content: []byte{0, 1, 2, 0xff}, Mode: 0o644},
+		}})
 	for _, c := range []struct {
 		path, ctype, disposition, body string
 	}{

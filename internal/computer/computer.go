@@ -8,7 +8,7 @@
 //
 // Providers here: "local" (sandbox, Linux namespaces through bubblewrap),
 // "chromium" (browser, a local headless Chromium over the DevTools protocol)
-// and "docker" (sandbox; only its availability check so far). A registry
+// and "docker" (sandbox, a container through the Docker Engine API). A registry
 // (Default) lists them with whether each works on this machine and, when not,
 // why, for `server capabilities`. Every provider of a kind passes the
 // conformance suite in computertest.

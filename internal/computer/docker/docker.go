@@ -1,28 +1,71 @@
-// Package docker is the "docker" sandbox provider. So far it only checks
-// whether a Docker engine is reachable (DOCKER_HOST, or the default socket)
-// and says why it cannot be used; making containers through the Engine API
-// comes later, so it reports itself unavailable even where an engine answers.
+// Package docker is the "docker" sandbox provider: each computer is a
+// container made through the Docker Engine API (the official Go client, with
+// the API version negotiated, so engines from API 1.41 on work), around the
+// run folder.
+//
+// The image is built on first use from a Dockerfile the server ships (see
+// Dockerfile) over a base image: Provider.BaseImage, else
+// $AGENTRUN_DOCKER_BASE, else debian:bookworm-slim. It is tagged
+// agentrun-sandbox:<hash of Dockerfile and base>, built once per engine and
+// kept; Available says whether it is built yet, and the build reports its
+// progress (Provider.Progress, else the start and end to the log).
+//
+// Inside the container: the run folder read-write at /workspace (the working
+// folder), the image read-only, fresh tmpfs /tmp and home. Its own PID, IPC,
+// UTS and mount namespaces, and network namespace: "none" unless the network
+// is allowed, then Docker's bridge (NAT to what the host reaches; the host's
+// own loopback is not reachable). No capabilities, no new privileges, the
+// server's uid and gid (files in the run folder stay the server's). Memory
+// (without swap) and process count are bounded by the container's cgroup,
+// CPU time per process by RLIMIT_CPU.
+//
+// As in the local provider, the commands are started by a helper inside (see
+// package sandboxhelper): the server's own executable, bind-mounted
+// read-only, run by docker-init as the container's command and talking over
+// the container's attached stdin and stdout. The container is started with
+// StdinOnce and AutoRemove, so when the server process dies its attach
+// connection closes, the helper reads the end of its input and exits, and
+// the container and every process in it go with it.
+//
+// The engine must run on the same machine as the server (it bind-mounts the
+// run folder and the executable by host path), and the executable must run
+// in the image (a static binary, or one built against a glibc no newer than
+// the image's).
 package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
-	"strings"
+	"log/slog"
+	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/docker/docker/client"
 
 	"agentrun.dev/agentrun/internal/computer"
 )
 
-// Provider is the docker provider.
+// Provider is the docker provider. The zero value is ready to use.
 type Provider struct {
-	// Host is the engine's address; default DOCKER_HOST, else
-	// unix:///var/run/docker.sock.
+	// Host is the engine's address; default DOCKER_HOST, else the default
+	// socket (unix:///var/run/docker.sock).
 	Host string
+	// BaseImage is the image the sandbox image is built from; default
+	// $AGENTRUN_DOCKER_BASE, else debian:bookworm-slim. It needs bash and
+	// python3 (and procps, ca-certificates), or apt-get and a network to
+	// install them.
+	BaseImage string
+	// Progress, when set, receives the messages of an image build this
+	// provider starts, line by line.
+	Progress func(string)
+
+	// dockerfileExtra is appended to the Dockerfile (tests: an image of
+	// their own).
+	dockerfileExtra string
+
+	mu  sync.Mutex
+	cli *client.Client
 }
 
 // New returns the docker provider.
@@ -31,61 +74,98 @@ func New() *Provider { return &Provider{} }
 func (p *Provider) Name() string           { return "docker" }
 func (p *Provider) Kinds() []computer.Kind { return []computer.Kind{computer.KindSandbox} }
 
-func (p *Provider) host() string {
+// SharesHostNetwork reports false: a sandbox with the network allowed is on
+// Docker's bridge, with a network namespace of its own (see computertest).
+func (p *Provider) SharesHostNetwork() bool { return false }
+
+var logf = func(format string, args ...any) { slog.Default().Info(fmt.Sprintf(format, args...)) }
+
+// client returns the provider's engine client, made on first use.
+func (p *Provider) client() (*client.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cli != nil {
+		return p.cli, nil
+	}
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
 	if p.Host != "" {
-		return p.Host
+		opts = append(opts, client.WithHost(p.Host))
 	}
-	if h := os.Getenv("DOCKER_HOST"); h != "" {
-		return h
+	cli, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	return "unix:///var/run/docker.sock"
+	p.cli = cli
+	return cli, nil
 }
 
-// ping asks the engine's /_ping.
-func (p *Provider) ping(ctx context.Context) error {
-	host := p.host()
-	var dial func(ctx context.Context) (net.Conn, error)
-	switch {
-	case strings.HasPrefix(host, "unix://"):
-		path := strings.TrimPrefix(host, "unix://")
-		dial = func(ctx context.Context) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", path)
-		}
-	case strings.HasPrefix(host, "tcp://"):
-		addr := strings.TrimPrefix(host, "tcp://")
-		dial = func(ctx context.Context) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-		}
-	default:
-		return fmt.Errorf("unsupported DOCKER_HOST %q", host)
+// Available pings the engine and looks for the image (or its base). It
+// neither pulls nor builds: an engine that answers, with the image built or
+// its base present, is available, and Reason says which.
+func (p *Provider) Available(ctx context.Context) computer.Availability {
+	cli, err := p.client()
+	if err != nil {
+		return computer.Availability{Reason: err.Error()}
 	}
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) }}
-	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/_ping", nil)
+	if _, err := cli.Ping(ctx); err != nil {
+		return computer.Availability{Reason: fmt.Sprintf("no Docker engine reachable at %s: %v", cli.DaemonHost(), err)}
+	}
+	st, err := p.imageState(ctx, cli)
 	if err != nil {
-		return err
+		return computer.Availability{Reason: fmt.Sprintf("Docker engine at %s: %v", cli.DaemonHost(), err)}
 	}
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return err
+	switch {
+	case st.built:
+		return computer.Availability{Available: true, Reason: fmt.Sprintf("image %s built (from %s)", st.tag, st.base)}
+	case st.building != "":
+		return computer.Availability{Available: true, Reason: fmt.Sprintf("image %s being built from %s: %s", st.tag, st.base, cut(st.building, 160))}
+	case st.failed != nil:
+		return computer.Availability{Reason: fmt.Sprintf("%v (said here for %v after the failure; Prepare or Create build again)", st.failed, failedFor)}
+	case st.baseMissing:
+		return computer.Availability{Reason: fmt.Sprintf("base image %s is missing in the Docker engine at %s and image %s is not built: "+
+			"docker pull %s, or set AGENTRUN_DOCKER_BASE to an image the engine has (with bash and python3, or apt-get to install them)",
+			st.base, cli.DaemonHost(), st.tag, st.base)}
 	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<10))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/_ping answered %s", resp.Status)
-	}
-	return nil
+	return computer.Availability{Available: true, Reason: fmt.Sprintf("image %s not built yet: built on first use from base %s", st.tag, st.base)}
 }
 
-func (p *Provider) Available(ctx context.Context) computer.Availability {
-	if err := p.ping(ctx); err != nil {
-		return computer.Availability{Reason: fmt.Sprintf("no Docker engine reachable at %s: %v", p.host(), err)}
-	}
-	return computer.Availability{Reason: "a Docker engine answers at " + p.host() + ", but the docker sandbox provider is not implemented yet; use local"}
-}
-
+// Create builds the image if needed (see Prepare), then starts a container
+// around spec.Folder and waits for its helper to answer.
 func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Computer, error) {
-	return nil, errors.New(p.Available(ctx).Reason)
+	if spec.Kind != "" && spec.Kind != computer.KindSandbox {
+		return nil, fmt.Errorf("docker provider makes sandbox computers, not %s", spec.Kind)
+	}
+	cli, err := p.client()
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err = cli.Ping(pctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("no Docker engine reachable at %s: %w", cli.DaemonHost(), err)
+	}
+	tag, err := p.ensureImage(ctx, cli)
+	if err != nil {
+		return nil, err
+	}
+	removeStale(ctx, cli)
+	s, err := start(ctx, cli, tag, p.base(), spec)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// cut shortens s to at most n bytes (on a rune boundary), marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

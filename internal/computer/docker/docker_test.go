@@ -2,19 +2,389 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
 
 	"agentrun.dev/agentrun/internal/computer"
+	"agentrun.dev/agentrun/internal/computer/computertest"
 )
+
+// These tests need a Docker engine with the base image (set
+// AGENTRUN_DOCKER_BASE to a local image where debian:bookworm-slim cannot be
+// pulled); without them they skip with the provider's reason.
+
+// available returns the default provider, skipping the test with its
+// reason where it cannot run, and builds its image first (so that no
+// check's Create waits for it).
+func available(t testing.TB) *Provider {
+	t.Helper()
+	p := New()
+	a := p.Available(context.Background())
+	if !a.Available {
+		t.Skip(a.Reason)
+	}
+	p.Progress = func(m string) { t.Log(m) }
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	if err := p.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Progress = nil
+	return p
+}
 
 func TestUnavailableWithReason(t *testing.T) {
 	p := &Provider{Host: "unix:///nonexistent/docker.sock"}
 	a := p.Available(context.Background())
-	if a.Available || !strings.Contains(a.Reason, "no Docker engine reachable") {
+	if a.Available || !strings.Contains(a.Reason, "no Docker engine reachable at unix:///nonexistent/docker.sock") {
 		t.Fatalf("availability %+v", a)
 	}
 	if _, err := p.Create(context.Background(), computer.Spec{Kind: computer.KindSandbox, Folder: t.TempDir()}); err == nil {
 		t.Fatal("Create worked without an engine")
 	}
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/other.sock")
+	if a := New().Available(context.Background()); a.Available || !strings.Contains(a.Reason, "no Docker engine reachable at unix:///nonexistent/other.sock") {
+		t.Fatalf("availability with DOCKER_HOST unreachable: %+v", a)
+	}
+}
+
+// TestMissingBase: with neither the image nor its base in the engine the
+// provider is not available, and says how to get the base. It does not try
+// to pull it.
+func TestMissingBase(t *testing.T) {
+	p := &Provider{BaseImage: "agentrun-test/no-such-base:" + randomSuffix()}
+	cli, err := p.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx); err != nil {
+		t.Skipf("no Docker engine: %v", err)
+	}
+	start := time.Now()
+	a := p.Available(t.Context())
+	if a.Available || !strings.Contains(a.Reason, "base image "+p.BaseImage+" is missing") ||
+		!strings.Contains(a.Reason, "docker pull "+p.BaseImage) || !strings.Contains(a.Reason, "AGENTRUN_DOCKER_BASE") {
+		t.Fatalf("availability %+v", a)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Available took %v", d)
+	}
+	t.Log(a.Reason)
+}
+
+func TestConformance(t *testing.T) {
+	computertest.RunSandbox(t, available(t))
+}
+
+// TestTools runs the sandbox tools through computer.Run on a real sandbox,
+// as the agent loop will.
+func TestTools(t *testing.T) {
+	p := available(t)
+	c, err := p.Create(t.Context(), computer.Spec{Run: "tools", Folder: t.TempDir(), Kind: computer.KindSandbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Logf("info:\n%s", strings.Join(c.Info(), "\n"))
+	call := func(name, input string) (string, bool) {
+		t.Helper()
+		content, isErr, err := computer.Run(context.Background(), c, name, json.RawMessage(input))
+		if err != nil {
+			t.Fatalf("%s %s: %v", name, input, err)
+		}
+		return content, isErr
+	}
+	if out, isErr := call("bash", `{"command":"python3 --version"}`); isErr || !strings.HasPrefix(out, "exit code 0\nPython 3") {
+		t.Fatalf("python3 --version: %q %v", out, isErr)
+	}
+	if out, isErr := call("bash", `{"command":"sleep 30","timeout_s":1}`); !isErr || !strings.Contains(out, "timed out") {
+		t.Fatalf("timeout: %q %v", out, isErr)
+	}
+	out, _ := call("bash", `{"command":"echo hi; sleep 100","background":true}`)
+	if !strings.Contains(out, "p1") {
+		t.Fatalf("background: %q", out)
+	}
+	for i := 0; ; i++ {
+		if out, _ := call("bash_output", `{"id":"p1"}`); strings.Contains(out, "hi\n") {
+			break
+		}
+		if i == 100 {
+			t.Fatal("no output from the background process")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, _ := call("bash_list", `{}`); !strings.Contains(out, "p1\trunning") {
+		t.Fatalf("list: %q", out)
+	}
+	if out, _ := call("bash_kill", `{"id":"p1"}`); !strings.Contains(out, "stopped") {
+		t.Fatalf("kill: %q", out)
+	}
+	if out, _ := call("bash_output", `{"id":"p1"}`); !strings.Contains(out, "hi\n") || !strings.Contains(out, "killed by a signal") {
+		t.Fatalf("output: %q", out)
+	}
+	if out, isErr := call("bash_output", `{"id":"p7"}`); !isErr || !strings.Contains(out, "p7") {
+		t.Fatalf("unknown process: %q %v", out, isErr)
+	}
+	// Files the sandbox writes belong to the server's user.
+	if out, isErr := call("bash", `{"command":"echo x > owned.txt; id -u; id -g"}`); isErr || strings.Join(strings.Fields(out), " ") != fmt.Sprintf("exit code 0 %d %d", os.Getuid(), os.Getgid()) {
+		t.Fatalf("ids in the sandbox: %q %v", out, isErr)
+	}
+}
+
+// TestNetworkAllowed checks the half of IsolationNetwork the suite skips
+// for docker: a sandbox with the network allowed reaches the host through
+// the bridge's gateway, one without does not.
+func TestNetworkAllowed(t *testing.T) {
+	p := available(t)
+	cli, _ := p.client()
+	br, err := cli.NetworkInspect(t.Context(), "bridge", network.InspectOptions{})
+	if err != nil || len(br.IPAM.Config) == 0 || br.IPAM.Config[0].Gateway == "" {
+		t.Skipf("no gateway on Docker's bridge network (%v)", err)
+	}
+	gw := br.IPAM.Config[0].Gateway
+	ln, err := net.Listen("tcp", net.JoinHostPort(gw, "0"))
+	if err != nil {
+		t.Skipf("cannot listen on the bridge's gateway %s: %v", gw, err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("pong\n"))
+			c.Close()
+		}
+	}()
+	defer func() { ln.Close(); wg.Wait() }()
+	dial := fmt.Sprintf(`python3 -c 'import socket; s = socket.create_connection((%q, %d), timeout=5); print(s.recv(10).decode(), end="")'`,
+		gw, ln.Addr().(*net.TCPAddr).Port)
+	for _, allowed := range []bool{true, false} {
+		c, err := p.Create(t.Context(), computer.Spec{Run: "net", Folder: t.TempDir(), Network: allowed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.(computer.Sandbox).Exec(t.Context(), dial, computer.ExecOptions{Timeout: 30 * time.Second})
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reached := r.ExitCode == 0 && r.Stdout == "pong\n"; reached != allowed {
+			t.Errorf("network allowed %v: reached the host at %s: %v (exit %d %q %q)", allowed, gw, reached, r.ExitCode, r.Stdout, r.Stderr)
+		}
+	}
+}
+
+// TestContainerDiesUnderComputer: when the container goes (killed from
+// outside), calls fail with computer.ErrClosed and Close still works.
+func TestContainerDiesUnderComputer(t *testing.T) {
+	p := available(t)
+	c, err := p.Create(t.Context(), computer.Spec{Run: "killed", Folder: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.(*Sandbox)
+	cli, _ := p.client()
+	if err := cli.ContainerKill(t.Context(), s.ContainerID(), "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the helper's output did not end with its container")
+	}
+	if _, err := s.Exec(t.Context(), "true", computer.ExecOptions{}); !errors.Is(err, computer.ErrClosed) {
+		t.Fatalf("exec in a killed container: %v, want computer.ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImageBuiltOnFirstUse builds an image of its own (the Dockerfile with
+// a label added) through a first Create, reporting progress, and removes it.
+func TestImageBuiltOnFirstUse(t *testing.T) {
+	available(t) // the default image's engine and base are there
+	var mu sync.Mutex
+	var msgs []string
+	p := &Provider{dockerfileExtra: "\nLABEL agentrun.test=" + randomSuffix() + "\n", Progress: func(m string) {
+		mu.Lock()
+		msgs = append(msgs, m)
+		mu.Unlock()
+	}}
+	_, tag := p.recipe(p.base())
+	cli, _ := p.client()
+	t.Cleanup(func() {
+		if _, err := cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil {
+			t.Errorf("remove test image: %v", err)
+		}
+	})
+	if a := p.Available(t.Context()); !a.Available || !strings.Contains(a.Reason, "image "+tag+" not built yet: built on first use from base "+p.base()) {
+		t.Fatalf("before the first use: %+v", a)
+	}
+	start := time.Now()
+	c, err := p.Create(t.Context(), computer.Spec{Run: "first", Folder: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first Create (image build included) took %v", time.Since(start))
+	r, err := c.(computer.Sandbox).Exec(t.Context(), "echo ok", computer.ExecOptions{})
+	c.Close()
+	if err != nil || r.Stdout != "ok\n" {
+		t.Fatalf("exec: %q %v", r.Stdout, err)
+	}
+	mu.Lock()
+	all := strings.Join(msgs, "\n")
+	mu.Unlock()
+	if !strings.Contains(all, "building from "+p.base()) || !strings.Contains(all, tag+": ready (built in") || !strings.Contains(all, "Step ") {
+		t.Fatalf("progress messages:\n%s", all)
+	}
+	t.Logf("progress:\n%s", all)
+	if a := p.Available(t.Context()); !a.Available || a.Reason != "image "+tag+" built (from "+p.base()+")" {
+		t.Fatalf("after the first use: %+v", a)
+	}
+}
+
+// TestBuildFailure: a build that fails says why, in Create's error and in
+// Available (which then keeps the registry off this provider).
+func TestBuildFailure(t *testing.T) {
+	available(t)
+	p := &Provider{dockerfileExtra: "\nRUN echo failing on purpose; false\n"}
+	_, err := p.Create(t.Context(), computer.Spec{Run: "nobuild", Folder: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "failing on purpose") || !strings.Contains(err.Error(), "non-zero code") {
+		t.Fatalf("Create with a failing build: %v", err)
+	}
+	a := p.Available(t.Context())
+	if a.Available || !strings.Contains(a.Reason, "build docker sandbox image") || !strings.Contains(a.Reason, "failing on purpose") {
+		t.Fatalf("availability after a failed build: %+v", a)
+	}
+	t.Log(a.Reason)
+}
+
+// TestServerProcess is the "server" of TestSandboxDiesWithServer: it makes a
+// sandbox with a background process and waits to be killed.
+func TestServerProcess(t *testing.T) {
+	folder := os.Getenv("AGENTRUN_TEST_DOCKER_FOLDER")
+	if folder == "" {
+		t.Skip("run by TestSandboxDiesWithServer")
+	}
+	marker := os.Getenv("AGENTRUN_TEST_MARKER")
+	c, err := New().Create(context.Background(), computer.Spec{Run: "server-" + marker, Folder: folder})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	s := c.(computer.Sandbox)
+	if _, err := s.Start(context.Background(), "sleep "+marker, computer.ExecOptions{}); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	if _, err := s.Exec(context.Background(), "echo kept > kept.txt", computer.ExecOptions{}); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Minute)
+}
+
+// TestSandboxDiesWithServer kills a server process holding a sandbox and
+// checks that its container and processes go with it (StdinOnce and
+// AutoRemove: nothing else cleans up after a crashed server), and that a new
+// sandbox around the same run folder finds the folder as it was.
+func TestSandboxDiesWithServer(t *testing.T) {
+	p := available(t)
+	cli, _ := p.client()
+	folder := t.TempDir()
+	marker := strconv.Itoa(7000000 + int(time.Now().UnixNano()%1000000))
+	run := "server-" + marker
+	alive := func() []string {
+		list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+			Filters: filters.NewArgs(filters.Arg("label", labelRun+"="+run))})
+		if err != nil {
+			return []string{"list containers: " + err.Error()}
+		}
+		var out []string
+		for _, c := range list {
+			out = append(out, "container "+shortID(c.ID)+" "+c.State)
+		}
+		return append(out, sleepers(marker)...)
+	}
+	computertest.KillServerProcess(t, []string{"AGENTRUN_TEST_DOCKER_FOLDER=" + folder, "AGENTRUN_TEST_MARKER=" + marker},
+		alive, 15*time.Second)
+
+	c, err := p.Create(t.Context(), computer.Spec{Run: run, Folder: folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.(computer.Sandbox).Exec(t.Context(), "cat kept.txt", computer.ExecOptions{})
+	if err != nil || r.Stdout != "kept\n" {
+		t.Fatalf("recreated sandbox reads %q, %v", r.Stdout, err)
+	}
+}
+
+// sleepers lists live host processes running "sleep marker".
+func sleepers(marker string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && string(b) == "sleep\x00"+marker+"\x00" {
+			out = append(out, "process "+e.Name())
+		}
+	}
+	return out
+}
+
+// BenchmarkCreate measures making a docker sandbox (the image built) and
+// running one command in it, then closing it.
+func BenchmarkCreate(b *testing.B) {
+	p := available(b)
+	var create, closing time.Duration
+	n := 0
+	for b.Loop() {
+		start := time.Now()
+		c, err := p.Create(context.Background(), computer.Spec{Run: "bench", Folder: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		create += time.Since(start)
+		if _, err := c.(computer.Sandbox).Exec(context.Background(), "true", computer.ExecOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+		closing += time.Since(start)
+		n++
+	}
+	b.ReportMetric(float64(create.Milliseconds())/float64(n), "create-ms")
+	b.ReportMetric(float64(closing.Milliseconds())/float64(n), "close-ms")
 }

@@ -184,7 +184,7 @@ func (p *Provider) ensureImage(ctx context.Context, cli *client.Client) (string,
 		return tag, nil
 	case <-ctx.Done():
 		_, status, _, _ := b.state()
-		return "", fmt.Errorf("waiting for the docker sandbox image %s to be built (it goes on; last: %s): %w", tag, status, context.Cause(ctx))
+		return "", fmt.Errorf("waiting for the docker sandbox image %s to be built (it goes on; last: %s): %w", tag, cut(status, 160), context.Cause(ctx))
 	}
 }
 

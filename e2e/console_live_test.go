@@ -122,7 +122,7 @@ func TestConsoleLiveTimeline(t *testing.T) {
 	}
 	// Finished: the page reloads once, by itself, and shows the answer.
 	v = waitPage(t, ctx, "the finished run after one reload", 20*time.Second, func(v pageView) bool {
-		return !v.Marker && v.Answer != ""
+		return !v.Marker && v.Answer != "" && v.Live != ""
 	})
 	if v.Navigation != "reload" || v.Phase != api.PhaseSucceeded || v.Live != "ended" || !contains(v.Rows, "run.succeeded") ||
 		!strings.Contains(v.Answer, "I wrote region.md") {

@@ -201,7 +201,7 @@ var runsTmpl = template.Must(template.New("runs").Funcs(funcs).Parse(head + `<h1
 var runTmpl = template.Must(template.New("run").Funcs(funcs).Parse(`{{define "refresh"}}{{if .Refresh}}<noscript><meta http-equiv="refresh" content="2"></noscript>{{end}}{{end}}` + head + `{{template "refresh" .}}
 <div id="run" data-run="{{.Run.Metadata.Name}}" data-view="{{.View}}" data-streaming="{{.Streaming}}">
 {{with .Run}}<h1>{{.Metadata.Name}}</h1>
-<p>Agent <b>{{.Spec.Agent}}</b> (revision {{.Status.AgentRevision}}) · <span class="phase" id="phase">{{.Status.Phase}}</span><span id="reason">{{if .Status.Reason}} ({{.Status.Reason}}){{end}}</span><span id="cost">{{with costText .Status.Cost}} · {{.}}{{end}}</span><span id="live" class="live" hidden></span></p>
+<p>Agent <b>{{.Spec.Agent}}</b> (revision {{.Status.AgentRevision}}) · <span class="phase" id="phase">{{.Status.Phase}}</span><span id="reason">{{if .Status.Reason}} ({{.Status.Reason}}){{end}}</span><span id="cost">{{with costText .Status.Cost}} · {{.}}{{end}}</span>{{if $.Streaming}}<span id="live" class="live" hidden></span>{{else}}<span id="live" class="live">ended</span>{{end}}</p>
 <p class="wait" id="waiting"{{if not .Status.WaitingOn}} hidden{{end}}>{{with .Status.WaitingOn}}Waiting on: {{.Kind}}{{if .Question}}: <b>{{.Question}}</b>{{end}}{{if .StepKey}} (step {{.StepKey}}){{end}}{{if .Detail}} — {{.Detail}}{{end}}{{end}}</p>
 <p id="status-message"{{if not .Status.Message}} hidden{{end}}>{{.Status.Message}}</p>
 <p id="reload-note" class="wait" hidden></p>

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/computer"
@@ -62,6 +63,17 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 	p, err := d.e.Computers.Resolve(ctx, kind, provider, pref...)
 	if err != nil {
 		return nil, &failure{api.ReasonToolError, fmt.Sprintf("cannot make the run's %s computer on runner %s: %v", kind, d.e.RunnerName, err)}
+	}
+	if prep, ok := p.(computer.Preparer); ok {
+		// A slow one-time setup (the docker image's build): the timeline says what the run waits on.
+		if ready, what := prep.Ready(ctx); !ready {
+			start := time.Now()
+			d.j.Emit(api.Event{Type: "computer.preparing", Message: fmt.Sprintf("waiting for the %s provider: %s", p.Name(), what)})
+			if err := prep.Prepare(ctx); err != nil {
+				return nil, fmt.Errorf("prepare %s provider: %w", p.Name(), err)
+			}
+			d.j.Emit(api.Event{Type: "computer.prepared", Message: fmt.Sprintf("%s provider ready after %s", p.Name(), time.Since(start).Round(100*time.Millisecond))})
+		}
 	}
 	spec := computer.Spec{Run: d.run.Metadata.Name, Folder: d.folder, Kind: kind, Network: d.spec.Computer != nil && d.spec.Computer.Network, Limits: computer.DefaultLimits}
 	live := d.e.liveComputers()

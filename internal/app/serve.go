@@ -88,20 +88,6 @@ func newRunner(st store.Store, models *model.Config, dir, name string, o runnerO
 	return &runner.Runner{Name: name, Store: st, Driver: eng, Log: log.With("runner", name), MaxRuns: o.MaxRuns, LeaseTTL: o.LeaseTTL, Version: version}
 }
 
-// computerCapabilities lists the computer providers with what they make and, when one cannot run
-// here, why.
-func computerCapabilities(ctx context.Context) []map[string]any {
-	out := []map[string]any{{"kind": "none", "available": true}}
-	for _, p := range computers.Default().Status(ctx) {
-		m := map[string]any{"provider": p.Name, "kinds": p.Kinds, "available": p.Available}
-		if !p.Available {
-			m["why"] = p.Reason
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // runnerOptions are the flags serve and runner share for their runner.
 type runnerOptions struct {
 	MaxRuns  int
@@ -293,7 +279,6 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				Capabilities: map[string]any{
 					"version":   version,
 					"harnesses": []string{"builtin"},
-					"computers": computerCapabilities(cmd.Context()),
 					"tools":     toolNames,
 					"models":    map[string]any{"providers": providers, "defaultProvider": models.DefaultProvider, "defaultModel": models.DefaultModel},
 					"runner":    !noRunner,

@@ -109,6 +109,17 @@ type Provider interface {
 	Create(ctx context.Context, spec Spec) (Computer, error)
 }
 
+// Preparer is a provider with a slow one-time setup before its first computer (the docker
+// provider builds its image on first use). Create prepares by itself; the agent loop asks Ready
+// first so that the run's timeline says what it waits on while Prepare runs.
+type Preparer interface {
+	// Ready reports whether Prepare has nothing left to do and, when it has, what it is doing
+	// or will do ("building image agentrun-sandbox:1a2b from debian:bookworm-slim: step 2/4").
+	Ready(ctx context.Context) (bool, string)
+	// Prepare does the setup, or waits for the one already under way.
+	Prepare(ctx context.Context) error
+}
+
 // Computer is one run's computer. Assert Sandbox or Browser for what it does.
 type Computer interface {
 	Kind() Kind

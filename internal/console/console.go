@@ -19,6 +19,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/auth"
+	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -28,6 +29,9 @@ type Console struct {
 	Accounts *auth.Accounts
 	// Approver lets the run page approve and deny tool calls.
 	Approver Approver
+	// Computers, when set, are listed on Mission Control with whether each works here and, for
+	// one with a one-time setup (the docker sandbox's image), whether it is ready.
+	Computers *computer.Registry
 	// MaxStreams bounds the live timelines open at once on this server (0: 64). A page refused
 	// one retries a little later.
 	MaxStreams int

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/store"
 )
@@ -75,7 +76,14 @@ func (c *Console) mission(w http.ResponseWriter, r *http.Request) {
 	if unknown {
 		spentText = "at least " + spentText + " (some costs could not be priced)"
 	}
-	render(w, missionTmpl, map[string]any{"Needs": needs, "Running": running, "Failed": failed, "Recent": recent, "Spent": spentText})
+	var computers []computer.ProviderStatus
+	if c.Computers != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		computers = c.Computers.Status(ctx)
+		cancel()
+	}
+	render(w, missionTmpl, map[string]any{"Needs": needs, "Running": running, "Failed": failed, "Recent": recent, "Spent": spentText,
+		"Computers": computers})
 }
 
 // csrfToken is derived from the session, so a form carries proof it came from a page of this
@@ -136,4 +144,7 @@ var missionTmpl = template.Must(template.New("mission").Funcs(funcs).Parse(head 
 <table><tr><th>Run</th><th>Agent</th><th>Phase</th><th>Cost</th><th>Created</th></tr>
 {{range .Recent}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td class="phase">{{.Status.Phase}}</td><td>{{with .Status.Cost}}${{.TotalUSD}}{{end}}</td><td>{{ago .Metadata.CreationTimestamp}}</td></tr>
 {{else}}<tr><td colspan="5">No runs in the last day. Start one with <code>agentrun runs start AGENT --body '{"input": {"content": "..."}}'</code>.</td></tr>{{end}}</table>
+{{if .Computers}}<h2>Computers</h2>
+<table id="computers"><tr><th>Provider</th><th>Makes</th><th>Here</th><th></th></tr>
+{{range .Computers}}<tr><td>{{.Name}}</td><td>{{range $i, $k := .Kinds}}{{if $i}}, {{end}}{{$k}}{{end}}</td><td class="phase">{{if .Available}}available{{else}}not available{{end}}</td><td>{{.Reason}}</td></tr>{{end}}</table>{{end}}
 </body></html>`))

@@ -237,6 +237,23 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		caps[k] = v
 	}
 	caps["store"] = s.Store.Backend()
+	if s.Computers != nil {
+		// Asked each time: whether a provider works, and whether its one-time setup (the docker
+		// sandbox's image) is done, change while the server runs.
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		computers := []map[string]any{{"kind": "none", "available": true}}
+		for _, p := range s.Computers.Status(ctx) {
+			m := map[string]any{"provider": p.Name, "kinds": p.Kinds, "available": p.Available}
+			if !p.Available {
+				m["why"] = p.Reason
+			} else if p.Reason != "" {
+				m["note"] = p.Reason
+			}
+			computers = append(computers, m)
+		}
+		cancel()
+		caps["computers"] = computers
+	}
 	writeJSON(w, http.StatusOK, caps)
 }
 
@@ -253,7 +270,7 @@ func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args..
 
 func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	if s.Accounts != nil {
-		(&console.Console{Store: s.Store, Accounts: s.Accounts, Approver: consoleApprover{s}}).Register(mux)
+		(&console.Console{Store: s.Store, Accounts: s.Accounts, Approver: consoleApprover{s}, Computers: s.Computers}).Register(mux)
 	}
 }
 

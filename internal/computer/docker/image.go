@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"agentrun.dev/agentrun/internal/computer"
+
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
@@ -143,6 +145,29 @@ func (p *Provider) imageState(ctx context.Context, cli *client.Client) (imageSta
 	}
 	return st, nil
 }
+
+// Ready reports whether the sandbox image is built and, if not, what its build is doing (or that
+// the first sandbox will build it).
+func (p *Provider) Ready(ctx context.Context) (bool, string) {
+	cli, err := p.client()
+	if err != nil {
+		return false, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	st, err := p.imageState(ctx, cli)
+	switch {
+	case err != nil:
+		return false, err.Error()
+	case st.built:
+		return true, fmt.Sprintf("image %s built", st.tag)
+	case st.building != "":
+		return false, fmt.Sprintf("image %s being built from %s: %s", st.tag, st.base, cut(st.building, 160))
+	}
+	return false, fmt.Sprintf("image %s to be built from %s (first use; a few minutes when the base needs packages)", st.tag, st.base)
+}
+
+var _ computer.Preparer = (*Provider)(nil)
 
 // Prepare makes sure the sandbox image is in the engine: if it is not, it
 // builds it (pulling the base image first if the engine lacks it), or waits

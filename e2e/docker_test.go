@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// needDockerBase skips unless a Docker engine answers and AGENTRUN_DOCKER_BASE names a base image
+// it has (.ci/run makes one with debootstrap: this machine reaches no image registry).
+func needDockerBase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("AGENTRUN_DOCKER_BASE")
+	if base == "" {
+		t.Skip("docker sandbox tests skipped: AGENTRUN_DOCKER_BASE names no base image (.ci/run makes one where a Docker engine runs)")
+	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("docker sandbox tests skipped: no docker CLI")
+	}
+	if out, err := exec.Command("docker", "image", "inspect", base).CombinedOutput(); err != nil {
+		t.Skipf("docker sandbox tests skipped: base image %s: %v %s", base, err, out)
+	}
+	return base
+}
+
+// capability returns the docker provider's line of `agentrun server capabilities`.
+func dockerCapability(t *testing.T, e *env) map[string]any {
+	t.Helper()
+	r := e.mustCLI(0, "server", "capabilities")
+	var caps struct {
+		Computers []map[string]any `json:"computers"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &caps); err != nil {
+		t.Fatalf("capabilities: %v\n%s", err, r.stdout)
+	}
+	for _, c := range caps.Computers {
+		if c["provider"] == "docker" {
+			return c
+		}
+	}
+	t.Fatalf("no docker provider in %s", r.stdout)
+	return nil
+}
+
+// The AgentRun seed: "If Docker is running on your machine, new agents get a Docker sandbox with a
+// shell. Its image builds on first use ... and the console says when it's ready." A server whose
+// docker image is not built yet says so; the first run of an agent with a docker sandbox waits on
+// the build (its timeline says so), then runs the Nodus seed's `python3 --version` in a container;
+// afterwards the CLI and Mission Control say the image is built.
+func TestDockerSandboxBuiltOnFirstUse(t *testing.T) {
+	t.Parallel()
+	base := needDockerBase(t)
+	// A base under a name of its own gives an image tag of its own, so this test sees the build
+	// even where another test built the image from the usual base.
+	fresh := fmt.Sprintf("agentrun-e2e/base:%d", time.Now().UnixNano())
+	if out, err := exec.Command("docker", "tag", base, fresh).CombinedOutput(); err != nil {
+		t.Fatalf("docker tag: %v %s", err, out)
+	}
+	var built string
+	t.Cleanup(func() {
+		args := []string{"rmi", fresh}
+		if built != "" {
+			args = append(args, built)
+		}
+		exec.Command("docker", args...).Run()
+	})
+	e := newEnv(t, `
+entries:
+  - name: python
+    match: "Python version"
+    turns:
+      - tool_calls:
+          - name: bash
+            input: {command: "python3 --version && cat /proc/1/cgroup | head -1 && hostname"}
+      - text: "It is {{last_tool_result}}"
+`)
+	e.start("AGENTRUN_DOCKER_BASE=" + fresh)
+
+	c := dockerCapability(t, e)
+	note, _ := c["note"].(string)
+	if c["available"] != true || !strings.Contains(note, "not built yet") || !strings.Contains(note, fresh) {
+		t.Fatalf("before the first sandbox: %v", c)
+	}
+	if st := e.do("PUT", "/v2/agents/docker-agent", `{"metadata":{"name":"docker-agent"},"spec":{"model":{"access":"Nodus"},"computer":{"kind":"sandbox","provider":"docker"}}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	name := "py-docker"
+	if st := e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"py-docker"},"spec":{"agent":"docker-agent","input":"What is the Python version?"}}`, nil); st != 201 {
+		t.Fatalf("start run: HTTP %d", st)
+	}
+	run := e.waitPhase(name, 3*time.Minute, api.PhaseSucceeded, api.PhaseFailed)
+	if run.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("run %s: %s %s", run.Status.Phase, run.Status.Reason, run.Status.Message)
+	}
+	ans := e.mustCLI(0, "runs", "answer", name).stdout
+	if !strings.Contains(ans, "Python 3") || !strings.Contains(ans, "sandbox") {
+		t.Errorf("answer %q: want the container's python3 and hostname", ans)
+	}
+	var preparing, prepared, created bool
+	for _, ev := range e.events(name) {
+		switch ev.Type {
+		case "computer.preparing":
+			preparing = strings.Contains(ev.Message, "waiting for the docker provider") && strings.Contains(ev.Message, fresh)
+		case "computer.prepared":
+			prepared = preparing
+		}
+	}
+	for _, s := range e.steps(name) {
+		if s.Kind == "computer" && s.State == api.StepCompleted && strings.Contains(string(s.Result), "provider: docker") {
+			created = true
+		}
+	}
+	if !preparing || !prepared || !created {
+		t.Errorf("timeline says preparing %v, prepared %v (in order); computer step by docker %v: %+v", preparing, prepared, created, e.events(name))
+	}
+
+	c = dockerCapability(t, e)
+	note, _ = c["note"].(string)
+	m := regexp.MustCompile(`image (agentrun-sandbox:[0-9a-f]+) built`).FindStringSubmatch(note)
+	if c["available"] != true || m == nil {
+		t.Fatalf("after the first sandbox: %v", c)
+	}
+	built = m[1]
+
+	// Mission Control says so too.
+	req, _ := http.NewRequest("GET", e.url+"/", nil)
+	req.AddCookie(&http.Cookie{Name: "agentrun_session", Value: e.personSession()})
+	resp, err := httpNoRedirectClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), `id="computers"`) || !strings.Contains(string(page), "image "+built+" built") {
+		t.Errorf("Mission Control (HTTP %d) does not say the docker image is built:\n%s", resp.StatusCode, page)
+	}
+	// No container of the finished run is left.
+	out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=agentrun.run="+name).Output()
+	if strings.TrimSpace(string(out)) != "" {
+		t.Errorf("containers of the finished run are left: %s", out)
+	}
+}

@@ -2,13 +2,10 @@ package docker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -106,45 +103,7 @@ func TestTools(t *testing.T) {
 		}
 	}()
 	t.Logf("info:\n%s", strings.Join(c.Info(), "\n"))
-	call := func(name, input string) (string, bool) {
-		t.Helper()
-		content, isErr, err := computer.Run(context.Background(), c, name, json.RawMessage(input))
-		if err != nil {
-			t.Fatalf("%s %s: %v", name, input, err)
-		}
-		return content, isErr
-	}
-	if out, isErr := call("bash", `{"command":"python3 --version"}`); isErr || !strings.HasPrefix(out, "exit code 0\nPython 3") {
-		t.Fatalf("python3 --version: %q %v", out, isErr)
-	}
-	if out, isErr := call("bash", `{"command":"sleep 30","timeout_s":1}`); !isErr || !strings.Contains(out, "timed out") {
-		t.Fatalf("timeout: %q %v", out, isErr)
-	}
-	out, _ := call("bash", `{"command":"echo hi; sleep 100","background":true}`)
-	if !strings.Contains(out, "p1") {
-		t.Fatalf("background: %q", out)
-	}
-	for i := 0; ; i++ {
-		if out, _ := call("bash_output", `{"id":"p1"}`); strings.Contains(out, "hi\n") {
-			break
-		}
-		if i == 100 {
-			t.Fatal("no output from the background process")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if out, _ := call("bash_list", `{}`); !strings.Contains(out, "p1\trunning") {
-		t.Fatalf("list: %q", out)
-	}
-	if out, _ := call("bash_kill", `{"id":"p1"}`); !strings.Contains(out, "stopped") {
-		t.Fatalf("kill: %q", out)
-	}
-	if out, _ := call("bash_output", `{"id":"p1"}`); !strings.Contains(out, "hi\n") || !strings.Contains(out, "killed by a signal") {
-		t.Fatalf("output: %q", out)
-	}
-	if out, isErr := call("bash_output", `{"id":"p7"}`); !isErr || !strings.Contains(out, "p7") {
-		t.Fatalf("unknown process: %q %v", out, isErr)
-	}
+	call := computertest.SandboxTools(t, c)
 	// Files the sandbox writes belong to the server's user.
 	if out, isErr := call("bash", `{"command":"echo x > owned.txt; id -u; id -g"}`); isErr || strings.Join(strings.Fields(out), " ") != fmt.Sprintf("exit code 0 %d %d", os.Getuid(), os.Getgid()) {
 		t.Fatalf("ids in the sandbox: %q %v", out, isErr)
@@ -284,43 +243,16 @@ func TestBuildFailure(t *testing.T) {
 	t.Log(a.Reason)
 }
 
-// TestServerProcess is the "server" of TestSandboxDiesWithServer: it makes a
-// sandbox with a background process and waits to be killed.
-func TestServerProcess(t *testing.T) {
-	folder := os.Getenv("AGENTRUN_TEST_DOCKER_FOLDER")
-	if folder == "" {
-		t.Skip("run by TestSandboxDiesWithServer")
-	}
-	marker := os.Getenv("AGENTRUN_TEST_MARKER")
-	c, err := New().Create(context.Background(), computer.Spec{Run: "server-" + marker, Folder: folder})
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	s := c.(computer.Sandbox)
-	if _, err := s.Start(context.Background(), "sleep "+marker, computer.ExecOptions{}); err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	if _, err := s.Exec(context.Background(), "echo kept > kept.txt", computer.ExecOptions{}); err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	fmt.Println("ready")
-	time.Sleep(time.Minute)
-}
+// TestServerProcess is the "server" of TestSandboxDiesWithServer.
+func TestServerProcess(t *testing.T) { computertest.ServerProcess(t, New()) }
 
-// TestSandboxDiesWithServer kills a server process holding a sandbox and
-// checks that its container and processes go with it (StdinOnce and
-// AutoRemove: nothing else cleans up after a crashed server), and that a new
-// sandbox around the same run folder finds the folder as it was.
+// TestSandboxDiesWithServer kills a server process holding a sandbox and checks that its
+// container and processes go with it (StdinOnce and AutoRemove: nothing else cleans up after a
+// crashed server), and that a new sandbox around the same run folder finds the folder as it was.
 func TestSandboxDiesWithServer(t *testing.T) {
 	p := available(t)
 	cli, _ := p.client()
-	folder := t.TempDir()
-	marker := strconv.Itoa(7000000 + int(time.Now().UnixNano()%1000000))
-	run := "server-" + marker
-	alive := func() []string {
+	computertest.SandboxDiesWithServer(t, p, 7000000, func(run, marker string) []string {
 		list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
 			Filters: filters.NewArgs(filters.Arg("label", labelRun+"="+run))})
 		if err != nil {
@@ -330,36 +262,8 @@ func TestSandboxDiesWithServer(t *testing.T) {
 		for _, c := range list {
 			out = append(out, "container "+shortID(c.ID)+" "+c.State)
 		}
-		return append(out, sleepers(marker)...)
-	}
-	computertest.KillServerProcess(t, []string{"AGENTRUN_TEST_DOCKER_FOLDER=" + folder, "AGENTRUN_TEST_MARKER=" + marker},
-		alive, 15*time.Second)
-
-	c, err := p.Create(t.Context(), computer.Spec{Run: run, Folder: folder})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r, err := c.(computer.Sandbox).Exec(t.Context(), "cat kept.txt", computer.ExecOptions{})
-	if err != nil || r.Stdout != "kept\n" {
-		t.Fatalf("recreated sandbox reads %q, %v", r.Stdout, err)
-	}
-}
-
-// sleepers lists live host processes running "sleep marker".
-func sleepers(marker string) []string {
-	entries, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && string(b) == "sleep\x00"+marker+"\x00" {
-			out = append(out, "process "+e.Name())
-		}
-	}
-	return out
+		return append(out, computertest.Sleepers(marker)...)
+	}, 15*time.Second)
 }
 
 // BenchmarkCreate measures making a docker sandbox (the image built) and

@@ -130,7 +130,7 @@ func start(ctx context.Context, cli *client.Client, tag, base string, spec compu
 		LogConfig: container.LogConfig{Type: "none"},
 		Resources: container.Resources{Memory: lim.MemoryBytes, MemorySwap: lim.MemoryBytes, PidsLimit: &pids},
 	}
-	name := "agentrun-" + safeName(spec.Run) + "-" + randomSuffix()
+	name := "agentrun-" + sandboxhelper.SafeName(spec.Run) + "-" + randomSuffix()
 	created, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		return nil, fmt.Errorf("create container: %w", err)
@@ -287,22 +287,6 @@ func shortID(id string) string {
 	return id
 }
 
-// safeName keeps a run name usable in a container name.
-func safeName(run string) string {
-	var b strings.Builder
-	for _, r := range run {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
-			b.WriteRune(r)
-		}
-		if b.Len() >= 40 {
-			break
-		}
-	}
-	if b.Len() == 0 {
-		return "run"
-	}
-	return b.String()
-}
 
 func randomSuffix() string {
 	b := make([]byte, 4)

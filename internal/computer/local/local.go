@@ -167,7 +167,7 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 	}
 	lim := spec.Limits.WithDefaults()
 	s := &Sandbox{spec: spec, limits: lim}
-	cg, cgErr := newCgroups(safeName(spec.Run), lim)
+	cg, cgErr := newCgroups(sandboxhelper.SafeName(spec.Run), lim)
 	s.cg = cg
 	started := false
 	defer func() {
@@ -258,19 +258,3 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 	return s, nil
 }
 
-// safeName keeps a run name usable in a cgroup name.
-func safeName(run string) string {
-	var b strings.Builder
-	for _, r := range run {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
-			b.WriteRune(r)
-		}
-		if b.Len() >= 40 {
-			break
-		}
-	}
-	if b.Len() == 0 {
-		return "run"
-	}
-	return b.String()
-}

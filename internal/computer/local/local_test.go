@@ -1,11 +1,8 @@
 package local_test
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/computer/computertest"
@@ -32,46 +29,7 @@ func TestTools(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	call := func(name, input string) (string, bool) {
-		t.Helper()
-		content, isErr, err := computer.Run(context.Background(), c, name, json.RawMessage(input))
-		if err != nil {
-			t.Fatalf("%s %s: %v", name, input, err)
-		}
-		return content, isErr
-	}
-	if out, isErr := call("bash", `{"command":"python3 --version"}`); isErr || !strings.HasPrefix(out, "exit code 0\nPython 3") {
-		t.Fatalf("python3 --version: %q %v", out, isErr)
-	}
-	if out, isErr := call("bash", `{"command":"sleep 30","timeout_s":1}`); !isErr || !strings.Contains(out, "timed out") {
-		t.Fatalf("timeout: %q %v", out, isErr)
-	}
-	out, _ := call("bash", `{"command":"echo hi; sleep 100","background":true}`)
-	if !strings.Contains(out, "p1") {
-		t.Fatalf("background: %q", out)
-	}
-	for i := 0; ; i++ {
-		// Wait for the echo before stopping it.
-		if out, _ := call("bash_output", `{"id":"p1"}`); strings.Contains(out, "hi\n") {
-			break
-		}
-		if i == 100 {
-			t.Fatal("no output from the background process")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if out, _ := call("bash_list", `{}`); !strings.Contains(out, "p1\trunning") {
-		t.Fatalf("list: %q", out)
-	}
-	if out, _ := call("bash_kill", `{"id":"p1"}`); !strings.Contains(out, "stopped") {
-		t.Fatalf("kill: %q", out)
-	}
-	if out, _ := call("bash_output", `{"id":"p1"}`); !strings.Contains(out, "hi\n") || !strings.Contains(out, "killed by a signal") {
-		t.Fatalf("output: %q", out)
-	}
-	if out, isErr := call("bash_output", `{"id":"p7"}`); !isErr || !strings.Contains(out, "p7") {
-		t.Fatalf("unknown process: %q %v", out, isErr)
-	}
+	call := computertest.SandboxTools(t, c)
 	// The helper keeps a bounded number of background processes.
 	for i := 0; i < 32; i++ {
 		if out, isErr := call("bash", `{"command":"sleep 100","background":true}`); isErr {

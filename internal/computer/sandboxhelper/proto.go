@@ -11,6 +11,7 @@ package sandboxhelper
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"agentrun.dev/agentrun/internal/computer"
@@ -81,3 +82,21 @@ const (
 	maxRunning       = 32 // background processes running at once
 	maxKept          = 32 // finished background processes remembered
 )
+
+// SafeName keeps the lowercase letters, digits and dashes of a run's name (at most 40), to name
+// the run's cgroups or container after it.
+func SafeName(run string) string {
+	var b strings.Builder
+	for _, r := range run {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			b.WriteRune(r)
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "run"
+	}
+	return b.String()
+}

@@ -62,10 +62,11 @@ type config struct {
 	keepAlive       int
 	memBackends     []string
 	settle          int
+	computers       int
 }
 
 // scenarios in the order they run; "all" is every one, "pg" every one on PostgreSQL.
-var scenarios = []string{"journal", "e2e", "claim", "scale", "river", "takeover", "memory"}
+var scenarios = []string{"journal", "e2e", "claim", "scale", "river", "takeover", "memory", "computers"}
 
 var pgScenarios = map[string]bool{"claim": true, "scale": true, "river": true, "takeover": true, "memory": true}
 
@@ -103,6 +104,7 @@ func main() {
 	flag.BoolVar(&c.takeoverDefault, "takeover-default", true, "takeover: also one sample with the default 30 s lease")
 	flag.IntVar(&c.keepAlive, "keepalive", 10000, "memory: keep-alive runs left waiting for a message")
 	flag.StringVar(&memBackends, "memory-backends", "sqlite,postgres", "memory: sqlite (serve, one process), postgres (a runner process)")
+	flag.IntVar(&c.computers, "computers", 20, "computers: sandboxes made with each available provider")
 	flag.IntVar(&c.settle, "settle", 5, "memory: seconds to wait after every run waits before reading RSS again")
 	flag.Parse()
 
@@ -130,7 +132,7 @@ func main() {
 	if c.tool != "ls" && c.tool != "write" {
 		fatalf("-tool %q: use ls or write", c.tool)
 	}
-	if c.steps < 1 || c.runs < 1 || c.workers < 1 || c.claimRuns < 1 || c.claimBatch < 1 || c.scaleRuns < 1 || c.riverJobs < 1 || c.keepAlive < 1 {
+	if c.steps < 1 || c.runs < 1 || c.workers < 1 || c.claimRuns < 1 || c.claimBatch < 1 || c.scaleRuns < 1 || c.riverJobs < 1 || c.keepAlive < 1 || c.computers < 1 {
 		fatalf("-steps, -runs, -workers, -claim-runs, -claim-batch, -scale-runs, -river-jobs and -keepalive must be positive")
 	}
 	c.claimers = intList("-claimers", claimers)
@@ -266,6 +268,16 @@ func main() {
 		if len(r) > 0 {
 			printMemory(r)
 			out["memory"] = r
+		}
+	}
+	if want["computers"] {
+		r, err := runComputers(c, root)
+		if err != nil {
+			fail("computers", err)
+		}
+		if len(r) > 0 {
+			printComputers(r)
+			out["computers"] = r
 		}
 	}
 	out["loadAvgEnd"] = loadAvg()

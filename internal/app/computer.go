@@ -27,7 +27,7 @@ func newComputerCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%-10s %-10s %-10s %s\n", "PROVIDER", "KINDS", "AVAILABLE", "REASON")
-			for _, s := range providers.Default().Status(cmd.Context()) {
+			for _, s := range providers.Default(nil).Status(cmd.Context()) {
 				kinds := make([]string, len(s.Kinds))
 				for i, k := range s.Kinds {
 					kinds[i] = string(k)
@@ -47,7 +47,7 @@ func newComputerCmd() *cobra.Command {
 			"Exits 1 if any check fails.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg := providers.Default()
+			reg := providers.Default(nil)
 			p, ok := reg.Get(provider)
 			if !ok {
 				return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("unknown provider %q", provider)}

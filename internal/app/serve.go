@@ -80,7 +80,7 @@ func redactURL(s string) string {
 
 // newRunner builds a runner driving the built-in agent loop.
 func newRunner(st store.Store, models *model.Config, dir, name string, o runnerOptions, log *slog.Logger) *runner.Runner {
-	eng := &agent.Engine{Store: st, Models: models, DataDir: dir, Log: log, RunnerName: name, ServerDeny: o.Deny, Computers: computers.Default(),
+	eng := &agent.Engine{Store: st, Models: models, DataDir: dir, Log: log, RunnerName: name, ServerDeny: o.Deny, Computers: computers.Default(st),
 		Prices: o.prices, Router: o.Router}
 	if o.seal != nil {
 		eng.Secrets = &secret.Opener{Box: o.seal, Store: st}
@@ -274,7 +274,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err != nil {
 				return err
 			}
-			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(),
+			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(st),
 				Prices: ro.prices, Models: models, Seal: ro.seal,
 				Capabilities: map[string]any{
 					"version":   version,

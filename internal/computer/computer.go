@@ -13,6 +13,12 @@
 // why, for `server capabilities`. Every provider of a kind passes the
 // conformance suite in computertest.
 //
+// A browser whose provider can also show and drive its screen for a person
+// implements Screen: the console shows its frames (JPEG, one image pixel per
+// CSS pixel of the viewport) and, while the run waits on a takeover (the agent
+// called ask_person with takeover), sends the person's clicks, typing and keys
+// to it. The chromium provider does, over the DevTools protocol.
+//
 // Errors follow one rule throughout: a mistake of the agent (a missing file, an
 // unknown process id, a selector matching nothing, a page that does not load)
 // is an *AgentError, which Run turns into an error result the model reads;
@@ -249,6 +255,27 @@ type Browser interface {
 	// folder; default screenshots/N.png) and returns that relative path.
 	Screenshot(ctx context.Context, path string) (string, error)
 }
+
+// Screen is a computer whose screen a person can watch and drive (a browser
+// handed to a person by a takeover). Coordinates are CSS pixels of the
+// viewport, from its top-left corner; a Frame is the viewport as a JPEG of
+// width×height pixels, so a point of the image is the point of the viewport
+// with the same coordinates. A caller's mistake (a point outside the viewport,
+// a key not offered) is an *AgentError.
+type Screen interface {
+	// Frame captures the viewport now.
+	Frame(ctx context.Context) (jpeg []byte, width, height int, err error)
+	// ClickAt clicks the left mouse button at (x, y): pressed, then released.
+	ClickAt(ctx context.Context, x, y int) error
+	// TypeText inserts text where the focus is, as typing would.
+	TypeText(ctx context.Context, text string) error
+	// Key presses and releases one key named as in ScreenKeys.
+	Key(ctx context.Context, key string) error
+}
+
+// ScreenKeys are the keys Screen.Key presses, by their DOM key names.
+var ScreenKeys = []string{"Enter", "Tab", "Backspace", "Delete", "Escape",
+	"ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"}
 
 // AgentError is a mistake of the agent: the tool result says Msg and the run
 // goes on.

@@ -3,7 +3,9 @@
 // chromedp. Each computer is its own Chromium process with a fresh profile
 // (--user-data-dir in a temporary folder, removed at Close), so runs share no
 // cookies, cache or history. Downloads go to downloads/ in the run folder and
-// screenshots are PNG files in the run folder.
+// screenshots are PNG files in the run folder. A Browser is also a
+// computer.Screen: the console shows its viewport as JPEG frames and, during a
+// takeover, sends a person's clicks, typing and keys to it (screen.go).
 //
 // Isolation is that of a separate browser profile, not of a sandbox: the
 // browser runs as the server's user, on the host's network when
@@ -102,6 +104,8 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 		chromedp.UserDataDir(profile),
 		chromedp.DisableGPU,
 		chromedp.WindowSize(1280, 900),
+		// One frame pixel per CSS pixel, so a person's click on a frame lands where it shows.
+		chromedp.Flag("force-device-scale-factor", "1"),
 		// A closed network makes Chromium's own background traffic noisy.
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-background-networking", true),

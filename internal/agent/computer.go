@@ -168,6 +168,21 @@ func (e *Engine) liveComputers() *computer.Live {
 	return e.live
 }
 
+// Screen returns the screen of run's computer when the computer is live in this process (being
+// driven, or kept while the run waits here) and can show one (a browser); false otherwise: no
+// computer here (none made yet, the run is on another runner, or its computer was closed or lost
+// with a restart), or one without a screen (a sandbox).
+func (e *Engine) Screen(run string) (computer.Screen, bool) {
+	e.mu.Lock()
+	live := e.live
+	e.mu.Unlock()
+	if live == nil {
+		return nil, false
+	}
+	s, ok := live.Peek(run).(computer.Screen)
+	return s, ok
+}
+
 // Reap stops kept computers whose runs no longer wait here: the run ended, was deleted, or another
 // runner holds it now (a message woke it and someone else claimed it). The runner calls it from
 // time to time; computers of runs this engine is driving are left alone.

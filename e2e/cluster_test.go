@@ -249,6 +249,9 @@ func waitAllDone(t *testing.T, c *cluster, n int, d time.Duration, progress func
 func resolveAll(t *testing.T, c *cluster, by map[string][]api.AgentRun) {
 	t.Helper()
 	for _, r := range by[api.PhaseNeedsResolution] {
+		if w := r.Status.WaitingOn; w != nil {
+			t.Logf("%s needs resolution: step %s %s", r.Metadata.Name, w.StepKey, w.Detail)
+		}
 		if st := c.do("POST", "/v2/agentruns/"+r.Metadata.Name+"/resolve", `{"action":"skip"}`, nil); st != 200 {
 			t.Errorf("resolve %s: HTTP %d", r.Metadata.Name, st)
 		}

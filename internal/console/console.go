@@ -32,6 +32,11 @@ type Console struct {
 	// Computers, when set, are listed on Mission Control with whether each works here and, for
 	// one with a one-time setup (the docker sandbox's image), whether it is ready.
 	Computers *computer.Registry
+	// Screens, when set, shows the screens of the browsers this process's own runner keeps (the
+	// runner inside agentrun serve), and Runner names that runner; a run whose browser is on
+	// another runner gets a note saying so (see screen.go).
+	Screens Screens
+	Runner  string
 	// MaxStreams bounds the live timelines open at once on this server (0: 64). A page refused
 	// one retries a little later.
 	MaxStreams int
@@ -59,6 +64,9 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /runs/{name}", c.guard(c.run))
 	mux.HandleFunc("GET /runs/{name}/timeline", c.guardStream(c.timeline))
 	mux.HandleFunc("GET /runs/{name}/files/{path...}", c.guard(c.file))
+	mux.HandleFunc("GET /runs/{name}/screen.jpg", c.guardStream(c.screenFrame))
+	mux.HandleFunc("POST /runs/{name}/screen/{action}", c.guardJSON(c.screenAct))
+	mux.HandleFunc("POST /runs/{name}/answer", c.guard(c.answer))
 	mux.HandleFunc("GET /static/console.js", script)
 	c.registerGroups(mux)
 	mux.HandleFunc("GET /login", c.loginPage)
@@ -149,7 +157,9 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 		approvals, _ = c.Approver.Approvals(r.Context(), name)
 	}
 	streaming := !api.Finished(run.Status.Phase)
-	refresh := streaming // without script: refresh the whole page
+	answerOpen := answerable(run)
+	// Without script: refresh the whole page, but not under a person writing an answer.
+	refresh := streaming && !answerOpen
 	for _, a := range approvals {
 		if a.State == "pending" {
 			refresh = false // no refresh while a person may be typing a reason
@@ -161,7 +171,8 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 	}
 	render(w, runTmpl, map[string]any{"Run": run, "Steps": steps, "Events": events, "After": after, "Files": fileRows(name, files),
 		"Refresh": refresh, "Streaming": streaming, "View": pageView(run), "Script": scriptVersion,
-		"Approvals": approvals, "CSRF": csrfToken(r)})
+		"Approvals": approvals, "CSRF": csrfToken(r), "Screen": c.screenSection(run, steps), "Keys": screenKeyButtons,
+		"AnswerOpen": answerOpen, "Takeover": takingOver(run)})
 }
 
 func render(w http.ResponseWriter, t *template.Template, data any) {
@@ -209,7 +220,21 @@ var runTmpl = template.Must(template.New("run").Funcs(funcs).Parse(`{{define "re
 <p class="wait" id="waiting"{{if not .Status.WaitingOn}} hidden{{end}}>{{with .Status.WaitingOn}}Waiting on: {{.Kind}}{{if .Question}}: <b>{{.Question}}</b>{{end}}{{if .StepKey}} (step {{.StepKey}}){{end}}{{if .Detail}} — {{.Detail}}{{end}}{{end}}</p>
 <p id="status-message"{{if not .Status.Message}} hidden{{end}}>{{.Status.Message}}</p>
 <p id="reload-note" class="wait" hidden></p>
-<h2>Input</h2><pre>{{.Spec.Input}}</pre>
+{{end}}
+{{with .Screen}}<div id="screen"{{if .Takeover}} class="wait"{{end}} data-control="{{.Control}}" data-csrf="{{$.CSRF}}">
+<h2>Screen{{if .Control}}: the agent handed you its browser{{end}}</h2>
+{{if .Live}}<p id="screen-about">{{if .Control}}Click on the screen to click there in the run's browser; type into the field in focus with the box below.
+When you are done, <b>answer the run's question below</b>: that hands the browser back to the agent.{{else}}The run's browser, live. You get the controls when the agent asks you to take over.{{end}}</p>
+{{if .Control}}<form id="screen-type"><input id="screen-text" autocomplete="off" size="40" placeholder="text to type into the browser"> <button type="submit">Type</button>
+{{range $.Keys}} <button type="button" data-key="{{.Key}}">{{.Label}}</button>{{end}}</form>{{end}}
+<p><img id="screen-img" src="/runs/{{$.Run.Metadata.Name}}/screen.jpg" alt="the screen of the run's browser" style="max-width:100%;border:1px solid #999{{if .Control}};cursor:crosshair{{end}}"></p>
+<p id="screen-note" class="live"></p><noscript><p>The screen stays still and takes no clicks without JavaScript.</p></noscript>
+{{else}}<p id="screen-away">{{.Why}}{{if .Takeover}} You can still answer the run's question below; the agent then goes on without the takeover.{{end}}</p>{{end}}
+</div>{{end}}
+{{if .Streaming}}<form id="answer-form" method="post" action="/runs/{{.Run.Metadata.Name}}/answer"{{if not .AnswerOpen}} hidden{{end}}><input type="hidden" name="csrf" value="{{.CSRF}}">
+<p><label for="answer-text">{{if .Takeover}}When you are done, answer here to hand the controls back to the agent:{{else}}Answer the run (the agent reads it as your reply):{{end}}</label><br>
+<textarea id="answer-text" name="answer" rows="3" cols="70"></textarea><br><button>Answer</button></p></form>{{end}}
+{{with .Run}}<h2>Input</h2><pre>{{.Spec.Input}}</pre>
 {{with .Status.Answer}}<h2>Answer</h2><pre id="answer">{{.Preview}}</pre>{{if .Truncated}}<p>(first 4 KiB of {{.Bytes}} bytes; <code>agentrun runs answer</code> prints all of it)</p>{{end}}{{end}}
 {{if .Status.Turns}}<h2>Turns</h2><table><tr><th>#</th><th>Model</th><th>Chosen by</th><th>In</th><th>Out</th><th>Cost</th></tr>
 {{range .Status.Turns}}<tr><td>{{.Index}}</td><td>{{.Model}}</td><td>{{.ChosenBy}}</td><td>{{.InputTokens}}</td><td>{{.OutputTokens}}</td><td>{{.CostUSD}}</td></tr>{{end}}</table>{{end}}

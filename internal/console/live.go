@@ -59,7 +59,8 @@ func statusOf(run *api.AgentRun) liveStatus {
 
 // pageView names the layout the run page has for a run's status beyond the lines the script
 // updates in place: "finished" (the answer, the final turns, steps and files), "approval" (the
-// pending approvals' forms), "resolution" (the step a person must resolve), or "live".
+// pending approvals' forms), "resolution" (the step a person must resolve), "takeover" (the
+// run's screen with its controls, handed to a person), or "live".
 func pageView(run *api.AgentRun) string {
 	switch st := run.Status; {
 	case api.Finished(st.Phase):
@@ -68,6 +69,8 @@ func pageView(run *api.AgentRun) string {
 		return "resolution"
 	case st.Phase == api.PhaseWaiting && st.Reason == api.ReasonApproval:
 		return "approval"
+	case takingOver(run):
+		return "takeover"
 	}
 	return "live"
 }

@@ -2,7 +2,11 @@
 // GET /runs/NAME/timeline, appends each timeline row and updates the status line as they happen,
 // and reloads the page once when the run reaches a phase the page lays out differently (pending
 // approvals, a step to resolve, finished with its answer) — never while a person is writing an
-// approval's reason. Without this script the page refreshes itself (a <noscript> refresh).
+// approval's reason or an answer. Without this script the page refreshes itself (a <noscript>
+// refresh). It also shows the answer form while the run waits on an answer, and keeps the run's
+// Screen (internal/console/screen.go) current: the frame is fetched again a few times a second
+// while the tab is shown and, during a takeover, clicks on it, the type box and the key buttons
+// go to the run's browser.
 (function () {
   'use strict';
   var root = document.getElementById('run');
@@ -101,6 +105,11 @@
     setText('reason', st.reason ? ' (' + st.reason + ')' : '');
     setText('cost', st.cost ? ' · ' + st.cost : '');
     waiting(st.waitingOn);
+    var form = document.getElementById('answer-form');
+    if (form) {
+      var w = st.waitingOn;
+      form.hidden = !(st.phase === 'Waiting' && w && (w.kind === 'question' || w.kind === 'takeover' || w.kind === 'message'));
+    }
     var m = setText('status-message', st.message || '');
     if (m) {
       m.hidden = !st.message;
@@ -113,13 +122,13 @@
     }
   }
 
-  // typing: a person is writing an approval's reason, has written one not sent yet, or is
-  // sending a form.
+  // typing: a person is writing an approval's reason, an answer or text for the run's browser,
+  // has written one not sent yet, or is sending a form.
   function typing() {
     if (submitting) {
       return true;
     }
-    var fields = document.querySelectorAll('input[name=reason]');
+    var fields = document.querySelectorAll('input[name=reason], #answer-text, #screen-text');
     for (var i = 0; i < fields.length; i++) {
       if (fields[i] === document.activeElement || fields[i].value !== '') {
         return true;
@@ -234,9 +243,142 @@
       connect();
     }
   });
-  document.addEventListener('submit', function () {
+  document.addEventListener('submit', function (e) {
+    if (e.target && e.target.id === 'screen-type') {
+      return; // sent by script; the page stays
+    }
     submitting = true;
   }, true);
+
+  // The run's Screen.
+  var screenImg = document.getElementById('screen-img');
+  var screenBox = document.getElementById('screen');
+  var screenNote = document.getElementById('screen-note');
+  var frameTimer = null;
+  var frameFailed = false;
+  var frameEvery = 300; // ms between frames: about three a second
+
+  function note(text) {
+    if (screenNote) {
+      screenNote.textContent = text || '';
+    }
+  }
+
+  function frameURL() {
+    return '/runs/' + encodeURIComponent(name) + '/screen.jpg';
+  }
+
+  function nextFrame() {
+    frameTimer = null;
+    if (ended || document.hidden) {
+      return;
+    }
+    screenImg.src = frameURL() + '?t=' + Date.now();
+  }
+
+  function scheduleFrame(delay) {
+    if (!frameTimer && !ended) {
+      frameTimer = setTimeout(nextFrame, delay);
+    }
+  }
+
+  function frameNow() {
+    if (frameTimer) {
+      clearTimeout(frameTimer);
+      frameTimer = null;
+    }
+    scheduleFrame(50);
+  }
+
+  // act sends a person's click, text or key to the run's browser and says how it went.
+  function act(action, body) {
+    note('sending…');
+    return fetch('/runs/' + encodeURIComponent(name) + '/screen/' + action, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: {'Content-Type': 'application/json', 'X-CSRF-Token': screenBox.getAttribute('data-csrf')},
+      body: JSON.stringify(body)
+    }).then(function (r) {
+      return r.json().then(function (j) {
+        return {ok: r.ok, text: r.ok ? j.message : j.error};
+      }, function () {
+        return {ok: false, text: 'the server answered HTTP ' + r.status};
+      });
+    }).then(function (res) {
+      note(res.text);
+      frameNow();
+      return res.ok;
+    }, function () {
+      note('could not reach the server');
+      return false;
+    });
+  }
+
+  function startScreen() {
+    screenImg.addEventListener('load', function () {
+      if (frameFailed) {
+        frameFailed = false;
+        note('');
+      }
+      scheduleFrame(frameEvery);
+    });
+    screenImg.addEventListener('error', function () {
+      // An image says nothing of why it failed: ask again for the server's reason.
+      frameFailed = true;
+      fetch(frameURL(), {credentials: 'same-origin', cache: 'no-store'}).then(function (r) {
+        return r.ok ? '' : r.text();
+      }).then(function (t) {
+        if (frameFailed && t) {
+          note(t.trim());
+        }
+      }, function () {
+        note('the screen is not reachable; trying again');
+      });
+      scheduleFrame(3000);
+    });
+    document.addEventListener('visibilitychange', function () {
+      if (!document.hidden) {
+        scheduleFrame(0);
+      }
+    });
+    if (screenBox.getAttribute('data-control') === 'true') {
+      screenImg.addEventListener('click', function (e) {
+        if (!screenImg.naturalWidth || !screenImg.clientWidth) {
+          return;
+        }
+        // From the image as shown to the viewport: a frame has one pixel per CSS pixel.
+        var r = screenImg.getBoundingClientRect();
+        var x = Math.floor((e.clientX - r.left - screenImg.clientLeft) * screenImg.naturalWidth / screenImg.clientWidth);
+        var y = Math.floor((e.clientY - r.top - screenImg.clientTop) * screenImg.naturalHeight / screenImg.clientHeight);
+        act('click', {x: x, y: y});
+      });
+      var form = document.getElementById('screen-type');
+      var field = document.getElementById('screen-text');
+      form.addEventListener('submit', function (e) {
+        e.preventDefault();
+        if (!field.value) {
+          return;
+        }
+        act('type', {text: field.value}).then(function (ok) {
+          if (ok) {
+            field.value = '';
+          }
+        });
+      });
+      var keys = form.querySelectorAll('button[data-key]');
+      for (var i = 0; i < keys.length; i++) {
+        keys[i].addEventListener('click', function (e) {
+          act('key', {key: e.currentTarget.getAttribute('data-key')});
+        });
+      }
+    }
+    // The first frame may have loaded (or failed) before this script ran: fetch one now.
+    scheduleFrame(0);
+  }
+
+  if (screenImg && screenBox && typeof fetch !== 'undefined') {
+    startScreen();
+  }
 
   if (root.getAttribute('data-streaming') !== 'true') {
     show('ended');

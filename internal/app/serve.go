@@ -287,6 +287,10 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				}}
 			if r != nil {
 				srv.Interrupt = r.Interrupt
+				if eng, ok := r.Driver.(*agent.Engine); ok {
+					// The console shows, and hands over, the browsers this process's runner keeps.
+					srv.Screens, srv.LocalRunner = eng, runnerName
+				}
 			}
 			startGroups(ctx, srv, st, log)
 			if err := startPprof(ctx); err != nil {

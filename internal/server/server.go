@@ -55,6 +55,10 @@ type Server struct {
 	Groups *group.Controller
 	// Eval serves evaluation groups (nil: evaluations are refused).
 	Eval Evaluator
+	// Screens shows the screens of the browsers the runner in this process keeps, and
+	// LocalRunner names that runner (both unset without one): the console's Screen and takeover.
+	Screens     console.Screens
+	LocalRunner string
 	// Capabilities is what `server capabilities` reports.
 	Capabilities map[string]any
 	Now          func() time.Time
@@ -270,7 +274,8 @@ func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args..
 
 func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	if s.Accounts != nil {
-		(&console.Console{Store: s.Store, Accounts: s.Accounts, Approver: consoleApprover{s}, Computers: s.Computers}).Register(mux)
+		(&console.Console{Store: s.Store, Accounts: s.Accounts, Approver: consoleApprover{s}, Computers: s.Computers,
+			Screens: s.Screens, Runner: s.LocalRunner}).Register(mux)
 	}
 }
 

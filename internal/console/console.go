@@ -7,7 +7,9 @@
 // GET /runs/NAME/timeline, a server-sent event stream, appending timeline rows and updating the
 // status line as they happen, and reloads the page once when the run reaches a phase that lays
 // the page out differently. GET /runs/NAME/files/PATH serves a file of the run folder as saved in
-// the store. A person signs in with their password (the first visit sets it with the one-time
+// the store. A run whose browser this process keeps shows its Screen, which a person drives while
+// the run waits on a takeover, and a run waiting on an answer takes it from the page's form
+// (screen.go). A person signs in with their password (the first visit sets it with the one-time
 // setup code the server printed) and gets an HttpOnly, SameSite=Strict session cookie.
 package console
 

@@ -287,7 +287,6 @@ func shortID(id string) string {
 	return id
 }
 
-
 func randomSuffix() string {
 	b := make([]byte, 4)
 	rand.Read(b)

@@ -257,4 +257,3 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 	s.pidNS = ns
 	return s, nil
 }
-

@@ -128,7 +128,14 @@ func newTestConsole(t *testing.T) *testConsole {
 // get makes a request, signed in unless session is "".
 func (tc *testConsole) get(t *testing.T, ctx context.Context, path, session string, hdr ...string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "GET", tc.srv.URL+path, nil)
+	return tc.do(t, ctx, "GET", path, session, nil, hdr...)
+}
+
+// do sends a request with the given headers (name, value, ...), signed in unless session is "",
+// and does not follow redirects.
+func (tc *testConsole) do(t *testing.T, ctx context.Context, method, path, session string, body io.Reader, hdr ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, method, tc.srv.URL+path, body)
 	if session != "" {
 		req.AddCookie(&http.Cookie{Name: cookieName, Value: session})
 	}
@@ -138,7 +145,7 @@ func (tc *testConsole) get(t *testing.T, ctx context.Context, path, session stri
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	return resp
 }

@@ -109,19 +109,7 @@ func takeoverWait() *api.WaitingOn {
 // post sends a POST, signed in unless session is "".
 func (tc *testConsole) post(t *testing.T, path, session, ctype, body string, hdr ...string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", tc.srv.URL+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", ctype)
-	if session != "" {
-		req.AddCookie(&http.Cookie{Name: cookieName, Value: session})
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
+	resp := tc.do(t, context.Background(), "POST", path, session, strings.NewReader(body), append([]string{"Content-Type", ctype}, hdr...)...)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)

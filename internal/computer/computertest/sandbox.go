@@ -323,20 +323,7 @@ func listen(e *Env) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("pong\n"))
-			c.Close()
-		}
-	}()
-	e.Cleanup(func() { ln.Close(); wg.Wait() })
+	e.Cleanup(Pong(ln))
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -552,4 +539,23 @@ func checkCleanup(e *Env) error {
 		return fmt.Errorf("second close: %w", err)
 	}
 	return nil
+}
+
+// Pong answers "pong" to every connection ln accepts until the returned stop is called, which
+// closes ln and waits for the loop to end.
+func Pong(ln net.Listener) (stop func()) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("pong\n"))
+			c.Close()
+		}
+	}()
+	return func() { ln.Close(); wg.Wait() }
 }

@@ -125,20 +125,7 @@ func TestNetworkAllowed(t *testing.T) {
 	if err != nil {
 		t.Skipf("cannot listen on the bridge's gateway %s: %v", gw, err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("pong\n"))
-			c.Close()
-		}
-	}()
-	defer func() { ln.Close(); wg.Wait() }()
+	defer computertest.Pong(ln)()
 	dial := fmt.Sprintf(`python3 -c 'import socket; s = socket.create_connection((%q, %d), timeout=5); print(s.recv(10).decode(), end="")'`,
 		gw, ln.Addr().(*net.TCPAddr).Port)
 	for _, allowed := range []bool{true, false} {

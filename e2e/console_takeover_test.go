@@ -179,7 +179,21 @@ entries:
 	}
 	clickAt := func(p [2]int) {
 		t.Helper()
-		at, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](fmt.Sprintf(screenPoint, p[0], p[1])))
+		// Click once the page has settled, as a person would: the live status line above the
+		// screen may still grow (the stream's first status) and move the image down.
+		var at []float64
+		var err error
+		for still, tries := 0, 0; still < 3 && tries < 100 && err == nil; tries++ {
+			var next []float64
+			next, err = chromedp.Run(ctx, chromedp.Evaluate[[]float64](fmt.Sprintf(screenPoint, p[0], p[1])))
+			if err == nil && len(at) == 2 && len(next) == 2 && next[0] == at[0] && next[1] == at[1] {
+				still++
+			} else {
+				still = 0
+			}
+			at = next
+			time.Sleep(100 * time.Millisecond)
+		}
 		if err == nil {
 			err = chromedp.Do(ctx, chromedp.MouseClickXY(at[0], at[1]))
 		}

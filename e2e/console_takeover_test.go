@@ -177,11 +177,10 @@ entries:
 	if err != nil || control != "true takeover" {
 		t.Fatalf("the run page of a takeover: %q (%v)", control, err)
 	}
-	clickAt := func(p [2]int) {
+	// clickOnce clicks the screen image where it shows the viewport's point p, once the page has
+	// settled as a person would wait for it, and returns where the browser says it clicked.
+	clickOnce := func(p [2]int) (x, y int, at []float64) {
 		t.Helper()
-		// Click once the page has settled, as a person would: the live status line above the
-		// screen may still grow (the stream's first status) and move the image down.
-		var at []float64
 		var err error
 		for still, tries := 0, 0; still < 3 && tries < 100 && err == nil; tries++ {
 			var next []float64
@@ -194,6 +193,9 @@ entries:
 			at = next
 			time.Sleep(100 * time.Millisecond)
 		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.getElementById('screen-note').textContent = '', true)`)); err != nil {
+			t.Fatal(err)
+		}
 		if err == nil {
 			err = chromedp.Do(ctx, chromedp.MouseClickXY(at[0], at[1]))
 		}
@@ -202,10 +204,26 @@ entries:
 		}
 		got := note("clicked at (")
 		xy := regexp.MustCompile(`\((\d+), (\d+)\)`).FindStringSubmatch(got)
-		x, _ := strconv.Atoi(xy[1])
-		y, _ := strconv.Atoi(xy[2])
-		if abs(x-p[0]) > 3 || abs(y-p[1]) > 3 {
-			t.Errorf("a click shown at %v reached the browser at (%d, %d)", p, x, y)
+		x, _ = strconv.Atoi(xy[1])
+		y, _ = strconv.Atoi(xy[2])
+		return x, y, at
+	}
+	// A click lands where the screen shows it. Under a loaded machine the console page has been
+	// seen to move (by ~90 px) at the instant of a click; a person would see the miss and click
+	// again, so up to three clicks are allowed, each miss logged with the image's geometry.
+	clickAt := func(p [2]int) {
+		t.Helper()
+		for try := 1; ; try++ {
+			x, y, at := clickOnce(p)
+			if abs(x-p[0]) <= 3 && abs(y-p[1]) <= 3 {
+				return
+			}
+			geo, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const i = document.getElementById('screen-img'); const r = i.getBoundingClientRect(); return JSON.stringify({nw: i.naturalWidth, nh: i.naturalHeight, cw: i.clientWidth, ch: i.clientHeight, top: r.top, left: r.left, iw: innerWidth, ih: innerHeight, sy: scrollY}); })()`))
+			msg := fmt.Sprintf("a click shown at %v (clicked at %v) reached the browser at (%d, %d); the image: %s", p, at, x, y, geo)
+			if try == 3 {
+				t.Fatal(msg)
+			}
+			t.Log(msg + "; clicking again")
 		}
 	}
 	clickAt(buttonAt)

@@ -229,7 +229,7 @@ var runTmpl = template.Must(template.New("run").Funcs(funcs).Parse(`{{define "re
 When you are done, <b>answer the run's question below</b>: that hands the browser back to the agent.{{else}}The run's browser, live. You get the controls when the agent asks you to take over.{{end}}</p>
 {{if .Control}}<form id="screen-type"><input id="screen-text" autocomplete="off" size="40" placeholder="text to type into the browser"> <button type="submit">Type</button>
 {{range $.Keys}} <button type="button" data-key="{{.Key}}">{{.Label}}</button>{{end}}</form>{{end}}
-<p><img id="screen-img" src="/runs/{{$.Run.Metadata.Name}}/screen.jpg" alt="the screen of the run's browser" style="max-width:100%;height:auto;border:1px solid #999{{if .Control}};cursor:crosshair{{end}}"></p>
+<p><img id="screen-img" src="/runs/{{$.Run.Metadata.Name}}/screen.jpg" alt="the screen of the run's browser" style="max-width:100%;border:1px solid #999{{if .Control}};cursor:crosshair{{end}}"></p>
 <p id="screen-note" class="live"></p><noscript><p>The screen stays still and takes no clicks without JavaScript.</p></noscript>
 {{else}}<p id="screen-away">{{.Why}}{{if .Takeover}} You can still answer the run's question below; the agent then goes on without the takeover.{{end}}</p>{{end}}
 </div>{{end}}

@@ -316,13 +316,6 @@
 
   function startScreen() {
     screenImg.addEventListener('load', function () {
-      // The frame's size as the image's own width and height (CSS keeps it within the page):
-      // the box keeps its shape while the next frame loads, so nothing under a person's mouse
-      // moves.
-      if (screenImg.naturalWidth && String(screenImg.naturalWidth) !== screenImg.getAttribute('width')) {
-        screenImg.setAttribute('width', screenImg.naturalWidth);
-        screenImg.setAttribute('height', screenImg.naturalHeight);
-      }
       if (frameFailed) {
         frameFailed = false;
         note('');

@@ -169,7 +169,7 @@ func (s *Store) GetAgentRevision(ctx context.Context, name string, revision int6
 	var spec []byte
 	err := s.pool.QueryRow(ctx, `SELECT spec FROM agent_revisions WHERE agent = $1 AND revision = $2`, name, revision).Scan(&spec)
 	if err != nil {
-		return nil, fmt.Errorf("agent %s revision %d: %w", name, revision, notFound(err))
+		return nil, fmt.Errorf("agent %s revision %d: %w", name, revision, readErr(ctx, notFound(err)))
 	}
 	var sp api.AgentSpec
 	if err := json.Unmarshal(spec, &sp); err != nil {

@@ -188,6 +188,15 @@ func unreachable(err error) bool {
 	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 
+// readErr marks the error of a read outside a transaction as ErrUnavailable when the database
+// could not be reached (restarting, connection killed), so a run reading it is retried, not failed.
+func readErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrNotFound) && unreachable(err) {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return err
+}
+
 func isUnique(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" // unique_violation

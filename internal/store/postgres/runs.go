@@ -87,7 +87,7 @@ func scanRun(row pgx.Row) (*api.AgentRun, error) {
 func (s *Store) GetRun(ctx context.Context, name string) (*api.AgentRun, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, runCols+` WHERE name = $1`, name))
 	if err != nil {
-		return nil, fmt.Errorf("get run %s: %w", name, err)
+		return nil, fmt.Errorf("get run %s: %w", name, readErr(ctx, err))
 	}
 	return r, nil
 }
@@ -281,7 +281,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, key, payload, time FROM messages WHERE run = $1 AND seq > $2 ORDER BY seq`, run, afterSeq)
 	if err != nil {
-		return nil, fmt.Errorf("list messages of %s: %w", run, err)
+		return nil, fmt.Errorf("list messages of %s: %w", run, readErr(ctx, err))
 	}
 	defer rows.Close()
 	var out []api.Message
@@ -290,13 +290,13 @@ func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([
 		var p []byte
 		var t time.Time
 		if err := rows.Scan(&m.Seq, &m.Key, &p, &t); err != nil {
-			return nil, fmt.Errorf("list messages of %s: %w", run, err)
+			return nil, fmt.Errorf("list messages of %s: %w", run, readErr(ctx, err))
 		}
 		m.Payload, m.Time = string(p), utc(t)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list messages of %s: %w", run, err)
+		return nil, fmt.Errorf("list messages of %s: %w", run, readErr(ctx, err))
 	}
 	return out, nil
 }

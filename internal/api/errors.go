@@ -38,6 +38,8 @@ const (
 	CodeUnauthorized     = "Unauthorized"
 	CodeNotResolvable    = "NotResolvable"
 	CodeInternal         = "Internal"
+	// CodeStoreUnavailable: the store could not be reached (a database restarting); try again.
+	CodeStoreUnavailable = "StoreUnavailable"
 )
 
 // Errorf makes an *Error.

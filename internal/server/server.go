@@ -188,6 +188,8 @@ func storeErr(err error) *api.Error {
 		return api.Errorf(http.StatusConflict, api.CodeAgentRunFinished, "", "the run has finished and takes no more messages or actions")
 	case errors.Is(err, store.ErrNotWaiting):
 		return api.Errorf(http.StatusConflict, api.CodeNotResolvable, "", "%v", err)
+	case errors.Is(err, store.ErrUnavailable):
+		return api.Errorf(http.StatusServiceUnavailable, api.CodeStoreUnavailable, "", "the store is unavailable, try again: %v", err)
 	case errors.Is(err, context.Canceled):
 		return api.Errorf(499, "ClientClosed", "", "request cancelled")
 	}

@@ -120,7 +120,7 @@ func scanAgent(row pgx.Row) (*api.Agent, error) {
 }
 
 func (s *Store) GetAgent(ctx context.Context, name string) (*api.Agent, error) {
-	a, err := scanAgent(s.pool.QueryRow(ctx, agentCols+` WHERE name = $1`, name))
+	a, err := scanAgent(s.read.QueryRow(ctx, agentCols+` WHERE name = $1`, name))
 	if err != nil {
 		return nil, fmt.Errorf("get agent %s: %w", name, err)
 	}
@@ -128,7 +128,7 @@ func (s *Store) GetAgent(ctx context.Context, name string) (*api.Agent, error) {
 }
 
 func (s *Store) ListAgents(ctx context.Context) ([]*api.Agent, error) {
-	rows, err := s.pool.Query(ctx, agentCols+` ORDER BY name`)
+	rows, err := s.read.Query(ctx, agentCols+` ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list agents: %w", err)
 	}
@@ -167,9 +167,9 @@ func (s *Store) DeleteAgent(ctx context.Context, name string) error {
 
 func (s *Store) GetAgentRevision(ctx context.Context, name string, revision int64) (*api.AgentSpec, error) {
 	var spec []byte
-	err := s.pool.QueryRow(ctx, `SELECT spec FROM agent_revisions WHERE agent = $1 AND revision = $2`, name, revision).Scan(&spec)
+	err := s.read.QueryRow(ctx, `SELECT spec FROM agent_revisions WHERE agent = $1 AND revision = $2`, name, revision).Scan(&spec)
 	if err != nil {
-		return nil, fmt.Errorf("agent %s revision %d: %w", name, revision, readErr(ctx, notFound(err)))
+		return nil, fmt.Errorf("agent %s revision %d: %w", name, revision, notFound(err))
 	}
 	var sp api.AgentSpec
 	if err := json.Unmarshal(spec, &sp); err != nil {

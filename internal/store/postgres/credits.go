@@ -113,7 +113,7 @@ func (s *Store) AddCredits(ctx context.Context, amount int64, note string) (stor
 func (s *Store) Credits(ctx context.Context, limit int) (store.CreditBalance, []store.CreditEntry, error) {
 	var b store.CreditBalance
 	var adds int64
-	if err := s.pool.QueryRow(ctx, `SELECT adds, added, charged, unknown_charges, (SELECT COALESCE(SUM(amount), 0)::bigint FROM credit_reservations)
+	if err := s.read.QueryRow(ctx, `SELECT adds, added, charged, unknown_charges, (SELECT COALESCE(SUM(amount), 0)::bigint FROM credit_reservations)
 		FROM credits_account WHERE id = 1`).Scan(&adds, &b.Added, &b.Charged, &b.UnknownCharges, &b.Reserved); err != nil {
 		return b, nil, fmt.Errorf("credits: %w", err)
 	}
@@ -124,7 +124,7 @@ func (s *Store) Credits(ctx context.Context, limit int) (store.CreditBalance, []
 		q += ` LIMIT $1`
 		args = append(args, limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.read.Query(ctx, q, args...)
 	if err != nil {
 		return b, nil, fmt.Errorf("credits ledger: %w", err)
 	}
@@ -198,7 +198,7 @@ func (s *Store) ReserveCredits(ctx context.Context, l store.Lease, r store.Reser
 }
 
 func (s *Store) ListReservations(ctx context.Context) ([]store.Reservation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT run, step_key, attempt, amount, time FROM credit_reservations ORDER BY run, step_key`)
+	rows, err := s.read.Query(ctx, `SELECT run, step_key, attempt, amount, time FROM credit_reservations ORDER BY run, step_key`)
 	if err != nil {
 		return nil, fmt.Errorf("list reservations: %w", err)
 	}
@@ -275,14 +275,14 @@ func (s *Store) PutSecret(ctx context.Context, name string, sealed []byte, keys 
 
 func (s *Store) GetSecret(ctx context.Context, name string) ([]byte, error) {
 	var b []byte
-	if err := s.pool.QueryRow(ctx, `SELECT sealed FROM secrets WHERE name = $1`, name).Scan(&b); err != nil {
+	if err := s.read.QueryRow(ctx, `SELECT sealed FROM secrets WHERE name = $1`, name).Scan(&b); err != nil {
 		return nil, fmt.Errorf("secret %s: %w", name, notFound(err))
 	}
 	return b, nil
 }
 
 func (s *Store) ListSecrets(ctx context.Context) ([]store.SecretInfo, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, keys, updated_at FROM secrets ORDER BY name`)
+	rows, err := s.read.Query(ctx, `SELECT name, keys, updated_at FROM secrets ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: %w", err)
 	}
@@ -306,7 +306,7 @@ func (s *Store) ListSecrets(ctx context.Context) ([]store.SecretInfo, error) {
 }
 
 func (s *Store) DeleteSecret(ctx context.Context, name string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM secrets WHERE name = $1`, name)
+	tag, err := s.read.Exec(ctx, `DELETE FROM secrets WHERE name = $1`, name)
 	if err != nil {
 		return fmt.Errorf("delete secret %s: %w", name, err)
 	}

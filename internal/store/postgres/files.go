@@ -31,7 +31,7 @@ func queueFiles(b *pgx.Batch, run string, files []store.FileWrite) {
 
 // ListFiles returns the run folder as saved, ordered by path (bytewise).
 func (s *Store) ListFiles(ctx context.Context, run string) ([]store.File, error) {
-	rows, err := s.pool.Query(ctx, `SELECT path, content, mode, size, updated_at FROM files WHERE run = $1 ORDER BY path`, run)
+	rows, err := s.read.Query(ctx, `SELECT path, content, mode, size, updated_at FROM files WHERE run = $1 ORDER BY path`, run)
 	if err != nil {
 		return nil, fmt.Errorf("list files of %s: %w", run, err)
 	}
@@ -52,7 +52,7 @@ func (s *Store) ListFiles(ctx context.Context, run string) ([]store.File, error)
 
 // ListFileInfos is ListFiles without the contents.
 func (s *Store) ListFileInfos(ctx context.Context, run string) ([]store.File, error) {
-	rows, err := s.pool.Query(ctx, `SELECT path, mode, size, updated_at FROM files WHERE run = $1 ORDER BY path`, run)
+	rows, err := s.read.Query(ctx, `SELECT path, mode, size, updated_at FROM files WHERE run = $1 ORDER BY path`, run)
 	if err != nil {
 		return nil, fmt.Errorf("list file infos of %s: %w", run, err)
 	}
@@ -76,7 +76,7 @@ func (s *Store) ListFileInfos(ctx context.Context, run string) ([]store.File, er
 
 // GetFile returns one saved file; ErrNotFound if it was never saved or was deleted since.
 func (s *Store) GetFile(ctx context.Context, run, path string) (store.File, error) {
-	f, err := scanFile(s.pool.QueryRow(ctx, `SELECT path, content, mode, size, updated_at FROM files WHERE run = $1 AND path = $2`, run, path))
+	f, err := scanFile(s.read.QueryRow(ctx, `SELECT path, content, mode, size, updated_at FROM files WHERE run = $1 AND path = $2`, run, path))
 	if err != nil {
 		return store.File{}, fmt.Errorf("get file %s of %s: %w", path, run, notFound(err))
 	}
@@ -117,7 +117,7 @@ func (s *Store) Heartbeat(ctx context.Context, r store.RunnerInfo) error {
 
 // ListRunners returns every registered runner, ordered by name.
 func (s *Store) ListRunners(ctx context.Context) ([]store.RunnerInfo, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, version, host, pid, started_at, heartbeat_at, runs_held FROM runners ORDER BY name`)
+	rows, err := s.read.Query(ctx, `SELECT name, version, host, pid, started_at, heartbeat_at, runs_held FROM runners ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list runners: %w", err)
 	}

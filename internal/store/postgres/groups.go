@@ -73,7 +73,7 @@ func (s *Store) CreateGroup(ctx context.Context, g *api.AgentGroup) error {
 }
 
 func (s *Store) GetGroup(ctx context.Context, name string) (*api.AgentGroup, error) {
-	g, err := scanGroup(s.pool.QueryRow(ctx, groupCols+` WHERE name = $1`, name))
+	g, err := scanGroup(s.read.QueryRow(ctx, groupCols+` WHERE name = $1`, name))
 	if err != nil {
 		return nil, fmt.Errorf("get group %s: %w", name, err)
 	}
@@ -81,7 +81,7 @@ func (s *Store) GetGroup(ctx context.Context, name string) (*api.AgentGroup, err
 }
 
 func (s *Store) ListGroups(ctx context.Context) ([]*api.AgentGroup, error) {
-	rows, err := s.pool.Query(ctx, groupCols+` ORDER BY name`)
+	rows, err := s.read.Query(ctx, groupCols+` ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
@@ -208,7 +208,7 @@ func scanEnv(row pgx.Row) (*api.Environment, error) {
 }
 
 func (s *Store) GetEnvironment(ctx context.Context, name, version string) (*api.Environment, error) {
-	e, err := scanEnv(s.pool.QueryRow(ctx, envCols+` WHERE name = $1 AND version = $2`, name, version))
+	e, err := scanEnv(s.read.QueryRow(ctx, envCols+` WHERE name = $1 AND version = $2`, name, version))
 	if err != nil {
 		return nil, fmt.Errorf("get environment %s@%s: %w", name, version, err)
 	}
@@ -216,7 +216,7 @@ func (s *Store) GetEnvironment(ctx context.Context, name, version string) (*api.
 }
 
 func (s *Store) ListEnvironments(ctx context.Context) ([]*api.Environment, error) {
-	rows, err := s.pool.Query(ctx, envCols+` ORDER BY name, version`)
+	rows, err := s.read.Query(ctx, envCols+` ORDER BY name, version`)
 	if err != nil {
 		return nil, fmt.Errorf("list environments: %w", err)
 	}
@@ -333,7 +333,7 @@ func scanMembers(rows pgx.Rows) ([]store.Member, error) {
 }
 
 func (s *Store) GroupMembers(ctx context.Context, group string) ([]store.Member, error) {
-	rows, err := s.pool.Query(ctx, memberSQL, group)
+	rows, err := s.read.Query(ctx, memberSQL, group)
 	if err != nil {
 		return nil, fmt.Errorf("members of group %s: %w", group, err)
 	}
@@ -345,7 +345,7 @@ func (s *Store) GroupMembers(ctx context.Context, group string) ([]store.Member,
 }
 
 func (s *Store) GroupsToAdmit(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT group_name FROM runs WHERE NOT admitted AND phase = 'Queued'`)
+	rows, err := s.read.Query(ctx, `SELECT DISTINCT group_name FROM runs WHERE NOT admitted AND phase = 'Queued'`)
 	if err != nil {
 		return nil, fmt.Errorf("groups to admit: %w", err)
 	}

@@ -38,7 +38,9 @@ import (
 
 // Store is the PostgreSQL backend.
 type Store struct {
-	pool   *pgxpool.Pool
+	pool *pgxpool.Pool
+	// read runs the statements outside a transaction (reads, mostly) on pool.
+	read   reads
 	wake   *wake.Waker
 	lis    *listener
 	events *eventNotifier
@@ -68,7 +70,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
 	}
-	s := &Store{pool: pool, wake: wake.New()}
+	s := &Store{pool: pool, read: reads{pool}, wake: wake.New()}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -188,10 +190,47 @@ func unreachable(err error) bool {
 	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 
-// readErr marks the error of a read outside a transaction as ErrUnavailable when the database
-// could not be reached (restarting, connection killed), so a run reading it is retried, not failed.
+// reads runs statements outside a transaction on the pool. Their errors say ErrUnavailable when
+// the database could not be reached (restarting, connection killed), as tx's do, so a run reading
+// is retried, not failed, and the API answers "unavailable" rather than an internal error.
+type reads struct{ pool *pgxpool.Pool }
+
+func (r reads) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	rows, err := r.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, readErr(ctx, err)
+	}
+	return readRows{rows, ctx}, nil
+}
+
+func (r reads) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return readRow{r.pool.QueryRow(ctx, sql, args...), ctx}
+}
+
+func (r reads) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := r.pool.Exec(ctx, sql, args...)
+	return tag, readErr(ctx, err)
+}
+
+type readRow struct {
+	pgx.Row
+	ctx context.Context
+}
+
+func (r readRow) Scan(dest ...any) error { return readErr(r.ctx, r.Row.Scan(dest...)) }
+
+type readRows struct {
+	pgx.Rows
+	ctx context.Context
+}
+
+func (r readRows) Err() error { return readErr(r.ctx, r.Rows.Err()) }
+
+func (r readRows) Scan(dest ...any) error { return readErr(r.ctx, r.Rows.Scan(dest...)) }
+
+// readErr marks err as ErrUnavailable when it says the database could not be reached.
 func readErr(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrNotFound) && unreachable(err) {
+	if err != nil && ctx.Err() == nil && unreachable(err) {
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -372,7 +373,7 @@ func TestSurvivesKilledConnections(t *testing.T) {
 			}
 		}
 	}()
-	var ok, failed int
+	var ok, failed, readsFailed int
 	until := time.Now().Add(1500 * time.Millisecond)
 	for time.Now().Before(until) {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -383,10 +384,24 @@ func TestSurvivesKilledConnections(t *testing.T) {
 		} else {
 			ok++
 		}
+		// A read that a killed connection fails says the store is unavailable (a run retries it),
+		// never a plain error (which would fail the run).
+		cctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		_, rerr := s.GetRun(cctx, "run-1")
+		if rerr == nil {
+			_, rerr = s.ListMessages(cctx, "run-1", 0)
+		}
+		cancel()
+		if rerr != nil {
+			readsFailed++
+			if !errors.Is(rerr, store.ErrUnavailable) {
+				t.Errorf("a read on a killed connection: %v, want ErrUnavailable", rerr)
+			}
+		}
 	}
 	close(stop)
 	killer.Wait()
-	t.Logf("%d commits acknowledged, %d failed while %d connections were killed", ok, failed, killed)
+	t.Logf("%d commits acknowledged, %d failed, %d reads failed while %d connections were killed", ok, failed, readsFailed, killed)
 	if killed == 0 {
 		t.Fatal("no connection was killed")
 	}

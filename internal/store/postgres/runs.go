@@ -85,9 +85,9 @@ func scanRun(row pgx.Row) (*api.AgentRun, error) {
 }
 
 func (s *Store) GetRun(ctx context.Context, name string) (*api.AgentRun, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, runCols+` WHERE name = $1`, name))
+	r, err := scanRun(s.read.QueryRow(ctx, runCols+` WHERE name = $1`, name))
 	if err != nil {
-		return nil, fmt.Errorf("get run %s: %w", name, readErr(ctx, err))
+		return nil, fmt.Errorf("get run %s: %w", name, err)
 	}
 	return r, nil
 }
@@ -112,7 +112,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*api.AgentRu
 		args = append(args, f.Limit)
 		q += ` LIMIT $` + strconv.Itoa(len(args))
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.read.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -133,7 +133,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*api.AgentRu
 
 // CountRuns returns the number of runs in each phase (phases with none are absent).
 func (s *Store) CountRuns(ctx context.Context) (map[string]int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT phase, count(*) FROM runs GROUP BY phase`)
+	rows, err := s.read.Query(ctx, `SELECT phase, count(*) FROM runs GROUP BY phase`)
 	if err != nil {
 		return nil, fmt.Errorf("count runs: %w", err)
 	}
@@ -279,9 +279,9 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 }
 
 func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, key, payload, time FROM messages WHERE run = $1 AND seq > $2 ORDER BY seq`, run, afterSeq)
+	rows, err := s.read.Query(ctx, `SELECT seq, key, payload, time FROM messages WHERE run = $1 AND seq > $2 ORDER BY seq`, run, afterSeq)
 	if err != nil {
-		return nil, fmt.Errorf("list messages of %s: %w", run, readErr(ctx, err))
+		return nil, fmt.Errorf("list messages of %s: %w", run, err)
 	}
 	defer rows.Close()
 	var out []api.Message
@@ -290,13 +290,13 @@ func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([
 		var p []byte
 		var t time.Time
 		if err := rows.Scan(&m.Seq, &m.Key, &p, &t); err != nil {
-			return nil, fmt.Errorf("list messages of %s: %w", run, readErr(ctx, err))
+			return nil, fmt.Errorf("list messages of %s: %w", run, err)
 		}
 		m.Payload, m.Time = string(p), utc(t)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list messages of %s: %w", run, readErr(ctx, err))
+		return nil, fmt.Errorf("list messages of %s: %w", run, err)
 	}
 	return out, nil
 }
@@ -372,7 +372,7 @@ func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) e
 }
 
 func (s *Store) ListSteps(ctx context.Context, run string) ([]api.Step, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros,
+	rows, err := s.read.Query(ctx, `SELECT seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros,
 		started_at, completed_at, resolution, resolution_result FROM steps WHERE run = $1 ORDER BY seq`, run)
 	if err != nil {
 		return nil, fmt.Errorf("list steps of %s: %w", run, err)
@@ -405,7 +405,7 @@ func (s *Store) ListEvents(ctx context.Context, run string, afterSeq int64, limi
 		q += ` LIMIT $3`
 		args = append(args, limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.read.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list events of %s: %w", run, err)
 	}

@@ -49,14 +49,7 @@ restored from the store, so runners need no shared disk; --data is only a local 
 				host, _ := os.Hostname()
 				name = "runner-" + host
 			}
-			dir, err := dataDir(data)
-			if err != nil {
-				return err
-			}
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return fmt.Errorf("create data folder %s: %w", dir, err)
-			}
-			log, err := newLogger(logLevel)
+			dir, log, err := startProcess(data, logLevel)
 			if err != nil {
 				return err
 			}

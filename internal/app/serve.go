@@ -146,6 +146,23 @@ func (o *runnerOptions) validate() error {
 	return nil
 }
 
+// startProcess makes the data folder (--data, see dataDir) and the logger a serve or runner
+// process starts with.
+func startProcess(data, logLevel string) (string, *slog.Logger, error) {
+	dir, err := dataDir(data)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("create data folder %s: %w", dir, err)
+	}
+	log, err := newLogger(logLevel)
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, log, nil
+}
+
 // dataDir is --data, else AGENTRUN_HOME, else ~/.agentrun.
 func dataDir(flag string) (string, error) {
 	if flag != "" {
@@ -212,14 +229,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err := ro.validate(); err != nil {
 				return err
 			}
-			dir, err := dataDir(data)
-			if err != nil {
-				return err
-			}
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return fmt.Errorf("create data folder %s: %w", dir, err)
-			}
-			log, err := newLogger(logLevel)
+			dir, log, err := startProcess(data, logLevel)
 			if err != nil {
 				return err
 			}

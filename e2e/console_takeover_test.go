@@ -159,7 +159,8 @@ entries:
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		t.Fatalf("the screen's note never said %q: %q (%v)", want, got, err)
+		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('screen-state').textContent`))
+		t.Fatalf("the screen's note never said %q: %q (%v); the frame's state: %q", want, got, err, state)
 		return ""
 	}
 	deadline = time.Now().Add(15 * time.Second)

@@ -107,7 +107,7 @@ func newEnv(t *testing.T, script string) *env {
 			e.kill()
 		}
 		if t.Failed() && e.stderr != nil {
-			t.Logf("server stderr:\n%s", e.stderr.String())
+			t.Logf("server stderr (requests answered 2xx or 3xx left out):\n%s", quietLog(e.stderr.String()))
 		}
 	})
 	return e
@@ -335,4 +335,20 @@ func writeFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// quietLog drops from a server's log the lines of requests answered 2xx or 3xx (tests poll, and
+// those lines would bury what went wrong) and says how many it dropped.
+func quietLog(s string) string {
+	var b strings.Builder
+	dropped := 0
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if strings.Contains(line, "msg=http ") && (strings.Contains(line, " status=2") || strings.Contains(line, " status=3")) {
+			dropped++
+			continue
+		}
+		b.WriteString(line)
+	}
+	fmt.Fprintf(&b, "(%d request lines answered 2xx or 3xx left out)\n", dropped)
+	return b.String()
 }

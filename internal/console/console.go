@@ -230,7 +230,7 @@ When you are done, <b>answer the run's question below</b>: that hands the browse
 {{if .Control}}<form id="screen-type"><input id="screen-text" autocomplete="off" size="40" placeholder="text to type into the browser"> <button type="submit">Type</button>
 {{range $.Keys}} <button type="button" data-key="{{.Key}}">{{.Label}}</button>{{end}}</form>{{end}}
 <p><img id="screen-img" src="/runs/{{$.Run.Metadata.Name}}/screen.jpg" alt="the screen of the run's browser" style="max-width:100%;border:1px solid #999{{if .Control}};cursor:crosshair{{end}}"></p>
-<p id="screen-note" class="live"></p><noscript><p>The screen stays still and takes no clicks without JavaScript.</p></noscript>
+<p id="screen-note" class="live"></p><p id="screen-state" class="wait" hidden></p><noscript><p>The screen stays still and takes no clicks without JavaScript.</p></noscript>
 {{else}}<p id="screen-away">{{.Why}}{{if .Takeover}} You can still answer the run's question below; the agent then goes on without the takeover.{{end}}</p>{{end}}
 </div>{{end}}
 {{if .Streaming}}<form id="answer-form" method="post" action="/runs/{{.Run.Metadata.Name}}/answer"{{if not .AnswerOpen}} hidden{{end}}><input type="hidden" name="csrf" value="{{.CSRF}}">

@@ -250,12 +250,18 @@
     submitting = true;
   }, true);
 
-  // The run's Screen.
+  // The run's Screen. Each frame is fetched whole and decoded before it replaces the one on show,
+  // so the image never goes blank or broken (and the page never jumps under a person's pointer)
+  // when a frame is slow or fails: the last good frame stays, and a line under it says why it is
+  // not current.
   var screenImg = document.getElementById('screen-img');
   var screenBox = document.getElementById('screen');
   var screenNote = document.getElementById('screen-note');
+  var screenState = document.getElementById('screen-state');
   var frameTimer = null;
-  var frameFailed = false;
+  var frameLoading = false;
+  var frameSoon = false; // a person acted while a frame was loading: fetch the next one at once
+  var shownURL = null; // the object URL of the frame on show
   var frameEvery = 300; // ms between frames: about three a second
 
   function note(text) {
@@ -264,16 +270,67 @@
     }
   }
 
+  function frameState(text) {
+    if (screenState) {
+      screenState.textContent = text || '';
+      screenState.hidden = !text;
+    }
+  }
+
   function frameURL() {
     return '/runs/' + encodeURIComponent(name) + '/screen.jpg';
   }
 
+  function decoded(img) {
+    if (img.decode) {
+      return img.decode();
+    }
+    return new Promise(function (ok, fail) {
+      img.onload = ok;
+      img.onerror = fail;
+    });
+  }
+
   function nextFrame() {
     frameTimer = null;
-    if (ended || document.hidden) {
+    if (ended || document.hidden || frameLoading) {
       return;
     }
-    screenImg.src = frameURL() + '?t=' + Date.now();
+    frameLoading = true;
+    frameSoon = false;
+    fetch(frameURL() + '?t=' + Date.now(), {credentials: 'same-origin', cache: 'no-store'}).then(function (r) {
+      if (!r.ok) {
+        return r.text().then(function (t) {
+          throw new Error(t.trim() || 'the server answered HTTP ' + r.status);
+        });
+      }
+      return r.blob();
+    }, function () {
+      throw new Error('could not reach the server');
+    }).then(function (blob) {
+      var url = URL.createObjectURL(blob);
+      var next = new Image();
+      next.src = url;
+      return decoded(next).then(function () {
+        var old = shownURL;
+        shownURL = url;
+        screenImg.src = url;
+        if (old) {
+          URL.revokeObjectURL(old);
+        }
+      }, function () {
+        URL.revokeObjectURL(url);
+        throw new Error('the frame could not be decoded');
+      });
+    }).then(function () {
+      frameLoading = false;
+      frameState('');
+      scheduleFrame(frameSoon ? 0 : frameEvery);
+    }, function (err) {
+      frameLoading = false;
+      frameState('The screen is not current: ' + err.message + '. It shows the last frame and tries again.');
+      scheduleFrame(frameSoon ? 0 : 3000);
+    });
   }
 
   function scheduleFrame(delay) {
@@ -283,6 +340,10 @@
   }
 
   function frameNow() {
+    if (frameLoading) {
+      frameSoon = true;
+      return;
+    }
     if (frameTimer) {
       clearTimeout(frameTimer);
       frameTimer = null;
@@ -315,27 +376,6 @@
   }
 
   function startScreen() {
-    screenImg.addEventListener('load', function () {
-      if (frameFailed) {
-        frameFailed = false;
-        note('');
-      }
-      scheduleFrame(frameEvery);
-    });
-    screenImg.addEventListener('error', function () {
-      // An image says nothing of why it failed: ask again for the server's reason.
-      frameFailed = true;
-      fetch(frameURL(), {credentials: 'same-origin', cache: 'no-store'}).then(function (r) {
-        return r.ok ? '' : r.text();
-      }).then(function (t) {
-        if (frameFailed && t) {
-          note(t.trim());
-        }
-      }, function () {
-        note('the screen is not reachable; trying again');
-      });
-      scheduleFrame(3000);
-    });
     document.addEventListener('visibilitychange', function () {
       if (!document.hidden) {
         scheduleFrame(0);
@@ -344,6 +384,7 @@
     if (screenBox.getAttribute('data-control') === 'true') {
       screenImg.addEventListener('click', function (e) {
         if (!screenImg.naturalWidth || !screenImg.clientWidth) {
+          note('the screen has not loaded yet: click again once it shows');
           return;
         }
         // From the image as shown to the viewport: a frame has one pixel per CSS pixel.
@@ -372,7 +413,7 @@
         });
       }
     }
-    // The first frame may have loaded (or failed) before this script ran: fetch one now.
+    // The page's own frame (shown without JavaScript too) is replaced by a current one now.
     scheduleFrame(0);
   }
 

@@ -307,7 +307,7 @@ func (d *drive) loop(ctx context.Context) error {
 		if maxTokens <= 0 {
 			maxTokens = api.DefaultMaxTokens
 		}
-		req := &model.Request{Model: modelName, System: d.spec.System, Messages: conv, Tools: defs, MaxTokens: maxTokens, Stream: true}
+		req := &model.Request{Model: modelName, System: d.spec.System, Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
 		key := fmt.Sprintf("t%d/model", turn)
 		if err := d.guard(ctx, key, req, modelName); err != nil {
 			return err

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
@@ -26,7 +28,7 @@ func (d *drive) computerKind() computer.Kind {
 // computerTool returns the definition of a tool of the run's computer kind.
 func (d *drive) computerTool(name string) (computer.ToolDef, bool) {
 	td, ok := computer.LookupTool(name)
-	if !ok || td.Kind != d.computerKind() || td.Kind == computer.KindNone {
+	if !ok || !computer.Has(d.computerKind(), td) || td.Kind == computer.KindNone {
 		return computer.ToolDef{}, false
 	}
 	return td, true
@@ -57,8 +59,11 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 		provider = d.spec.Computer.Provider
 	}
 	pref := providers.SandboxPreference
-	if kind == computer.KindBrowser {
+	switch kind {
+	case computer.KindBrowser:
 		pref = []string{"chromium"}
+	case computer.KindDesktop:
+		pref = []string{"local"}
 	}
 	p, err := d.e.Computers.Resolve(ctx, kind, provider, pref...)
 	if err != nil {
@@ -120,7 +125,7 @@ func (d *drive) endDrive() {
 
 // computerCall runs (or replays) one call of a computer tool as a journal step.
 func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDef, call model.Block, result func(string, bool) model.Block) (model.Block, error) {
-	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(call.Input), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly}
+	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(call.Input), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly || td.Repeatable}
 	if !td.ReadOnly {
 		spec.Files = d.folderChanges
 	}
@@ -136,7 +141,7 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 		if err != nil {
 			return nil, nil, err
 		}
-		content, isErr, err := computer.Run(ctx, c, call.Name, call.Input)
+		r, err := computer.RunTool(ctx, c, call.Name, call.Input)
 		if errors.Is(err, computer.ErrClosed) {
 			// The computer died (not the agent's doing): make a new one around the folder, once.
 			d.e.liveComputers().Forget(d.run.Metadata.Name, c)
@@ -145,17 +150,45 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 			if c, err = d.ensureComputer(ctx); err != nil {
 				return nil, nil, err
 			}
-			content, isErr, err = computer.Run(ctx, c, call.Name, call.Input)
+			r, err = computer.RunTool(ctx, c, call.Name, call.Input)
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		return tools.Result{Content: content, IsError: isErr}, nil, nil
+		return tools.Result{Content: r.Content, IsError: r.IsError, Images: r.Images}, nil, nil
 	})
 	if err != nil {
 		return model.Block{}, err
 	}
-	return toolOutcome(key, out, result)
+	b, err := toolOutcome(key, out, result)
+	if err != nil || out.Skipped {
+		return b, err
+	}
+	var r tools.Result
+	if err := json.Unmarshal(out.Result, &r); err != nil {
+		return model.Block{}, fmt.Errorf("decode %s result: %w", key, err)
+	}
+	b.Images, b.Content = d.loadImages(r.Images, b.Content)
+	return b, nil
+}
+
+// loadImages reads a tool result's pictures from the run folder for the model. One that is gone
+// (a person deleted it) is named in the text instead, so the model knows it is missing.
+func (d *drive) loadImages(paths []string, content string) ([]model.Image, string) {
+	var out []model.Image
+	for _, p := range paths {
+		data, err := tools.ReadInFolder(d.folder, p)
+		if err != nil {
+			content += fmt.Sprintf("\n(the image %s could not be read from the run folder: %v)", p, err)
+			continue
+		}
+		mt := "image/png"
+		if strings.HasSuffix(strings.ToLower(p), ".jpg") || strings.HasSuffix(strings.ToLower(p), ".jpeg") {
+			mt = "image/jpeg"
+		}
+		out = append(out, model.Image{MediaType: mt, Data: data})
+	}
+	return out, content
 }
 
 // liveComputers are the computers this engine keeps, one per run.

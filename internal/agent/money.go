@@ -190,10 +190,12 @@ func (d *drive) updateCost(needed *cost.Micros) {
 }
 
 // inputBound bounds a request's input tokens: a token is never less than a byte, so the bytes of
-// the request (system prompt, messages, tool definitions) plus the vendor's framing bound it.
+// the request (system prompt, messages, tool definitions) plus the vendor's framing bound it;
+// pictures count by their size (imageTokens), not their bytes.
 func inputBound(req *model.Request) int64 {
+	req, images := withoutImages(req)
 	b, _ := json.Marshal(req)
-	return int64(len(b)) + inputOverhead
+	return int64(len(b)) + inputOverhead + images
 }
 
 // guard runs before every call on the server's access that is not already recorded: the call's

@@ -36,7 +36,7 @@ import (
 // Kind is what sort of computer an agent gets; it decides the agent's tools.
 type Kind string
 
-// The kinds of computer. desktop and phone have no provider here yet.
+// The kinds of computer. phone has no provider here yet.
 const (
 	KindNone    Kind = "none"
 	KindSandbox Kind = "sandbox"
@@ -271,6 +271,33 @@ type Screen interface {
 	TypeText(ctx context.Context, text string) error
 	// Key presses and releases one key named as in ScreenKeys.
 	Key(ctx context.Context, key string) error
+}
+
+// Desktop is a Linux sandbox with a screen (kind desktop): an X display the agent sees in
+// screenshots and drives with the mouse and keyboard. Programs started with the sandbox's Exec
+// and Start show on that display (DISPLAY is set for them). Coordinates are pixels of the
+// screen from its top-left corner. As a Screen it can be watched and taken over by a person in
+// the console, like a browser.
+type Desktop interface {
+	Sandbox
+	Screen
+	// Size is the screen's size in pixels.
+	Size() (width, height int)
+	// Shot captures the whole screen as a PNG.
+	Shot(ctx context.Context) (png []byte, err error)
+	// Mouse moves the pointer to (x, y) and, when button is not "", clicks it count times
+	// (1 or 2). Buttons: "left", "middle", "right". A point off the screen, an unknown button
+	// or a count other than 1 or 2 is an *AgentError.
+	Mouse(ctx context.Context, x, y int, button string, count int) error
+	// Drag presses the left button at (x1, y1), moves to (x2, y2) and releases it there.
+	Drag(ctx context.Context, x1, y1, x2, y2 int) error
+	// Scroll turns the wheel clicks times in direction ("up", "down", "left", "right") with
+	// the pointer at (x, y).
+	Scroll(ctx context.Context, x, y int, direction string, clicks int) error
+	// Keys presses a key or key combination, named as xdotool names them ("Return",
+	// "ctrl+s", "alt+F4", "shift+Tab"); several separated by spaces are pressed one after
+	// another. An unknown key name is an *AgentError.
+	Keys(ctx context.Context, combo string) error
 }
 
 // ScreenKeys are the keys Screen.Key presses, by their DOM key names.

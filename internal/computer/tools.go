@@ -21,7 +21,22 @@ type ToolDef struct {
 	// repeat after a crash (the journal retries those; others park the run
 	// in NeedsResolution).
 	ReadOnly bool
-	Kind     Kind
+	// Repeatable reports whether a call that changes files (it saves a screenshot) is still
+	// safe to repeat after a crash: the journal retries it rather than asking a person.
+	Repeatable bool
+	// Kind is the kind of computer the tool works on. A desktop is a sandbox with a screen:
+	// it has the sandbox's tools too (see Tools).
+	Kind Kind
+}
+
+// Result is what one call of a computer tool gives the model.
+type Result struct {
+	Content string
+	// IsError marks a result that reports the agent's mistake.
+	IsError bool
+	// Images are pictures the result shows the model (a desktop's screenshots), as paths of
+	// PNG files in the run folder.
+	Images []string
 }
 
 // The sandbox's file operations are the run folder's: the file tools of
@@ -97,20 +112,66 @@ var toolDefs = []ToolDef{
 			"text": {"type": "string", "description": "The text to type."},
 			"submit": {"type": "boolean", "description": "Submit the field's form after typing."}`,
 			"selector", "text")},
-	{Kind: KindBrowser, Name: "browser_screenshot",
+	{Kind: KindBrowser, Name: "browser_screenshot", Repeatable: true,
 		Description: "Save a PNG screenshot of the browser's viewport in your run folder (default screenshots/N.png) and return its path.",
 		Schema:      schema(`"path": {"type": "string", "description": "Where to save it, relative to the run folder, ending in .png."}`)},
+
+	{Kind: KindDesktop, Name: "desktop_screenshot", Repeatable: true,
+		Description: "See your desktop: take a screenshot of the whole screen, which you get as an image with this result, " +
+			"saved as a PNG in your run folder (default screenshots/N.png). Coordinates for the other desktop tools are pixels " +
+			"of this image from its top-left corner. Take one before acting and after anything that changes the screen.",
+		Schema: schema(`"path": {"type": "string", "description": "Where to save it, relative to the run folder, ending in .png."}`)},
+	{Kind: KindDesktop, Name: "desktop_click",
+		Description: "Move the mouse to (x, y) on the screen and click a button there (left unless you say otherwise; double: true for a double click).",
+		Schema: schema(`
+			"x": {"type": "integer", "minimum": 0, "description": "Pixels from the screen's left edge."},
+			"y": {"type": "integer", "minimum": 0, "description": "Pixels from the screen's top edge."},
+			"button": {"type": "string", "enum": ["left", "middle", "right"], "description": "The mouse button (default left)."},
+			"double": {"type": "boolean", "description": "Double-click."}`,
+			"x", "y")},
+	{Kind: KindDesktop, Name: "desktop_move", Repeatable: true,
+		Description: "Move the mouse to (x, y) without clicking (to hover over something).",
+		Schema: schema(`
+			"x": {"type": "integer", "minimum": 0, "description": "Pixels from the screen's left edge."},
+			"y": {"type": "integer", "minimum": 0, "description": "Pixels from the screen's top edge."}`,
+			"x", "y")},
+	{Kind: KindDesktop, Name: "desktop_drag",
+		Description: "Press the left mouse button at (x, y), move to (to_x, to_y) and release it there.",
+		Schema: schema(`
+			"x": {"type": "integer", "minimum": 0}, "y": {"type": "integer", "minimum": 0},
+			"to_x": {"type": "integer", "minimum": 0}, "to_y": {"type": "integer", "minimum": 0}`,
+			"x", "y", "to_x", "to_y")},
+	{Kind: KindDesktop, Name: "desktop_scroll",
+		Description: "Turn the mouse wheel with the pointer at (x, y): clicks notches (default 3) in direction up, down, left or right.",
+		Schema: schema(`
+			"x": {"type": "integer", "minimum": 0}, "y": {"type": "integer", "minimum": 0},
+			"direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
+			"clicks": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Notches to turn (default 3)."}`,
+			"x", "y", "direction")},
+	{Kind: KindDesktop, Name: "desktop_type",
+		Description: "Type text with the keyboard into whatever has the focus on the screen (click a field first).",
+		Schema:      schema(`"text": {"type": "string", "description": "The text to type."}`, "text")},
+	{Kind: KindDesktop, Name: "desktop_key",
+		Description: "Press a key or a key combination, named as X names them: \"Return\", \"Tab\", \"Escape\", \"BackSpace\", \"ctrl+s\", \"alt+F4\", \"shift+Tab\". " +
+			"Several separated by spaces are pressed one after another (\"ctrl+a Delete\").",
+		Schema: schema(`"keys": {"type": "string", "description": "The key or combination, e.g. \"ctrl+s\"."}`, "keys")},
 }
 
-// Tools returns the tools of a kind of computer (none for kind none).
+// Tools returns the tools of a kind of computer (none for kind none). A desktop has the
+// sandbox's tools (programs started with bash show on its screen) and its own.
 func Tools(kind Kind) []ToolDef {
 	var out []ToolDef
 	for _, d := range toolDefs {
-		if d.Kind == kind {
+		if Has(kind, d) {
 			out = append(out, d)
 		}
 	}
 	return out
+}
+
+// Has reports whether a computer of kind offers the tool d.
+func Has(kind Kind, d ToolDef) bool {
+	return d.Kind == kind || (kind == KindDesktop && d.Kind == KindSandbox)
 }
 
 // LookupTool returns the computer tool named name.
@@ -149,22 +210,38 @@ func decode(input json.RawMessage, v any) string {
 // died, ctx ended): the call did not happen as asked and the caller decides
 // what to do; computer.ErrClosed means the computer should be created again.
 func Run(ctx context.Context, c Computer, name string, input json.RawMessage) (content string, isError bool, err error) {
+	r, err := RunTool(ctx, c, name, input)
+	return r.Content, r.IsError, err
+}
+
+// RunTool is Run with the images a result shows the model (a desktop's screenshots).
+func RunTool(ctx context.Context, c Computer, name string, input json.RawMessage) (Result, error) {
 	def, ok := LookupTool(name)
 	if !ok {
-		return fmt.Sprintf("unknown computer tool %q", name), true, nil
+		return Result{Content: fmt.Sprintf("unknown computer tool %q", name), IsError: true}, nil
 	}
 	if c == nil {
-		return "", false, fmt.Errorf("tool %s needs a %s computer and the run has none", name, def.Kind)
+		return Result{}, fmt.Errorf("tool %s needs a %s computer and the run has none", name, def.Kind)
 	}
-	content, err = run(ctx, c, def, input)
+	var r Result
+	var err error
+	if def.Kind == KindDesktop {
+		d, ok := c.(Desktop)
+		if !ok {
+			return Result{}, fmt.Errorf("tool %s needs a desktop; the run's computer is a %s", def.Name, c.Kind())
+		}
+		r, err = runDesktop(ctx, d, def.Name, input)
+	} else {
+		r.Content, err = run(ctx, c, def, input)
+	}
 	var ae *AgentError
 	if errors.As(err, &ae) {
-		return ae.Msg, true, nil
+		return Result{Content: ae.Msg, IsError: true}, nil
 	}
 	if err != nil {
-		return "", false, err
+		return Result{}, err
 	}
-	return content, false, nil
+	return r, nil
 }
 
 func run(ctx context.Context, c Computer, def ToolDef, input json.RawMessage) (string, error) {

@@ -190,3 +190,14 @@ func agentPath(root *os.Root, p string) (string, error) {
 	}
 	return resolve(root, p, rel)
 }
+
+// ReadInFolder reads the file at rel (relative to the run folder) for the agent loop, which
+// shows a tool result's pictures to the model; like the tools, it never reads outside the folder.
+func ReadInFolder(folder, rel string) ([]byte, error) {
+	root, err := os.OpenRoot(folder)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(rel)
+}

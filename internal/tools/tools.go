@@ -12,6 +12,9 @@ import (
 type Result struct {
 	Content string
 	IsError bool
+	// Images are pictures the result shows the model (a desktop's screenshots), as paths of
+	// files in the run folder.
+	Images []string `json:",omitempty"`
 }
 
 // Env is where a tool runs.

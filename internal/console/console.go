@@ -224,12 +224,12 @@ var runTmpl = template.Must(template.New("run").Funcs(funcs).Parse(`{{define "re
 <p id="reload-note" class="wait" hidden></p>
 {{end}}
 {{with .Screen}}<div id="screen"{{if .Takeover}} class="wait"{{end}} data-control="{{.Control}}" data-csrf="{{$.CSRF}}">
-<h2>Screen{{if .Control}}: the agent handed you its browser{{end}}</h2>
-{{if .Live}}<p id="screen-about">{{if .Control}}Click on the screen to click there in the run's browser; type into the field in focus with the box below.
-When you are done, <b>answer the run's question below</b>: that hands the browser back to the agent.{{else}}The run's browser, live. You get the controls when the agent asks you to take over.{{end}}</p>
-{{if .Control}}<form id="screen-type"><input id="screen-text" autocomplete="off" size="40" placeholder="text to type into the browser"> <button type="submit">Type</button>
+<h2>Screen{{if .Control}}: the agent handed you its {{.What}}{{end}}</h2>
+{{if .Live}}<p id="screen-about">{{if .Control}}Click on the screen to click there in the run's {{.What}}; type into the field in focus with the box below.
+When you are done, <b>answer the run's question below</b>: that hands the {{.What}} back to the agent.{{else}}The run's {{.What}}, live. You get the controls when the agent asks you to take over.{{end}}</p>
+{{if .Control}}<form id="screen-type"><input id="screen-text" autocomplete="off" size="40" placeholder="text to type into the {{.What}}"> <button type="submit">Type</button>
 {{range $.Keys}} <button type="button" data-key="{{.Key}}">{{.Label}}</button>{{end}}</form>{{end}}
-<p><img id="screen-img" src="/runs/{{$.Run.Metadata.Name}}/screen.jpg" alt="the screen of the run's browser" style="max-width:100%;border:1px solid #999{{if .Control}};cursor:crosshair{{end}}"></p>
+<p><img id="screen-img" src="/runs/{{$.Run.Metadata.Name}}/screen.jpg" alt="the screen of the run's {{.What}}" style="max-width:100%;border:1px solid #999{{if .Control}};cursor:crosshair{{end}}"></p>
 <p id="screen-note" class="live"></p><p id="screen-state" class="wait" hidden></p><noscript><p>The screen stays still and takes no clicks without JavaScript.</p></noscript>
 {{else}}<p id="screen-away">{{.Why}}{{if .Takeover}} You can still answer the run's question below; the agent then goes on without the takeover.{{end}}</p>{{end}}
 </div>{{end}}

@@ -53,7 +53,9 @@ var screenKeyButtons = []screenKey{{"Enter", "Enter"}, {"Tab", "Tab"}, {"Backspa
 
 // screenSection is the Screen section of a run page.
 type screenSection struct {
-	// Live: the run's browser is live here and its screen is shown.
+	// What is the computer whose screen it is: "browser" or "desktop".
+	What string
+	// Live: the run's computer is live here and its screen is shown.
 	Live bool
 	// Control: the run waits on a takeover, so the person drives (and the section is prominent).
 	Control bool
@@ -85,23 +87,38 @@ func computerKind(steps []api.Step) string {
 }
 
 // screenOf returns the run's screen when it is live in this process, or why it is not.
-func (c *Console) screenOf(run *api.AgentRun) (computer.Screen, string) {
+func (c *Console) screenOf(run *api.AgentRun, what string) (computer.Screen, string) {
 	if c.Screens != nil {
 		if s, ok := c.Screens.Screen(run.Metadata.Name); ok {
 			return s, ""
 		}
 	}
-	where := "The run's browser is on runner " + run.Status.Runner + "."
+	where := "The run's " + what + " is on runner " + run.Status.Runner + "."
 	if run.Status.Runner == "" {
 		where = "The run has not been on a runner yet."
 	}
 	switch {
 	case c.Screens == nil || c.Runner == "":
-		return nil, where + " This server runs no runner in its own process (it was started with --no-runner), and a browser's screen is shown and taken over only by the agentrun serve process whose own runner keeps the browser."
+		return nil, fmt.Sprintf("%s This server runs no runner in its own process (it was started with --no-runner), and a %s's screen is shown and taken over only by the agentrun serve process whose own runner keeps the %[2]s.", where, what)
 	case run.Status.Runner != c.Runner:
-		return nil, fmt.Sprintf("%s A browser's screen is shown and taken over only by the agentrun serve process whose own runner keeps the browser; this server's runner is %s (a separate agentrun runner process shows no screen).", where, c.Runner)
+		return nil, fmt.Sprintf("%s A %s's screen is shown and taken over only by the agentrun serve process whose own runner keeps the %[2]s; this server's runner is %s (a separate agentrun runner process shows no screen).", where, what, c.Runner)
 	}
-	return nil, fmt.Sprintf("The run's browser is not open on runner %s now: a browser kept while its run waits is lost when the server restarts, and the agent's next browser step opens a new one, on a blank page.", c.Runner)
+	return nil, fmt.Sprintf("The run's %s is not open on runner %s now: a %[1]s kept while its run waits is lost when the server restarts, and the agent's next %[1]s step opens a new one.", what, c.Runner)
+}
+
+// screenKind names the run's computer for the page's messages: "browser" or "desktop" (a
+// browser when the run has made no computer yet, as only an agent's browser or desktop has a
+// screen to show).
+func (c *Console) screenKind(ctx context.Context, run string) string {
+	if steps, err := c.Store.ListSteps(ctx, run); err == nil && shows(computerKind(steps)) {
+		return computerKind(steps)
+	}
+	return "browser"
+}
+
+// shows reports whether a kind of computer has a screen the console shows.
+func shows(kind string) bool {
+	return kind == string(computer.KindBrowser) || kind == string(computer.KindDesktop)
 }
 
 // screenSection is what the run page shows of the run's screen: nil for a finished run, and for
@@ -112,7 +129,11 @@ func (c *Console) screenSection(run *api.AgentRun, steps []api.Step) *screenSect
 	}
 	takeover := takingOver(run)
 	kind := computerKind(steps)
-	if kind != string(computer.KindBrowser) && !takeover {
+	what := "computer"
+	if shows(kind) {
+		what = kind
+	}
+	if !shows(kind) && !takeover {
 		if c.Screens == nil {
 			return nil
 		}
@@ -120,18 +141,18 @@ func (c *Console) screenSection(run *api.AgentRun, steps []api.Step) *screenSect
 			return nil
 		}
 	}
-	s, why := c.screenOf(run)
+	s, why := c.screenOf(run, what)
 	if s != nil {
-		return &screenSection{Live: true, Control: takeover, Takeover: takeover}
+		return &screenSection{What: what, Live: true, Control: takeover, Takeover: takeover}
 	}
-	if kind != string(computer.KindBrowser) {
-		what := "has no computer yet"
+	if !shows(kind) {
+		has := "has no computer yet"
 		if kind != "" {
-			what = "works on a " + kind + ", not a browser"
+			has = "works on a " + kind + ", which has no screen"
 		}
-		why = "The agent asks you to take over, but the run " + what + ": this console shows and hands over a browser's screen only. Do what the agent asks another way."
+		why = "The agent asks you to take over, but the run " + has + ": this console shows and hands over the screen of a browser or a desktop only. Do what the agent asks another way."
 	}
-	return &screenSection{Takeover: takeover, Why: why}
+	return &screenSection{What: what, Takeover: takeover, Why: why}
 }
 
 // person is the signed-in person making the request, as the timeline names them.
@@ -185,8 +206,10 @@ func (c *Console) screenFrame(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "The run has ended, and its browser with it.", http.StatusNotFound)
 		return
 	}
-	s, why := c.screenOf(run)
+	s, _ := c.screenOf(run, "computer")
 	if s == nil {
+		// Said only when there is nothing to show, so the page's frames cost no step listing.
+		_, why := c.screenOf(run, c.screenKind(r.Context(), name))
 		http.Error(w, why, http.StatusNotFound)
 		return
 	}
@@ -198,7 +221,7 @@ func (c *Console) screenFrame(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, computer.ErrClosed) {
 			status = http.StatusNotFound
 		}
-		http.Error(w, "could not capture the run's browser: "+err.Error(), status)
+		http.Error(w, "could not capture the run's screen: "+err.Error(), status)
 		return
 	}
 	h := w.Header()
@@ -276,10 +299,11 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 		if wo := run.Status.WaitingOn; wo != nil {
 			now += ", waiting on " + wo.Kind
 		}
-		jsonError(w, http.StatusConflict, "the run is not waiting on a takeover (it is %s): a person drives its browser only after the agent hands it over (ask_person with takeover); the screen can be watched at any time", now)
+		jsonError(w, http.StatusConflict, "the run is not waiting on a takeover (it is %s): a person drives its computer only after the agent hands it over (ask_person with takeover); the screen can be watched at any time", now)
 		return
 	}
-	s, why := c.screenOf(run)
+	what := c.screenKind(r.Context(), name)
+	s, why := c.screenOf(run, what)
 	if s == nil {
 		jsonError(w, http.StatusConflict, "%s", why)
 		return
@@ -292,13 +316,13 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 	switch action {
 	case "click":
 		if req.X == nil || req.Y == nil {
-			jsonError(w, http.StatusBadRequest, "a click needs x and y, in CSS pixels of the browser's viewport")
+			jsonError(w, http.StatusBadRequest, "a click needs x and y, in pixels of the screen from its top-left corner")
 			return
 		}
 		x, y := *req.X, *req.Y
 		err = s.ClickAt(ctx, x, y)
 		done = fmt.Sprintf("clicked at (%d, %d)", x, y)
-		ev = api.Event{Type: "takeover.click", Message: fmt.Sprintf("%s clicked the run's browser at (%d, %d)", by, x, y),
+		ev = api.Event{Type: "takeover.click", Message: fmt.Sprintf("%s clicked the run's %s at (%d, %d)", by, what, x, y),
 			Data: mustJSON(map[string]any{"by": by, "x": x, "y": y})}
 	case "type":
 		if req.Text == "" {
@@ -313,12 +337,12 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 		err = s.TypeText(ctx, req.Text)
 		// Never the text itself: it may be a password.
 		done = fmt.Sprintf("typed %d characters", n)
-		ev = api.Event{Type: "takeover.type", Message: fmt.Sprintf("%s typed %d characters into the run's browser (the text is not recorded)", by, n),
+		ev = api.Event{Type: "takeover.type", Message: fmt.Sprintf("%s typed %d characters into the run's %s (the text is not recorded)", by, n, what),
 			Data: mustJSON(map[string]any{"by": by, "characters": n})}
 	case "key":
 		err = s.Key(ctx, req.Key)
 		done = "pressed " + req.Key
-		ev = api.Event{Type: "takeover.key", Message: fmt.Sprintf("%s pressed %s in the run's browser", by, req.Key),
+		ev = api.Event{Type: "takeover.key", Message: fmt.Sprintf("%s pressed %s in the run's %s", by, req.Key, what),
 			Data: mustJSON(map[string]any{"by": by, "key": req.Key})}
 	}
 	switch {
@@ -327,10 +351,10 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 		jsonError(w, http.StatusBadRequest, "%v", err)
 		return
 	case errors.Is(err, computer.ErrClosed):
-		jsonError(w, http.StatusConflict, "the run's browser has closed: %v", err)
+		jsonError(w, http.StatusConflict, "the run's %s has closed: %v", what, err)
 		return
 	default:
-		jsonError(w, http.StatusBadGateway, "the run's browser did not take it: %v", err)
+		jsonError(w, http.StatusBadGateway, "the run's %s did not take it: %v", what, err)
 		return
 	}
 	if err := c.Store.AppendEvents(r.Context(), name, []api.Event{ev}); err != nil {

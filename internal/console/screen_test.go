@@ -284,7 +284,8 @@ func TestScreenElsewhere(t *testing.T) {
 	}{
 		{"other-runner", fakeScreens{}, "local", "browser", "The run's browser is on runner r2. A browser's screen is shown and taken over only by the agentrun serve process whose own runner keeps the browser; this server's runner is local"},
 		{"no-runner", nil, "", "browser", "The run's browser is on runner r2. This server runs no runner in its own process (it was started with --no-runner)"},
-		{"sandbox", fakeScreens{}, "local", "sandbox", "the run works on a sandbox, not a browser"},
+		{"desktop", fakeScreens{}, "local", "desktop", "The run's desktop is on runner r2. A desktop's screen is shown and taken over only by the agentrun serve process whose own runner keeps the desktop; this server's runner is local"},
+		{"sandbox", fakeScreens{}, "local", "sandbox", "the run works on a sandbox, which has no screen"},
 		{"nothing", fakeScreens{}, "local", "", "the run has no computer yet"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -298,7 +299,7 @@ func TestScreenElsewhere(t *testing.T) {
 				t.Errorf("the run page:\n%s", page)
 			}
 			resp, body := tc.body(t, "/runs/r1/screen.jpg")
-			if resp.StatusCode != http.StatusNotFound || (c.kind == "browser" && !strings.Contains(body, c.want)) {
+			if resp.StatusCode != http.StatusNotFound || (shows(c.kind) && !strings.Contains(body, c.want)) {
 				t.Errorf("screen.jpg: HTTP %d %s", resp.StatusCode, body)
 			}
 			resp, body = tc.post(t, "/runs/r1/screen/click", tc.session, "application/json", `{"x": 1, "y": 1}`, "X-CSRF-Token", tc.csrf())

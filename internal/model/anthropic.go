@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,8 +71,18 @@ type antBlock struct {
 	Name      string          `json:"name,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
-	Content   string          `json:"content,omitempty"`
-	IsError   bool            `json:"is_error,omitempty"`
+	// Content is a tool_result's content: nil (none), a string, or, when the result has images,
+	// []antBlock of one text block and image blocks. Responses are decoded into it as they come.
+	Content any             `json:"content,omitempty"`
+	IsError bool            `json:"is_error,omitempty"`
+	Source  *antImageSource `json:"source,omitempty"` // image
+}
+
+// antImageSource is an image block's data, always sent inline as base64.
+type antImageSource struct {
+	Type      string `json:"type"` // "base64"
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
 }
 
 type antTool struct {
@@ -200,7 +211,8 @@ func (a *anthropic) wireRequest(req *Request) *antRequest {
 					ab.Input = json.RawMessage("{}") // the API requires input even when empty
 				}
 			case BlockToolResult:
-				ab.ToolUseID, ab.Content, ab.IsError = b.ToolUseID, b.Content, b.IsError
+				ab.ToolUseID, ab.IsError = b.ToolUseID, b.IsError
+				ab.Content = antToolResultContent(b)
 			}
 			am.Content = append(am.Content, ab)
 		}
@@ -214,6 +226,27 @@ func (a *anthropic) wireRequest(req *Request) *antRequest {
 		w.Tools = append(w.Tools, antTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	return w
+}
+
+// antToolResultContent is a tool_result's content: the text as a string (absent when empty), or, when
+// the result has images, a list of a text block (left out when the text is empty: the API refuses
+// empty text blocks) and one image block per image.
+func antToolResultContent(b Block) any {
+	if len(b.Images) == 0 {
+		if b.Content == "" {
+			return nil
+		}
+		return b.Content
+	}
+	parts := make([]antBlock, 0, len(b.Images)+1)
+	if b.Content != "" {
+		parts = append(parts, antBlock{Type: BlockText, Text: b.Content})
+	}
+	for _, im := range b.Images {
+		parts = append(parts, antBlock{Type: "image", Source: &antImageSource{Type: "base64",
+			MediaType: im.mediaType(), Data: base64.StdEncoding.EncodeToString(im.Data)}})
+	}
+	return parts
 }
 
 // fromAntBlock maps a response block; blocks the neutral format has no place for (thinking, server

@@ -23,6 +23,24 @@ type Block struct {
 	ToolUseID string          `json:"toolUseId,omitempty"` // tool_result: which call
 	Content   string          `json:"content,omitempty"`   // tool_result text
 	IsError   bool            `json:"isError,omitempty"`   // tool_result: the call failed
+	// Images are pictures a tool result shows the model, after the text Content (tool_result only).
+	// Anthropic carries them inside the tool_result; OpenAI-format vendors, whose tool messages take
+	// text only, get them in a user message right after the turn's tool messages.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is a picture a tool result shows the model (a screenshot).
+type Image struct {
+	MediaType string `json:"mediaType"` // "image/png" or "image/jpeg"
+	Data      []byte `json:"data"`
+}
+
+// mediaType is the image's media type, sniffed from the data when MediaType is empty.
+func (im Image) mediaType() string {
+	if im.MediaType != "" {
+		return im.MediaType
+	}
+	return http.DetectContentType(im.Data)
 }
 
 // Block types.

@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,11 +74,28 @@ type oaiStreamOpt struct {
 }
 
 type oaiMessage struct {
-	Role       string        `json:"role"`
-	Content    *string       `json:"content"` // null for an assistant message that only calls tools
+	Role string `json:"role"`
+	// Content is a *string (nil: null, for an assistant message that only calls tools) or, for the
+	// user message that carries tool results' images, []oaiPart.
+	Content    any           `json:"content"`
 	ToolCalls  []oaiToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string        `json:"tool_call_id,omitempty"`
 }
+
+// oaiPart is one part of a user message's content: text or an image (here always a data URL).
+type oaiPart struct {
+	Type     string       `json:"type"` // "text" | "image_url"
+	Text     string       `json:"text,omitempty"`
+	ImageURL *oaiImageURL `json:"image_url,omitempty"`
+}
+
+type oaiImageURL struct {
+	URL string `json:"url"`
+}
+
+// toolImagesHeader introduces, in the user message after a turn's tool messages, the images one tool
+// call returned.
+const toolImagesHeader = "Images returned by tool call %s:"
 
 type oaiToolCall struct {
 	Index    *int   `json:"index,omitempty"` // streaming deltas only
@@ -238,6 +256,7 @@ func (o *openAI) wireRequest(req *Request) *oaiRequest {
 	for _, m := range req.Messages {
 		var texts []string
 		var calls []oaiToolCall
+		var images []oaiPart // tool results' images, for a user message after the tool messages
 		for _, b := range m.Content {
 			switch b.Type {
 			case BlockText:
@@ -256,7 +275,13 @@ func (o *openAI) wireRequest(req *Request) *oaiRequest {
 				// that called, so they go before any text of the same user turn. OpenAI has no error flag;
 				// the content says what went wrong.
 				w.Messages = append(w.Messages, oaiMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: str(b.Content)})
+				images = appendToolImages(images, b)
 			}
+		}
+		if len(images) > 0 {
+			// Tool messages carry text only, so the pictures follow them in a user message of their own,
+			// each call's images after a line naming the call.
+			w.Messages = append(w.Messages, oaiMessage{Role: "user", Content: images})
 		}
 		switch {
 		case m.Role == "assistant":
@@ -280,6 +305,20 @@ func (o *openAI) wireRequest(req *Request) *oaiRequest {
 		w.Tools = append(w.Tools, ot)
 	}
 	return w
+}
+
+// appendToolImages appends a tool result's images, after a text part naming its call, as parts of
+// a user message; a result without images adds nothing.
+func appendToolImages(parts []oaiPart, b Block) []oaiPart {
+	if len(b.Images) == 0 {
+		return parts
+	}
+	parts = append(parts, oaiPart{Type: "text", Text: fmt.Sprintf(toolImagesHeader, b.ToolUseID)})
+	for _, im := range b.Images {
+		url := "data:" + im.mediaType() + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
+		parts = append(parts, oaiPart{Type: "image_url", ImageURL: &oaiImageURL{URL: url}})
+	}
+	return parts
 }
 
 // assembleOpenAI builds neutral blocks from a message's text and tool calls.

@@ -57,6 +57,7 @@ func plan(sc *Script, c *conversation) (*reply, int, error) {
 	sub := strings.NewReplacer(
 		"{{last_user}}", c.lastUser,
 		"{{last_tool_result}}", c.lastToolResult,
+		"{{last_tool_images}}", describeImages(c.lastToolImages),
 		"{{turn}}", strconv.Itoa(c.assistants),
 	).Replace
 	r.text = sub(t.Text)

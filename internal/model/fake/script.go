@@ -28,7 +28,15 @@ type Entry struct {
 	Turns []Turn `json:"turns"`
 }
 
-// Turn is one answer: text, tool calls, or both.
+// Turn is one answer: text, tool calls, or both. The text, and every string in a tool call's input,
+// go through these template substitutions:
+//
+//	{{last_user}}         the text of the last user message that has text (tool results are not user text)
+//	{{last_tool_result}}  the text of the last tool result in the request
+//	{{last_tool_images}}  the images of the last batch of tool results (the last user message that has
+//	                      tool results; in the OpenAI format the last run of tool messages): "no images",
+//	                      "1 image: image/png 1280x800", "2 images: image/png 1280x800, image/jpeg 640x480"
+//	{{turn}}              the turn: the number of assistant messages in the request
 type Turn struct {
 	Text      string     `json:"text,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
@@ -37,7 +45,8 @@ type Turn struct {
 	Latency Duration `json:"latency,omitempty"`
 }
 
-// ToolCall is one tool_use block. Every string in Input goes through the template substitutions.
+// ToolCall is one tool_use block. Every string in Input goes through the template substitutions (see
+// Turn).
 type ToolCall struct {
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input,omitempty"`

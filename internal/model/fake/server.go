@@ -4,6 +4,15 @@
 // Script. A reply is a pure function of the request: the first user message picks the script entry and
 // the number of assistant messages picks the turn, so a replayed conversation gets the same answer.
 //
+// Tool results may carry images (screenshots): in the Anthropic format as image blocks inside a
+// tool_result's content, in the OpenAI format (whose tool messages take text only) as a user message
+// of image_url parts right after the tool messages. That OpenAI message is not a user message of the
+// conversation: it never picks the entry, is never {{last_user}}, and, since the turn counts assistant
+// messages only, does not move the turn. The server reads each image's header (PNG, JPEG or GIF, as
+// base64 data; it fetches no URLs) for the {{last_tool_images}} template, and, like the vendors,
+// answers 400 invalid_request_error to invalid base64, an undecodable image or one whose data does not
+// match its media type.
+//
 // It deliberately does not import package model, so that model's tests can drive the providers
 // against it; it has wire structs of its own.
 package fake
@@ -297,7 +306,11 @@ func (s *Server) handleModel(format string) http.HandlerFunc {
 		}
 		conv, err := parse(body)
 		if err != nil {
-			fail(http.StatusBadRequest, "invalid", err.Error())
+			kind := "invalid"
+			if ie := (*imageError)(nil); errors.As(err, &ie) {
+				kind = "invalid_image"
+			}
+			fail(http.StatusBadRequest, kind, err.Error())
 			return
 		}
 		call.Stream, call.Turn, call.FirstUser = conv.stream, conv.assistants, clip(conv.firstUser, 200)
@@ -358,13 +371,15 @@ func authorized(format string, r *http.Request) bool {
 func writeError(w http.ResponseWriter, format string, status int, kind, msg string) error {
 	if format == FormatAnthropic {
 		typ := map[string]string{"auth": "authentication_error", "invalid": "invalid_request_error",
-			"no_script": "api_error", "not_found": "not_found_error"}[kind]
+			"invalid_image": "invalid_request_error", "no_script": "api_error", "not_found": "not_found_error"}[kind]
 		return writeJSON(w, status, antErrorBody(typ, msg))
 	}
 	typ, code := "invalid_request_error", ""
 	switch kind {
 	case "auth":
 		code = "invalid_api_key"
+	case "invalid_image":
+		code = "invalid_image_format"
 	case "no_script":
 		typ, code = "server_error", "no_script"
 	case "not_found":

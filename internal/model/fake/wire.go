@@ -16,7 +16,18 @@ type conversation struct {
 	assistants     int
 	lastUser       string
 	lastToolResult string
+	// lastToolImages are the images of the last batch of tool results: the tool_result blocks of the
+	// last user message that has any (Anthropic), or the last run of tool messages and the user message
+	// of images right after it (OpenAI).
+	lastToolImages []imageInfo
 	chars          int // characters of all messages, for the default input estimate
+}
+
+// noteImages adds images to the input estimate (at four characters a token).
+func (c *conversation) noteImages(ims []imageInfo) {
+	for _, im := range ims {
+		c.chars += 4 * imageTokens(im)
+	}
 }
 
 // Anthropic request, read loosely: content may be a string or blocks, tool_result content a string or
@@ -37,6 +48,22 @@ type antInBlock struct {
 	Text    string          `json:"text"`
 	Input   json.RawMessage `json:"input"`
 	Content json.RawMessage `json:"content"`
+	Source  *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	} `json:"source"` // image
+}
+
+// antImage reads an image block; where is its path in the request.
+func antImage(where string, b antInBlock) (imageInfo, error) {
+	if b.Source == nil {
+		return imageInfo{}, &imageError{where + ".source: field required"}
+	}
+	if b.Source.Type != "base64" {
+		return imageInfo{}, &imageError{fmt.Sprintf("%s.source.type: the fake model server takes only base64 images (it fetches nothing), got %q", where, b.Source.Type)}
+	}
+	return decodeImage(where+".source", b.Source.MediaType, b.Source.Data)
 }
 
 // textOf reads a content value that is a string or a list of blocks, returning the text of the text
@@ -84,18 +111,41 @@ func parseAnthropic(body []byte) (*conversation, error) {
 		}
 		c.chars += len([]rune(text))
 		hasText := text != ""
-		for _, b := range blocks {
+		var batch []imageInfo // this message's tool results' images
+		hasResults := false
+		for k, b := range blocks {
 			switch b.Type {
 			case "tool_use":
 				c.chars += len([]rune(string(b.Input)))
+			case "image": // a picture in the message itself: checked and counted, not a tool's
+				im, err := antImage(fmt.Sprintf("messages.%d.content.%d.image", i, k), b)
+				if err != nil {
+					return nil, err
+				}
+				c.noteImages([]imageInfo{im})
 			case "tool_result":
-				rt, _, err := textOf(b.Content)
+				rt, inner, err := textOf(b.Content)
 				if err != nil {
 					return nil, fmt.Errorf("messages.%d.content: tool_result: %v", i, err)
 				}
 				c.chars += len([]rune(rt))
 				c.lastToolResult = rt
+				hasResults = true
+				for n, ib := range inner {
+					if ib.Type != "image" {
+						continue
+					}
+					im, err := antImage(fmt.Sprintf("messages.%d.content.%d.tool_result.content.%d.image", i, k, n), ib)
+					if err != nil {
+						return nil, err
+					}
+					batch = append(batch, im)
+				}
 			}
+		}
+		if hasResults {
+			c.lastToolImages = batch
+			c.noteImages(batch)
 		}
 		switch m.Role {
 		case "assistant":
@@ -120,6 +170,13 @@ func (c *conversation) noteUser(text string, hasText bool) {
 
 // OpenAI Chat Completions request, read loosely (content may be a string or parts; "developer"
 // messages are system messages).
+//
+// Tool messages carry text only, so a client shows the model the pictures its tools returned in a
+// user message right after the tool messages (package model writes a text part "Images returned by
+// tool call <id>:" before each call's images). A user message that directly follows a tool message
+// and has image_url parts is read as that message: its images are the tool results' images, and it is
+// not a user message of the conversation (not the first user message, not {{last_user}}, its text not
+// in the input estimate). The turn counts assistant messages only, so it does not move the turn either.
 type oaiRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
@@ -145,15 +202,25 @@ func parseOpenAI(body []byte) (*conversation, error) {
 		return nil, fmt.Errorf("messages: at least one message is required")
 	}
 	c := &conversation{model: r.Model, stream: r.Stream, includeUsage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage}
+	prev := "" // the role of the previous message, system messages aside
 	for i, m := range r.Messages {
-		text, _, err := textOf(m.Content)
+		text, images, err := oaiContentOf(i, m.Content)
 		if err != nil {
-			return nil, fmt.Errorf("messages[%d].content: %v", i, err)
+			return nil, err
 		}
-		switch m.Role {
-		case "system", "developer":
+		role := m.Role
+		if role == "system" || role == "developer" {
 			continue // not part of the conversation's messages
-		case "assistant":
+		}
+		before := prev
+		prev = role
+		toolImages := role == "user" && before == "tool" && len(images) > 0
+		c.noteImages(images)
+		switch {
+		case toolImages:
+			c.lastToolImages = append(c.lastToolImages, images...)
+			continue // not a user message of the conversation, and its text is not counted
+		case role == "assistant":
 			c.assistants++
 			for _, tc := range m.ToolCalls {
 				var call struct {
@@ -164,9 +231,13 @@ func parseOpenAI(body []byte) (*conversation, error) {
 				_ = json.Unmarshal(tc, &call)
 				c.chars += len([]rune(call.Function.Arguments))
 			}
-		case "user":
+		case role == "user":
 			c.noteUser(text, text != "")
-		case "tool":
+		case role == "tool":
+			if before != "tool" {
+				c.lastToolImages = nil // a new batch of tool results
+			}
+			c.lastToolImages = append(c.lastToolImages, images...)
 			c.lastToolResult = text
 		default:
 			return nil, fmt.Errorf("messages[%d].role: unknown role %q", i, m.Role)
@@ -174,6 +245,54 @@ func parseOpenAI(body []byte) (*conversation, error) {
 		c.chars += len([]rune(text))
 	}
 	return c, nil
+}
+
+// oaiInPart is one part of a message's content. image_url is an object {"url": ...}; a bare string
+// (an early form some clients still send) is taken too.
+type oaiInPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"`
+}
+
+// oaiContentOf reads message i's content, a string or a list of parts: the text of its text parts and
+// the images of its image_url parts.
+func oaiContentOf(i int, raw json.RawMessage) (string, []imageInfo, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil, nil
+	}
+	var parts []oaiInPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", nil, fmt.Errorf("messages[%d].content: content is neither a string nor a list of parts", i)
+	}
+	var texts []string
+	var images []imageInfo
+	for k, p := range parts {
+		switch p.Type {
+		case "text":
+			texts = append(texts, p.Text)
+		case "image_url":
+			where := fmt.Sprintf("messages[%d].content[%d].image_url", i, k)
+			var url struct {
+				URL string `json:"url"`
+			}
+			if json.Unmarshal(p.ImageURL, &url) != nil {
+				if err := json.Unmarshal(p.ImageURL, &url.URL); err != nil {
+					return "", nil, &imageError{where + ": want an object with a url"}
+				}
+			}
+			im, err := decodeDataURL(where, url.URL)
+			if err != nil {
+				return "", nil, err
+			}
+			images = append(images, im)
+		}
+	}
+	return strings.Join(texts, "\n"), images, nil
 }
 
 // Anthropic response shapes.

@@ -58,14 +58,7 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 	if d.spec.Computer != nil {
 		provider = d.spec.Computer.Provider
 	}
-	pref := providers.SandboxPreference
-	switch kind {
-	case computer.KindBrowser:
-		pref = []string{"chromium"}
-	case computer.KindDesktop:
-		pref = []string{"local"}
-	}
-	p, err := d.e.Computers.Resolve(ctx, kind, provider, pref...)
+	p, err := d.e.Computers.Resolve(ctx, kind, provider, providers.Preference(kind)...)
 	if err != nil {
 		return nil, &failure{api.ReasonToolError, fmt.Sprintf("cannot make the run's %s computer on runner %s: %v", kind, d.e.RunnerName, err)}
 	}

@@ -52,7 +52,7 @@ func (s *Server) knownTools() map[string]bool {
 	for t := range s.Tools {
 		out[t] = true
 	}
-	for _, k := range []computer.Kind{computer.KindSandbox, computer.KindBrowser} {
+	for _, k := range []computer.Kind{computer.KindSandbox, computer.KindBrowser, computer.KindDesktop} {
 		for _, td := range computer.Tools(k) {
 			out[td.Name] = true
 		}

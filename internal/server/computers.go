@@ -9,17 +9,6 @@ import (
 	"agentrun.dev/agentrun/internal/computer/providers"
 )
 
-// preference is the order in which providers of a kind are tried when an agent names none.
-func preference(kind computer.Kind) []string {
-	switch kind {
-	case computer.KindSandbox:
-		return providers.SandboxPreference
-	case computer.KindBrowser:
-		return []string{"chromium"}
-	}
-	return nil
-}
-
 // resolveComputer settles an agent's computer against what this server has: no setting gets the
 // best sandbox available (none when there is none), a named kind or provider must be available
 // here, and a computer tool the agent lists must belong to its computer's kind.
@@ -36,7 +25,7 @@ func (s *Server) resolveComputer(ctx context.Context, a *api.Agent) error {
 		a.Spec.Computer = c
 	}
 	if c.Kind != string(computer.KindNone) {
-		p, err := s.Computers.Resolve(ctx, computer.Kind(c.Kind), c.Provider, preference(computer.Kind(c.Kind))...)
+		p, err := s.Computers.Resolve(ctx, computer.Kind(c.Kind), c.Provider, providers.Preference(computer.Kind(c.Kind))...)
 		if err != nil {
 			field := "spec.computer.kind"
 			if c.Provider != "" {
@@ -56,7 +45,7 @@ func (s *Server) resolveComputer(ctx context.Context, a *api.Agent) error {
 		if !ok {
 			return api.Invalid(fmt.Sprintf("spec.tools[%d]", i), "tool %q is not available on this server", t)
 		}
-		if string(td.Kind) != c.Kind {
+		if !computer.Has(computer.Kind(c.Kind), td) {
 			return api.Invalid(fmt.Sprintf("spec.tools[%d]", i), "tool %q needs a computer of kind %s; this agent's computer is %s (the tools of its kind come with it)", t, td.Kind, c.Kind)
 		}
 	}

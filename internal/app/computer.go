@@ -32,7 +32,13 @@ func newComputerCmd() *cobra.Command {
 				for i, k := range s.Kinds {
 					kinds[i] = string(k)
 				}
-				fmt.Fprintf(out, "%-10s %-10s %-10v %s\n", s.Name, strings.Join(kinds, ","), s.Available, s.Reason)
+				reason := s.Reason
+				for _, k := range s.Kinds {
+					if why, ok := s.KindsUnavailable[k]; ok {
+						reason = strings.TrimPrefix(reason+"; ", "; ") + string(k) + " not available: " + why
+					}
+				}
+				fmt.Fprintf(out, "%-10s %-10s %-10v %s\n", s.Name, strings.Join(kinds, ","), s.Available, reason)
 			}
 			return nil
 		},
@@ -53,7 +59,7 @@ func newComputerCmd() *cobra.Command {
 				return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("unknown provider %q", provider)}
 			}
 			if computertest.Checks(computer.Kind(kind)) == nil {
-				return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("no conformance checks for kind %q (sandbox, browser)", kind)}
+				return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("no conformance checks for kind %q (sandbox, browser, desktop)", kind)}
 			}
 			tmp, err := os.MkdirTemp("", "agentrun-conformance-")
 			if err != nil {
@@ -89,7 +95,7 @@ func newComputerCmd() *cobra.Command {
 		},
 	}
 	conf.Flags().StringVar(&provider, "provider", "", "provider name (local, chromium, docker)")
-	conf.Flags().StringVar(&kind, "kind", "", "kind of computer (sandbox, browser)")
+	conf.Flags().StringVar(&kind, "kind", "", "kind of computer (sandbox, browser, desktop)")
 	conf.MarkFlagRequired("provider")
 	conf.MarkFlagRequired("kind")
 	cmd.AddCommand(list, conf)

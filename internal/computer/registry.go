@@ -37,11 +37,31 @@ func (r *Registry) Get(name string) (Provider, bool) {
 	return p, ok
 }
 
+// KindChecker is a provider some of whose kinds need more than the provider itself (the local
+// provider's desktop needs an X server besides bubblewrap).
+type KindChecker interface {
+	// KindAvailable says whether the provider makes computers of kind here: Available, and
+	// whatever else kind needs.
+	KindAvailable(ctx context.Context, kind Kind) Availability
+}
+
+// KindAvailable says whether p makes computers of kind here: p's KindAvailable when it is a
+// KindChecker, its Available otherwise.
+func KindAvailable(ctx context.Context, p Provider, kind Kind) Availability {
+	if kc, ok := p.(KindChecker); ok {
+		return kc.KindAvailable(ctx, kind)
+	}
+	return p.Available(ctx)
+}
+
 // ProviderStatus is one line of `server capabilities`.
 type ProviderStatus struct {
 	Name  string
 	Kinds []Kind
 	Availability
+	// KindsUnavailable are the kinds among Kinds that do not work here although the provider
+	// does, with why (a KindChecker's).
+	KindsUnavailable map[Kind]string
 }
 
 // Status checks every provider, sorted by name.
@@ -56,6 +76,16 @@ func (r *Registry) Status(ctx context.Context) []ProviderStatus {
 	out := make([]ProviderStatus, len(ps))
 	for i, p := range ps {
 		out[i] = ProviderStatus{Name: p.Name(), Kinds: p.Kinds(), Availability: p.Available(ctx)}
+		if kc, ok := p.(KindChecker); ok && out[i].Available {
+			for _, k := range out[i].Kinds {
+				if a := kc.KindAvailable(ctx, k); !a.Available {
+					if out[i].KindsUnavailable == nil {
+						out[i].KindsUnavailable = map[Kind]string{}
+					}
+					out[i].KindsUnavailable[k] = a.Reason
+				}
+			}
+		}
 	}
 	return out
 }
@@ -72,7 +102,7 @@ func (r *Registry) Resolve(ctx context.Context, kind Kind, name string, preferen
 			if !ok || !offers(p, kind) {
 				continue
 			}
-			a := p.Available(ctx)
+			a := KindAvailable(ctx, p, kind)
 			if a.Available {
 				return p, nil
 			}
@@ -87,7 +117,7 @@ func (r *Registry) Resolve(ctx context.Context, kind Kind, name string, preferen
 	if !offers(p, kind) {
 		return nil, fmt.Errorf("computer provider %q does not make %s computers (it makes %v)", name, kind, p.Kinds())
 	}
-	if a := p.Available(ctx); !a.Available {
+	if a := KindAvailable(ctx, p, kind); !a.Available {
 		return nil, fmt.Errorf("computer provider %q is not available here: %s", name, a.Reason)
 	}
 	return p, nil

@@ -260,6 +260,10 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 			} else if p.Reason != "" {
 				m["note"] = p.Reason
 			}
+			if len(p.KindsUnavailable) > 0 {
+				// Kinds the provider lists that need more here (the local desktop needs Xvfb).
+				m["kindsUnavailable"] = p.KindsUnavailable
+			}
 			computers = append(computers, m)
 		}
 		cancel()

@@ -1,6 +1,6 @@
 // Package computertest is the conformance suite every computer provider of a
 // kind passes. The checks are plain functions, so they run both under `go
-// test` (RunSandbox, RunBrowser) and from `agentrun computer conformance`
+// test` (RunSandbox, RunBrowser, RunDesktop) and from `agentrun computer conformance`
 // against a live provider (Checks and RunChecks).
 package computertest
 
@@ -83,6 +83,8 @@ func Checks(kind computer.Kind) []Check {
 		return sandboxChecks
 	case computer.KindBrowser:
 		return browserChecks
+	case computer.KindDesktop:
+		return desktopChecks
 	}
 	return nil
 }
@@ -100,7 +102,7 @@ func RunChecks(ctx context.Context, p computer.Provider, kind computer.Kind, tmp
 	if !offers(p, kind) {
 		return 0, fmt.Errorf("provider %s makes %v computers, not %s", p.Name(), p.Kinds(), kind)
 	}
-	if a := p.Available(ctx); !a.Available {
+	if a := computer.KindAvailable(ctx, p, kind); !a.Available {
 		return 0, fmt.Errorf("provider %s is not available here: %s", p.Name(), a.Reason)
 	}
 	checks := Checks(kind)
@@ -144,7 +146,7 @@ func run(t *testing.T, p computer.Provider, kind computer.Kind) {
 	if !offers(p, kind) {
 		t.Fatalf("provider %s makes %v computers, not %s", p.Name(), p.Kinds(), kind)
 	}
-	if a := p.Available(ctx); !a.Available {
+	if a := computer.KindAvailable(ctx, p, kind); !a.Available {
 		t.Skipf("provider %s not available: %s", p.Name(), a.Reason)
 	}
 	for _, c := range Checks(kind) {
@@ -165,6 +167,10 @@ func run(t *testing.T, p computer.Provider, kind computer.Kind) {
 // RunSandbox runs the sandbox checks against p, skipping with p's reason when
 // it is not available here.
 func RunSandbox(t *testing.T, p computer.Provider) { run(t, p, computer.KindSandbox) }
+
+// RunDesktop runs the desktop checks against p (the sandbox's among them), skipping with p's
+// reason when it does not make desktops here.
+func RunDesktop(t *testing.T, p computer.Provider) { run(t, p, computer.KindDesktop) }
 
 // RunBrowser runs the browser checks against p, skipping with p's reason when
 // it is not available here.

@@ -1,5 +1,7 @@
-// Package local is the "local" sandbox provider: a sandbox made with Linux
-// namespaces through bubblewrap (bwrap), around the run folder.
+// Package local is the "local" provider: a sandbox made with Linux namespaces
+// through bubblewrap (bwrap), around the run folder; and a desktop (kind
+// desktop), the same sandbox running an X server (Xvfb) whose screen it
+// captures and drives, see desktop.go.
 //
 // Each computer is one long-lived bwrap whose command is a small helper (this
 // same executable, see package sandboxhelper) that starts the agent's commands, keeps the
@@ -19,6 +21,12 @@
 // bwrap makes a user namespace) it bounds this sandbox alone; it never binds
 // root, so as root the sandbox is put in its own cgroups (pids.max and a
 // memory limit, v1 or v2) when the cgroup file system is writable.
+//
+// A desktop is such a sandbox whose first process starts Xvfb (on a display
+// of its own, listening only on its socket in the sandbox's /tmp) before it
+// becomes the helper, with DISPLAY set for every command; the screen is read
+// with xwd and driven with xdotool, run in the sandbox. Those programs come
+// from the host's /usr: KindAvailable says whether they are there.
 package local
 
 import (
@@ -49,8 +57,13 @@ type Provider struct {
 // New returns the local provider.
 func New() *Provider { return &Provider{} }
 
-func (p *Provider) Name() string           { return "local" }
-func (p *Provider) Kinds() []computer.Kind { return []computer.Kind{computer.KindSandbox} }
+func (p *Provider) Name() string { return "local" }
+
+// Kinds: sandbox, and desktop (a sandbox with an X display, see desktop.go), which needs
+// more programs on this machine: KindAvailable says whether they are there.
+func (p *Provider) Kinds() []computer.Kind {
+	return []computer.Kind{computer.KindSandbox, computer.KindDesktop}
+}
 
 func (p *Provider) bwrap() (string, error) {
 	name := p.Bwrap
@@ -145,11 +158,30 @@ func baseArgs(network bool) []string {
 	return a
 }
 
-// Create starts a sandbox around spec.Folder.
+// Create starts a sandbox, or a desktop, around spec.Folder.
 func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Computer, error) {
-	if spec.Kind != "" && spec.Kind != computer.KindSandbox {
-		return nil, fmt.Errorf("local provider makes sandbox computers, not %s", spec.Kind)
+	switch spec.Kind {
+	case "", computer.KindSandbox:
+		s, err := p.create(ctx, spec, nil)
+		if err != nil {
+			return nil, err // not a nil *Sandbox in a non-nil Computer
+		}
+		return s, nil
+	case computer.KindDesktop:
+		return p.createDesktop(ctx, spec)
 	}
+	return nil, fmt.Errorf("local provider makes sandbox and desktop computers, not %s", spec.Kind)
+}
+
+// launch is what a kind of computer adds to the sandbox: bwrap arguments, and a command that
+// runs before the helper (it ends by exec'ing the helper's argv, given as its arguments).
+type launch struct {
+	args []string
+	wrap func(helper []string) []string
+}
+
+// create starts a sandbox around spec.Folder, its helper wrapped as l says (nil: as is).
+func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*Sandbox, error) {
 	if a := p.Available(ctx); !a.Available {
 		return nil, errors.New(a.Reason)
 	}
@@ -184,6 +216,11 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 	args := append(baseArgs(spec.Network),
 		"--bind", folder, "/workspace", "--chdir", "/workspace",
 		"--ro-bind", self, sandboxhelper.HelperPath)
+	helper := sandboxhelper.Argv(hl)
+	if l != nil {
+		args = append(args, l.args...)
+		helper = l.wrap(helper)
+	}
 	// bwrap reads its options from a pipe (--args), so that the sandbox's
 	// PID 1 (bwrap itself) does not show host paths in its command line.
 	argsR, argsW, err := os.Pipe()
@@ -205,7 +242,7 @@ func (p *Provider) Create(ctx context.Context, spec computer.Spec) (computer.Com
 		return nil, err
 	}
 	argsW.Close()
-	bwArgs := append([]string{bw, "--args", "3", "--"}, sandboxhelper.Argv(hl)...)
+	bwArgs := append([]string{bw, "--args", "3", "--"}, helper...)
 	var cmd *exec.Cmd
 	if cg != nil {
 		cmd = exec.Command(self, append(append([]string{cgroupArg, fmt.Sprint(len(cg.dirs))}, cg.dirs...), bwArgs...)...)

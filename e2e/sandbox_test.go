@@ -130,7 +130,8 @@ func TestComputerValidation(t *testing.T) {
 	}
 	var caps map[string]any
 	e.do("GET", "/v2/capabilities", nil, &caps)
-	if b, _ := json.Marshal(caps["computers"]); !strings.Contains(string(b), `"provider":"local"`) {
+	if b, _ := json.Marshal(caps["computers"]); !strings.Contains(string(b), `"provider":"local"`) ||
+		!strings.Contains(string(b), `{"available":false,"kind":"phone","why":"no provider built into this server makes phone computers`) {
 		t.Errorf("capabilities.computers = %s", b)
 	}
 }

@@ -37,6 +37,18 @@ func (r *Registry) Get(name string) (Provider, bool) {
 	return p, ok
 }
 
+// Makes reports whether any provider, available here or not, lists kind.
+func (r *Registry) Makes(kind Kind) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.providers {
+		if offers(p, kind) {
+			return true
+		}
+	}
+	return false
+}
+
 // KindChecker is a provider some of whose kinds need more than the provider itself (the local
 // provider's desktop needs an X server besides bubblewrap).
 type KindChecker interface {

@@ -159,6 +159,11 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
+// kindHint says what a kind no provider makes would take.
+var kindHint = map[computer.Kind]string{
+	computer.KindPhone: " (an Android phone: the AgentRun documents' phone harness rents a cloud Android, and no client for one is built in)",
+}
+
 // ---- helpers ----
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -267,6 +272,13 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 			computers = append(computers, m)
 		}
 		cancel()
+		// A kind no provider makes at all is listed too, so that it is plainly missing, not forgotten.
+		for _, k := range []computer.Kind{computer.KindSandbox, computer.KindBrowser, computer.KindDesktop, computer.KindPhone} {
+			if !s.Computers.Makes(k) {
+				computers = append(computers, map[string]any{"kind": k, "available": false,
+					"why": fmt.Sprintf("no provider built into this server makes %s computers", k) + kindHint[k]})
+			}
+		}
 		caps["computers"] = computers
 	}
 	writeJSON(w, http.StatusOK, caps)

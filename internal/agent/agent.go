@@ -258,12 +258,19 @@ func (d *drive) loop(ctx context.Context) error {
 		typ = "run.resumed"
 	}
 	d.j.Emit(api.Event{Type: typ, Message: msg})
-	sig, err := d.j.Commit(ctx, &d.status, false, nil)
-	if err != nil {
-		return err
-	}
-	if sig.CancelRequested {
-		return journal.ErrCancelled
+	if resumed {
+		sig, err := d.j.Commit(ctx, &d.status, false, nil)
+		if err != nil {
+			return err
+		}
+		if sig.CancelRequested {
+			return journal.ErrCancelled
+		}
+	} else {
+		// A fresh run's next commit is its first step's intent (a model or routing call, or the
+		// first message) or its park, with no effect before it: the Running status and the
+		// run.started event ride with that commit, which also reports a cancellation.
+		d.j.Stage(&d.status)
 	}
 
 	var conv []model.Message
@@ -312,10 +319,45 @@ func (d *drive) loop(ctx context.Context) error {
 		if err := d.guard(ctx, key, req, modelName); err != nil {
 			return err
 		}
+		// account adds a model call's usage and cost to the run's status.
+		var mr modelResult
+		accounted := false
+		account := func(result json.RawMessage, c *int64) error {
+			mr = modelResult{}
+			if err := json.Unmarshal(result, &mr); err != nil {
+				return fmt.Errorf("decode %s result: %w", key, err)
+			}
+			accounted = true
+			d.spent.total.Add(micros(c))
+			d.spent.vendor.Add(micros(mr.VendorMicros))
+			d.turnCost.Add(micros(c))
+			t := &d.status.Turns[cur.index]
+			t.ModelCalls++
+			if mr.Response.Model != "" {
+				t.Model = mr.Response.Model
+			}
+			u := mr.Response.Usage
+			t.InputTokens += u.InputTokens
+			t.OutputTokens += u.OutputTokens
+			t.CacheReadTokens += u.CacheReadInputTokens
+			t.CacheWriteTokens += u.CacheCreationInputTokens
+			t.CacheWrite1hTokens += u.CacheCreation1hInputTokens
+			t.ReasoningTokens += u.ReasoningTokens
+			t.CostUSD = d.turnCost.String()
+			d.updateCost(nil)
+			return nil
+		}
 		out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s, turn %d)", modelName, turn+1),
 			Args: map[string]any{"provider": provider.Name(), "model": modelName, "messages": len(conv)}, HashOf: req,
 			// A call on the server's own key is safe to repeat; on the user's own key it is not.
-			Safe: !acc.byok, Bill: !acc.byok},
+			Safe: !acc.byok, Bill: !acc.byok,
+			// The status with this call's usage and cost is written with its result.
+			Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
+				if err := account(result, c); err != nil {
+					return nil, err
+				}
+				return &d.status, nil
+			}},
 			func(ctx context.Context) (any, *int64, error) {
 				resp, err := d.callModel(ctx, provider, req)
 				if err != nil {
@@ -327,33 +369,18 @@ func (d *drive) loop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var mr modelResult
-		if err := json.Unmarshal(out.Result, &mr); err != nil {
-			return fmt.Errorf("decode %s result: %w", key, err)
-		}
-		resp := mr.Response
-		d.spent.total.Add(micros(out.CostMicros))
-		d.spent.vendor.Add(micros(mr.VendorMicros))
-		d.turnCost.Add(micros(out.CostMicros))
-		t := &d.status.Turns[cur.index]
-		t.ModelCalls++
-		if resp.Model != "" {
-			t.Model = resp.Model
-		}
-		u := resp.Usage
-		t.InputTokens += u.InputTokens
-		t.OutputTokens += u.OutputTokens
-		t.CacheReadTokens += u.CacheReadInputTokens
-		t.CacheWriteTokens += u.CacheCreationInputTokens
-		t.CacheWrite1hTokens += u.CacheCreation1hInputTokens
-		t.ReasoningTokens += u.ReasoningTokens
-		t.CostUSD = d.turnCost.String()
-		d.updateCost(nil)
-		if !out.Replayed {
-			if _, err := d.j.Commit(ctx, &d.status, false, nil); err != nil {
+		if !accounted {
+			// Replayed, or completed by a person: not accounted with a commit of the call's own.
+			if err := account(out.Result, out.CostMicros); err != nil {
 				return err
 			}
+			if !out.Replayed {
+				if _, err := d.j.Commit(ctx, &d.status, false, nil); err != nil {
+					return err
+				}
+			}
 		}
+		resp := mr.Response
 		conv = append(conv, model.Message{Role: "assistant", Content: resp.Content})
 
 		var calls []model.Block

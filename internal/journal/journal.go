@@ -57,6 +57,11 @@ type Spec struct {
 	// Bill settles the step's credit reservation with its completion: the cost fn returns is
 	// charged to the credits ledger in the same transaction (nil: charged as unknown), once.
 	Bill bool
+	// Status, when set, is called with the result and cost fn returned, before the completion is
+	// committed; the status it returns (nil: none) is written in that same commit, so a status
+	// that follows from the result (a model call's tokens and cost) costs no commit of its own.
+	// It is not called for a replayed step or one a person resolved.
+	Status func(result json.RawMessage, cost *int64) (*api.AgentRunStatus, error)
 }
 
 // Outcome is how a step ended.
@@ -77,8 +82,10 @@ type Journal struct {
 	order []string
 	// pending events go out with the next commit.
 	pending []api.Event
-	now     func() time.Time
-	pause   pausePoint
+	// staged is a status to write with the next commit that carries none of its own (Stage).
+	staged *api.AgentRunStatus
+	now    func() time.Time
+	pause  pausePoint
 }
 
 // Open loads the run's journal for a drive under lease.
@@ -121,8 +128,18 @@ func (j *Journal) Commit(ctx context.Context, status *api.AgentRunStatus, releas
 	return j.commit(ctx, store.Write{Status: status, Release: release, WakeAt: wakeAt})
 }
 
+// Stage has status (as it is when written) go out with the next commit, like queued events, when
+// that commit carries no status of its own. It is for a status change that nothing depends on
+// before the next commit, which the caller makes next with no effect in between (a fresh run's
+// Running status rides with its first step's intent); the signals of that commit (a cancellation
+// asked for) are acted on there.
+func (j *Journal) Stage(status *api.AgentRunStatus) { j.staged = status }
+
 func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, error) {
 	w.Events = append(w.Events, j.pending...)
+	if w.Status == nil {
+		w.Status = j.staged
+	}
 	start := time.Now()
 	sig, err := j.st.Commit(ctx, j.lease, w)
 	metrics.JournalSeconds.Since(start)
@@ -130,6 +147,7 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 		return sig, err
 	}
 	j.pending = nil
+	j.staged = nil
 	for _, s := range w.Steps {
 		cp := s
 		if _, ok := j.steps[s.Key]; !ok {
@@ -259,7 +277,13 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	if spec.Bill {
 		charges = []store.Charge{{StepKey: spec.Key, Amount: cost, Note: spec.Title}}
 	}
-	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}, Files: files, Charges: charges}); err != nil {
+	var status *api.AgentRunStatus
+	if spec.Status != nil {
+		if status, err = spec.Status(out, cost); err != nil {
+			return Outcome{}, fmt.Errorf("step %s: %w", spec.Key, err)
+		}
+	}
+	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}, Files: files, Charges: charges, Status: status}); err != nil {
 		return Outcome{}, err
 	}
 	j.pause.at("after-result", spec.Key)

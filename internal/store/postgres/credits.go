@@ -17,35 +17,6 @@ import (
 // row first; AddCredits takes the account row and then only unleased runs' rows, which no Commit
 // or reservation holds.
 
-// writeCharges settles the run's reservations named by charges into the ledger (once per step).
-func writeCharges(ctx context.Context, tx pgx.Tx, run, uid string, charges []store.Charge) error {
-	for _, c := range charges {
-		var n int64
-		if err := tx.QueryRow(ctx, `DELETE FROM credit_reservations WHERE run = $1 AND step_key = $2 RETURNING 1`, run, c.StepKey).Scan(&n); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // credits were not enforced when the call was reserved
-			}
-			return err
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO credits_ledger (time, kind, amount, run, run_uid, step_key, note)
-			VALUES (now(), 'charge', $1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, c.Amount, run, uid, c.StepKey, pgText(c.Note))
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 1 {
-			q := `UPDATE credits_account SET unknown_charges = unknown_charges + 1 WHERE id = 1`
-			var args []any
-			if c.Amount != nil {
-				q, args = `UPDATE credits_account SET charged = charged + $1 WHERE id = 1`, []any{*c.Amount}
-			}
-			if _, err := tx.Exec(ctx, q, args...); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 func (s *Store) AddCredits(ctx context.Context, amount int64, note string) (store.CreditEntry, error) {
 	if amount <= 0 {
 		return store.CreditEntry{}, fmt.Errorf("add credits: amount must be positive")
@@ -149,9 +120,7 @@ func (s *Store) ReserveCredits(ctx context.Context, l store.Lease, r store.Reser
 	// Until credits are first added nothing is reserved, and no reservation can exist: answer
 	// without locking the account row on every model call.
 	var adds int64
-	if err := s.tx(ctx, func(tx pgx.Tx) error { // a transaction only to be retried like one
-		return tx.QueryRow(ctx, `SELECT adds FROM credits_account WHERE id = 1`).Scan(&adds)
-	}); err != nil {
+	if err := s.read.QueryRow(ctx, `SELECT adds FROM credits_account WHERE id = 1`).Scan(&adds); err != nil {
 		return res, fmt.Errorf("reserve credits for %s %s: %w", l.Run, r.StepKey, err)
 	}
 	if adds == 0 {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -138,67 +137,31 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 
 // Commit applies w under the lease, atomically, or returns ErrFenced and applies nothing.
 //
-// The run row is locked (SELECT ... FOR UPDATE) only if owner and generation still match; that
-// lock is held to the end of the transaction, so the fence cannot change under the write, and
-// it also serializes the run's sequence counters, which are read there and written back once.
-// Everything else goes to the server in one pipelined batch.
+// The whole write is one pipelined batch, sent in one round trip and run by PostgreSQL as one
+// implicit transaction (no BEGIN: the statements before the batch's Sync commit together, or
+// not at all if one fails). Its first statement takes the fence: it updates (or, when there is
+// nothing to update, locks) the run row only if owner and generation still match, and raises
+// errFencedCode otherwise, which aborts the transaction before anything else is applied. The
+// row lock is held to the end of the transaction, so the fence cannot change under the write,
+// and it serializes the run's sequence counters: event seqs come from next_event as that
+// statement advanced it, a new step's seq follows the run's last step. Checks that used to be
+// made between statements (a Completed step must have a row) are made by the statements
+// themselves, so a failed check also aborts the transaction.
 func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store.Signals, error) {
 	var sig store.Signals
 	var phase string
-	// Keys of Started steps, to learn which already have a row (restarts keep their seq).
-	var startedKeys []string
-	for _, st := range w.Steps {
-		if st.State == api.StepStarted {
-			startedKeys = append(startedKeys, st.Key)
-		}
-	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var nextStep, nextEvent int64
-		var uid string
-		err := tx.QueryRow(ctx, `SELECT cancel_requested, poke_seq, phase, next_step, next_event, uid
-			FROM runs WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 FOR UPDATE`,
-			l.Run, l.Owner, l.Generation).Scan(&sig.CancelRequested, &sig.PokeSeq, &phase, &nextStep, &nextEvent, &uid)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrFenced
-		}
-		if err != nil {
-			return err
-		}
-		// Read after the lock is held, so steps committed by a write we waited for are seen.
-		var existing []string
-		if len(startedKeys) > 0 {
-			rows, _ := tx.Query(ctx, `SELECT key FROM steps WHERE run = $1 AND key = ANY ($2::text[])`, l.Run, startedKeys)
-			if existing, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-				return err
-			}
-		}
-		b := &pgx.Batch{}
-		known := make(map[string]bool, len(existing))
-		for _, k := range existing {
-			known[k] = true
-		}
-		steps0 := nextStep
+	err := s.pipe(ctx, func(b *pgx.Batch) {
+		sig, phase = store.Signals{}, ""
+		queueFence(b, l, w, func(cancel bool, poke int64, ph string) { sig.CancelRequested, sig.PokeSeq, phase = cancel, poke, ph })
 		for _, st := range w.Steps {
-			queueStep(b, l.Run, st, known, &nextStep)
+			queueStep(b, l.Run, st)
 		}
-		events0 := nextEvent
 		if len(w.Events) > 0 {
-			queueEvents(b, l.Run, nextEvent+1, w.Events)
-			nextEvent += int64(len(w.Events))
-		}
-		if nextStep != steps0 || nextEvent != events0 {
-			b.Queue(`UPDATE runs SET next_step = $2, next_event = $3 WHERE name = $1`, l.Run, nextStep, nextEvent)
-		}
-		if w.Status != nil {
-			b.Queue(`UPDATE runs SET status = $2, phase = $3, resource_version = resource_version + 1 WHERE name = $1`,
-				l.Run, mustJSON(w.Status), w.Status.Phase)
-			phase = w.Status.Phase
+			queueRunnerEvents(b, l.Run, w.Events)
 		}
 		queueFiles(b, l.Run, w.Files)
-		if len(w.Charges) > 0 {
-			if err := writeCharges(ctx, tx, l.Run, uid, w.Charges); err != nil {
-				return err
-			}
+		for _, c := range w.Charges {
+			queueCharge(b, l.Run, c)
 		}
 		if w.Release {
 			b.Queue(`DELETE FROM credit_reservations WHERE run = $1`, l.Run)
@@ -218,12 +181,11 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 				SELECT pg_notify($4, $1) FROM r WHERE claimable_at <= now()`,
 				l.Run, l.PokeSeq, wake, chanWork)
 		}
-		if b.Len() == 0 {
-			return nil
-		}
-		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
+		if isCode(err, errFencedCode) {
+			err = store.ErrFenced
+		}
 		return sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, err)
 	}
 	if w.Release && !api.Finished(phase) {
@@ -236,35 +198,105 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 	return sig, nil
 }
 
-// queueStep queues the write of one journal row. Started inserts the step with the next seq, or
-// restarts a row already present; Completed, Interrupted and Failed update the existing row and
-// fail the commit if there is none.
-func queueStep(b *pgx.Batch, run string, st api.Step, known map[string]bool, nextStep *int64) {
+// queueFence queues the statement that takes a commit's fence (see Commit): it advances the
+// run's event counter and writes the status, if the write has either, or else only locks the
+// row, and hands the run's signals and phase (after the write) to got.
+func queueFence(b *pgx.Batch, l store.Lease, w store.Write, got func(cancel bool, poke int64, phase string)) {
+	var q string
+	args := []any{l.Run, l.Owner, l.Generation}
+	switch {
+	case w.Status != nil:
+		q = `UPDATE runs SET next_event = next_event + $4, status = $5, phase = $6, resource_version = resource_version + 1
+			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING cancel_requested, poke_seq, phase`
+		args = append(args, len(w.Events), mustJSON(w.Status), w.Status.Phase)
+	case len(w.Events) > 0:
+		q = `UPDATE runs SET next_event = next_event + $4
+			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING cancel_requested, poke_seq, phase`
+		args = append(args, len(w.Events))
+	default:
+		q = `SELECT cancel_requested, poke_seq, phase FROM runs
+			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 FOR UPDATE`
+	}
+	b.Queue(`WITH r AS (`+q+`)
+		SELECT r.cancel_requested, r.poke_seq, r.phase,
+			CASE WHEN r.phase IS NULL THEN agentrun_raise('`+errFencedCode+`', 'lease lost') END
+		FROM (VALUES (1)) AS one (x) LEFT JOIN r ON true`, args...).QueryRow(func(row pgx.Row) error {
+		var cancel *bool
+		var poke *int64
+		var phase *string
+		var raised *bool
+		if err := row.Scan(&cancel, &poke, &phase, &raised); err != nil {
+			return err
+		}
+		if phase == nil { // not reached: the statement raised
+			return store.ErrFenced
+		}
+		got(*cancel, *poke, *phase)
+		return nil
+	})
+}
+
+// queueRunnerEvents queues the insert of a commit's events, numbered after the run's events
+// before the commit (its fence statement advanced next_event by len(evs) already).
+func queueRunnerEvents(b *pgx.Batch, run string, evs []api.Event) {
+	times := make([]*time.Time, len(evs))
+	types := make([]string, len(evs))
+	keys := make([]string, len(evs))
+	msgs := make([]string, len(evs))
+	data := make([]*string, len(evs))
+	for i, ev := range evs {
+		if !ev.Time.IsZero() {
+			t := ev.Time
+			times[i] = &t
+		}
+		types[i], keys[i], msgs[i] = pgText(ev.Type), pgText(ev.StepKey), pgText(ev.Message)
+		if len(ev.Data) > 0 {
+			d := string(ev.Data)
+			data[i] = &d
+		}
+	}
+	b.Queue(`INSERT INTO run_events (run, seq, time, type, step_key, message, data)
+		SELECT $1, r.next_event - $2 + e.ord, COALESCE(e.time, now()), e.type, e.step_key, e.message, e.data::json
+		FROM runs r, unnest($3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e (time, type, step_key, message, data, ord)
+		WHERE r.name = $1`,
+		run, len(evs), times, types, keys, msgs, data)
+}
+
+// queueCharge queues the settlement of one charge, in one statement: the reservation of the
+// charge's step is removed and, if there was one (credits were enforced when the call was
+// reserved), the charge goes to the ledger and the account's totals, once per step.
+func queueCharge(b *pgx.Batch, run string, c store.Charge) {
+	b.Queue(`
+		WITH d AS (DELETE FROM credit_reservations WHERE run = $1 AND step_key = $2 RETURNING 1),
+		l AS (INSERT INTO credits_ledger (time, kind, amount, run, run_uid, step_key, note)
+			SELECT now(), 'charge', $3::bigint, $1, r.uid, $2, $4 FROM runs r WHERE r.name = $1 AND EXISTS (SELECT FROM d)
+			ON CONFLICT DO NOTHING RETURNING amount)
+		UPDATE credits_account SET charged = charged + COALESCE(l.amount, 0),
+			unknown_charges = unknown_charges + CASE WHEN l.amount IS NULL THEN 1 ELSE 0 END
+		FROM l WHERE id = 1`,
+		run, c.StepKey, c.Amount, pgText(c.Note))
+}
+
+// queueStep queues the write of one journal row. Started inserts the step after the run's last
+// one, or restarts a row already present (keeping its seq); Completed, Interrupted and Failed
+// update the existing row and abort the commit if there is none.
+func queueStep(b *pgx.Batch, run string, st api.Step) {
 	var completed any
 	if st.CompletedAt != nil {
 		completed = *st.CompletedAt
 	}
-	if st.State == api.StepStarted && !known[st.Key] {
-		known[st.Key] = true
-		*nextStep++
+	if st.State == api.StepStarted {
 		b.Queue(`INSERT INTO steps (run, seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-			run, *nextStep, st.Key, st.Kind, st.State, pgText(st.Title), st.Attempt, st.ArgsHash, nullJSON(st.Args), nullJSON(st.Result),
+			VALUES ($1, (SELECT COALESCE(max(seq), 0) + 1 FROM steps WHERE run = $1), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT (run, key) DO UPDATE SET state = EXCLUDED.state, attempt = EXCLUDED.attempt, args_hash = EXCLUDED.args_hash,
+				args = EXCLUDED.args, result = NULL, error = '', started_at = EXCLUDED.started_at, completed_at = NULL,
+				cost_micros = NULL, resolution = '', resolution_result = NULL`,
+			run, st.Key, st.Kind, st.State, pgText(st.Title), st.Attempt, st.ArgsHash, nullJSON(st.Args), nullJSON(st.Result),
 			pgText(st.Error), st.CostMicros, st.StartedAt, completed)
 		return
 	}
-	if st.State == api.StepStarted {
-		b.Queue(`UPDATE steps SET state = $3, attempt = $4, args_hash = $5, args = $6, result = NULL, error = '', started_at = $7,
-				completed_at = NULL, cost_micros = NULL, resolution = '', resolution_result = NULL
-			WHERE run = $1 AND key = $2`,
-			run, st.Key, st.State, st.Attempt, st.ArgsHash, nullJSON(st.Args), st.StartedAt)
-		return
-	}
-	b.Queue(`UPDATE steps SET state = $3, result = $4, error = $5, cost_micros = $6, completed_at = $7 WHERE run = $1 AND key = $2`,
-		run, st.Key, st.State, nullJSON(st.Result), pgText(st.Error), st.CostMicros, completed).Exec(func(tag pgconn.CommandTag) error {
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("step %s of %s: %s before Started", st.Key, run, st.State)
-		}
-		return nil
-	})
+	b.Queue(`WITH u AS (UPDATE steps SET state = $3, result = $4, error = $5, cost_micros = $6, completed_at = $7 WHERE run = $1 AND key = $2 RETURNING 1)
+		SELECT agentrun_raise('`+errStepCode+`', $8) WHERE NOT EXISTS (SELECT FROM u)`,
+		run, st.Key, st.State, nullJSON(st.Result), pgText(st.Error), st.CostMicros, completed,
+		fmt.Sprintf("step %s of %s: %s before Started", st.Key, run, st.State))
 }

@@ -177,6 +177,13 @@ var migrations = []string{
 		spec json NOT NULL,
 		created_at timestamptz NOT NULL,
 		PRIMARY KEY (name, version));`,
+
+	// 6: agentrun_raise(code, message) raises an error with that SQLSTATE, so that a check inside
+	// a pipelined commit (the lease fence, a step that must exist) aborts its transaction.
+	`CREATE FUNCTION agentrun_raise(code text, msg text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+	BEGIN
+		RAISE EXCEPTION USING ERRCODE = code, MESSAGE = msg;
+	END $$;`,
 }
 
 // migrateLockClass is the first key of the advisory lock that serializes migrations; the second

@@ -151,6 +151,52 @@ func (s *Store) tryTx(ctx context.Context, fn func(pgx.Tx) error) (err error, co
 	return tx.Commit(ctx), true
 }
 
+// pipe sends the statements build queues as one pipelined batch: one round trip, run by
+// PostgreSQL as one implicit transaction (the statements before the batch's Sync commit together,
+// and a failing statement aborts them all). Like tx it runs the batch again, a few times, when
+// it certainly applied nothing; build is called again each time. The batch must not hold
+// transaction control statements.
+func (s *Store) pipe(ctx context.Context, build func(b *pgx.Batch)) error {
+	backoff := 25 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		b := &pgx.Batch{}
+		build(b)
+		if b.Len() == 0 {
+			return nil
+		}
+		err := s.pool.SendBatch(ctx, b).Close()
+		// The commit happens at the batch's end: an error that does not prove a rollback leaves
+		// the outcome unknown, as for a failed COMMIT.
+		if err == nil || attempt == maxAttempts || ctx.Err() != nil || !retryable(err, true) {
+			if err != nil && ctx.Err() == nil && unreachable(err) {
+				err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+			}
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff *= 3
+	}
+}
+
+// SQLSTATEs raised by agentrun_raise in the statements of a pipelined commit.
+const (
+	// errFencedCode: the lease is stale (store.ErrFenced).
+	errFencedCode = "AR001"
+	// errStepCode: a step completed, interrupted or failed that was never started.
+	errStepCode = "AR002"
+)
+
+func isCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}
+
 // retryable reports whether err proves the transaction applied nothing, so it may run again.
 // Before COMMIT is sent any failure rolls the transaction back; a failed COMMIT is retried only
 // when the server reports a rollback (a connection killed during COMMIT may have committed).

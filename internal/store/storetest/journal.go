@@ -87,6 +87,41 @@ func testJournal(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("CompletedWithoutStartedAppliesNothing", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		l := mustClaim(t, s, newOwner("runner"), "run-1", longTTL)
+		before := mustGetRun(t, s, "run-1")
+		_, err := s.Commit(bg, l, store.Write{
+			Steps:  []api.Step{startedStep("a", 1), completedStep("never-started", 1, `1`, 1)},
+			Events: []api.Event{ev("StepStarted", "a")},
+			Status: &api.AgentRunStatus{Phase: api.PhaseRunning, Message: "must not be written"},
+			Files:  []store.FileWrite{{Path: "x.txt", Content: []byte("x"), Mode: 0o644}},
+		})
+		if err == nil || errIs(err, store.ErrFenced) {
+			t.Fatalf("Commit of a Completed step that was never started: err = %v, want a non-fence error", err)
+		}
+		if steps := mustListSteps(t, s, "run-1"); len(steps) != 0 {
+			t.Errorf("after a failed Commit, ListSteps = %s, want none", js(steps))
+		}
+		if evs := mustListEvents(t, s, "run-1", 0, 0); len(evs) != 0 {
+			t.Errorf("after a failed Commit, ListEvents = %s, want none", js(evs))
+		}
+		if files, _ := s.ListFiles(bg, "run-1"); len(files) != 0 {
+			t.Errorf("after a failed Commit, %d files saved, want none", len(files))
+		}
+		checkStatus(t, "GetRun after a failed Commit", mustGetRun(t, s, "run-1").Status, before.Status)
+		// The lease still holds and the run's counters are untouched.
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{startedStep("a", 1)}, Events: []api.Event{ev("StepStarted", "a")}})
+		if steps := mustListSteps(t, s, "run-1"); len(steps) != 1 || steps[0].Seq != 1 {
+			t.Errorf("ListSteps = %s, want step a with seq 1", js(steps))
+		}
+		if evs := mustListEvents(t, s, "run-1", 0, 0); !sameValue(eventSeqs(evs), []int64{1}) {
+			t.Errorf("event seqs = %v, want [1]", eventSeqs(evs))
+		}
+	})
+
 	t.Run("InterruptedUpdatesRow", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -165,15 +166,52 @@ func (s *Store) DeleteAgent(ctx context.Context, name string) error {
 	return nil
 }
 
+// GetAgentRevision returns one revision's spec. Revisions are immutable and never deleted (a
+// reused name numbers its revisions past the old ones), so the specs read are kept in memory:
+// every drive of a run reads its agent's revision, and a runner drives many runs of few agents.
 func (s *Store) GetAgentRevision(ctx context.Context, name string, revision int64) (*api.AgentSpec, error) {
-	var spec []byte
-	err := s.read.QueryRow(ctx, `SELECT spec FROM agent_revisions WHERE agent = $1 AND revision = $2`, name, revision).Scan(&spec)
-	if err != nil {
-		return nil, fmt.Errorf("agent %s revision %d: %w", name, revision, notFound(err))
+	key := revKey{name, revision}
+	spec, ok := s.revs.get(key)
+	if !ok {
+		err := s.read.QueryRow(ctx, `SELECT spec FROM agent_revisions WHERE agent = $1 AND revision = $2`, name, revision).Scan(&spec)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s revision %d: %w", name, revision, notFound(err))
+		}
+		s.revs.put(key, spec)
 	}
 	var sp api.AgentSpec
 	if err := json.Unmarshal(spec, &sp); err != nil {
 		return nil, fmt.Errorf("decode agent %s revision %d: %w", name, revision, err)
 	}
 	return &sp, nil
+}
+
+type revKey struct {
+	agent    string
+	revision int64
+}
+
+// revCache holds agent revision specs as stored (JSON, decoded afresh for each caller, who may
+// change what it gets). It forgets everything when it has maxRevs.
+type revCache struct {
+	mu sync.Mutex
+	m  map[revKey][]byte
+}
+
+const maxRevs = 4096
+
+func (c *revCache) get(k revKey) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[k]
+	return b, ok
+}
+
+func (c *revCache) put(k revKey, spec []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxRevs {
+		c.m = map[revKey][]byte{}
+	}
+	c.m[k] = spec
 }

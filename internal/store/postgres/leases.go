@@ -239,11 +239,21 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, got func(cancel bool
 // queueRunnerEvents queues the insert of a commit's events, numbered after the run's events
 // before the commit (its fence statement advanced next_event by len(evs) already).
 func queueRunnerEvents(b *pgx.Batch, run string, evs []api.Event) {
-	times := make([]*time.Time, len(evs))
-	types := make([]string, len(evs))
-	keys := make([]string, len(evs))
-	msgs := make([]string, len(evs))
-	data := make([]*string, len(evs))
+	times, types, keys, msgs, data := eventArrays(evs)
+	b.Queue(`INSERT INTO run_events (run, seq, time, type, step_key, message, data)
+		SELECT $1, r.next_event - $2 + e.ord, COALESCE(e.time, now()), e.type, e.step_key, e.message, e.data::json
+		FROM runs r, unnest($3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e (time, type, step_key, message, data, ord)
+		WHERE r.name = $1`,
+		run, len(evs), times, types, keys, msgs, data)
+}
+
+// eventArrays are the columns of events as arrays, for unnest (a zero time is NULL: now()).
+func eventArrays(evs []api.Event) (times []*time.Time, types, keys, msgs []string, data []*string) {
+	times = make([]*time.Time, len(evs))
+	types = make([]string, len(evs))
+	keys = make([]string, len(evs))
+	msgs = make([]string, len(evs))
+	data = make([]*string, len(evs))
 	for i, ev := range evs {
 		if !ev.Time.IsZero() {
 			t := ev.Time
@@ -255,11 +265,7 @@ func queueRunnerEvents(b *pgx.Batch, run string, evs []api.Event) {
 			data[i] = &d
 		}
 	}
-	b.Queue(`INSERT INTO run_events (run, seq, time, type, step_key, message, data)
-		SELECT $1, r.next_event - $2 + e.ord, COALESCE(e.time, now()), e.type, e.step_key, e.message, e.data::json
-		FROM runs r, unnest($3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e (time, type, step_key, message, data, ord)
-		WHERE r.name = $1`,
-		run, len(evs), times, types, keys, msgs, data)
+	return times, types, keys, msgs, data
 }
 
 // queueCharge queues the settlement of one charge, in one statement: the reservation of the

@@ -44,6 +44,7 @@ type Store struct {
 	wake   *wake.Waker
 	lis    *listener
 	events *eventNotifier
+	revs   revCache
 
 	closeOnce sync.Once
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/store"
@@ -23,23 +24,23 @@ func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
 	uid := newUID()
 	claimable := !api.Finished(r.Status.Phase)
 	var created time.Time
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at)
-			VALUES ($1, $2, $3, 1, now(), $4, $5, $6, $7, CASE WHEN $8::boolean THEN now() END)
-			RETURNING created_at`,
-			name, uid, r.Spec.Agent, mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable).Scan(&created)
-		if err != nil {
-			if isUnique(err) {
-				return store.ErrAlreadyExists
-			}
-			return err
-		}
-		if claimable {
-			return notifyWork(ctx, tx, name)
-		}
-		return nil
+	// One statement: the insert, and the notification to other stores if the run is claimable.
+	err := s.pipe(ctx, func(b *pgx.Batch) {
+		b.Queue(`
+			WITH i AS (
+				INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at)
+				VALUES ($1, $2, $3, 1, now(), $4, $5, $6, $7, CASE WHEN $8::boolean THEN now() END)
+				RETURNING created_at)
+			SELECT created_at, CASE WHEN $8::boolean THEN pg_notify($9, $1) END FROM i`,
+			name, uid, r.Spec.Agent, mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable, chanWork).
+			QueryRow(func(row pgx.Row) error {
+				var notified any
+				return row.Scan(&created, &notified)
+			})
 	})
+	if isUnique(err) {
+		err = store.ErrAlreadyExists
+	}
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", name, err)
 	}
@@ -354,20 +355,28 @@ func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) e
 	if len(evs) == 0 {
 		return nil
 	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var last int64
-		if err := tx.QueryRow(ctx, `UPDATE runs SET next_event = next_event + $2 WHERE name = $1 RETURNING next_event`, run, len(evs)).Scan(&last); err != nil {
-			return notFound(err)
-		}
-		b := &pgx.Batch{}
-		queueEvents(b, run, last-int64(len(evs))+1, evs)
-		b.Queue(`SELECT pg_notify($1, $2)`, chanEvents, run)
-		return tx.SendBatch(ctx, b).Close()
+	// One statement: the events take the run's next seqs. Other stores are told after the commit,
+	// coalesced (see eventNotifier), as for a runner's commit: a NOTIFY in the transaction would
+	// serialize its commit with every other notifying one.
+	err := s.pipe(ctx, func(b *pgx.Batch) {
+		times, types, keys, msgs, data := eventArrays(evs)
+		b.Queue(`
+			WITH r AS (UPDATE runs SET next_event = next_event + $2 WHERE name = $1 RETURNING next_event)
+			INSERT INTO run_events (run, seq, time, type, step_key, message, data)
+			SELECT $1, r.next_event - $2 + e.ord, COALESCE(e.time, now()), e.type, e.step_key, e.message, e.data::json
+			FROM r, unnest($3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e (time, type, step_key, message, data, ord)`,
+			run, len(evs), times, types, keys, msgs, data).Exec(func(tag pgconn.CommandTag) error {
+			if tag.RowsAffected() == 0 {
+				return store.ErrNotFound
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("append events to %s: %w", run, err)
 	}
 	s.wake.Event()
+	s.events.add(run)
 	return nil
 }
 

@@ -1,13 +1,16 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +149,102 @@ entries:
 	// No container of the finished run is left.
 	out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=agentrun.run="+name).Output()
 	if strings.TrimSpace(string(out)) != "" {
+		t.Errorf("containers of the finished run are left: %s", out)
+	}
+}
+
+// The AgentRun seed lists Docker among the desktop providers. An agent with computer {kind:
+// desktop, provider: docker} paints its screen and looks at it: the model is sent the
+// screenshot; the first run waits on the builds of the sandbox image and of the desktop image
+// made from it, which its timeline says; the desktop is a container, gone when the run ends.
+func TestDockerDesktop(t *testing.T) {
+	t.Parallel()
+	base := needDockerBase(t)
+	// A base of its own, so that this run builds (and waits for) both images whatever other
+	// tests built before.
+	fresh := fmt.Sprintf("agentrun-e2e/desktop-base:%d", time.Now().UnixNano())
+	if out, err := exec.Command("docker", "tag", base, fresh).CombinedOutput(); err != nil {
+		t.Fatalf("docker tag: %v %s", err, out)
+	}
+	var built []string
+	t.Cleanup(func() { exec.Command("docker", append(append([]string{"rmi"}, built...), fresh)...).Run() })
+	e := newEnv(t, `
+entries:
+  - name: docker-desktop
+    match: "Use the docker desktop"
+    turns:
+      - tool_calls:
+          - name: bash
+            input: {command: "xsetroot -solid '#00ff00' && hostname && echo $DISPLAY"}
+      - tool_calls:
+          - name: desktop_click
+            input: {x: 640, "y": 400}
+      - tool_calls:
+          - name: desktop_screenshot
+            input: {}
+      - text: "I saw {{last_tool_images}}"
+`)
+	e.start("AGENTRUN_DOCKER_BASE=" + fresh)
+	if st := e.do("PUT", "/v2/agents/docker-desk", `{"metadata":{"name":"docker-desk"},"spec":{"model":{"access":"Nodus"},"computer":{"kind":"desktop","provider":"docker"}}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	name := "docker-paint"
+	if st := e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"docker-paint"},"spec":{"agent":"docker-desk","input":"Use the docker desktop: paint it and look"}}`, nil); st != 201 {
+		t.Fatalf("start run: HTTP %d", st)
+	}
+	run := e.waitPhase(name, 5*time.Minute, api.PhaseSucceeded, api.PhaseFailed)
+	var preparing string
+	var prepared bool
+	for _, ev := range e.events(name) {
+		switch ev.Type {
+		case "computer.preparing":
+			preparing = ev.Message
+			built = regexp.MustCompile(`agentrun-(?:desktop|sandbox):[0-9a-f]+`).FindAllString(ev.Message, -1)
+			slices.Reverse(built) // the desktop image first: it is the sandbox image's child
+		case "computer.prepared":
+			prepared = preparing != ""
+			t.Logf("%s\n%s", preparing, ev.Message)
+		}
+	}
+	if run.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("run %s: %s %s", run.Status.Phase, run.Status.Reason, run.Status.Message)
+	}
+	if got := run.Status.Answer.Preview; got != "I saw 1 image: image/png 1280x800" {
+		t.Errorf("answer = %q: the model was not sent the screenshot", got)
+	}
+	if !strings.Contains(preparing, "waiting for the docker provider: image agentrun-sandbox:") || !strings.Contains(preparing, "from "+fresh) ||
+		!strings.Contains(preparing, "then image agentrun-desktop:") || len(built) != 2 || !prepared {
+		t.Errorf("the timeline does not say the run waits on the sandbox and desktop images (prepared after: %v): %q", prepared, preparing)
+	}
+	shot := e.mustCLI(0, "runs", "read-file", name, "screenshots/1.png").stdout
+	img, err := png.Decode(bytes.NewReader([]byte(shot)))
+	if err != nil {
+		t.Fatalf("screenshots/1.png in the run folder: %v", err)
+	}
+	if r, g, b, _ := img.At(10, 10).RGBA(); r>>8 != 0 || g>>8 != 0xff || b>>8 != 0 {
+		t.Errorf("pixel (10, 10) is #%02x%02x%02x, want the green the agent painted", r>>8, g>>8, b>>8)
+	}
+	var created bool
+	results := map[string]string{}
+	for _, s := range e.steps(name) {
+		if s.Kind == "computer" && s.State == api.StepCompleted && strings.Contains(string(s.Result), "provider: docker") &&
+			strings.Contains(string(s.Result), "agentrun-desktop:") {
+			created = true
+		}
+		var res struct{ Content string }
+		json.Unmarshal(s.Result, &res)
+		results[s.Key] = res.Content
+	}
+	if !created {
+		t.Errorf("no computer step made a docker desktop: %+v", e.steps(name))
+	}
+	if got := results["t0/tool/0"]; !strings.Contains(got, "sandbox\n:99") {
+		t.Errorf("bash in the desktop said %q, want the container's hostname and DISPLAY", got)
+	}
+	if got := results["t1/tool/0"]; !strings.HasPrefix(got, "clicked the left button at (640, 400)") {
+		t.Errorf("desktop_click said %q", got)
+	}
+	if out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=agentrun.run="+name).Output(); strings.TrimSpace(string(out)) != "" {
 		t.Errorf("containers of the finished run are left: %s", out)
 	}
 }

@@ -62,13 +62,21 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 	if err != nil {
 		return nil, &failure{api.ReasonToolError, fmt.Sprintf("cannot make the run's %s computer on runner %s: %v", kind, d.e.RunnerName, err)}
 	}
-	if prep, ok := p.(computer.Preparer); ok {
-		// A slow one-time setup (the docker image's build): the timeline says what the run waits on.
-		if ready, what := prep.Ready(ctx); !ready {
+	// A slow one-time setup (the docker images' builds): the timeline says what the run waits on.
+	var ready func(context.Context) (bool, string)
+	var prepare func(context.Context) error
+	if kp, ok := p.(computer.KindPreparer); ok {
+		ready = func(ctx context.Context) (bool, string) { return kp.ReadyKind(ctx, kind) }
+		prepare = func(ctx context.Context) error { return kp.PrepareKind(ctx, kind) }
+	} else if prep, ok := p.(computer.Preparer); ok {
+		ready, prepare = prep.Ready, prep.Prepare
+	}
+	if ready != nil {
+		if ok, what := ready(ctx); !ok {
 			start := time.Now()
 			d.j.Emit(api.Event{Type: "computer.preparing", Message: fmt.Sprintf("waiting for the %s provider: %s", p.Name(), what)})
-			if err := prep.Prepare(ctx); err != nil {
-				return nil, fmt.Errorf("prepare %s provider: %w", p.Name(), err)
+			if err := prepare(ctx); err != nil {
+				return nil, fmt.Errorf("prepare %s provider for %s computers: %w", p.Name(), kind, err)
 			}
 			d.j.Emit(api.Event{Type: "computer.prepared", Message: fmt.Sprintf("%s provider ready after %s", p.Name(), time.Since(start).Round(100*time.Millisecond))})
 		}

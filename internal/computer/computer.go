@@ -126,6 +126,16 @@ type Preparer interface {
 	Prepare(ctx context.Context) error
 }
 
+// KindPreparer is a Preparer whose setup depends on the kind of computer (the docker provider's
+// desktops run on an image built from its sandbox image). The agent loop uses it instead of
+// Preparer when a provider has it, so that the timeline names what the run's kind waits on.
+type KindPreparer interface {
+	// ReadyKind is Ready for computers of kind.
+	ReadyKind(ctx context.Context, kind Kind) (bool, string)
+	// PrepareKind is Prepare for computers of kind.
+	PrepareKind(ctx context.Context, kind Kind) error
+}
+
 // Computer is one run's computer. Assert Sandbox or Browser for what it does.
 type Computer interface {
 	Kind() Kind

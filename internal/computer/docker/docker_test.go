@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
 
 	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/computer/computertest"
@@ -278,4 +280,160 @@ func BenchmarkCreate(b *testing.B) {
 	}
 	b.ReportMetric(float64(create.Milliseconds())/float64(n), "create-ms")
 	b.ReportMetric(float64(closing.Milliseconds())/float64(n), "close-ms")
+}
+
+// desktopAvailable is available for desktops: it builds the desktop image first, saying how
+// long that took when it had to.
+func desktopAvailable(t testing.TB) *Provider {
+	t.Helper()
+	p := available(t)
+	if a := p.KindAvailable(context.Background(), computer.KindDesktop); !a.Available {
+		t.Fatalf("desktops unavailable where sandboxes are: %s", a.Reason)
+	}
+	if ready, what := p.ReadyKind(context.Background(), computer.KindDesktop); !ready {
+		t.Logf("preparing desktops: %s", what)
+		p.Progress = func(m string) { t.Log(m) }
+		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+		defer cancel()
+		start := time.Now()
+		if err := p.PrepareKind(ctx, computer.KindDesktop); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("desktop image built in %v", time.Since(start).Round(100*time.Millisecond))
+		p.Progress = nil
+	}
+	return p
+}
+
+// TestDesktopConformance runs the desktop checks (the sandbox's among them) on docker desktops.
+func TestDesktopConformance(t *testing.T) {
+	computertest.RunDesktop(t, desktopAvailable(t))
+}
+
+// TestDesktopImageBuiltOnFirstUse builds a desktop image of its own (Dockerfile.desktop with a
+// label added, so the engine's cache makes it quick) and checks what KindAvailable and
+// ReadyKind say before and after, and that the sandbox kind does not wait on it.
+func TestDesktopImageBuiltOnFirstUse(t *testing.T) {
+	desktopAvailable(t)
+	p := &Provider{desktopDockerfileExtra: "\nLABEL agentrun.test=" + randomSuffix() + "\n"}
+	img, sb := p.desktopImage(), p.sandboxImage()
+	if img.base != sb.tag || !strings.HasPrefix(img.tag, desktopRepo+":") {
+		t.Fatalf("desktop image %+v, sandbox image %s", img, sb.tag)
+	}
+	cli, _ := p.client()
+	t.Cleanup(func() {
+		if _, err := cli.ImageRemove(context.Background(), img.tag, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil {
+			t.Errorf("remove test image: %v", err)
+		}
+	})
+	a := p.KindAvailable(t.Context(), computer.KindDesktop)
+	if !a.Available || !strings.Contains(a.Reason, "desktop image "+img.tag+" not built yet: built on the first desktop from the sandbox image "+sb.tag) {
+		t.Fatalf("desktops before the first: %+v", a)
+	}
+	if ready, what := p.ReadyKind(t.Context(), computer.KindDesktop); ready || what != "image "+img.tag+" to be built from "+sb.tag+" (first use; a minute or more: it installs the X programs)" {
+		t.Fatalf("ReadyKind(desktop) before the first: %v %q", ready, what)
+	}
+	if ready, what := p.ReadyKind(t.Context(), computer.KindSandbox); !ready || what != "image "+sb.tag+" built" {
+		t.Fatalf("ReadyKind(sandbox): %v %q", ready, what)
+	}
+	if err := p.PrepareKind(t.Context(), computer.KindDesktop); err != nil {
+		t.Fatal(err)
+	}
+	if ready, what := p.ReadyKind(t.Context(), computer.KindDesktop); !ready || what != "image "+img.tag+" built" {
+		t.Fatalf("ReadyKind(desktop) after: %v %q", ready, what)
+	}
+	if a := p.KindAvailable(t.Context(), computer.KindDesktop); !a.Available || a.Reason != "desktop image "+img.tag+" built (from "+sb.tag+")" {
+		t.Fatalf("desktops after the first: %+v", a)
+	}
+	if a := p.KindAvailable(t.Context(), computer.KindBrowser); a.Available {
+		t.Fatalf("browser: %+v", a)
+	}
+	// A sandbox still runs on the sandbox image.
+	c, err := p.Create(t.Context(), computer.Spec{Run: "plain", Folder: t.TempDir(), Kind: computer.KindSandbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(computer.Desktop); ok || !strings.Contains(strings.Join(c.Info(), "\n"), "image: "+sb.tag) {
+		t.Fatalf("a sandbox is a %T: %q", c, c.Info())
+	}
+}
+
+// TestDesktopBuildFailure: a desktop image whose build fails says why, in Create's error and in
+// KindAvailable, and leaves sandboxes available.
+func TestDesktopBuildFailure(t *testing.T) {
+	desktopAvailable(t)
+	p := &Provider{desktopDockerfileExtra: "\nRUN echo failing on purpose; false\n"}
+	_, err := p.Create(t.Context(), computer.Spec{Run: "nobuild", Folder: t.TempDir(), Kind: computer.KindDesktop})
+	if err == nil || !strings.Contains(err.Error(), "build docker desktop image") || !strings.Contains(err.Error(), "failing on purpose") {
+		t.Fatalf("Create with a failing build: %v", err)
+	}
+	if a := p.KindAvailable(t.Context(), computer.KindDesktop); a.Available || !strings.Contains(a.Reason, "failing on purpose") {
+		t.Fatalf("desktops after a failed build: %+v", a)
+	}
+	if a := p.KindAvailable(t.Context(), computer.KindSandbox); !a.Available {
+		t.Fatalf("sandboxes after a failed desktop build: %+v", a)
+	}
+}
+
+// TestDesktopContainer checks a desktop's container is a sandbox's (no network unless allowed,
+// read-only image, no capabilities, limits, removed at close), that its X server listens on its
+// socket in /tmp only (not on TCP, not on the abstract socket), and measures creating desktops
+// and taking screenshots.
+func TestDesktopContainer(t *testing.T) {
+	p := desktopAvailable(t)
+	cli, _ := p.client()
+	var creates []time.Duration
+	for i, allowed := range []bool{false, true, false, false, false} {
+		start := time.Now()
+		c, err := p.Create(t.Context(), computer.Spec{Run: "xdesk", Folder: t.TempDir(), Kind: computer.KindDesktop, Network: allowed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		creates = append(creates, time.Since(start))
+		d := c.(*Desktop)
+		if i == 0 {
+			t.Logf("info:\n%s", strings.Join(d.Info(), "\n"))
+		}
+		ci, err := cli.ContainerInspect(t.Context(), d.ContainerID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := ci.HostConfig
+		if want := map[bool]string{true: "bridge", false: "none"}[allowed]; string(hc.NetworkMode) != want || !hc.ReadonlyRootfs || !hc.AutoRemove ||
+			len(hc.CapDrop) != 1 || hc.CapDrop[0] != "ALL" || hc.Memory != computer.DefaultLimits.MemoryBytes || hc.PidsLimit == nil ||
+			*hc.PidsLimit != computer.DefaultLimits.Processes || ci.Config.Labels[labelComputer] != "desktop" ||
+			!strings.HasPrefix(ci.Config.Image, desktopRepo+":") {
+			t.Errorf("network %v: container %+v, config %+v", allowed, hc, ci.Config)
+		}
+		r, err := d.Exec(t.Context(), `cat /proc/net/unix; echo ===; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; echo ===; echo "$DISPLAY"`, computer.ExecOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(r.Stdout, "===\n")
+		if len(parts) != 3 || !strings.Contains(parts[0], "/tmp/.X11-unix/X99") || strings.Contains(parts[0], "@/tmp/.X11-unix") ||
+			strings.Contains(strings.ToUpper(parts[1]), ":17A3 ") || strings.TrimSpace(parts[2]) != ":99" {
+			t.Errorf("network %v: X listens on more than its socket in /tmp, or DISPLAY is not :99:\n%s", allowed, r.Stdout)
+		}
+		if i == 0 {
+			var shots []time.Duration
+			for range 5 {
+				start := time.Now()
+				if _, err := d.Shot(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				shots = append(shots, time.Since(start))
+			}
+			t.Logf("screenshots (PNG of 1280×800): %v", shots)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.ContainerInspect(t.Context(), d.ContainerID()); !client.IsErrNotFound(err) {
+			t.Errorf("the desktop's container is left after Close: %v", err)
+		}
+	}
+	sorted := append([]time.Duration(nil), creates...)
+	slices.Sort(sorted)
+	t.Logf("desktop creates %v: p50 %v", creates, sorted[len(sorted)/2])
 }

@@ -29,6 +29,12 @@ import (
 //go:embed Dockerfile
 var dockerfile string
 
+// desktopDockerfile is the desktop image's recipe; its BASE build argument
+// is the sandbox image.
+//
+//go:embed Dockerfile.desktop
+var desktopDockerfile string
+
 // DefaultBase is the base image when neither Provider.BaseImage nor
 // AGENTRUN_DOCKER_BASE names one.
 const DefaultBase = "debian:bookworm-slim"
@@ -37,6 +43,10 @@ const DefaultBase = "debian:bookworm-slim"
 // the Dockerfile and the base, so a new server version or base gets a new
 // image and an old one is never used by mistake.
 const imageRepo = "agentrun-sandbox"
+
+// desktopRepo is the repository of the desktop images, tagged likewise from
+// their Dockerfile and their base (the sandbox image's tag).
+const desktopRepo = "agentrun-desktop"
 
 const (
 	buildTimeout = 20 * time.Minute
@@ -61,8 +71,40 @@ func (p *Provider) base() string {
 // recipe returns the Dockerfile and the image's tag for base.
 func (p *Provider) recipe(base string) (df, tag string) {
 	df = dockerfile + p.dockerfileExtra
+	return df, tagOf(imageRepo, df, base)
+}
+
+func tagOf(repo, df, base string) string {
 	sum := sha256.Sum256([]byte(df + "\x00" + base))
-	return df, imageRepo + ":" + hex.EncodeToString(sum[:])[:12]
+	return repo + ":" + hex.EncodeToString(sum[:])[:12]
+}
+
+// imageSpec is an image this provider builds: the sandbox image, or the
+// desktop image built from it.
+type imageSpec struct {
+	what          string // "sandbox" or "desktop", the kind of computer it runs
+	df, tag, base string
+}
+
+func (p *Provider) sandboxImage() imageSpec {
+	base := p.base()
+	df, tag := p.recipe(base)
+	return imageSpec{what: "sandbox", df: df, tag: tag, base: base}
+}
+
+func (p *Provider) desktopImage() imageSpec {
+	base := p.sandboxImage().tag
+	df := desktopDockerfile + p.desktopDockerfileExtra
+	return imageSpec{what: "desktop", df: df, tag: tagOf(desktopRepo, df, base), base: base}
+}
+
+// images are the images a computer of kind runs on, in build order (a
+// desktop's is built from the sandbox's).
+func (p *Provider) images(kind computer.Kind) []imageSpec {
+	if kind == computer.KindDesktop {
+		return []imageSpec{p.sandboxImage(), p.desktopImage()}
+	}
+	return []imageSpec{p.sandboxImage()}
 }
 
 // builds holds the image builds of this process, by engine and tag: at most
@@ -78,8 +120,8 @@ var builds = struct {
 // by the entry in builds: it ends when the engine's build ends, or after
 // buildTimeout.
 type imageBuild struct {
-	tag, base string
-	done      chan struct{}
+	what, tag, base string
+	done            chan struct{}
 
 	mu       sync.Mutex
 	status   string // the last thing the build said
@@ -104,8 +146,8 @@ func (b *imageBuild) state() (running bool, status string, err error, finished t
 	return running, b.status, b.err, b.finished
 }
 
-// imageState says where this provider's image is: built, being built, last
-// build failed, or not built (with whether the base is there).
+// imageState says where one of this provider's images is: built, being
+// built, last build failed, or not built (with whether the base is there).
 type imageState struct {
 	tag, base   string
 	built       bool
@@ -114,18 +156,21 @@ type imageState struct {
 	baseMissing bool
 }
 
+// imageState is the state of the sandbox image.
 func (p *Provider) imageState(ctx context.Context, cli *client.Client) (imageState, error) {
-	base := p.base()
-	_, tag := p.recipe(base)
-	st := imageState{tag: tag, base: base}
-	if _, err := cli.ImageInspect(ctx, tag); err == nil {
+	return stateOf(ctx, cli, p.sandboxImage())
+}
+
+func stateOf(ctx context.Context, cli *client.Client, img imageSpec) (imageState, error) {
+	st := imageState{tag: img.tag, base: img.base}
+	if _, err := cli.ImageInspect(ctx, img.tag); err == nil {
 		st.built = true
 		return st, nil
 	} else if !client.IsErrNotFound(err) {
-		return st, fmt.Errorf("inspect image %s: %w", tag, err)
+		return st, fmt.Errorf("inspect image %s: %w", img.tag, err)
 	}
 	builds.mu.Lock()
-	b := builds.m[cli.DaemonHost()+" "+tag]
+	b := builds.m[cli.DaemonHost()+" "+img.tag]
 	builds.mu.Unlock()
 	if b != nil {
 		running, status, err, finished := b.state()
@@ -137,9 +182,9 @@ func (p *Provider) imageState(ctx context.Context, cli *client.Client) (imageSta
 			st.failed = err
 		}
 	}
-	if _, err := cli.ImageInspect(ctx, base); err != nil {
+	if _, err := cli.ImageInspect(ctx, img.base); err != nil {
 		if !client.IsErrNotFound(err) {
-			return st, fmt.Errorf("inspect base image %s: %w", base, err)
+			return st, fmt.Errorf("inspect base image %s: %w", img.base, err)
 		}
 		st.baseMissing = true
 	}
@@ -149,25 +194,58 @@ func (p *Provider) imageState(ctx context.Context, cli *client.Client) (imageSta
 // Ready reports whether the sandbox image is built and, if not, what its build is doing (or that
 // the first sandbox will build it).
 func (p *Provider) Ready(ctx context.Context) (bool, string) {
+	return p.ReadyKind(ctx, computer.KindSandbox)
+}
+
+// ReadyKind reports whether the images of kind are built (a desktop's: the sandbox image and the
+// desktop image built from it) and, if not, what is being built or will be.
+func (p *Provider) ReadyKind(ctx context.Context, kind computer.Kind) (bool, string) {
 	cli, err := p.client()
 	if err != nil {
 		return false, err.Error()
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	st, err := p.imageState(ctx, cli)
-	switch {
-	case err != nil:
-		return false, err.Error()
-	case st.built:
-		return true, fmt.Sprintf("image %s built", st.tag)
-	case st.building != "":
-		return false, fmt.Sprintf("image %s being built from %s: %s", st.tag, st.base, cut(st.building, 160))
+	imgs := p.images(kind)
+	var then []string // images built after the one waited on
+	for i := len(imgs) - 1; i >= 0; i-- {
+		img := imgs[i]
+		st, err := stateOf(ctx, cli, img)
+		switch {
+		case err != nil:
+			return false, err.Error()
+		case st.built && len(then) == 0:
+			return true, fmt.Sprintf("image %s built", st.tag)
+		case st.built:
+			return false, fmt.Sprintf("image %s to be built from %s (first use; %s)", then[0], st.tag, buildTime(kind))
+		case st.building != "":
+			msg := fmt.Sprintf("image %s being built from %s: %s", st.tag, st.base, cut(st.building, 160))
+			if len(then) > 0 {
+				msg += "; then image " + then[0] + " from it"
+			}
+			return false, msg
+		}
+		then = append([]string{img.tag}, then...)
 	}
-	return false, fmt.Sprintf("image %s to be built from %s (first use; a few minutes when the base needs packages)", st.tag, st.base)
+	msg := fmt.Sprintf("image %s to be built from %s", imgs[0].tag, imgs[0].base)
+	if len(imgs) > 1 {
+		msg += fmt.Sprintf(", then image %s from it", imgs[1].tag)
+	}
+	return false, msg + " (first use; " + buildTime(kind) + ")"
 }
 
-var _ computer.Preparer = (*Provider)(nil)
+// buildTime says how long the build of kind's images may take.
+func buildTime(kind computer.Kind) string {
+	if kind == computer.KindDesktop {
+		return "a minute or more: it installs the X programs"
+	}
+	return "a few minutes when the base needs packages"
+}
+
+var (
+	_ computer.Preparer     = (*Provider)(nil)
+	_ computer.KindPreparer = (*Provider)(nil)
+)
 
 // Prepare makes sure the sandbox image is in the engine: if it is not, it
 // builds it (pulling the base image first if the engine lacks it), or waits
@@ -175,17 +253,36 @@ var _ computer.Preparer = (*Provider)(nil)
 // the first sandbox the wait. When ctx ends first the build goes on, and a
 // later call waits for it.
 func (p *Provider) Prepare(ctx context.Context) error {
+	return p.PrepareKind(ctx, computer.KindSandbox)
+}
+
+// PrepareKind makes sure the images of kind are in the engine, as Prepare
+// does for the sandbox image: a desktop's are the sandbox image, then the
+// desktop image built from it.
+func (p *Provider) PrepareKind(ctx context.Context, kind computer.Kind) error {
 	cli, err := p.client()
 	if err != nil {
 		return err
 	}
-	_, err = p.ensureImage(ctx, cli)
+	_, err = p.ensureImages(ctx, cli, kind)
 	return err
 }
 
-func (p *Provider) ensureImage(ctx context.Context, cli *client.Client) (string, error) {
-	base := p.base()
-	df, tag := p.recipe(base)
+// ensureImages builds kind's images where they are missing, in order, and
+// returns the tag of the last, the one its containers run.
+func (p *Provider) ensureImages(ctx context.Context, cli *client.Client, kind computer.Kind) (string, error) {
+	var tag string
+	for _, img := range p.images(kind) {
+		var err error
+		if tag, err = p.ensureImage(ctx, cli, img); err != nil {
+			return "", err
+		}
+	}
+	return tag, nil
+}
+
+func (p *Provider) ensureImage(ctx context.Context, cli *client.Client, img imageSpec) (string, error) {
+	tag := img.tag
 	if _, err := cli.ImageInspect(ctx, tag); err == nil {
 		return tag, nil
 	} else if !client.IsErrNotFound(err) {
@@ -195,9 +292,9 @@ func (p *Provider) ensureImage(ctx context.Context, cli *client.Client) (string,
 	builds.mu.Lock()
 	b := builds.m[key]
 	if b == nil || isDone(b.done) {
-		b = &imageBuild{tag: tag, base: base, done: make(chan struct{}), status: "starting"}
+		b = &imageBuild{what: img.what, tag: tag, base: img.base, done: make(chan struct{}), status: "starting"}
 		builds.m[key] = b
-		go b.run(cli, df, p.report)
+		go b.run(cli, img.df, p.report)
 	}
 	builds.mu.Unlock()
 	select {
@@ -209,7 +306,7 @@ func (p *Provider) ensureImage(ctx context.Context, cli *client.Client) (string,
 		return tag, nil
 	case <-ctx.Done():
 		_, status, _, _ := b.state()
-		return "", fmt.Errorf("waiting for the docker sandbox image %s to be built (it goes on; last: %s): %w", tag, cut(status, 160), context.Cause(ctx))
+		return "", fmt.Errorf("waiting for the docker %s image %s to be built (it goes on; last: %s): %w", img.what, tag, cut(status, 160), context.Cause(ctx))
 	}
 }
 
@@ -242,13 +339,13 @@ func (b *imageBuild) run(cli *client.Client, df string, report func(string, bool
 		b.setStatus(msg)
 		report(msg, milestone)
 	}
-	say(fmt.Sprintf("docker sandbox image %s: building from %s (first use)", b.tag, b.base), true)
-	err := buildImage(ctx, cli, df, b.tag, b.base, say)
+	say(fmt.Sprintf("docker %s image %s: building from %s (first use)", b.what, b.tag, b.base), true)
+	err := buildImage(ctx, cli, df, b.what, b.tag, b.base, say)
 	if err != nil {
-		err = fmt.Errorf("build docker sandbox image %s from %s: %w", b.tag, b.base, err)
+		err = fmt.Errorf("build docker %s image %s from %s: %w", b.what, b.tag, b.base, err)
 		say(err.Error(), true)
 	} else {
-		say(fmt.Sprintf("docker sandbox image %s: ready (built in %.1f s)", b.tag, time.Since(start).Seconds()), true)
+		say(fmt.Sprintf("docker %s image %s: ready (built in %.1f s)", b.what, b.tag, time.Since(start).Seconds()), true)
 	}
 	b.mu.Lock()
 	b.err = err
@@ -257,8 +354,9 @@ func (b *imageBuild) run(cli *client.Client, df string, report func(string, bool
 	close(b.done)
 }
 
-// buildImage pulls base if the engine lacks it, then builds tag from df.
-func buildImage(ctx context.Context, cli *client.Client, df, tag, base string, say func(string, bool)) error {
+// buildImage pulls base if the engine lacks it, then builds tag (the image of
+// computers of kind what) from df.
+func buildImage(ctx context.Context, cli *client.Client, df, what, tag, base string, say func(string, bool)) error {
 	if _, err := cli.ImageInspect(ctx, base); err != nil {
 		if !client.IsErrNotFound(err) {
 			return fmt.Errorf("inspect base image: %w", err)
@@ -286,7 +384,7 @@ func buildImage(ctx context.Context, cli *client.Client, df, tag, base string, s
 		NetworkMode: "host", // apt reaches the mirrors the host reaches
 		Remove:      true,
 		ForceRemove: true,
-		Labels:      map[string]string{"agentrun.computer": "sandbox-image", "agentrun.base": base},
+		Labels:      map[string]string{"agentrun.computer": what + "-image", "agentrun.base": base},
 	})
 	if err != nil {
 		return err

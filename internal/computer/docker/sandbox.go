@@ -25,7 +25,7 @@ import (
 
 // Labels on every sandbox container.
 const (
-	labelComputer = "agentrun.computer" // "sandbox"
+	labelComputer = "agentrun.computer" // the kind: "sandbox" or "desktop"
 	labelRun      = "agentrun.run"      // the run's name
 )
 
@@ -63,9 +63,18 @@ func (s *Sandbox) Info() []string      { return append([]string(nil), s.info...)
 // ContainerID returns the sandbox's container.
 func (s *Sandbox) ContainerID() string { return s.id }
 
+// xLaunch is what a desktop's container adds to a sandbox's: the script that starts its X
+// server, then execs the helper (its arguments), and the display it is on.
+type xLaunch struct {
+	script  string
+	display string // ":99"
+}
+
 // start makes, attaches to and starts the container of a sandbox for spec
-// from image tag, and waits for its helper to answer.
-func start(ctx context.Context, cli *client.Client, tag, base string, spec computer.Spec) (*Sandbox, error) {
+// from image tag (itself from base), and waits for its helper to answer. With
+// x, the container's command is x.script, which starts the X server before
+// the helper.
+func start(ctx context.Context, cli *client.Client, tag, base string, spec computer.Spec, x *xLaunch) (*Sandbox, error) {
 	folder, err := filepath.Abs(spec.Folder)
 	if err != nil {
 		return nil, err
@@ -92,6 +101,12 @@ func start(ctx context.Context, cli *client.Client, tag, base string, spec compu
 	if spec.Network {
 		network = "bridge"
 	}
+	env := []string{"PATH=" + sandboxPath, "HOME=/home/agent", "LANG=C.UTF-8", "TERM=dumb", "TMPDIR=/tmp"}
+	entrypoint, cmd, kind := argv[:1], argv[1:], computer.KindSandbox
+	if x != nil {
+		env = append(env, "DISPLAY="+x.display)
+		entrypoint, cmd, kind = []string{"/bin/sh", "-c", x.script, "agentrun-desktop"}, argv, computer.KindDesktop
+	}
 	cfg := &container.Config{
 		Hostname:     "sandbox",
 		User:         user,
@@ -102,12 +117,12 @@ func start(ctx context.Context, cli *client.Client, tag, base string, spec compu
 		// The engine closes the helper's stdin when the server's attach
 		// connection ends: at Close, or when the server dies.
 		StdinOnce:  true,
-		Env:        []string{"PATH=" + sandboxPath, "HOME=/home/agent", "LANG=C.UTF-8", "TERM=dumb", "TMPDIR=/tmp"},
-		Entrypoint: argv[:1],
-		Cmd:        argv[1:],
+		Env:        env,
+		Entrypoint: entrypoint,
+		Cmd:        cmd,
 		Image:      tag,
 		WorkingDir: "/workspace",
-		Labels:     map[string]string{labelComputer: "sandbox", labelRun: spec.Run},
+		Labels:     map[string]string{labelComputer: string(kind), labelRun: spec.Run},
 	}
 	initProc := true
 	pids := lim.Processes
@@ -161,7 +176,7 @@ func start(ctx context.Context, cli *client.Client, tag, base string, spec compu
 		if tail := strings.TrimSpace(s.stderr.String()); tail != "" && !strings.Contains(err.Error(), tail) {
 			err = fmt.Errorf("%w: %s", err, tail)
 		}
-		if isDone(s.Done()) {
+		if isDone(s.Done()) && !strings.Contains(err.Error(), "Xvfb did not start") {
 			// The helper is this executable, run in the image.
 			err = fmt.Errorf("%w (the server's executable, the sandbox's helper, could not run in image %s: it must be static "+
 				"or built against a C library the image has)", err, tag)
@@ -259,7 +274,7 @@ func waitGone(ctx context.Context, cli *client.Client, id string, wait time.Dura
 	}
 }
 
-// removeStale removes sandbox containers that never ran or were not
+// removeStale removes sandbox and desktop containers that never ran or were not
 // removed after they ended: those of a server that died between creating
 // and starting one, say (a running one ends by itself when its server's
 // attach connection goes). The age bound keeps it off a container another
@@ -267,15 +282,17 @@ func waitGone(ctx context.Context, cli *client.Client, id string, wait time.Dura
 func removeStale(ctx context.Context, cli *client.Client) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
-		filters.Arg("label", labelComputer+"=sandbox"),
-		filters.Arg("status", "created"), filters.Arg("status", "exited"), filters.Arg("status", "dead"))})
-	if err != nil {
-		return
-	}
-	for _, c := range list {
-		if time.Since(time.Unix(c.Created, 0)) > time.Minute {
-			cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	for _, kind := range []computer.Kind{computer.KindSandbox, computer.KindDesktop} {
+		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+			filters.Arg("label", labelComputer+"="+string(kind)),
+			filters.Arg("status", "created"), filters.Arg("status", "exited"), filters.Arg("status", "dead"))})
+		if err != nil {
+			return
+		}
+		for _, c := range list {
+			if time.Since(time.Unix(c.Created, 0)) > time.Minute {
+				cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+			}
 		}
 	}
 }

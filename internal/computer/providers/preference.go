@@ -11,7 +11,9 @@ func Preference(kind computer.Kind) []string {
 	case computer.KindBrowser:
 		return []string{"chromium"}
 	case computer.KindDesktop:
-		return []string{"local"}
+		// The local desktop starts in a fraction of a second and needs no image; a docker one
+		// is used when named, or where the local one is not available.
+		return []string{"local", "docker"}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package local
+package xdesktop
 
 import (
 	"encoding/binary"

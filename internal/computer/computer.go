@@ -1,14 +1,16 @@
 // Package computer is what an agent acts through besides its run folder: a
-// sandbox with a shell, or a browser. A Provider makes a Computer of one kind
+// sandbox with a shell, a desktop (a sandbox with a screen), or a browser. A Provider makes a Computer of one kind
 // for one run, around that run's folder on the host; the agent loop creates
 // it as a journaled step, offers the model the tools of its kind (Tools), runs
 // each tool call through it (Run), and after a restart creates it again around
 // the same folder: a computer holds no state that matters beyond the folder,
 // so recreating it is how a run gets it back.
 //
-// Providers here: "local" (sandbox, Linux namespaces through bubblewrap),
-// "chromium" (browser, a local headless Chromium over the DevTools protocol)
-// and "docker" (sandbox, a container through the Docker Engine API). A registry
+// Providers here: "local" (sandbox and desktop, Linux namespaces through
+// bubblewrap), "chromium" (browser, a local headless Chromium over the DevTools
+// protocol) and "docker" (sandbox and desktop, a container through the Docker
+// Engine API); a desktop's screen is driven the same way in both, by package
+// xdesktop (Xvfb, xdotool, xwd inside the sandbox). A registry
 // (Default) lists them with whether each works on this machine and, when not,
 // why, for `server capabilities`. Every provider of a kind passes the
 // conformance suite in computertest.

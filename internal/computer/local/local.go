@@ -1,7 +1,8 @@
 // Package local is the "local" provider: a sandbox made with Linux namespaces
 // through bubblewrap (bwrap), around the run folder; and a desktop (kind
 // desktop), the same sandbox running an X server (Xvfb) whose screen it
-// captures and drives, see desktop.go.
+// captures and drives (desktop.go; the X side is package xdesktop, shared with
+// the docker provider).
 //
 // Each computer is one long-lived bwrap whose command is a small helper (this
 // same executable, see package sandboxhelper) that starts the agent's commands, keeps the

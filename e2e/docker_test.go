@@ -244,7 +244,15 @@ entries:
 	if got := results["t1/tool/0"]; !strings.HasPrefix(got, "clicked the left button at (640, 400)") {
 		t.Errorf("desktop_click said %q", got)
 	}
-	if out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=agentrun.run="+name).Output(); strings.TrimSpace(string(out)) != "" {
-		t.Errorf("containers of the finished run are left: %s", out)
+	// The run's end is committed before its computer is closed: the container goes soon after.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=agentrun.run="+name).Output()
+		if strings.TrimSpace(string(out)) == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("containers of the finished run are left 20 s after it ended: %s", out)
+			break
+		}
 	}
 }

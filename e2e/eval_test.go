@@ -261,7 +261,8 @@ entries:
 `
 
 // The absolute deadline: a run still working at the deadline fails (unscored), an answer whose
-// grading has not finished by then is an evaluation timeout; neither counts in the pass rate.
+// grading has not finished by then is an evaluation timeout; neither counts in the pass rate. A
+// grader that fails before the deadline makes its case unscored, not a timeout.
 func TestEvaluationDeadline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, timingScript)
@@ -270,8 +271,8 @@ func TestEvaluationDeadline(t *testing.T) {
 		t.Fatalf("create agent: HTTP %d", st)
 	}
 	env := `{"kind":"Environment","metadata":{"name":"acme/timing"},"spec":{"version":"1.0.0",
-		"grader":{"kind":"script","timeoutSeconds":600,"script":"if grep -q slowgrade task.json; then sleep 300; fi\necho '{\"pass\": true, \"reward\": 1, \"evidence\": \"ok\"}'\n"},
-		"splits":{"test":[{"id":"quick","prompt":"quick-1 answer me"},{"id":"slowgrade","prompt":"slowgrade-1 answer me"},{"id":"slowrun","prompt":"slowrun-1 answer me"}]}}}`
+		"grader":{"kind":"script","timeoutSeconds":600,"script":"if grep -q slowgrade task.json; then sleep 300; fi\nif grep -q brokengrade task.json; then echo broken >&2; exit 3; fi\necho '{\"pass\": true, \"reward\": 1, \"evidence\": \"ok\"}'\n"},
+		"splits":{"test":[{"id":"quick","prompt":"quick-1 answer me"},{"id":"slowgrade","prompt":"slowgrade-1 answer me"},{"id":"slowrun","prompt":"slowrun-1 answer me"},{"id":"brokengrade","prompt":"brokengrade-1 answer me"}]}}}`
 	if st := e.do("POST", "/v2/environments", env, nil); st != 201 {
 		t.Fatalf("load environment: HTTP %d", st)
 	}
@@ -294,8 +295,11 @@ func TestEvaluationDeadline(t *testing.T) {
 	if c := state["slowrun"]; c.State != api.CaseUnscored || !strings.Contains(c.Detail, "DeadlineExceeded") {
 		t.Errorf("slowrun: %+v, want unscored (the run failed at the deadline)", c)
 	}
+	if c := state["brokengrade"]; c.State != api.CaseUnscored || !strings.Contains(c.Detail, "grader failed") {
+		t.Errorf("brokengrade: %+v, want unscored (its grader failed)", c)
+	}
 	ev := res.Evaluation
-	if ev.Scored != 1 || ev.TimedOut != 1 || ev.Unscored != 1 || ev.Pending != 0 || ev.PassRate == nil || *ev.PassRate != 1 || *ev.MeanReward != 1 {
+	if ev.Scored != 1 || ev.TimedOut != 1 || ev.Unscored != 2 || ev.Pending != 0 || ev.PassRate == nil || *ev.PassRate != 1 || *ev.MeanReward != 1 {
 		t.Errorf("summary %+v", ev)
 	}
 	if g.Status.Phase != api.GroupFailed || g.Status.Reason != api.ReasonRunsFailed {

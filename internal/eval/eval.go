@@ -388,6 +388,9 @@ func (ev *Evaluator) startGrading(ctx context.Context, group string, c api.EvalC
 		} else {
 			v, gerr = GradeIn(gctx, ev.Sandbox, env.Spec.Grader, task, answer, files)
 		}
+		// Read before cancel, which sets gctx.Err() whatever happened: only the deadline makes
+		// a failed grading a timeout; any other failure is the grader's.
+		timedOut := errors.Is(gctx.Err(), context.DeadlineExceeded)
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -395,7 +398,7 @@ func (ev *Evaluator) startGrading(ctx context.Context, group string, c api.EvalC
 		t := ev.now().UTC()
 		c.GradedAt = &t
 		switch {
-		case gerr != nil && gctx.Err() != nil:
+		case gerr != nil && timedOut:
 			c.State, c.Detail = api.CaseTimeout, "grading did not finish before the evaluation's deadline"
 		case gerr != nil:
 			c.State, c.Detail = api.CaseUnscored, clipBytes("grader failed: "+gerr.Error(), 2000)

@@ -106,7 +106,8 @@ func newCgroups(name string, lim computer.Limits) (*cgroups, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("not running as root")
 	}
-	leaf := "agentrun-" + name + "-" + randomSuffix()
+	// The creator's PID in the name lets a later server tell a dead server's cgroup at once.
+	leaf := fmt.Sprintf("agentrun-%s-%d-%s", name, os.Getpid(), randomSuffix())
 	switch {
 	case exists(filepath.Join(cgroupRoot, "pids", "cgroup.procs")):
 		// cgroup v1 (or hybrid): one directory per controller, each under
@@ -219,15 +220,18 @@ func (cg *cgroups) remove() error {
 		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
+		// A dead server's leftovers go too, not only at the next Create.
+		removeStale(filepath.Dir(d))
 	}
 	return errors.Join(errs...)
 }
 
 // removeStale removes the cgroups of sandboxes whose server died without
 // closing them (--die-with-parent killed their processes, but the empty
-// directories stay). The kernel refuses to remove a cgroup that still has
-// processes; the age bound keeps it off a cgroup another Create has just
-// made and not entered yet.
+// directories stay). A cgroup named with its creator's PID is stale as soon as
+// that process is gone; one without (an older server's) once it is a minute
+// old, which keeps this off a cgroup another Create has just made and not
+// entered yet. The kernel refuses to remove a cgroup that still has processes.
 func removeStale(parent string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
@@ -237,8 +241,33 @@ func removeStale(parent string) {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "agentrun-") {
 			continue
 		}
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Minute {
+		stale := false
+		if pid, ok := creatorPID(e.Name()); ok {
+			stale = !processExists(pid)
+		} else if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Minute {
+			stale = true
+		}
+		if stale {
 			os.Remove(filepath.Join(parent, e.Name()))
 		}
 	}
+}
+
+// creatorPID reads the PID from a cgroup named agentrun-RUN-PID-SUFFIX.
+func creatorPID(name string) (int, bool) {
+	parts := strings.Split(name, "-")
+	if len(parts) < 4 {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(parts[len(parts)-2])
+	if err != nil || pid <= 0 || len(parts[len(parts)-1]) != 8 {
+		return 0, false
+	}
+	return pid, true
+}
+
+// processExists reports whether a process with pid exists (as any user).
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -398,8 +398,8 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 			func(ctx context.Context) (any, *int64, error) {
 				fam, why := rulesFamily(prompt, len(d.spec.Tools), allowed)
 				id, _ := familyModel(d.e.Prices, provider, fam)
-				zero := int64(0)
-				return routeResult{Family: fam, Model: id, ChosenBy: "rules", Reason: why, Router: RouterRules}, &zero, nil
+				zero := int64(0) // no model call: a known zero, billed and at list price
+				return routeResult{Family: fam, Model: id, ChosenBy: "rules", Reason: why, Router: RouterRules, VendorMicros: &zero}, &zero, nil
 			})
 	} else {
 		routerModel, _ := familyModel(d.e.Prices, provider, "haiku")
@@ -460,15 +460,23 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 	if err := json.Unmarshal(out.Result, &rr); err != nil {
 		return turnState{}, fmt.Errorf("decode %s result: %w", key, err)
 	}
-	d.spent.total.Add(micros(out.CostMicros))
-	d.spent.vendor.Add(micros(rr.VendorMicros))
-	if d.e.Router == RouterRules {
+	recorded, vendor := micros(out.CostMicros), micros(rr.VendorMicros)
+	if rr.Router == RouterRules {
+		// A rules decision made no call and cost nothing; decisions recorded before the list price
+		// was stored with them have none, and are zero too.
 		zero := cost.Micros(0)
-		d.spent.vendor.Add(&zero)
+		if recorded == nil {
+			recorded = &zero
+		}
+		if vendor == nil {
+			vendor = &zero
+		}
 	}
+	d.spent.total.Add(recorded)
+	d.spent.vendor.Add(vendor)
 	t := api.Turn{Index: len(d.status.Turns) + 1, Model: rr.Model, Family: rr.Family, ChosenBy: rr.ChosenBy, Confidence: rr.Confidence}
 	var rc cost.Total
-	rc.Add(micros(out.CostMicros))
+	rc.Add(recorded)
 	t.RouteCostUSD = rc.String()
 	d.turnCost = rc
 	t.CostUSD = rc.String()

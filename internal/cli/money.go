@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/cost"
 )
 
 // creditsCmd is `agentrun credits` (balance and recent ledger) and `agentrun credits add USD`.
@@ -43,14 +44,12 @@ are added for the first time they are not enforced (runs are metered, not limite
 			if !cr.Enforced {
 				state = "not enforced (no credits added yet: runs are metered, not limited)"
 			}
-			fmt.Fprintf(w, "balance:   $%s\navailable: $%s (reserved by calls in flight: $%s)\nadded:     $%s\ncharged:   $%s\ncredits:   %s\n\n",
-				cr.BalanceUSD, cr.AvailableUSD, cr.ReservedUSD, cr.AddedUSD, cr.ChargedUSD, state)
+			d := cost.Dollars
+			fmt.Fprintf(w, "balance:   %s\navailable: %s (reserved by calls in flight: %s)\nadded:     %s\ncharged:   %s\ncredits:   %s\n\n",
+				d(cr.BalanceUSD), d(cr.AvailableUSD), d(cr.ReservedUSD), d(cr.AddedUSD), d(cr.ChargedUSD), state)
 			rows := make([][]string, 0, len(cr.Entries))
 			for _, e := range cr.Entries {
-				amt := "$" + e.AmountUSD
-				if e.AmountUSD == "unknown" {
-					amt = "unknown"
-				}
+				amt := cost.Dollars(e.AmountUSD)
 				if e.Kind == "charge" {
 					amt = "-" + amt
 				} else {
@@ -78,7 +77,7 @@ are added for the first time they are not enforced (runs are metered, not limite
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "added $%s; balance $%s, available $%s\n", trimDollar(args[0]), cr.BalanceUSD, cr.AvailableUSD)
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "added $%s; balance %s, available %s\n", trimDollar(args[0]), cost.Dollars(cr.BalanceUSD), cost.Dollars(cr.AvailableUSD))
 			return err
 		}),
 	}
@@ -174,16 +173,9 @@ func turnsCmd() *cobra.Command {
 	return cmd
 }
 
-// dollars prints an amount string with a $ unless it is unknown or empty.
-func dollars(s string) string {
-	switch {
-	case s == "", s == "unknown":
-		return s
-	case len(s) > 9 && s[:9] == "at least ":
-		return "at least $" + s[9:]
-	}
-	return "$" + s
-}
+// dollars prints an amount string with a $ after any qualifier ("at least $0.01"), unless it is
+// unknown or empty.
+func dollars(s string) string { return cost.Dollars(s) }
 
 // secretsCmd is `agentrun secrets [set|delete]`. Writing needs a signed-in person (agentrun login).
 func secretsCmd() *cobra.Command {

@@ -22,6 +22,7 @@ import (
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/auth"
 	"agentrun.dev/agentrun/internal/computer"
+	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -193,6 +194,7 @@ var funcs = template.FuncMap{
 	},
 	"clock":    clock,
 	"costText": costText,
+	"dollars":  cost.Dollars,
 }
 
 const head = `<!doctype html><html><head><meta charset="utf-8"><title>agentrun</title>
@@ -211,7 +213,7 @@ var loginTmpl = template.Must(template.New("login").Parse(head + `<h1>Sign in</h
 
 var runsTmpl = template.Must(template.New("runs").Funcs(funcs).Parse(head + `<h1>Runs</h1>
 <table><tr><th>Run</th><th>Agent</th><th>Phase</th><th>Reason</th><th>Cost</th><th>Created</th></tr>
-{{range .Runs}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td class="phase">{{.Status.Phase}}</td><td>{{.Status.Reason}}</td><td>{{with .Status.Cost}}${{.TotalUSD}}{{end}}</td><td>{{ago .Metadata.CreationTimestamp}}</td></tr>
+{{range .Runs}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td class="phase">{{.Status.Phase}}</td><td>{{.Status.Reason}}</td><td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{end}}</td><td>{{ago .Metadata.CreationTimestamp}}</td></tr>
 {{else}}<tr><td colspan="6">No runs yet. Start one with <code>agentrun runs start AGENT --body '{"input": {"content": "..."}}'</code>.</td></tr>{{end}}
 </table></body></html>`))
 

@@ -64,7 +64,7 @@ var groupsTmpl = template.Must(template.New("groups").Funcs(funcs).Parse(head + 
 <table><tr><th>Group</th><th>Agent</th><th>Phase</th><th>Runs</th><th>Active</th><th>Cost</th><th>Created</th></tr>
 {{range .Groups}}<tr><td><a href="/groups/{{.G.Metadata.Name}}">{{.G.Metadata.Name}}</a>{{if .G.Spec.Evaluation}} (evaluation){{end}}</td><td>{{.G.Spec.Agent}}</td>
 <td class="phase">{{.Status.Phase}}</td><td>{{.Status.Counts.Succeeded}}/{{.Total}}</td><td>{{.Status.Counts.Active}}</td>
-<td>{{with .Status.Cost}}${{.TotalUSD}}{{if .LimitUSD}} of ${{.LimitUSD}}{{end}}{{end}}</td><td>{{ago .G.Metadata.CreationTimestamp}}</td></tr>
+<td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{if .LimitUSD}} of {{dollars .LimitUSD}}{{end}}{{end}}</td><td>{{ago .G.Metadata.CreationTimestamp}}</td></tr>
 {{else}}<tr><td colspan="7">No groups yet. Create one with <code>agentrun create agentgroup NAME --agent A</code>.</td></tr>{{end}}
 </table></body></html>`))
 
@@ -83,7 +83,7 @@ func numOf(p *float64, format string) string {
 var groupTmpl = template.Must(template.New("group").Funcs(funcs).Funcs(groupFuncs).Parse(`{{define "refresh"}}{{if .Live}}<meta http-equiv="refresh" content="2">{{end}}{{end}}` + head + `{{template "refresh" .}}
 <h1>{{.G.Metadata.Name}}</h1>
 <p>Agent <b>{{.G.Spec.Agent}}</b> · <span class="phase">{{.S.Phase}}</span>{{if .S.Reason}} ({{.S.Reason}}){{end}}
- · at most {{.G.Spec.Limits.MaxActive}} at once{{with .S.Cost}} · spent ${{.TotalUSD}}{{if .LimitUSD}} of ${{.LimitUSD}}{{end}}{{end}}{{if .G.Spec.Sealed}} · sealed{{end}}</p>
+ · at most {{.G.Spec.Limits.MaxActive}} at once{{with .S.Cost}} · spent {{dollars .TotalUSD}}{{if .LimitUSD}} of {{dollars .LimitUSD}}{{end}}{{end}}{{if .G.Spec.Sealed}} · sealed{{end}}</p>
 {{if .S.Message}}<p>{{.S.Message}}</p>{{end}}
 <p>{{.Total}} runs: {{.S.Counts.Queued}} queued, {{.S.Counts.Active}} active, {{.S.Counts.Waiting}} waiting, {{.S.Counts.Succeeded}} succeeded, {{.S.Counts.Failed}} failed, {{.S.Counts.Cancelled}} cancelled
 {{range $k, $v := .S.BlockedReasons}} · {{$v}} {{$k}}{{end}}</p>
@@ -97,5 +97,5 @@ var groupTmpl = template.Must(template.New("group").Funcs(funcs).Funcs(groupFunc
 <td>{{.Evidence}}{{if .Detail}}{{.Detail}}{{end}}</td><td><a href="/runs/{{.Run}}">{{.Run}}</a></td></tr>{{end}}</table>{{end}}
 <h2>Runs</h2><table><tr><th>Run</th><th>Task</th><th>Depends on</th><th>Phase</th><th>Reason</th><th>Cost</th></tr>
 {{range .Runs}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.TaskKey}}</td><td>{{range .Spec.DependsOn}}{{.}} {{end}}</td>
-<td class="phase">{{.Status.Phase}}</td><td>{{.Status.Reason}}</td><td>{{with .Status.Cost}}${{.TotalUSD}}{{end}}</td></tr>{{end}}</table>
+<td class="phase">{{.Status.Phase}}</td><td>{{.Status.Reason}}</td><td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{end}}</td></tr>{{end}}</table>
 </body></html>`))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/cost"
 )
 
 // The run page's live Timeline: GET /runs/NAME/timeline is a text/event-stream of the run's
@@ -80,9 +81,9 @@ func costText(c *api.RunCost) string {
 	if c == nil {
 		return ""
 	}
-	s := "cost $" + c.TotalUSD
+	s := "cost " + cost.Dollars(c.TotalUSD)
 	if c.LimitUSD != "" {
-		s += " of $" + c.LimitUSD
+		s += " of " + cost.Dollars(c.LimitUSD)
 	}
 	return s
 }

@@ -134,7 +134,7 @@ var missionTmpl = template.Must(template.New("mission").Funcs(funcs).Parse(head 
 {{else}}<p>Nothing waits on you.</p>{{end}}
 <h2>Running</h2>
 {{if .Running}}<table><tr><th>Run</th><th>Agent</th><th>Phase</th><th>Cost</th></tr>
-{{range .Running}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td>{{.Status.Phase}} {{.Status.Reason}}</td><td>{{with .Status.Cost}}${{.TotalUSD}}{{end}}</td></tr>{{end}}</table>
+{{range .Running}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td>{{.Status.Phase}} {{.Status.Reason}}</td><td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{end}}</td></tr>{{end}}</table>
 {{else}}<p>Nothing is running.</p>{{end}}
 <h2>Failed in the last day</h2>
 {{if .Failed}}<table><tr><th>Run</th><th>Agent</th><th>Why</th></tr>
@@ -142,7 +142,7 @@ var missionTmpl = template.Must(template.New("mission").Funcs(funcs).Parse(head 
 {{else}}<p>No failures.</p>{{end}}
 <h2>Recent runs</h2>
 <table><tr><th>Run</th><th>Agent</th><th>Phase</th><th>Cost</th><th>Created</th></tr>
-{{range .Recent}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td class="phase">{{.Status.Phase}}</td><td>{{with .Status.Cost}}${{.TotalUSD}}{{end}}</td><td>{{ago .Metadata.CreationTimestamp}}</td></tr>
+{{range .Recent}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td class="phase">{{.Status.Phase}}</td><td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{end}}</td><td>{{ago .Metadata.CreationTimestamp}}</td></tr>
 {{else}}<tr><td colspan="5">No runs in the last day. Start one with <code>agentrun runs start AGENT --body '{"input": {"content": "..."}}'</code>.</td></tr>{{end}}</table>
 {{if .Computers}}<h2>Computers</h2>
 <table id="computers"><tr><th>Provider</th><th>Makes</th><th>Here</th><th></th></tr>

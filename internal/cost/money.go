@@ -61,3 +61,21 @@ func (m Micros) String() string {
 	}
 	return s
 }
+
+// Dollars puts the dollar sign on an amount as the API writes it, after any qualifier:
+// "1.25" → "$1.25", "at least 1.25" → "at least $1.25", "at most 1.25" → "at most $1.25",
+// "-0.5" → "-$0.5"; "unknown" and "" stay as they are.
+func Dollars(s string) string {
+	if s == "" || s == "unknown" {
+		return s
+	}
+	for _, q := range []string{"at least ", "at most "} {
+		if rest, ok := strings.CutPrefix(s, q); ok {
+			return q + Dollars(rest)
+		}
+	}
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		return "-$" + rest
+	}
+	return "$" + s
+}

@@ -33,3 +33,20 @@ func TestParseUSD(t *testing.T) {
 		}
 	}
 }
+
+func TestDollars(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"1.25":              "$1.25",
+		"at least 0.001504": "at least $0.001504",
+		"at most 5.096079":  "at most $5.096079",
+		"at most -0.25":     "at most -$0.25",
+		"-0.50":             "-$0.50",
+		"unknown":           "unknown",
+		"":                  "",
+	} {
+		if got := Dollars(in); got != want {
+			t.Errorf("Dollars(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -41,13 +43,6 @@ type Table struct {
 	ids      map[string]string
 }
 
-type tableFile struct {
-	Version  string            `json:"version"`
-	Note     string            `json:"note,omitempty"`
-	Families map[string]string `json:"families,omitempty"`
-	Models   map[string]Price  `json:"models"`
-}
-
 //go:embed prices.json
 var embedded []byte
 
@@ -64,33 +59,185 @@ func mustParse(b []byte) *Table {
 // Default is the embedded price table.
 func Default() *Table { return defaultTable }
 
-// ParseTable reads a price table in the embedded file's JSON format. Unknown fields, negative
-// prices and families naming models the table does not price are errors.
+// Unit is how the price table states its prices (GET /v2/prices says it as "unit").
+const Unit = "micro-dollars per million tokens"
+
+// priceFields are a model's price fields, in the order errors name them.
+var priceFields = []string{"input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead"}
+
+// ParseTable reads a price table: an object with version (required), families (family → model
+// id) and models, either a map from model id to its price (the embedded file's form) or a list of
+// entries each naming its model (the form GET /v2/prices returns, so its output can be saved,
+// edited and loaded). Prices are whole micro-dollars per million tokens. note, unit and markup
+// are accepted and informational (unit, when given, must be Unit; the markup is the server's own).
+// Unknown fields, prices that are not whole non-negative numbers, a model given twice, and
+// families naming models the table does not price are errors, each naming its field's path.
 func ParseTable(data []byte) (*Table, error) {
-	var f tableFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	t, err := parseTable(data)
+	if err != nil {
 		return nil, fmt.Errorf("price table: %w", err)
 	}
-	if strings.TrimSpace(f.Version) == "" {
-		return nil, fmt.Errorf("price table: version is required")
-	}
-	t := &Table{Version: f.Version, Families: map[string]string{}, models: map[string]Price{}, ids: map[string]string{}}
-	for id, p := range f.Models {
-		if p.Input < 0 || p.Output < 0 || p.CacheWrite5m < 0 || p.CacheWrite1h < 0 || p.CacheRead < 0 {
-			return nil, fmt.Errorf("price table: model %q: negative price", id)
-		}
-		t.models[Normalize(id)] = p
-		t.ids[Normalize(id)] = id
-	}
-	for fam, id := range f.Families {
-		if !isFamily(fam) {
-			return nil, fmt.Errorf("price table: family %q: use haiku, sonnet, opus or fable", fam)
-		}
-		t.Families[fam] = id
-	}
 	return t, t.check()
+}
+
+func parseTable(data []byte) (*Table, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return nil, fmt.Errorf("not valid JSON: %v (at byte %d)", err, syn.Offset)
+		}
+		return nil, fmt.Errorf("want a JSON object with version, families and models: %v", err)
+	}
+	if top == nil {
+		return nil, fmt.Errorf("want a JSON object with version, families and models, not null")
+	}
+	for _, k := range sortedKeys(top) {
+		switch k {
+		case "version", "note", "unit", "markup", "families", "models":
+		default:
+			return nil, fmt.Errorf("unknown field %q (the fields are version, note, unit, markup, families and models)", k)
+		}
+	}
+	var version, unit string
+	for field, dst := range map[string]*string{"version": &version, "note": new(string), "unit": &unit, "markup": new(string)} {
+		if raw, ok := top[field]; ok && json.Unmarshal(raw, dst) != nil {
+			return nil, fmt.Errorf("%s: want a string, got %s", field, clip(raw))
+		}
+	}
+	if strings.TrimSpace(version) == "" {
+		return nil, fmt.Errorf("version is required")
+	}
+	if unit != "" && unit != Unit {
+		return nil, fmt.Errorf("unit: prices are read as %q, not %q", Unit, unit)
+	}
+	t := &Table{Version: version, Families: map[string]string{}, models: map[string]Price{}, ids: map[string]string{}}
+	if raw, ok := top["families"]; ok && !isNull(raw) {
+		var fams map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fams); err != nil {
+			return nil, fmt.Errorf("families: want an object mapping a family to a model id, got %s", clip(raw))
+		}
+		for _, fam := range sortedKeys(fams) {
+			var id string
+			if err := json.Unmarshal(fams[fam], &id); err != nil || strings.TrimSpace(id) == "" {
+				return nil, fmt.Errorf("families.%s: want a model id, got %s", fam, clip(fams[fam]))
+			}
+			if !isFamily(fam) {
+				return nil, fmt.Errorf("families.%s: not a family: use haiku, sonnet, opus or fable", fam)
+			}
+			t.Families[fam] = id
+		}
+	}
+	seen := map[string]string{} // Normalize(id) → the path that gave it
+	add := func(path, id string, p Price) error {
+		k := Normalize(id)
+		if prev, ok := seen[k]; ok {
+			return fmt.Errorf("%s: model %q is given twice (also at %s)", path, id, prev)
+		}
+		seen[k] = path
+		t.models[k], t.ids[k] = p, id
+		return nil
+	}
+	raw := bytes.TrimSpace(top["models"])
+	switch {
+	case len(raw) == 0 || isNull(raw):
+	case raw[0] == '[':
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, fmt.Errorf("models: %v", err)
+		}
+		for i, e := range list {
+			path := fmt.Sprintf("models[%d]", i)
+			id, p, err := parsePrice(path, e, true)
+			if err != nil {
+				return nil, err
+			}
+			if err := add(path, id, p); err != nil {
+				return nil, err
+			}
+		}
+	case raw[0] == '{':
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("models: %v", err)
+		}
+		for _, id := range sortedKeys(m) {
+			path := fmt.Sprintf("models[%q]", id)
+			if strings.TrimSpace(id) == "" {
+				return nil, fmt.Errorf("%s: a model id is required", path)
+			}
+			_, p, err := parsePrice(path, m[id], false)
+			if err != nil {
+				return nil, err
+			}
+			if err := add(path, id, p); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, fmt.Errorf("models: want an object (model id → price) or a list of {\"model\": ..., \"input\": ...} entries, got %s", clip(raw))
+	}
+	return t, nil
+}
+
+// parsePrice reads one model's price at path; in the list form the entry names its model.
+func parsePrice(path string, raw json.RawMessage, list bool) (string, Price, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return "", Price{}, fmt.Errorf("%s: want an object with %s, got %s", path, strings.Join(priceFields, ", "), clip(raw))
+	}
+	var p Price
+	dst := map[string]*Micros{"input": &p.Input, "output": &p.Output, "cacheWrite5m": &p.CacheWrite5m, "cacheWrite1h": &p.CacheWrite1h, "cacheRead": &p.CacheRead}
+	var id string
+	for _, k := range sortedKeys(fields) {
+		v := bytes.TrimSpace(fields[k])
+		if k == "model" && list {
+			if err := json.Unmarshal(v, &id); err != nil {
+				return "", Price{}, fmt.Errorf("%s.model: want a model id, got %s", path, clip(v))
+			}
+			continue
+		}
+		d, ok := dst[k]
+		if !ok {
+			known := strings.Join(priceFields, ", ")
+			if list {
+				known = "model, " + known
+			}
+			return "", Price{}, fmt.Errorf("%s.%s: unknown field (the fields are %s)", path, k, known)
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return "", Price{}, fmt.Errorf("%s.%s: want a whole number of %s, got %s", path, k, Unit, clip(v))
+		}
+		if n < 0 {
+			return "", Price{}, fmt.Errorf("%s.%s: negative price %d", path, k, n)
+		}
+		*d = Micros(n)
+	}
+	if list && strings.TrimSpace(id) == "" {
+		return "", Price{}, fmt.Errorf("%s.model is required (the model id this entry prices)", path)
+	}
+	return id, p, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// clip quotes at most 60 bytes of a JSON value for an error.
+func clip(raw []byte) string {
+	s := string(bytes.TrimSpace(raw))
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
 }
 
 func (t *Table) check() error {
@@ -122,9 +269,9 @@ func LoadTable(path string) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load prices: %w", err)
 	}
-	o, err := ParseTable(b)
+	o, err := parseTable(b) // its families may name embedded models: checked once merged
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: price table: %w", path, err)
 	}
 	base := Default()
 	t := &Table{Version: o.Version, Families: map[string]string{}, models: map[string]Price{}, ids: map[string]string{}}

@@ -1,8 +1,10 @@
 package cost
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -136,6 +138,80 @@ func TestLoadTableOverride(t *testing.T) {
 		os.WriteFile(p, []byte(bad), 0o644)
 		if _, err := LoadTable(p); err == nil {
 			t.Errorf("LoadTable accepted %s", bad)
+		}
+	}
+}
+
+// TestLoadTableListForm loads what GET /v2/prices returns (models as a list, with unit and markup),
+// edited: the server's own view of the embedded table round-trips, and an edit applies.
+func TestLoadTableListForm(t *testing.T) {
+	t.Parallel()
+	d := Default()
+	entries := d.Entries()
+	entries = append(entries, Entry{Model: "my-model", Price: Price{Input: 7_000_000, Output: 9_000_000}})
+	// The shape of GET /v2/prices (internal/server getPrices).
+	b, err := json.Marshal(map[string]any{"version": "edited-1", "unit": "micro-dollars per million tokens",
+		"markup": "server access is billed at cost / 0.875", "families": map[string]string{"fable": "my-model"}, "models": entries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "prices.json")
+	os.WriteFile(p, b, 0o644)
+	tab, err := LoadTable(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.Version != "edited-1" {
+		t.Errorf("version %q", tab.Version)
+	}
+	if pr, ok := tab.Lookup("my-model"); !ok || pr.Input != 7_000_000 || pr.Output != 9_000_000 {
+		t.Errorf("my-model: %+v %v", pr, ok)
+	}
+	if id, _ := tab.FamilyModel("fable"); id != "my-model" {
+		t.Errorf("fable → %q", id)
+	}
+	if len(tab.Entries()) != len(entries) {
+		t.Errorf("%d models, want %d", len(tab.Entries()), len(entries))
+	}
+	for _, e := range d.Entries() {
+		if pr, _ := tab.Lookup(e.Model); pr != e.Price {
+			t.Errorf("%s: %+v, want %+v", e.Model, pr, e.Price)
+		}
+	}
+	// A file's families may name embedded models it does not list itself.
+	os.WriteFile(p, []byte(`{"version": "x", "families": {"haiku": "claude-sonnet-4-5"}, "models": [{"model": "m", "input": 1}]}`), 0o644)
+	if tab, err := LoadTable(p); err != nil {
+		t.Error(err)
+	} else if id, _ := tab.FamilyModel("haiku"); id != "claude-sonnet-4-5" {
+		t.Errorf("haiku → %q", id)
+	}
+}
+
+// TestParseTableErrors: a bad entry's error names its field's path.
+func TestParseTableErrors(t *testing.T) {
+	t.Parallel()
+	for bad, want := range map[string]string{
+		`[]`:                           "want a JSON object",
+		`{"models": {}}`:               "version is required",
+		`{"version": 3, "models": {}}`: "version: want a string",
+		`{"version": "x", "models": {}, "extr": 1}`:                               `unknown field "extr"`,
+		`{"version": "x", "unit": "dollars", "models": []}`:                       `unit: prices are read as`,
+		`{"version": "x", "models": 5}`:                                           "models: want an object",
+		`{"version": "x", "models": {"m": {"input": -1}}}`:                        `models["m"].input: negative price`,
+		`{"version": "x", "models": {"m": {"input": 1.5}}}`:                       `models["m"].input: want a whole number`,
+		`{"version": "x", "models": {"m": {"inptu": 1}}}`:                         `models["m"].inptu: unknown field`,
+		`{"version": "x", "models": {"m": {"model": "m"}}}`:                       `models["m"].model: unknown field`,
+		`{"version": "x", "models": {"m": 3}}`:                                    `models["m"]: want an object`,
+		`{"version": "x", "models": [{"model": "a", "input": 1}, {"input": 2}]}`:  "models[1].model is required",
+		`{"version": "x", "models": [{"model": "a", "output": "3"}]}`:             `models[0].output: want a whole number of micro-dollars per million tokens, got "3"`,
+		`{"version": "x", "models": [{"model": "a"}, {"model": "A"}]}`:            `models[1]: model "A" is given twice (also at models[0])`,
+		`{"version": "x", "models": [{"model": 7}]}`:                              "models[0].model: want a model id",
+		`{"version": "x", "families": {"tiny": "a"}, "models": [{"model": "a"}]}`: "families.tiny: not a family",
+		`{"version": "x", "families": {"haiku": "nope"}, "models": []}`:           `family haiku maps to "nope", which has no price`,
+	} {
+		_, err := ParseTable([]byte(bad))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseTable(%s) = %v, want an error with %q", bad, err, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/humanjson"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/policy"
@@ -28,7 +29,7 @@ func (d *drive) approval(ctx context.Context, key string, call model.Block) (ok 
 	case policy.Deny:
 		// Journal the refusal so the timeline and steps show it.
 		if _, err := d.j.Record(ctx, journal.Spec{Key: key + "/approval", Kind: "approval", Title: "denied " + call.Name + " by " + dec.Rule,
-			Args: map[string]any{"tool": call.Name, "input": call.Input}}, map[string]string{"decision": "deny", "by": dec.Rule}); err != nil {
+			Args: map[string]any{"tool": call.Name, "input": call.Input, "reason": d.turnText, "rule": dec.Rule}}, map[string]string{"decision": "deny", "by": dec.Rule}); err != nil {
 			return false, "", err
 		}
 		return false, fmt.Sprintf("denied: the call %s was refused by %s; it did not run", call.Name, dec.Rule), nil
@@ -41,8 +42,8 @@ func (d *drive) approval(ctx context.Context, key string, call model.Block) (ok 
 	if !done {
 		d.status.Phase, d.status.Reason = api.PhaseWaiting, api.ReasonApproval
 		d.status.Message = fmt.Sprintf("%s asks for approval (%s)", call.Name, dec.Rule)
-		d.status.WaitingOn = &api.WaitingOn{Kind: "approval", StepKey: key + "/approval", Detail: fmt.Sprintf("%s %s", call.Name, call.Input)}
-		return false, "", d.park(ctx, &api.Event{Type: "run.approval", StepKey: key + "/approval", Message: fmt.Sprintf("%s asks for approval: %s %s", d.run.Metadata.Name, call.Name, call.Input)})
+		d.status.WaitingOn = &api.WaitingOn{Kind: "approval", StepKey: key + "/approval", Detail: call.Name + " " + humanjson.String(call.Input)}
+		return false, "", d.park(ctx, &api.Event{Type: "run.approval", StepKey: key + "/approval", Message: fmt.Sprintf("%s asks for approval: %s %s", d.run.Metadata.Name, call.Name, humanjson.String(call.Input))})
 	}
 	var res struct {
 		Decision string `json:"decision"`

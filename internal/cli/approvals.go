@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"agentrun.dev/agentrun/internal/humanjson"
 )
 
 func approvalsCmd() *cobra.Command {
@@ -12,7 +14,10 @@ func approvalsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approvals RUN",
 		Short: "List a run's tool calls that asked for approval, with their exact arguments",
-		Args:  exactArgs(1, "the run's name"),
+		Long: `List a run's tool calls that asked for approval or were refused by a rule: the exact
+arguments, the agent's stated reason (REASON), who decided (DECIDED BY: a person, or the rule that
+refused the call) and the note given with the decision (NOTE: runs deny RUN ID --reason ...).`,
+		Args: exactArgs(1, "the run's name"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "", "json", "yaml"); err != nil {
 				return err
@@ -30,9 +35,9 @@ func approvalsCmd() *cobra.Command {
 			}
 			rows := make([][]string, 0, len(as))
 			for _, a := range as {
-				rows = append(rows, []string{fmt.Sprint(a.ID), a.State, a.Tool, truncate(string(a.Input), 80), truncate(a.Reason, 50), a.DecidedBy})
+				rows = append(rows, []string{fmt.Sprint(a.ID), a.State, a.Tool, truncate(humanjson.String(a.Input), 80), truncate(a.Reason, 50), a.DecidedBy, truncate(a.Note, 50)})
 			}
-			return writeTable(cmd.OutOrStdout(), []string{"ID", "STATE", "TOOL", "ARGUMENTS", "REASON", "DECIDED BY"}, rows)
+			return writeTable(cmd.OutOrStdout(), []string{"ID", "STATE", "TOOL", "ARGUMENTS", "REASON", "DECIDED BY", "NOTE"}, rows)
 		}),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml (default a table)")

@@ -153,7 +153,11 @@ func describe(err error) string {
 		s += ", field " + e.Field
 	}
 	s += ")"
-	if e.Code == api.CodeUnauthorized {
+	switch {
+	case e.Code == api.CodeUnauthorized && e.Field == "password":
+		// A person's sign-in was refused: the token has nothing to do with it.
+		s += "; the user or the password is wrong: check --user (default admin) and the password"
+	case e.Code == api.CodeUnauthorized:
 		s += "; pass --token or set AGENTRUN_TOKEN (a local server's token is in its data folder's token file)"
 	}
 	return s

@@ -13,16 +13,17 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/humanjson"
 )
 
 // writeJSON writes v as indented JSON and a newline.
+// Text is not HTML-escaped ("a > b", not "a \u003e b").
 func writeJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // writeRaw writes a JSON document as "json" (indented) or "yaml".
@@ -37,7 +38,7 @@ func writeRaw(w io.Writer, raw []byte, format string) error {
 		return err
 	default:
 		var buf bytes.Buffer
-		if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		if err := json.Indent(&buf, []byte(humanjson.String(raw)), "", "  "); err != nil {
 			return err
 		}
 		buf.WriteByte('\n')
@@ -62,7 +63,13 @@ func checkOutput(o string, allowed ...string) error {
 			return nil
 		}
 	}
-	return usageError("unknown output format %q: use one of %s", o, strings.Join(allowed, ", "))
+	var names []string
+	for _, a := range allowed {
+		if a != "" { // "" is the default, named by the command's help
+			names = append(names, a)
+		}
+	}
+	return usageError("unknown output format %q: use one of %s", o, strings.Join(names, ", "))
 }
 
 // writeTable writes rows under a header, columns aligned with three spaces like kubectl.
@@ -202,13 +209,10 @@ func runRows(items []api.AgentRun, wide bool, now time.Time) (header []string, r
 }
 
 func costOf(c *api.RunCost) string {
-	if c == nil || c.TotalUSD == "" {
+	if c == nil {
 		return ""
 	}
-	if c.TotalUSD == "unknown" {
-		return "unknown"
-	}
-	return "$" + c.TotalUSD
+	return cost.Dollars(c.TotalUSD)
 }
 
 var stepHeader = []string{"SEQ", "KEY", "KIND", "STATE", "ATTEMPT", "TITLE"}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -256,7 +257,7 @@ func messageCmd(use, short string, positional bool) *cobra.Command {
 func answerCmd(use string) *cobra.Command {
 	return &cobra.Command{
 		Use:   use,
-		Short: "Print a run's whole final answer",
+		Short: "Print a run's whole final answer (with a newline at the end if it has none)",
 		Args:  exactArgs(1, "the run's name"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
@@ -266,6 +267,9 @@ func answerCmd(use string) *cobra.Command {
 			a, err := c.Answer(ctxOf(cmd), args[0])
 			if err != nil {
 				return err
+			}
+			if a != "" && !strings.HasSuffix(a, "\n") {
+				a += "\n" // the answer's bytes, ended as a line
 			}
 			_, err = io.WriteString(cmd.OutOrStdout(), a)
 			return err

@@ -1,9 +1,10 @@
 // Package client is the Go client for agentrun's HTTP API (/v2): every method mirrors one endpoint,
-// takes a context and returns the resource types of agentrun.dev/agentrun/internal/api. New makes a
-// client for a known server; Discover finds the local server and its token the way the CLI does
+// takes a context and returns the API's resource types, named in this package (types.go: AgentRun,
+// AgentGroup, ... are aliases of the module's internal API types, so a program outside this module
+// can build and read them with this package alone). New makes a client for a known server; Discover finds the local server and its token the way the CLI does
 // (AGENTRUN_URL and AGENTRUN_TOKEN, else server.json and token in the data folder, AGENTRUN_HOME or
-// ~/.agentrun). A failed request returns an error wrapping an *api.Error (the server's code, message
-// and field, plus the HTTP status); extract it with api.AsError or errors.As.
+// ~/.agentrun). A failed request returns an error wrapping an *Error (the server's code, message
+// and field, plus the HTTP status); extract it with AsError or errors.As.
 package client
 
 import (
@@ -18,8 +19,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-
-	"agentrun.dev/agentrun/internal/api"
 )
 
 // Client talks to one agentrun server. It is safe for concurrent use.
@@ -92,7 +91,7 @@ func encodeBody(body any) ([]byte, error) {
 }
 
 // do sends req and returns the response when its status is 2xx; otherwise it returns the server's
-// error as an *api.Error. The caller closes the response body.
+// error as an *Error. The caller closes the response body.
 func (c *Client) do(ctx context.Context, req request) (*http.Response, error) {
 	data, err := encodeBody(req.body)
 	if err != nil {
@@ -193,14 +192,14 @@ func (c *Client) rediscover(old string) (string, bool) {
 	return nu, true
 }
 
-// DecodeError turns a non-2xx response into an *api.Error: the JSON body {code, message, field} when
+// DecodeError turns a non-2xx response into an *Error: the JSON body {code, message, field} when
 // there is one, else a code derived from the HTTP status and the body's text as the message. It reads
 // but does not close the body.
-func DecodeError(resp *http.Response) *api.Error {
+func DecodeError(resp *http.Response) *Error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	e := &api.Error{}
+	e := &Error{}
 	if err := json.Unmarshal(body, e); err != nil || (e.Code == "" && e.Message == "") {
-		e = &api.Error{Message: strings.TrimSpace(string(body))}
+		e = &Error{Message: strings.TrimSpace(string(body))}
 	}
 	e.Status = resp.StatusCode
 	if e.Code == "" {
@@ -218,20 +217,20 @@ func DecodeError(resp *http.Response) *api.Error {
 func codeForStatus(status int) string {
 	switch status {
 	case http.StatusBadRequest:
-		return api.CodeInvalid
+		return CodeInvalid
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return api.CodeUnauthorized
+		return CodeUnauthorized
 	case http.StatusNotFound:
-		return api.CodeNotFound
+		return CodeNotFound
 	case http.StatusConflict:
-		return api.CodeConflict
+		return CodeConflict
 	case http.StatusRequestEntityTooLarge:
-		return api.CodeTooLarge
+		return CodeTooLarge
 	case http.StatusUnprocessableEntity:
-		return api.CodeInvalid
+		return CodeInvalid
 	}
 	if status >= 500 {
-		return api.CodeInternal
+		return CodeInternal
 	}
 	return fmt.Sprintf("HTTP%d", status)
 }

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"agentrun.dev/agentrun/internal/api"
 )
 
 func readAll(resp *http.Response) ([]byte, error) {
@@ -31,9 +29,9 @@ func escapePath(p string) string {
 
 // Events is GET /v2/agentruns/NAME/events?after=AFTER: the timeline entries with seq > after. The
 // server may return a page; call again with the last seq until it returns none.
-func (c *Client) Events(ctx context.Context, run string, after int64) ([]api.Event, error) {
+func (c *Client) Events(ctx context.Context, run string, after int64) ([]Event, error) {
 	var l struct {
-		Items []api.Event `json:"items"`
+		Items []Event `json:"items"`
 	}
 	q := url.Values{"after": {strconv.FormatInt(after, 10)}}
 	if _, _, err := c.call(ctx, request{method: http.MethodGet, path: objectPath(AgentRuns, run, "events"), query: q}, &l); err != nil {
@@ -110,9 +108,9 @@ const EndEvent = "end"
 // FollowEvents streams the run's timeline over SSE, calling fn for each event with seq > after, in
 // order. When the connection drops it reconnects with Last-Event-ID, so no event is missed or seen
 // twice. It returns nil when the server sends "event: end" (the run finished), fn's error if fn
-// fails, the server's error if it refuses the stream (an *api.Error), the connection error if the
+// fails, the server's error if it refuses the stream (an *Error), the connection error if the
 // first connection cannot be made, or ctx's error.
-func (c *Client) FollowEvents(ctx context.Context, run string, after int64, fn func(api.Event) error) error {
+func (c *Client) FollowEvents(ctx context.Context, run string, after int64, fn func(Event) error) error {
 	const idle = 75 * time.Second // the server sends keepalives more often than this
 	backoff := 250 * time.Millisecond
 	connected := false
@@ -144,7 +142,7 @@ func (c *Client) FollowEvents(ctx context.Context, run string, after int64, fn f
 
 // followOnce reads one SSE connection. done says FollowEvents should return err; otherwise the
 // connection dropped (err set when it could not be made at all) and should be made again.
-func (c *Client) followOnce(ctx context.Context, run string, after *int64, idle time.Duration, fn func(api.Event) error) (done, progressed bool, err error) {
+func (c *Client) followOnce(ctx context.Context, run string, after *int64, idle time.Duration, fn func(Event) error) (done, progressed bool, err error) {
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hdr := http.Header{"Accept": {"text/event-stream"}, "Cache-Control": {"no-cache"}}
@@ -155,7 +153,7 @@ func (c *Client) followOnce(ctx context.Context, run string, after *int64, idle 
 	}
 	resp, err := c.do(connCtx, request{method: http.MethodGet, path: objectPath(AgentRuns, run, "events"), query: q, header: hdr})
 	if err != nil {
-		if _, ok := api.AsError(err); ok {
+		if _, ok := AsError(err); ok {
 			return true, false, fmt.Errorf("follow events of agentrun %q: %w", run, err)
 		}
 		return false, false, fmt.Errorf("follow events of agentrun %q: %w", run, err)
@@ -178,7 +176,7 @@ func (c *Client) followOnce(ctx context.Context, run string, after *int64, idle 
 		if f.Data == "" {
 			continue
 		}
-		var ev api.Event
+		var ev Event
 		if err := json.Unmarshal([]byte(f.Data), &ev); err != nil {
 			return true, progressed, fmt.Errorf("follow events of agentrun %q: bad event %q: %w", run, f.Data, err)
 		}

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"agentrun.dev/agentrun/internal/api"
 )
 
 // Environments is the plural of Environment in /v2 paths.
@@ -16,31 +14,31 @@ const Environments = "environments"
 // AgentGroups and evaluations.
 
 // CreateAgentGroup is POST /v2/agentgroups.
-func (c *Client) CreateAgentGroup(ctx context.Context, g *api.AgentGroup) (*api.AgentGroup, error) {
+func (c *Client) CreateAgentGroup(ctx context.Context, g *AgentGroup) (*AgentGroup, error) {
 	if g.Kind == "" {
-		g.APIVersion, g.Kind = api.APIVersion, "AgentGroup"
+		g.APIVersion, g.Kind = APIVersion, "AgentGroup"
 	}
-	return decodeInto[api.AgentGroup](c.CreateObject(ctx, AgentGroups, g))
+	return decodeInto[AgentGroup](c.CreateObject(ctx, AgentGroups, g))
 }
 
 // GetAgentGroup is GET /v2/agentgroups/NAME.
-func (c *Client) GetAgentGroup(ctx context.Context, name string) (*api.AgentGroup, error) {
-	return decodeInto[api.AgentGroup](c.GetObject(ctx, AgentGroups, name))
+func (c *Client) GetAgentGroup(ctx context.Context, name string) (*AgentGroup, error) {
+	return decodeInto[AgentGroup](c.GetObject(ctx, AgentGroups, name))
 }
 
 // PatchAgentGroup applies a JSON merge patch (maxActive, a higher cost cap, sealed: true).
-func (c *Client) PatchAgentGroup(ctx context.Context, name string, patch any) (*api.AgentGroup, error) {
-	return decodeInto[api.AgentGroup](c.PatchObject(ctx, AgentGroups, name, patch))
+func (c *Client) PatchAgentGroup(ctx context.Context, name string, patch any) (*AgentGroup, error) {
+	return decodeInto[AgentGroup](c.PatchObject(ctx, AgentGroups, name, patch))
 }
 
 // SealAgentGroup says no more runs are coming.
-func (c *Client) SealAgentGroup(ctx context.Context, name string) (*api.AgentGroup, error) {
+func (c *Client) SealAgentGroup(ctx context.Context, name string) (*AgentGroup, error) {
 	return c.PatchAgentGroup(ctx, name, map[string]any{"spec": map[string]any{"sealed": true}})
 }
 
 // CancelAgentGroup cancels every unfinished run of the group.
-func (c *Client) CancelAgentGroup(ctx context.Context, name string) (*api.AgentGroup, error) {
-	return decodeInto[api.AgentGroup](c.CancelObject(ctx, AgentGroups, name))
+func (c *Client) CancelAgentGroup(ctx context.Context, name string) (*AgentGroup, error) {
+	return decodeInto[AgentGroup](c.CancelObject(ctx, AgentGroups, name))
 }
 
 // DeleteAgentGroup removes the group with all its runs.
@@ -50,11 +48,11 @@ func (c *Client) DeleteAgentGroup(ctx context.Context, name string) error {
 
 // GroupFinished reports whether a group phase is terminal.
 func GroupFinished(phase string) bool {
-	return phase == api.GroupSucceeded || phase == api.GroupFailed || phase == api.GroupCancelled
+	return phase == GroupSucceeded || phase == GroupFailed || phase == GroupCancelled
 }
 
 // WaitAgentGroup polls the group until it is Succeeded, Failed or Cancelled, or ctx ends.
-func (c *Client) WaitAgentGroup(ctx context.Context, name string, poll time.Duration) (*api.AgentGroup, error) {
+func (c *Client) WaitAgentGroup(ctx context.Context, name string, poll time.Duration) (*AgentGroup, error) {
 	if poll <= 0 {
 		poll = 500 * time.Millisecond
 	}
@@ -76,10 +74,10 @@ func (c *Client) WaitAgentGroup(ctx context.Context, name string, poll time.Dura
 
 // EvalResults is an evaluation group's per-case results (GET /v2/agentgroups/NAME/results).
 type EvalResults struct {
-	Group      string                `json:"group"`
-	Phase      string                `json:"phase"`
-	Evaluation *api.EvaluationStatus `json:"evaluation"`
-	Items      []api.EvalCase        `json:"items"`
+	Group      string            `json:"group"`
+	Phase      string            `json:"phase"`
+	Evaluation *EvaluationStatus `json:"evaluation"`
+	Items      []EvalCase        `json:"items"`
 }
 
 // EvalResults returns an evaluation group's results.
@@ -96,24 +94,24 @@ type Evaluation struct {
 	Name, Agent string
 	MaxActive   int
 	MaxCostUSD  string
-	api.EvaluationSpec
+	EvaluationSpec
 	// Keep leaves the group in place (Evaluate deletes it otherwise, as the seed's example does).
 	Keep bool
 }
 
 // Evaluate creates an evaluation group, waits for it to end (its timeout plus a minute), reads its
 // results and deletes it (unless Keep): the seed's evaluation.py.
-func (c *Client) Evaluate(ctx context.Context, e Evaluation) (*api.AgentGroup, *EvalResults, error) {
+func (c *Client) Evaluate(ctx context.Context, e Evaluation) (*AgentGroup, *EvalResults, error) {
 	spec := e.EvaluationSpec
-	g := &api.AgentGroup{Metadata: api.ObjectMeta{Name: e.Name},
-		Spec: api.AgentGroupSpec{Agent: e.Agent, Limits: api.GroupLimits{MaxActive: e.MaxActive, MaxCostUSD: e.MaxCostUSD}, Evaluation: &spec}}
+	g := &AgentGroup{Metadata: ObjectMeta{Name: e.Name},
+		Spec: AgentGroupSpec{Agent: e.Agent, Limits: GroupLimits{MaxActive: e.MaxActive, MaxCostUSD: e.MaxCostUSD}, Evaluation: &spec}}
 	if _, err := c.CreateAgentGroup(ctx, g); err != nil {
 		return nil, nil, err
 	}
 	if !e.Keep {
 		defer c.DeleteAgentGroup(context.WithoutCancel(ctx), e.Name)
 	}
-	timeout := api.DefaultEvalTimeout
+	timeout := DefaultEvalTimeout
 	if d, err := time.ParseDuration(spec.Timeout); err == nil {
 		timeout = d
 	}
@@ -128,8 +126,8 @@ func (c *Client) Evaluate(ctx context.Context, e Evaluation) (*api.AgentGroup, *
 }
 
 // LoadEnvironment is POST /v2/environments: it stores NAME@VERSION (created or unchanged).
-func (c *Client) LoadEnvironment(ctx context.Context, env *api.Environment) (*api.Environment, ApplyResult, error) {
-	var out api.Environment
+func (c *Client) LoadEnvironment(ctx context.Context, env *Environment) (*Environment, ApplyResult, error) {
+	var out Environment
 	hdr, status, err := c.call(ctx, request{method: http.MethodPost, path: "/v2/" + Environments, body: env}, &out)
 	if err != nil {
 		return nil, "", fmt.Errorf("load environment %s@%s: %w", env.Metadata.Name, env.Spec.Version, err)
@@ -145,8 +143,8 @@ func (c *Client) LoadEnvironment(ctx context.Context, env *api.Environment) (*ap
 }
 
 // ListEnvironments lists the built-in and loaded environments (without hidden answers).
-func (c *Client) ListEnvironments(ctx context.Context) ([]api.Environment, error) {
-	l, err := decodeInto[api.List[api.Environment]](c.ListObjects(ctx, Environments, nil))
+func (c *Client) ListEnvironments(ctx context.Context) ([]Environment, error) {
+	l, err := decodeInto[List[Environment]](c.ListObjects(ctx, Environments, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -154,8 +152,8 @@ func (c *Client) ListEnvironments(ctx context.Context) ([]api.Environment, error
 }
 
 // GetEnvironment returns NAME@VERSION (without hidden answers).
-func (c *Client) GetEnvironment(ctx context.Context, ref string) (*api.Environment, error) {
-	var out api.Environment
+func (c *Client) GetEnvironment(ctx context.Context, ref string) (*Environment, error) {
+	var out Environment
 	// The name may hold a '/', which is part of the path here.
 	if _, _, err := c.call(ctx, request{method: http.MethodGet, path: "/v2/" + Environments + "/" + strings.TrimPrefix(ref, "/")}, &out); err != nil {
 		return nil, fmt.Errorf("get environment %s: %w", ref, err)
@@ -165,13 +163,13 @@ func (c *Client) GetEnvironment(ctx context.Context, ref string) (*api.Environme
 
 // CreateAgentRuns posts an AgentRunList (at most 100): created all or nothing, in list order. A
 // non-empty idempotencyKey makes a repeat return the first batch.
-func (c *Client) CreateAgentRuns(ctx context.Context, runs []api.AgentRun, idempotencyKey string) ([]api.AgentRun, error) {
-	body := api.List[api.AgentRun]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentRunList"}, Items: runs}
+func (c *Client) CreateAgentRuns(ctx context.Context, runs []AgentRun, idempotencyKey string) ([]AgentRun, error) {
+	body := List[AgentRun]{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: "AgentRunList"}, Items: runs}
 	var hdr http.Header
 	if idempotencyKey != "" {
 		hdr = http.Header{"Idempotency-Key": {idempotencyKey}}
 	}
-	var out api.List[api.AgentRun]
+	var out List[AgentRun]
 	if _, _, err := c.call(ctx, request{method: http.MethodPost, path: "/v2/" + AgentRuns, body: body, header: hdr}, &out); err != nil {
 		return nil, fmt.Errorf("create %d runs: %w", len(runs), err)
 	}

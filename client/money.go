@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-
-	"agentrun.dev/agentrun/internal/api"
 )
 
 // CreditEntry is one line of the credits ledger.
@@ -68,8 +66,8 @@ func (c *Client) AddCredits(ctx context.Context, amountUSD, note string) (*Credi
 
 // RaiseCap is PATCH /v2/agentruns/NAME {"spec": {"maxCostUSD": ...}}: raises a run's own cap (it
 // cannot be lowered); a run waiting with MaxCostReached continues.
-func (c *Client) RaiseCap(ctx context.Context, run, maxCostUSD string) (*api.AgentRun, error) {
-	var r api.AgentRun
+func (c *Client) RaiseCap(ctx context.Context, run, maxCostUSD string) (*AgentRun, error) {
+	var r AgentRun
 	body := map[string]any{"spec": map[string]string{"maxCostUSD": maxCostUSD}}
 	if _, _, err := c.call(ctx, request{method: http.MethodPatch, path: objectPath(AgentRuns, run), body: body,
 		header: http.Header{"Content-Type": {"application/merge-patch+json"}}}, &r); err != nil {

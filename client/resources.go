@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"agentrun.dev/agentrun/internal/api"
 )
 
 // Resource plurals, as they appear in /v2 paths.
@@ -129,15 +127,15 @@ func decodeInto[T any](raw json.RawMessage, err error) (*T, error) {
 
 // Agents.
 
-// CreateAgent is POST /v2/agents. body is an *api.Agent, an api.SeedAgentBody ({"definition": ...})
+// CreateAgent is POST /v2/agents. body is an *Agent, an SeedAgentBody ({"definition": ...})
 // or raw JSON of either. An existing name fails with code AlreadyExists.
-func (c *Client) CreateAgent(ctx context.Context, body any) (*api.Agent, error) {
-	return decodeInto[api.Agent](c.CreateObject(ctx, Agents, body))
+func (c *Client) CreateAgent(ctx context.Context, body any) (*Agent, error) {
+	return decodeInto[Agent](c.CreateObject(ctx, Agents, body))
 }
 
 // ListAgents is GET /v2/agents.
-func (c *Client) ListAgents(ctx context.Context) ([]api.Agent, error) {
-	l, err := decodeInto[api.List[api.Agent]](c.ListObjects(ctx, Agents, nil))
+func (c *Client) ListAgents(ctx context.Context) ([]Agent, error) {
+	l, err := decodeInto[List[Agent]](c.ListObjects(ctx, Agents, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -145,20 +143,20 @@ func (c *Client) ListAgents(ctx context.Context) ([]api.Agent, error) {
 }
 
 // GetAgent is GET /v2/agents/NAME.
-func (c *Client) GetAgent(ctx context.Context, name string) (*api.Agent, error) {
-	return decodeInto[api.Agent](c.GetObject(ctx, Agents, name))
+func (c *Client) GetAgent(ctx context.Context, name string) (*Agent, error) {
+	return decodeInto[Agent](c.GetObject(ctx, Agents, name))
 }
 
 // ApplyAgent is PUT /v2/agents/NAME with a.Metadata.Name as NAME.
-func (c *Client) ApplyAgent(ctx context.Context, a *api.Agent) (*api.Agent, ApplyResult, error) {
+func (c *Client) ApplyAgent(ctx context.Context, a *Agent) (*Agent, ApplyResult, error) {
 	raw, res, err := c.ApplyObject(ctx, Agents, a.Metadata.Name, a)
-	out, err := decodeInto[api.Agent](raw, err)
+	out, err := decodeInto[Agent](raw, err)
 	return out, res, err
 }
 
 // PatchAgent is PATCH /v2/agents/NAME with a JSON merge patch.
-func (c *Client) PatchAgent(ctx context.Context, name string, patch any) (*api.Agent, error) {
-	return decodeInto[api.Agent](c.PatchObject(ctx, Agents, name, patch))
+func (c *Client) PatchAgent(ctx context.Context, name string, patch any) (*Agent, error) {
+	return decodeInto[Agent](c.PatchObject(ctx, Agents, name, patch))
 }
 
 // DeleteAgent is DELETE /v2/agents/NAME.
@@ -168,19 +166,19 @@ func (c *Client) DeleteAgent(ctx context.Context, name string) error {
 
 // Runs.
 
-// StartRun is POST /v2/agents/AGENT/runs. body is an api.SeedRunBody ({"input": {"content": ...},
+// StartRun is POST /v2/agents/AGENT/runs. body is an SeedRunBody ({"input": {"content": ...},
 // "max_cost_usd", "keep_alive", "deadline", "name"}) or its raw JSON.
-func (c *Client) StartRun(ctx context.Context, agent string, body any) (*api.AgentRun, error) {
-	var r api.AgentRun
+func (c *Client) StartRun(ctx context.Context, agent string, body any) (*AgentRun, error) {
+	var r AgentRun
 	if _, _, err := c.call(ctx, request{method: http.MethodPost, path: objectPath(Agents, agent, "runs"), body: body}, &r); err != nil {
 		return nil, fmt.Errorf("start a run of agent %q: %w", agent, err)
 	}
 	return &r, nil
 }
 
-// CreateAgentRun is POST /v2/agentruns with an *api.AgentRun (or its raw JSON).
-func (c *Client) CreateAgentRun(ctx context.Context, body any) (*api.AgentRun, error) {
-	return decodeInto[api.AgentRun](c.CreateObject(ctx, AgentRuns, body))
+// CreateAgentRun is POST /v2/agentruns with an *AgentRun (or its raw JSON).
+func (c *Client) CreateAgentRun(ctx context.Context, body any) (*AgentRun, error) {
+	return decodeInto[AgentRun](c.CreateObject(ctx, AgentRuns, body))
 }
 
 // ListRunsOptions filters ListAgentRuns; empty fields do not filter.
@@ -206,8 +204,8 @@ func (o ListRunsOptions) query() url.Values {
 }
 
 // ListAgentRuns is GET /v2/agentruns.
-func (c *Client) ListAgentRuns(ctx context.Context, opts ListRunsOptions) ([]api.AgentRun, error) {
-	l, err := decodeInto[api.List[api.AgentRun]](c.ListObjects(ctx, AgentRuns, opts.query()))
+func (c *Client) ListAgentRuns(ctx context.Context, opts ListRunsOptions) ([]AgentRun, error) {
+	l, err := decodeInto[List[AgentRun]](c.ListObjects(ctx, AgentRuns, opts.query()))
 	if err != nil {
 		return nil, err
 	}
@@ -215,20 +213,20 @@ func (c *Client) ListAgentRuns(ctx context.Context, opts ListRunsOptions) ([]api
 }
 
 // GetAgentRun is GET /v2/agentruns/NAME.
-func (c *Client) GetAgentRun(ctx context.Context, name string) (*api.AgentRun, error) {
-	return decodeInto[api.AgentRun](c.GetObject(ctx, AgentRuns, name))
+func (c *Client) GetAgentRun(ctx context.Context, name string) (*AgentRun, error) {
+	return decodeInto[AgentRun](c.GetObject(ctx, AgentRuns, name))
 }
 
 // ApplyAgentRun is PUT /v2/agentruns/NAME with r.Metadata.Name as NAME.
-func (c *Client) ApplyAgentRun(ctx context.Context, r *api.AgentRun) (*api.AgentRun, ApplyResult, error) {
+func (c *Client) ApplyAgentRun(ctx context.Context, r *AgentRun) (*AgentRun, ApplyResult, error) {
 	raw, res, err := c.ApplyObject(ctx, AgentRuns, r.Metadata.Name, r)
-	out, err := decodeInto[api.AgentRun](raw, err)
+	out, err := decodeInto[AgentRun](raw, err)
 	return out, res, err
 }
 
 // PatchAgentRun is PATCH /v2/agentruns/NAME with a JSON merge patch.
-func (c *Client) PatchAgentRun(ctx context.Context, name string, patch any) (*api.AgentRun, error) {
-	return decodeInto[api.AgentRun](c.PatchObject(ctx, AgentRuns, name, patch))
+func (c *Client) PatchAgentRun(ctx context.Context, name string, patch any) (*AgentRun, error) {
+	return decodeInto[AgentRun](c.PatchObject(ctx, AgentRuns, name, patch))
 }
 
 // DeleteAgentRun is DELETE /v2/agentruns/NAME.
@@ -237,15 +235,15 @@ func (c *Client) DeleteAgentRun(ctx context.Context, name string) error {
 }
 
 // CancelAgentRun is POST /v2/agentruns/NAME/cancel.
-func (c *Client) CancelAgentRun(ctx context.Context, name string) (*api.AgentRun, error) {
-	return decodeInto[api.AgentRun](c.CancelObject(ctx, AgentRuns, name))
+func (c *Client) CancelAgentRun(ctx context.Context, name string) (*AgentRun, error) {
+	return decodeInto[AgentRun](c.CancelObject(ctx, AgentRuns, name))
 }
 
 // MessageResult is the answer to SendMessage: the stored message, and whether this call created it
 // (false: a message with the same key was already delivered).
 type MessageResult struct {
-	Message api.Message `json:"message"`
-	Created bool        `json:"created"`
+	Message Message `json:"message"`
+	Created bool    `json:"created"`
 }
 
 // SendMessage is POST /v2/agentruns/NAME/messages. A non-empty key makes the send idempotent. A
@@ -263,9 +261,9 @@ func (c *Client) SendMessage(ctx context.Context, run, payload, key string) (*Me
 }
 
 // Steps is GET /v2/agentruns/NAME/steps: the run's journal, in order.
-func (c *Client) Steps(ctx context.Context, run string) ([]api.Step, error) {
+func (c *Client) Steps(ctx context.Context, run string) ([]Step, error) {
 	var l struct {
-		Items []api.Step `json:"items"`
+		Items []Step `json:"items"`
 	}
 	if _, _, err := c.call(ctx, request{method: http.MethodGet, path: objectPath(AgentRuns, run, "steps")}, &l); err != nil {
 		return nil, fmt.Errorf("steps of agentrun %q: %w", run, err)
@@ -324,8 +322,8 @@ const (
 
 // Resolve is POST /v2/agentruns/NAME/resolve: decides what to do with an interrupted step of a run in
 // NeedsResolution.
-func (c *Client) Resolve(ctx context.Context, run string, req ResolveRequest) (*api.AgentRun, error) {
-	var r api.AgentRun
+func (c *Client) Resolve(ctx context.Context, run string, req ResolveRequest) (*AgentRun, error) {
+	var r AgentRun
 	if _, _, err := c.call(ctx, request{method: http.MethodPost, path: objectPath(AgentRuns, run, "resolve"), body: req}, &r); err != nil {
 		return nil, fmt.Errorf("resolve agentrun %q: %w", run, err)
 	}

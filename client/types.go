@@ -1,0 +1,208 @@
+package client
+
+import (
+	"fmt"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// The API's types, for callers outside this module: package internal/api cannot be imported from
+// another module, so every type the client's methods take or return, and every named type
+// reachable from their fields, is named here too. Each is an alias (the same type, not a copy), so
+// a value built with these is what the methods take:
+//
+//	runs := []client.AgentRun{{Metadata: client.ObjectMeta{Name: "a"}, Spec: client.AgentRunSpec{Agent: "notes", Input: "hi"}}}
+//	created, err := c.CreateAgentRuns(ctx, runs, "batch-1")
+//
+// TestAliasesCoverTheAPI fails when a method reaches an api type that has no alias here.
+
+// Objects and their metadata.
+type (
+	TypeMeta   = api.TypeMeta
+	ObjectMeta = api.ObjectMeta
+	// List is an API list (AgentRunList, AgentList, ...): TypeMeta and Items.
+	List[T any] = api.List[T]
+	// Error is an API error: Status, Code (the Code* constants), Message and Field.
+	Error = api.Error
+)
+
+// Agents.
+type (
+	Agent        = api.Agent
+	AgentSpec    = api.AgentSpec
+	AgentStatus  = api.AgentStatus
+	ModelSpec    = api.ModelSpec
+	ComputerSpec = api.ComputerSpec
+	// Approvals say which tool calls run, ask a person first, or are refused (spec.approvals).
+	Approvals    = api.Approvals
+	ApprovalRule = api.ApprovalRule
+)
+
+// Runs and what they did.
+type (
+	AgentRun       = api.AgentRun
+	AgentRunSpec   = api.AgentRunSpec
+	AgentRunStatus = api.AgentRunStatus
+	WaitingOn      = api.WaitingOn
+	Answer         = api.Answer
+	RunCost        = api.RunCost
+	Turn           = api.Turn
+	Step           = api.Step
+	Event          = api.Event
+	Message        = api.Message
+)
+
+// Groups, evaluations and environments.
+type (
+	AgentGroup       = api.AgentGroup
+	AgentGroupSpec   = api.AgentGroupSpec
+	AgentGroupStatus = api.AgentGroupStatus
+	// GroupLimits are a group's limits: MaxActive, MaxPending and MaxCostUSD.
+	GroupLimits    = api.GroupLimits
+	GroupCounts    = api.GroupCounts
+	EvaluationSpec = api.EvaluationSpec
+	// EvaluationStatus summarises an evaluation's results. PassRate and MeanReward are pointers:
+	// nil while no case is scored (not zero); print them with Score.
+	EvaluationStatus  = api.EvaluationStatus
+	TaskResult        = api.TaskResult
+	EvalCase          = api.EvalCase
+	Environment       = api.Environment
+	EnvironmentSpec   = api.EnvironmentSpec
+	EnvironmentStatus = api.EnvironmentStatus
+	Task              = api.Task
+	GraderSpec        = api.GraderSpec
+)
+
+// Seed-compatible bodies (POST /v1/agents and POST /v1/agents/NAME/runs).
+type (
+	SeedAgentBody  = api.SeedAgentBody
+	SeedDefinition = api.SeedDefinition
+	SeedRunBody    = api.SeedRunBody
+	SeedInput      = api.SeedInput
+)
+
+// Score prints a rate or reward that may be absent (EvaluationStatus.PassRate, MeanReward,
+// TaskResult.MeanReward, RewardSpread): "-" when nil (nothing scored yet), else three decimals.
+func Score(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", *p)
+}
+
+// AsError finds the API error in err's chain (as every method returns it, wrapped).
+func AsError(err error) (*Error, bool) { return api.AsError(err) }
+
+// Finished reports whether a run phase is terminal (Succeeded, Failed or Cancelled).
+func Finished(phase string) bool { return api.Finished(phase) }
+
+// WaitingOnPerson reports whether a run waits on a person (a question, an approval, its cap or
+// credits).
+func WaitingOnPerson(phase, reason string) bool { return api.WaitingOnPerson(phase, reason) }
+
+// APIVersion is the apiVersion objects carry.
+const APIVersion = api.APIVersion
+
+// Run phases (AgentRunStatus.Phase).
+const (
+	PhaseQueued          = api.PhaseQueued
+	PhaseRunning         = api.PhaseRunning
+	PhaseWaiting         = api.PhaseWaiting
+	PhaseNeedsResolution = api.PhaseNeedsResolution
+	PhaseSucceeded       = api.PhaseSucceeded
+	PhaseFailed          = api.PhaseFailed
+	PhaseCancelled       = api.PhaseCancelled
+)
+
+// Run reasons (AgentRunStatus.Reason).
+const (
+	ReasonMessage             = api.ReasonMessage
+	ReasonQuestion            = api.ReasonQuestion
+	ReasonApproval            = api.ReasonApproval
+	ReasonMaxCostReached      = api.ReasonMaxCostReached
+	ReasonCredits             = api.ReasonCredits
+	ReasonInterrupted         = api.ReasonInterrupted
+	ReasonDeadlineExceeded    = api.ReasonDeadlineExceeded
+	ReasonModelError          = api.ReasonModelError
+	ReasonToolError           = api.ReasonToolError
+	ReasonInternalError       = api.ReasonInternalError
+	ReasonUserCancelled       = api.ReasonUserCancelled
+	ReasonCompleted           = api.ReasonCompleted
+	ReasonDependencyWait      = api.ReasonDependencyWait
+	ReasonGroupWait           = api.ReasonGroupWait
+	ReasonMaxActiveReached    = api.ReasonMaxActiveReached
+	ReasonDependencyFailed    = api.ReasonDependencyFailed
+	ReasonDependencyCancelled = api.ReasonDependencyCancelled
+	ReasonRunsFailed          = api.ReasonRunsFailed
+	ReasonEvaluationTimeout   = api.ReasonEvaluationTimeout
+)
+
+// Agent states (AgentStatus.State).
+const (
+	AgentStateRunning = api.AgentStateRunning
+	AgentStateStopped = api.AgentStateStopped
+)
+
+// Step states (Step.State).
+const (
+	StepStarted     = api.StepStarted
+	StepCompleted   = api.StepCompleted
+	StepInterrupted = api.StepInterrupted
+	StepFailed      = api.StepFailed
+)
+
+// Group phases (AgentGroupStatus.Phase).
+const (
+	GroupRunning    = api.GroupRunning
+	GroupSucceeded  = api.GroupSucceeded
+	GroupFailed     = api.GroupFailed
+	GroupCancelling = api.GroupCancelling
+	GroupCancelled  = api.GroupCancelled
+)
+
+// Evaluation case states (EvalCase.State).
+const (
+	CasePending  = api.CasePending
+	CaseScored   = api.CaseScored
+	CaseUnscored = api.CaseUnscored
+	CaseTimeout  = api.CaseTimeout
+)
+
+// Error codes (Error.Code).
+const (
+	CodeInvalid           = api.CodeInvalid
+	CodeUnknownField      = api.CodeUnknownField
+	CodeWrongType         = api.CodeWrongType
+	CodeRequired          = api.CodeRequired
+	CodeTooLarge          = api.CodeTooLarge
+	CodeNotFound          = api.CodeNotFound
+	CodeAlreadyExists     = api.CodeAlreadyExists
+	CodeConflict          = api.CodeConflict
+	CodeAgentStopped      = api.CodeAgentStopped
+	CodeAgentNotFound     = api.CodeAgentNotFound
+	CodeAgentRunFinished  = api.CodeAgentRunFinished
+	CodeUnauthorized      = api.CodeUnauthorized
+	CodeNotResolvable     = api.CodeNotResolvable
+	CodeInternal          = api.CodeInternal
+	CodeStoreUnavailable  = api.CodeStoreUnavailable
+	CodeGroupNotFound     = api.CodeGroupNotFound
+	CodeGroupSealed       = api.CodeGroupSealed
+	CodeGroupCancelled    = api.CodeGroupCancelled
+	CodeMaxPendingReached = api.CodeMaxPendingReached
+	CodeIdempotencyReused = api.CodeIdempotencyReused
+)
+
+// Limits and defaults the server applies.
+const (
+	MaxInputBytes           = api.MaxInputBytes
+	DefaultMaxTokens        = api.DefaultMaxTokens
+	DefaultMaxToolCalls     = api.DefaultMaxToolCalls
+	DefaultPerRunMaxCostUSD = api.DefaultPerRunMaxCostUSD
+	DefaultMaxActive        = api.DefaultMaxActive
+	MaxMaxActive            = api.MaxMaxActive
+	DefaultMaxPending       = api.DefaultMaxPending
+	MaxBatch                = api.MaxBatch
+	MaxEvalCases            = api.MaxEvalCases
+	DefaultEvalTimeout      = api.DefaultEvalTimeout
+	EvalLabel               = api.EvalLabel
+)

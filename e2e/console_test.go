@@ -26,7 +26,7 @@ func TestConsoleApproveInBrowser(t *testing.T) {
 	if st := e.do("PUT", "/v2/agents/careful", approvalsAgent, nil); st != 201 {
 		t.Fatalf("create agent: HTTP %d", st)
 	}
-	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"c9"},"spec":{"agent":"careful","input":"Count carefully: nine"}}`, nil)
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"c9"},"spec":{"agent":"careful","input":"Count carefully: nine <then> & more"}}`, nil)
 	e.waitPhase("c9", 10*time.Second, api.PhaseWaiting)
 
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
@@ -53,8 +53,9 @@ func TestConsoleApproveInBrowser(t *testing.T) {
 	if !strings.Contains(mission, "Needs you") || !strings.Contains(mission, "c9") || !strings.Contains(mission, "Approval") {
 		t.Errorf("Mission Control does not show the run waiting on approval:\n%s", mission)
 	}
-	if !strings.Contains(runPage, "dev_count") || !strings.Contains(runPage, "Count carefully: nine") || !strings.Contains(runPage, "I need to count this once.") {
-		t.Errorf("the run page does not show the call, its arguments and the reason:\n%s", runPage)
+	// The arguments as the agent wrote them: not JSON's HTML escapes (\u003c), nor double-escaped.
+	if !strings.Contains(runPage, "dev_count") || !strings.Contains(runPage, "Count carefully: nine <then> & more") || !strings.Contains(runPage, "I need to count this once.") {
+		t.Errorf("the run page does not show the call, its exact arguments and the reason:\n%s", runPage)
 	}
 	r := e.waitPhase("c9", 15*time.Second, api.PhaseSucceeded, api.PhaseFailed)
 	if r.Status.Phase != api.PhaseSucceeded || len(e.counted()) != 1 {

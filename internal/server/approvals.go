@@ -9,6 +9,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/console"
+	"agentrun.dev/agentrun/internal/humanjson"
 )
 
 // approvalView is one approval as the API shows it: the call, the agent's stated reason, and the
@@ -161,7 +162,7 @@ func (a consoleApprover) Approvals(ctx context.Context, run string) ([]console.A
 	}
 	out := make([]console.Approval, len(vs))
 	for i, v := range vs {
-		out[i] = console.Approval{ID: v.ID, Tool: v.Tool, Input: string(v.Input), Reason: v.Reason, State: v.State, DecidedBy: v.DecidedBy}
+		out[i] = console.Approval{ID: v.ID, Tool: v.Tool, Input: humanjson.String(v.Input), Reason: v.Reason, State: v.State, DecidedBy: v.DecidedBy}
 	}
 	return out, nil
 }

@@ -185,3 +185,91 @@ func jsonNumber(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+const shellApprovalsScript = `
+entries:
+  - name: curler
+    match: "Fetch it"
+    turns:
+      - tool_calls:
+          - name: bash
+            input: {command: "echo ran > a.txt && curl --version"}
+          - name: bash
+            input: {command: "/usr/bin/curl --version > b.txt"}
+          - name: bash
+            input: {command: "echo 'a; curl x' > quoted.txt"}
+          - name: bash
+            input: {command: "sleep 0; curl http://x; touch c.txt"}
+      - text: "result: {{last_tool_result}}"
+  - name: tester
+    match: "Test it"
+    turns:
+      - tool_calls:
+          - name: bash
+            input: {command: "go test ./x > tested.txt"}
+          - name: bash
+            input: {command: "go test ./x; echo pwned > /workspace/pwned.txt"}
+      - text: "done: {{last_tool_result}}"
+`
+
+// The audit's cases: a shell call is matched per simple command, so the server's deny of
+// bash(curl *) holds over a never-ask agent however curl is chained or spelled, and an allowed
+// `go test *` does not carry a command chained after it.
+func TestShellApprovalsPerCommand(t *testing.T) {
+	t.Parallel()
+	needBwrap(t)
+	e := newEnv(t, shellApprovalsScript)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--deny", "bash(curl *)"})
+	if st := e.do("PUT", "/v2/agents/curler", `{"metadata":{"name":"curler"},"spec":{"computer":{"kind":"sandbox"},"approvals":"never-ask"}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"s1"},"spec":{"agent":"curler","input":"Fetch it"}}`, nil)
+	r := e.waitPhase("s1", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseWaiting)
+	if r.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("run s1: %s/%s %s", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	want := `result: denied by the server's rule bash(curl *): curl http://x (in "sleep 0; curl http://x; touch c.txt"); the call bash did not run`
+	if r.Status.Answer.Preview != want {
+		t.Errorf("the model was told %q, want %q", r.Status.Answer.Preview, want)
+	}
+	for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
+		if res := e.cli(e.dir, "runs", "read-file", "s1", f); res.code == 0 {
+			t.Errorf("a denied call ran: %s = %q", f, res.stdout)
+		}
+	}
+	if got := e.mustCLI(0, "runs", "read-file", "s1", "quoted.txt").stdout; got != "a; curl x\n" {
+		t.Errorf("quoted.txt = %q (a quoted curl is no command)", got)
+	}
+	results := map[string]map[string]string{}
+	for _, s := range e.steps("s1") {
+		var m map[string]string
+		json.Unmarshal(s.Result, &m)
+		results[s.Key] = m
+	}
+	for _, k := range []string{"t0/tool/0/approval", "t0/tool/1/approval", "t0/tool/3/approval"} {
+		if d := results[k]; d["by"] != "server deny: bash(curl *)" || d["decision"] != "deny" {
+			t.Errorf("%s: %v", k, d)
+		}
+	}
+
+	// Allow bash(go test *), deny bash(rm *), ask for the rest: a chain after go test asks.
+	if st := e.do("PUT", "/v2/agents/tester", `{"metadata":{"name":"tester"},"spec":{"computer":{"kind":"sandbox"},
+	  "approvals":{"default":"ask","rules":[{"match":"bash(go test *)","action":"allow"},{"match":"bash(rm *)","action":"deny"}]}}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"s2"},"spec":{"agent":"tester","input":"Test it"}}`, nil)
+	r = e.waitPhase("s2", 60*time.Second, api.PhaseWaiting, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseWaiting || r.Status.Reason != api.ReasonApproval || r.Status.WaitingOn == nil || !strings.Contains(r.Status.WaitingOn.Detail, "pwned") {
+		t.Fatalf("run s2: %s/%s waiting on %+v", r.Status.Phase, r.Status.Reason, r.Status.WaitingOn)
+	}
+	if !strings.Contains(r.Status.Message, `needs approval by the agent's default: echo pwned > /workspace/pwned.txt (in "go test ./x; echo pwned > /workspace/pwned.txt")`) {
+		t.Errorf("status message %q does not name the command that asks", r.Status.Message)
+	}
+	// The plain go test was allowed and ran (go may be missing in the sandbox; its redirection ran).
+	if res := e.cli(e.dir, "runs", "read-file", "s2", "tested.txt"); res.code != 0 {
+		t.Errorf("the allowed go test did not run: %s", res.stderr)
+	}
+	if res := e.cli(e.dir, "runs", "read-file", "s2", "pwned.txt"); res.code == 0 {
+		t.Errorf("the chain ran without asking: pwned.txt = %q", res.stdout)
+	}
+}

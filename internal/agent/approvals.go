@@ -32,16 +32,16 @@ func (d *drive) approval(ctx context.Context, key string, call model.Block) (ok 
 			Args: map[string]any{"tool": call.Name, "input": call.Input, "reason": d.turnText, "rule": dec.Rule}}, map[string]string{"decision": "deny", "by": dec.Rule}); err != nil {
 			return false, "", err
 		}
-		return false, fmt.Sprintf("denied: the call %s was refused by %s; it did not run", call.Name, dec.Rule), nil
+		return false, fmt.Sprintf("%s; the call %s did not run", dec.Explain(), call.Name), nil
 	}
-	args := map[string]any{"tool": call.Name, "input": call.Input, "reason": d.turnText, "rule": dec.Rule}
+	args := map[string]any{"tool": call.Name, "input": call.Input, "reason": d.turnText, "rule": dec.Rule, "why": dec.Explain()}
 	out, done, err := d.j.Await(ctx, journal.Spec{Key: key + "/approval", Kind: "approval", Title: "approval for " + call.Name + " " + summarize(call.Input), Args: args})
 	if err != nil {
 		return false, "", err
 	}
 	if !done {
 		d.status.Phase, d.status.Reason = api.PhaseWaiting, api.ReasonApproval
-		d.status.Message = fmt.Sprintf("%s asks for approval (%s)", call.Name, dec.Rule)
+		d.status.Message = fmt.Sprintf("%s asks for approval (%s)", call.Name, dec.Explain())
 		d.status.WaitingOn = &api.WaitingOn{Kind: "approval", StepKey: key + "/approval", Detail: call.Name + " " + humanjson.String(call.Input)}
 		return false, "", d.park(ctx, &api.Event{Type: "run.approval", StepKey: key + "/approval", Message: fmt.Sprintf("%s asks for approval: %s %s", d.run.Metadata.Name, call.Name, humanjson.String(call.Input))})
 	}

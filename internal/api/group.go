@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"reflect"
 	"time"
 
 	"agentrun.dev/agentrun/internal/cost"
@@ -81,6 +84,35 @@ type GroupLimits struct {
 	// MaxCostUSD is the group's spend cap (decimal string); empty means no group cap. It can be
 	// raised on a live group, never lowered.
 	MaxCostUSD string `json:"maxCostUSD,omitempty"`
+}
+
+// UnmarshalJSON decodes limits strictly and refuses an explicit maxActive or maxPending below 1:
+// only a field left out takes the default (0 would otherwise be read as "left out").
+func (l *GroupLimits) UnmarshalJSON(b []byte) error {
+	type plain GroupLimits
+	var raw any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return Errorf(http.StatusBadRequest, CodeInvalid, "spec.limits", "limits: %v", err)
+	}
+	if err := checkShape(raw, reflect.TypeOf(plain{}), "spec.limits"); err != nil {
+		return err
+	}
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return Errorf(http.StatusUnprocessableEntity, CodeInvalid, "spec.limits", "limits: %v", err)
+	}
+	if obj, ok := raw.(map[string]any); ok {
+		if v, given := obj["maxActive"]; given && v != nil && p.MaxActive < 1 {
+			return Invalid("spec.limits.maxActive", "maxActive must be between 1 and %d, not %d (leave it out for the default %d)", MaxMaxActive, p.MaxActive, DefaultMaxActive)
+		}
+		if v, given := obj["maxPending"]; given && v != nil && p.MaxPending < 1 {
+			return Invalid("spec.limits.maxPending", "maxPending must be between 1 and %d, not %d (leave it out for the default %d)", DefaultMaxPending, p.MaxPending, DefaultMaxPending)
+		}
+	}
+	*l = GroupLimits(p)
+	return nil
 }
 
 // EvaluationSpec makes a group an evaluation batch of an Environment's tasks.
@@ -215,17 +247,19 @@ func DefaultAndValidateGroup(g *AgentGroup) error {
 		}
 		s.Limits.MaxCostUSD, s.MaxCostUSD = s.MaxCostUSD, ""
 	}
+	// A limit left out is 0 here and takes its default; an explicit 0 was refused when decoded
+	// (see GroupLimits.UnmarshalJSON).
 	if s.Limits.MaxActive == 0 {
 		s.Limits.MaxActive = DefaultMaxActive
 	}
 	if s.Limits.MaxActive < 1 || s.Limits.MaxActive > MaxMaxActive {
-		return Invalid("spec.limits.maxActive", "maxActive must be between 1 and %d", MaxMaxActive)
+		return Invalid("spec.limits.maxActive", "maxActive must be between 1 and %d, not %d", MaxMaxActive, s.Limits.MaxActive)
 	}
 	if s.Limits.MaxPending == 0 {
 		s.Limits.MaxPending = DefaultMaxPending
 	}
 	if s.Limits.MaxPending < 1 || s.Limits.MaxPending > DefaultMaxPending {
-		return Invalid("spec.limits.maxPending", "maxPending must be between 1 and %d", DefaultMaxPending)
+		return Invalid("spec.limits.maxPending", "maxPending must be between 1 and %d, not %d", DefaultMaxPending, s.Limits.MaxPending)
 	}
 	if s.Limits.MaxCostUSD != "" {
 		m, err := cost.ParseUSD(s.Limits.MaxCostUSD)

@@ -108,6 +108,10 @@ func evalRunCmd() *cobra.Command {
 			if err := checkOutput(output, "", "json", "yaml"); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("max-active") && (e.MaxActive < 1 || e.MaxActive > api.MaxMaxActive) {
+				// Sent as 0 it would be read as left out and take the default.
+				return usageError("--max-active must be between 1 and %d (leave it out for the default %d)", api.MaxMaxActive, api.DefaultMaxActive)
+			}
 			e.Name = args[0]
 			c, err := newClient()
 			if err != nil {

@@ -2,6 +2,8 @@
 // denied. An agent lists rules (a tool name, or a tool with a pattern on its main argument such as
 // `bash(go test *)` or `write(docs/**)`), a default for everything else, and may run unattended
 // ("never-ask"); a deny set configured on the server holds over every agent, never-ask included.
+// A shell call's command line is split into its simple commands and each is matched on its own
+// (shell.go, normalize.go): a chain is denied if any part is, allowed only if every part is.
 // It does no I/O: the agent loop asks Decide and journals the answer.
 package policy
 
@@ -10,6 +12,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
@@ -36,6 +39,38 @@ type Decision struct {
 	// Rule is the rule that decided ("server deny: bash(rm *)", "rule 2: bash(go test *)",
 	// "default").
 	Rule string `json:"rule"`
+	// For a shell call: Command is the simple command that decided, Line the whole command line
+	// (when it is more than that command), and Construct what approvals could not see into, when
+	// that decided ("eval", "bash -c", ...).
+	Command   string `json:"command,omitempty"`
+	Line      string `json:"line,omitempty"`
+	Construct string `json:"construct,omitempty"`
+}
+
+// Explain says what was decided, by which rule and on which command, e.g. `denied by the
+// server's rule bash(curl *): curl --version (in "true && curl --version | head -1")`.
+func (d Decision) Explain() string {
+	verb := map[string]string{Allow: "allowed", Ask: "needs approval", Deny: "denied"}[d.Action]
+	var by string
+	switch r := d.Rule; {
+	case strings.HasPrefix(r, "server deny: "):
+		by = "the server's rule " + strings.TrimPrefix(r, "server deny: ")
+	case strings.HasPrefix(r, "rule "):
+		n, m, _ := strings.Cut(strings.TrimPrefix(r, "rule "), ": ")
+		by = "the agent's rule " + n + " " + m
+	default:
+		by = "the agent's " + r
+	}
+	s := verb + " by " + by
+	if d.Construct != "" {
+		s += ": " + d.Command + " uses " + d.Construct + ", whose commands approvals cannot check; write the commands plainly"
+	} else if d.Command != "" {
+		s += ": " + d.Command
+	}
+	if d.Line != "" {
+		s += " (in " + strconv.Quote(d.Line) + ")"
+	}
+	return s
 }
 
 // Validate checks a spec; field is the path of the bad part inside it (e.g. "rules[1].match").
@@ -139,10 +174,37 @@ func matchPath(pattern, p string) bool {
 	return ok
 }
 
+// ShellCommand returns the command line of a shell call: a call whose input has a "command"
+// string (the sandbox's bash, and any tool that takes a command line), for a tool that is not a
+// file tool.
+func ShellCommand(tool string, input json.RawMessage) (string, bool) {
+	if pathTools[tool] {
+		return "", false
+	}
+	var m map[string]any
+	if json.Unmarshal(input, &m) != nil {
+		return "", false
+	}
+	c, ok := m["command"].(string)
+	return c, ok
+}
+
 // Decide returns what to do with a call: the server's deny set first (it holds over everything),
 // then the agent's rules in order (the first that matches decides), then the agent's default.
 // NeverAsk turns "ask" into "allow" but never a deny into anything else.
+//
+// A shell call is decided per simple command (see SplitCommand): it is denied if any of its
+// commands is denied, allowed only if every one is allowed, and asks otherwise. A command is
+// matched in each of its forms; the first rule matching a form decides that form; a deny of any
+// form denies the command, else the most restrictive of the forms a pattern rule decided (the
+// rest, decided only by a tool-wide rule or the default, do not count), else the tool-wide rule
+// or default. A construct approvals cannot see into (eval, bash -c, source, ...) in a call
+// against which the server denies a pattern is denied; against which the agent denies or asks a
+// pattern, it asks (and is denied under never-ask if that pattern denies).
 func Decide(s Spec, serverDeny []string, tool string, input json.RawMessage) Decision {
+	if line, ok := ShellCommand(tool, input); ok {
+		return decideShell(s, serverDeny, tool, line)
+	}
 	for _, d := range serverDeny {
 		if p, err := Parse(d); err == nil && p.Matches(tool, input) {
 			return Decision{Action: Deny, Rule: "server deny: " + d}
@@ -160,6 +222,176 @@ func Decide(s Spec, serverDeny []string, tool string, input json.RawMessage) Dec
 	}
 	if s.NeverAsk && d.Action == Ask {
 		d = Decision{Action: Allow, Rule: d.Rule + " (never-ask)"}
+	}
+	return d
+}
+
+// matchShell matches a pattern's argument against a form of a simple command: "*" is any run of
+// characters, and a pattern ending in " *" also matches the command without arguments
+// ("curl *" matches "curl").
+func matchShell(pattern, form string) bool {
+	return globAny(pattern, form) || (strings.HasSuffix(pattern, " *") && globAny(strings.TrimSuffix(pattern, " *"), form))
+}
+
+func (p Pattern) forTool(tool string) bool { return p.Tool == "*" || p.Tool == tool }
+
+var severity = map[string]int{Allow: 0, Ask: 1, Deny: 2}
+
+func decideShell(s Spec, serverDeny []string, tool, line string) Decision {
+	cmds := SplitCommand(line)
+	line = strings.TrimSpace(line)
+	if len(cmds) == 0 { // nothing runs (empty, comments): match the line as it is
+		cmds = []Command{{Text: line, Forms: []string{line}}}
+	}
+	at := func(d Decision, c Command) Decision {
+		d.Command = c.Text
+		if c.Text != line {
+			d.Line = line
+		}
+		return d
+	}
+	type parsed struct {
+		p    Pattern
+		text string
+	}
+	var server []parsed
+	for _, d := range serverDeny {
+		if p, err := Parse(d); err == nil && p.forTool(tool) {
+			server = append(server, parsed{p, d})
+		}
+	}
+	// The server's deny set: a tool-wide deny, then each command's forms.
+	for _, d := range server {
+		if !d.p.has {
+			return Decision{Action: Deny, Rule: "server deny: " + d.text}
+		}
+	}
+	for _, c := range cmds {
+		for _, f := range c.Forms {
+			for _, d := range server {
+				if matchShell(d.p.Arg, f) {
+					return at(Decision{Action: Deny, Rule: "server deny: " + d.text}, c)
+				}
+			}
+		}
+	}
+	var dark *Command
+	for i := range cmds {
+		if cmds[i].Opaque != "" {
+			dark = &cmds[i]
+			break
+		}
+	}
+	if dark != nil && len(server) > 0 {
+		d := at(Decision{Action: Deny, Rule: "server deny: " + server[0].text, Construct: dark.Opaque}, *dark)
+		return d
+	}
+	// The agent's rules, per command.
+	def := s.Default
+	if def == "" {
+		def = Allow
+	}
+	rules := make([]*Pattern, len(s.Rules))
+	var guardDeny, guardAsk = -1, -1
+	for i, r := range s.Rules {
+		if p, err := Parse(r.Match); err == nil && p.forTool(tool) {
+			rules[i] = &p
+			if p.has && r.Action == Deny && guardDeny < 0 {
+				guardDeny = i
+			}
+			if p.has && r.Action == Ask && guardAsk < 0 {
+				guardAsk = i
+			}
+		}
+	}
+	ruleName := func(i int) string {
+		if i < 0 {
+			return "default"
+		}
+		return fmt.Sprintf("rule %d: %s", i+1, s.Rules[i].Match)
+	}
+	action := func(i int) string {
+		if i < 0 {
+			return def
+		}
+		return s.Rules[i].Action
+	}
+	decideOne := func(c Command) int {
+		wide := -1 // the first tool-wide rule (no pattern); -1: the default
+		for i, p := range rules {
+			if p != nil && !p.has {
+				wide = i
+				break
+			}
+		}
+		best := -2 // none yet
+		for _, f := range c.Forms {
+			first := -1
+			for i, p := range rules {
+				if p != nil && (!p.has || matchShell(p.Arg, f)) {
+					first = i
+					break
+				}
+			}
+			if first >= 0 && action(first) == Deny {
+				return first
+			}
+			if first < 0 || !rules[first].has {
+				continue // decided by the tool-wide rule or the default only: does not count
+			}
+			if best == -2 || severity[action(first)] > severity[action(best)] {
+				best = first
+			}
+		}
+		if best == -2 {
+			return wide
+		}
+		return best
+	}
+	decided := make([]int, len(cmds))
+	for i, c := range cmds {
+		decided[i] = decideOne(c)
+		if action(decided[i]) == Deny {
+			return at(Decision{Action: Deny, Rule: ruleName(decided[i])}, c)
+		}
+	}
+	if dark != nil && guardDeny >= 0 {
+		d := at(Decision{Action: Ask, Rule: ruleName(guardDeny), Construct: dark.Opaque}, *dark)
+		if s.NeverAsk {
+			d.Action, d.Rule = Deny, d.Rule+" (never-ask)"
+		}
+		return d
+	}
+	var d Decision
+	switch {
+	case dark != nil && guardAsk >= 0:
+		d = at(Decision{Action: Ask, Rule: ruleName(guardAsk), Construct: dark.Opaque}, *dark)
+	default:
+		d = Decision{Action: Allow}
+		for i, c := range cmds {
+			if action(decided[i]) == Ask {
+				d = at(Decision{Action: Ask, Rule: ruleName(decided[i])}, c)
+				break
+			}
+		}
+		if d.Action == Allow {
+			// Every command is allowed: name the rule of the first (the default if all are).
+			d.Rule = ruleName(decided[0])
+			for _, x := range decided {
+				if x >= 0 {
+					d.Rule = ruleName(x)
+					break
+				}
+			}
+			if len(cmds) == 1 {
+				d = at(d, cmds[0])
+			} else {
+				d.Line = line
+			}
+		}
+	}
+	if s.NeverAsk && d.Action == Ask {
+		d.Action, d.Rule = Allow, d.Rule+" (never-ask)"
 	}
 	return d
 }

@@ -1,0 +1,353 @@
+package policy
+
+import (
+	"regexp"
+	"strings"
+)
+
+// wrapper describes a program that runs another program given on its command line.
+type wrapper struct {
+	argShort   string   // short options that take an argument (attached or next word)
+	optShort   string   // short options whose argument, if any, is attached (-i[REPL])
+	argLong    []string // long options that take the next word unless written --opt=value
+	opaqueOpt  string   // short options that make it run a shell or a string
+	opaqueLong []string
+	stopShort  string // short options after which no program follows
+	positional int    // words between the options and the program (timeout's DURATION)
+	fallback   string // the program run when none is given (xargs runs echo)
+}
+
+// wrappers are taken off to find the program that runs: `sudo -u x env A=1 nice -n 5 curl` is
+// checked as curl too. (command -v / type are treated like command: a false alarm at worst.)
+var wrappers = map[string]wrapper{
+	"env": {argShort: "uCP", opaqueOpt: "S", argLong: []string{"unset", "chdir"},
+		opaqueLong: []string{"split-string"}},
+	"command": {},
+	"builtin": {},
+	"exec":    {argShort: "a"},
+	"nohup":   {},
+	"time":    {argShort: "fo", argLong: []string{"format", "output"}},
+	"nice":    {argShort: "n", argLong: []string{"adjustment"}},
+	"timeout": {argShort: "sk", argLong: []string{"signal", "kill-after"}, positional: 1},
+	"xargs": {argShort: "adELnPsI", optShort: "eil", argLong: []string{"arg-file", "delimiter",
+		"max-args", "max-procs", "max-chars", "process-slot-var"}, fallback: "echo"},
+	"sudo": {argShort: "ugCDhprtTUR", opaqueOpt: "si", stopShort: "elKV", argLong: []string{"user", "group",
+		"close-from", "chdir", "host", "prompt", "role", "type", "command-timeout", "other-user", "chroot"},
+		opaqueLong: []string{"shell", "login"}},
+	"doas":       {argShort: "uC", opaqueOpt: "s"},
+	"stdbuf":     {argShort: "ioe", argLong: []string{"input", "output", "error"}},
+	"setsid":     {},
+	"ionice":     {argShort: "cnPu", stopShort: "p", argLong: []string{"class", "classdata", "pgid", "uid"}},
+	"taskset":    {stopShort: "p", positional: 1},
+	"flock":      {argShort: "wE", opaqueOpt: "c", argLong: []string{"timeout", "conflict-exit-code"}, opaqueLong: []string{"command"}, positional: 1},
+	"chroot":     {argLong: []string{"userspec", "groups"}, positional: 1},
+	"strace":     {argShort: "eoEsuapbIOSXPU"},
+	"ltrace":     {argShort: "eoEsuapbIOSXPUn"},
+	"busybox":    {},
+	"unbuffer":   {},
+	"caffeinate": {argShort: "tw"},
+}
+
+// strip takes a wrapper's options off; rest is the wrapped command (nil for none).
+func (w wrapper) strip(args []word) (rest []word, opaque string) {
+	i := 0
+	for i < len(args) {
+		t := args[i].text
+		if t == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(t, "-") || t == "-" {
+			break
+		}
+		if strings.HasPrefix(t, "--") {
+			name, _, hasVal := strings.Cut(t[2:], "=")
+			for _, o := range w.opaqueLong {
+				if name == o {
+					return nil, "--" + name
+				}
+			}
+			i++
+			if !hasVal {
+				for _, o := range w.argLong {
+					if name == o {
+						i++
+					}
+				}
+			}
+			continue
+		}
+		i++
+		for j := 1; j < len(t); j++ {
+			ch := t[j]
+			if strings.IndexByte(w.opaqueOpt, ch) >= 0 {
+				return nil, "-" + string(ch)
+			}
+			if strings.IndexByte(w.stopShort, ch) >= 0 {
+				return nil, ""
+			}
+			if strings.IndexByte(w.optShort, ch) >= 0 {
+				break
+			}
+			if strings.IndexByte(w.argShort, ch) >= 0 {
+				if j == len(t)-1 {
+					i++
+				}
+				break
+			}
+		}
+	}
+	i += w.positional
+	if i >= len(args) {
+		if w.fallback != "" {
+			return []word{{text: w.fallback, raw: w.fallback}}, ""
+		}
+		return nil, ""
+	}
+	return args[i:], ""
+}
+
+var (
+	shells  = regexp.MustCompile(`^(sh|bash|dash|zsh|ksh|mksh|pdksh|ash|yash|posh|fish|csh|tcsh|rbash)$`)
+	pythons = regexp.MustCompile(`^(python|pypy)[0-9.]*$`)
+	awks    = regexp.MustCompile(`^[gmn]?awk$`)
+)
+
+// interpreters that run a string given with one of these options, or their input when given no
+// script.
+var interpreters = map[string]struct {
+	eval    string   // short options that run a string
+	evalL   []string // long ones
+	argOpts string   // short options that take the next word
+}{
+	"perl":      {eval: "eE", argOpts: ""},
+	"ruby":      {eval: "e", argOpts: "IrCEF"},
+	"node":      {eval: "ep", evalL: []string{"eval", "print"}, argOpts: "r"},
+	"nodejs":    {eval: "ep", evalL: []string{"eval", "print"}, argOpts: "r"},
+	"bun":       {eval: "ep", evalL: []string{"eval", "print"}},
+	"php":       {eval: "rBRFE", argOpts: "cdz"},
+	"lua":       {eval: "e", argOpts: "l"},
+	"luajit":    {eval: "e", argOpts: "l"},
+	"Rscript":   {eval: "e"},
+	"tclsh":     {},
+	"expect":    {eval: "c"},
+	"osascript": {eval: "e"},
+}
+
+// opaque reports whether a command (program base name and arguments) runs commands approvals
+// cannot see: a string, a file sourced into the shell, or its input.
+func opaque(prog string, args []word) string {
+	texts := make([]string, len(args))
+	for i, a := range args {
+		texts[i] = a.text
+	}
+	has := func(s ...string) bool {
+		for _, t := range texts {
+			for _, x := range s {
+				if t == x {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	version := has("--version", "-V", "--help", "-h", "-v", "-version")
+	switch {
+	case prog == "eval":
+		return "eval"
+	case prog == "source" || prog == ".":
+		return prog + " (it runs a file's commands in this shell)"
+	case prog == "trap" && len(texts) >= 2 && !strings.HasPrefix(texts[0], "-"):
+		return "trap (its string runs later)"
+	case prog == "alias" && strings.Contains(strings.Join(texts, " "), "="):
+		return "alias"
+	case prog == "let" && strings.ContainsAny(strings.Join(texts, " "), "[`$"):
+		return "let (array subscripts run substitutions)"
+	case (prog == "mapfile" || prog == "readarray") && has("-C"):
+		return prog + " -C"
+	case prog == "fc", prog == "su", prog == "watch", prog == "parallel":
+		return prog + " (it runs a string with a shell)"
+	case prog == "flock" && has("-c", "--command"):
+		return "flock -c (it runs a string with a shell)"
+	case prog == "script" && has("-c", "--command"):
+		return "script -c"
+	case shells.MatchString(prog):
+		return interp(prog, texts, "c", nil, "oO", version)
+	case pythons.MatchString(prog):
+		if has("-m") {
+			return ""
+		}
+		return interp(prog, texts, "c", nil, "WXQ", version)
+	case awks.MatchString(prog):
+		for i := 0; i < len(texts); i++ {
+			t := texts[i]
+			switch {
+			case t == "-f" || strings.HasPrefix(t, "--file"):
+				return ""
+			case t == "-v" || t == "-F" || t == "--assign" || t == "--field-separator":
+				i++
+			case strings.HasPrefix(t, "-") && t != "-":
+			default:
+				if strings.Contains(t, "system") || strings.Contains(t, "|") || strings.Contains(t, "getline") {
+					return prog + " running commands (system, | or getline)"
+				}
+				return ""
+			}
+		}
+	}
+	if ip, ok := interpreters[prog]; ok {
+		return interp(prog, texts, ip.eval, ip.evalL, ip.argOpts, version)
+	}
+	return ""
+}
+
+// interp: an interpreter runs a string with an eval option, its input with "-" or "-s" or no
+// script, and otherwise a script file (not opaque: like any program, what it does is its own).
+func interp(prog string, texts []string, eval string, evalL []string, argOpts string, version bool) string {
+	for i := 0; i < len(texts); i++ {
+		t := texts[i]
+		switch {
+		case t == "--":
+			if i+1 < len(texts) {
+				return ""
+			}
+			i = len(texts)
+		case t == "-" || t == "-s":
+			return prog + " reading commands from its input"
+		case strings.HasPrefix(t, "--"):
+			name, _, _ := strings.Cut(t[2:], "=")
+			for _, e := range evalL {
+				if name == e {
+					return prog + " --" + e
+				}
+			}
+			if name == "rcfile" || name == "init-file" {
+				i++
+			}
+		case strings.HasPrefix(t, "-") || strings.HasPrefix(t, "+"):
+			for j := 1; j < len(t); j++ {
+				if strings.IndexByte(eval, t[j]) >= 0 {
+					return prog + " -" + string(t[j])
+				}
+				if strings.IndexByte(argOpts, t[j]) >= 0 {
+					if j == len(t)-1 {
+						i++
+					}
+					break
+				}
+			}
+		default:
+			return "" // a script file
+		}
+	}
+	if version {
+		return ""
+	}
+	return prog + " reading commands from its input"
+}
+
+// normalize turns a parsed simple command into the commands approvals check: itself, and those
+// a find -exec in it runs.
+func normalize(sc *simpleCmd) []Command {
+	var ws, redirs []word
+	for _, w := range sc.words {
+		if w.redir != "" {
+			redirs = append(redirs, w)
+		} else {
+			ws = append(ws, w)
+		}
+	}
+	var rs []string
+	for _, r := range redirs {
+		if strings.HasSuffix(r.redir, "&") {
+			rs = append(rs, r.redir+r.text)
+		} else {
+			rs = append(rs, r.redir+" "+r.text)
+		}
+	}
+	for len(ws) > 0 && !ws[0].quoted && keywords[ws[0].text] {
+		if ws[0].text == "time" && len(ws) > 1 && ws[1].text == "-p" {
+			ws = ws[1:]
+		}
+		ws = ws[1:]
+	}
+	c := Command{Text: sc.raw}
+	var extra []Command
+	seen := map[string]bool{}
+	form := func(prog string, args []word) {
+		parts := []string{prog}
+		for _, a := range args {
+			parts = append(parts, a.text)
+		}
+		parts = append(parts, rs...)
+		f := strings.TrimSpace(strings.Join(parts, " "))
+		if !seen[f] {
+			seen[f] = true
+			c.Forms = append(c.Forms, f)
+		}
+	}
+	layer := ws
+	for n := 0; len(layer) > 0 && n < 16; n++ {
+		full := layer
+		for len(layer) > 0 && layer[0].assign {
+			layer = layer[1:]
+		}
+		if len(layer) == 0 {
+			break // only assignments: no program runs
+		}
+		form(full[0].text, full[1:])
+		prog, args := layer[0], layer[1:]
+		form(prog.text, args)
+		if prog.dynamic || prog.glob {
+			c.Opaque = "a program name computed when it runs (" + prog.raw + ")"
+			break
+		}
+		base := prog.text
+		if i := strings.LastIndexByte(strings.TrimRight(base, "/"), '/'); i >= 0 {
+			base = strings.TrimRight(base, "/")[i+1:]
+		}
+		form(base, args)
+		if o := opaque(base, args); o != "" && c.Opaque == "" {
+			c.Opaque = o
+		}
+		if base == "find" {
+			extra = append(extra, findExec(args)...)
+		}
+		w, ok := wrappers[base]
+		if !ok {
+			break
+		}
+		rest, op := w.strip(args)
+		if op != "" && c.Opaque == "" {
+			c.Opaque = base + " " + op + " (it runs a shell or a string)"
+		}
+		layer = rest
+	}
+	if len(c.Forms) == 0 && c.Opaque == "" {
+		return extra // only assignments or redirections: no program runs
+	}
+	return append([]Command{c}, extra...)
+}
+
+// findExec returns the commands a find runs with -exec, -execdir, -ok or -okdir.
+func findExec(args []word) []Command {
+	var out []Command
+	for i := 0; i < len(args); i++ {
+		switch args[i].text {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
+				j++
+			}
+			if j > i+1 {
+				var raw []string
+				for _, a := range args[i+1 : j] {
+					raw = append(raw, a.raw)
+				}
+				out = append(out, normalize(&simpleCmd{words: args[i+1 : j], raw: strings.Join(raw, " ")})...)
+			}
+			i = j
+		}
+	}
+	return out
+}

@@ -233,7 +233,11 @@ entries:
         latency: 300ms
 `)
 	e.start()
-	e.mustCLI(0, "credits", "add", "0.03")
+	// Room for about two calls' worst cases at once. A worst case bounds the input by the request's
+	// size, tool definitions included: the agent gets the server's sandbox, and with it bash and
+	// the file tools (0.03 fit the sandbox's bash tools alone; with the file tools the last runs
+	// could never fit what was left).
+	e.mustCLI(0, "credits", "add", "0.04")
 	if st := e.do("PUT", "/v2/agents/sharer", `{"metadata":{"name":"sharer"},"spec":{"model":{"access":"Nodus","families":["haiku"]},"maxTokens":1000}}`, nil); st != 201 {
 		t.Fatalf("create agent: HTTP %d", st)
 	}

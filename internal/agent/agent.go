@@ -498,27 +498,18 @@ func (d *drive) nextMessage(ctx context.Context, n int, waiting string) (string,
 	return m.Payload, nil
 }
 
-func (d *drive) toolDefs() ([]model.ToolDef, error) {
-	var names []string
-	for _, n := range d.spec.Tools {
-		if _, isComputer := d.computerTool(n); !isComputer {
-			names = append(names, n) // a computer's tools come with it, below
-		}
-	}
-	defs, err := tools.Definitions(names)
-	if err != nil {
-		return nil, err
-	}
-	var out []model.ToolDef
-	for _, def := range defs {
-		out = append(out, model.ToolDef{Name: def.Name, Description: def.Description, InputSchema: def.Schema})
-	}
-	return append(out, d.computerToolDefs()...), nil
-}
+// toolDefs are the tools the model is offered: those spec.tools lists and those that come with
+// the computer (see OfferedTools).
+func (d *drive) toolDefs() ([]model.ToolDef, error) { return d.computerToolDefs() }
 
+// allowed reports whether the agent has the tool: it lists it, or the tool comes with its
+// computer (the kind's own tools, and the folder tools with a sandbox or a desktop).
 func (d *drive) allowed(name string) bool {
 	if _, ok := d.computerTool(name); ok {
 		return true // the tools of the computer's kind come with it
+	}
+	if d.comesWithComputer(name) {
+		return true
 	}
 	for _, t := range d.spec.Tools {
 		if t == name {
@@ -535,9 +526,12 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 		return model.Block{Type: model.BlockToolResult, ToolUseID: call.ID, Content: content, IsError: isErr}
 	}
 	if d.promptTools+i >= d.spec.MaxToolCalls { // counted over the whole turn (prompt)
-		return result(fmt.Sprintf("not run: at most %d tool calls per turn (spec.maxToolCalls)", d.spec.MaxToolCalls), true), nil
+		why := fmt.Sprintf("at most %d tool calls per turn (spec.maxToolCalls)", d.spec.MaxToolCalls)
+		d.refused(turn, key, call.Name, why)
+		return result("not run: "+why, true), nil
 	}
 	if !d.allowed(call.Name) {
+		d.refused(turn, key, call.Name, "not available to this agent")
 		return result(fmt.Sprintf("tool %q is not available to this agent", call.Name), true), nil
 	}
 	if call.Name == tools.AskPersonName {
@@ -571,6 +565,17 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 		return model.Block{}, err
 	}
 	return toolOutcome(key, out, result)
+}
+
+// refused puts a tool call that was answered without running (the model is told why) on the
+// timeline, where a person sees it: it makes no step. It goes out with the next commit. A turn
+// replayed after a restart (the journal has the next turn's model call) does not repeat it.
+func (d *drive) refused(turn int, key, tool, why string) {
+	if _, replayed := d.j.Lookup(fmt.Sprintf("t%d/model", turn+1)); replayed {
+		return
+	}
+	d.j.Emit(api.Event{Type: "tool.refused", StepKey: key, Message: fmt.Sprintf("%s refused: %s", tool, why),
+		Data: mustRaw(map[string]string{"tool": tool, "why": why})})
 }
 
 // folderChanges are the run folder's changes since the last save, to save with a step that may

@@ -18,11 +18,72 @@ import (
 )
 
 // computerKind is the kind of computer the run's agent revision works on.
-func (d *drive) computerKind() computer.Kind {
-	if d.spec.Computer == nil || d.spec.Computer.Kind == "" {
+func (d *drive) computerKind() computer.Kind { return kindOf(d.spec) }
+
+func kindOf(spec *api.AgentSpec) computer.Kind {
+	if spec == nil || spec.Computer == nil || spec.Computer.Kind == "" {
 		return computer.KindNone
 	}
-	return computer.Kind(d.spec.Computer.Kind)
+	return computer.Kind(spec.Computer.Kind)
+}
+
+// FolderTools are the file tools of internal/tools that come with a sandbox or a desktop, listed
+// in spec.tools or not: they work on the run folder, which the computer mounts at /workspace,
+// and accept /workspace/ paths, so they are the computer's file operations. An agent with
+// computer none (or a browser) gets them only by listing them.
+var FolderTools = []string{"read", "write", "edit", "ls", "grep"}
+
+// ComputerTools names the tools that come with a computer of kind: the folder tools for a
+// computer whose file system holds the run folder (a sandbox, a desktop), then the kind's own.
+func ComputerTools(kind computer.Kind) []string {
+	var out []string
+	if kind == computer.KindSandbox || kind == computer.KindDesktop {
+		out = append(out, FolderTools...)
+	}
+	for _, td := range computer.Tools(kind) {
+		out = append(out, td.Name)
+	}
+	return out
+}
+
+// OfferedTools names the tools a run of an agent with spec is offered, in the order the model is
+// told about them: those spec.tools lists, then those that come with its computer and the list
+// left out.
+func OfferedTools(spec *api.AgentSpec) []string {
+	kind := kindOf(spec)
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range spec.Tools {
+		if td, ok := computer.LookupTool(n); ok && computer.Has(kind, td) {
+			continue // a computer's tools come with it, below
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, n := range ComputerTools(kind) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// comesWithComputer reports whether a tool that is not the computer's own (a folder tool) comes
+// with the run's computer.
+func (d *drive) comesWithComputer(name string) bool {
+	k := d.computerKind()
+	if k != computer.KindSandbox && k != computer.KindDesktop {
+		return false
+	}
+	for _, n := range FolderTools {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // computerTool returns the definition of a tool of the run's computer kind.
@@ -34,13 +95,22 @@ func (d *drive) computerTool(name string) (computer.ToolDef, bool) {
 	return td, true
 }
 
-// computerToolDefs are the tools of the computer's kind: an agent gets them with its computer.
-func (d *drive) computerToolDefs() []model.ToolDef {
+// computerToolDefs are the definitions of the tools OfferedTools names: a built-in tool's (or
+// ask_person's) from internal/tools, a computer tool's from its kind.
+func (d *drive) computerToolDefs() ([]model.ToolDef, error) {
 	var out []model.ToolDef
-	for _, td := range computer.Tools(d.computerKind()) {
-		out = append(out, model.ToolDef{Name: td.Name, Description: td.Description, InputSchema: td.Schema})
+	for _, n := range OfferedTools(d.spec) {
+		if td, ok := d.computerTool(n); ok {
+			out = append(out, model.ToolDef{Name: td.Name, Description: td.Description, InputSchema: td.Schema})
+			continue
+		}
+		defs, err := tools.Definitions([]string{n})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, model.ToolDef{Name: defs[0].Name, Description: defs[0].Description, InputSchema: defs[0].Schema})
 	}
-	return out
+	return out, nil
 }
 
 // ensureComputer creates the run's computer around its folder the first time a tool needs it in

@@ -98,6 +98,11 @@ type ComputerSpec struct {
 // AgentStatus is written by the system.
 type AgentStatus struct {
 	Revision int64 `json:"revision,omitempty"`
+	// Tools are the tools the agent's runs are offered: those spec.tools lists and those that come
+	// with its computer (a sandbox or a desktop brings bash and its helpers and the file tools
+	// read, write, edit, ls, grep; a browser its browser_ tools). The server fills it in on
+	// every read; it is not stored.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Agent states.

@@ -22,7 +22,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"agentrun.dev/agentrun/internal/agent"
+	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/auth"
+	"agentrun.dev/agentrun/internal/computer"
 	computers "agentrun.dev/agentrun/internal/computer/providers"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/model"
@@ -290,10 +292,16 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 					"version":   version,
 					"harnesses": []string{"builtin"},
 					"tools":     toolNames,
-					"models":    map[string]any{"providers": providers, "defaultProvider": models.DefaultProvider, "defaultModel": models.DefaultModel},
-					"runner":    !noRunner,
-					"denied":    ro.Deny,
-					"money":     map[string]any{"router": ro.Router, "pricesVersion": ro.prices.Version, "markup": "server access is billed at cost / 0.875"},
+					// The tools an agent gets with its computer, listed in spec.tools or not.
+					"computerTools": map[string][]string{
+						"sandbox": agent.ComputerTools(computer.KindSandbox),
+						"desktop": agent.ComputerTools(computer.KindDesktop),
+						"browser": agent.ComputerTools(computer.KindBrowser),
+					},
+					"models": map[string]any{"providers": providers, "defaultProvider": models.DefaultProvider, "defaultModel": models.DefaultModel},
+					"runner": !noRunner,
+					"denied": ro.Deny,
+					"money":  map[string]any{"router": ro.Router, "pricesVersion": ro.prices.Version, "markup": "server access is billed at cost / 0.875"},
 				}}
 			if r != nil {
 				srv.Interrupt = r.Interrupt
@@ -301,6 +309,13 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 					// The console shows, and hands over, the browsers this process's runner keeps.
 					srv.Screens, srv.LocalRunner = eng, runnerName
 				}
+			}
+			// The ready-made agent claude-assistant, once per store (see EnsureBuiltinAgents).
+			bctx, bcancel := context.WithTimeout(ctx, 30*time.Second)
+			builtin, err := srv.EnsureBuiltinAgents(bctx)
+			bcancel()
+			if err != nil {
+				log.Warn("the ready-made agent was not made", "agent", api.BuiltinAssistant, "err", err)
 			}
 			startGroups(ctx, srv, st, log)
 			if err := startPprof(ctx); err != nil {
@@ -330,6 +345,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
 			if r != nil {
 				fmt.Fprintf(os.Stderr, "  runner:    %s (in this process)\n", runnerName)
+			}
+			if builtin {
+				fmt.Fprintf(os.Stderr, "  agents:    made the ready-made agent %s (delete it and it stays deleted)\n", api.BuiltinAssistant)
 			}
 			if code := accounts.SetupCode(); code != "" {
 				fmt.Fprintf(os.Stderr, "  setup code: %s  (first sign-in sets the password: open the console, or run `agentrun login`)\n", code)

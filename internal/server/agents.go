@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 
+	"agentrun.dev/agentrun/internal/agent"
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/policy"
@@ -46,7 +47,8 @@ func (s *Server) validateAgent(ctx context.Context, a *api.Agent) error {
 }
 
 // knownTools are the tool names an agent may list: the built-in tools and every computer tool
-// (whether its computer fits is checked with the computer).
+// (whether its computer fits is checked with the computer). Listing a tool that comes with the
+// agent's computer anyway (bash with a sandbox, read with a sandbox or a desktop) is allowed.
 func (s *Server) knownTools() map[string]bool {
 	out := map[string]bool{}
 	for t := range s.Tools {
@@ -58,6 +60,13 @@ func (s *Server) knownTools() map[string]bool {
 		}
 	}
 	return out
+}
+
+// withTools fills in the tools the agent's runs are offered (status.tools, see
+// agent.OfferedTools), so that a reader sees those that come with its computer too.
+func withTools(a *api.Agent) *api.Agent {
+	a.Status.Tools = agent.OfferedTools(&a.Spec)
+	return a
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
@@ -81,7 +90,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, a)
+	writeJSON(w, http.StatusCreated, withTools(a))
 }
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +99,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	writeJSON(w, http.StatusOK, withTools(a))
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +110,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 	}
 	items := make([]api.Agent, 0, len(as))
 	for _, a := range as {
-		items = append(items, *a)
+		items = append(items, *withTools(a))
 	}
 	writeJSON(w, http.StatusOK, api.List[api.Agent]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentList"}, Items: items})
 }
@@ -138,7 +147,7 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request, a *api.Agent) 
 			return
 		}
 		w.Header().Set("X-Agentrun-Apply", "created")
-		writeJSON(w, http.StatusCreated, a)
+		writeJSON(w, http.StatusCreated, withTools(a))
 		return
 	}
 	if err != nil {
@@ -147,7 +156,7 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request, a *api.Agent) 
 	}
 	if sameJSON(cur.Spec, a.Spec) && sameJSON(cur.Metadata.Labels, a.Metadata.Labels) {
 		w.Header().Set("X-Agentrun-Apply", "unchanged")
-		writeJSON(w, http.StatusOK, cur)
+		writeJSON(w, http.StatusOK, withTools(cur))
 		return
 	}
 	if err := s.Store.UpdateAgent(ctx, a); err != nil {
@@ -155,7 +164,7 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request, a *api.Agent) 
 		return
 	}
 	w.Header().Set("X-Agentrun-Apply", "configured")
-	writeJSON(w, http.StatusOK, a)
+	writeJSON(w, http.StatusOK, withTools(a))
 }
 
 func sameJSON(a, b any) bool {
@@ -197,7 +206,7 @@ func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, &a)
+	writeJSON(w, http.StatusOK, withTools(&a))
 }
 
 // nameFromURL gives a PUT body without metadata.name the URL's name, and refuses one that names
@@ -273,4 +282,30 @@ func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "deleted", "name": r.PathValue("name")})
+}
+
+// EnsureBuiltinAgents makes the ready-made assistant (api.BuiltinAssistant, "claude-assistant")
+// on a store where that name was never used, and reports whether it did. The store keeps every
+// agent's revisions after the agent is deleted (runs are pinned to them), so a name that has a
+// revision 1 was used before, by this server or by a user: an agent of that name that a user
+// deleted, or replaced, is left as the user left it, on every restart. The agent is validated like
+// one created through the API, so it gets the server's best sandbox and the default caps.
+func (s *Server) EnsureBuiltinAgents(ctx context.Context) (bool, error) {
+	name := api.BuiltinAssistant
+	if _, err := s.Store.GetAgentRevision(ctx, name, 1); err == nil {
+		return false, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	a := api.BuiltinAssistantAgent()
+	if err := s.validateAgent(ctx, a); err != nil {
+		return false, err
+	}
+	if err := s.Store.CreateAgent(ctx, a); err != nil {
+		if errors.Is(err, store.ErrAlreadyExists) {
+			return false, nil // another server of the cluster made it just now
+		}
+		return false, err
+	}
+	return true, nil
 }

@@ -396,6 +396,14 @@ func TestTables(t *testing.T) {
 		{"agents", agentHeader, func() [][]string { _, r := agentRows([]api.Agent{agent}, false, now); return r }(),
 			"NAME    REVISION   MODEL         TOOLS              AGE\n" +
 				"notes   3          auto(haiku)   write,ask_person   90s\n"},
+		{"agent with a sandbox", agentHeader, func() [][]string {
+			a := agent
+			a.Status.Tools = []string{"write", "ask_person", "read", "bash"}
+			_, r := agentRows([]api.Agent{a}, false, now)
+			return r
+		}(),
+			"NAME    REVISION   MODEL         TOOLS                        AGE\n" +
+				"notes   3          auto(haiku)   write,ask_person,read,bash   90s\n"},
 		{"runs", runHeader, func() [][]string { _, r := runRows([]api.AgentRun{run, idle}, false, now); return r }(),
 			"NAME          AGENT   PHASE       REASON      COST      AGE\n" +
 				"notes-x7k2p   notes   Succeeded   Completed   $0.0123   90s\n" +

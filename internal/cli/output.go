@@ -156,7 +156,12 @@ func agentRows(items []api.Agent, wide bool, now time.Time) (header []string, ro
 		header = append(append([]string{}, agentHeader...), "HARNESS", "COMPUTER", "STATE")
 	}
 	for _, a := range items {
-		row := []string{a.Metadata.Name, fmt.Sprint(a.Status.Revision), modelOf(a.Spec.Model), strings.Join(a.Spec.Tools, ","), age(a.Metadata.CreationTimestamp, now)}
+		// The tools its runs are offered (those its computer brings included), as the server says.
+		tools := a.Status.Tools
+		if tools == nil {
+			tools = a.Spec.Tools
+		}
+		row := []string{a.Metadata.Name, fmt.Sprint(a.Status.Revision), modelOf(a.Spec.Model), strings.Join(tools, ","), age(a.Metadata.CreationTimestamp, now)}
 		if wide {
 			comp := ""
 			if a.Spec.Computer != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"agentrun.dev/agentrun/client"
 	"agentrun.dev/agentrun/internal/api"
 )
 
@@ -427,6 +428,12 @@ func TestTables(t *testing.T) {
 		}(),
 			"NAME              AGENT   PHASE     RUNS   ACTIVE   COST    AGE\n" +
 				"parallel-agents   w       Running   3/6    2        $0.20   90s\n"},
+		{"runners", runnerHeader, runnerRows([]client.Runner{
+			{Name: "r1", Live: true, SinceHeartbeat: "3s", RunsHeld: 4, Version: "v1", Host: "h1", PID: 10},
+			{Name: "r3", Live: false, SinceHeartbeat: "2m", RunsHeld: 2, Version: "v1", Host: "h3", PID: 30}}),
+			"NAME   STATE   HEARTBEAT   RUNS                        VERSION   HOST/PID\n" +
+				"r1     live    3s ago      4                           v1        h1/10\n" +
+				"r3     gone    2m ago      (2 at its last heartbeat)   v1        h3/30\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

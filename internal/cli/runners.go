@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"agentrun.dev/agentrun/client"
 )
 
 // runnersCmd is `agentrun runners`: the runners registered in the store with their heartbeats.
@@ -28,17 +30,25 @@ func runnersCmd() *cobra.Command {
 			if output != "" {
 				return writeValue(cmd.OutOrStdout(), map[string]any{"items": rs}, output)
 			}
-			rows := make([][]string, 0, len(rs))
-			for _, r := range rs {
-				state := "live"
-				if !r.Live {
-					state = "gone"
-				}
-				rows = append(rows, []string{r.Name, state, r.SinceHeartbeat + " ago", fmt.Sprint(r.RunsHeld), r.Version, fmt.Sprintf("%s/%d", r.Host, r.PID)})
-			}
-			return writeTable(cmd.OutOrStdout(), []string{"NAME", "STATE", "HEARTBEAT", "RUNS", "VERSION", "HOST/PID"}, rows)
+			return writeTable(cmd.OutOrStdout(), runnerHeader, runnerRows(rs))
 		}),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default a table)")
 	return cmd
+}
+
+var runnerHeader = []string{"NAME", "STATE", "HEARTBEAT", "RUNS", "VERSION", "HOST/PID"}
+
+// runnerRows are the runners table's rows. A gone runner's count of runs is what it held at its
+// last heartbeat: those runs go to other runners as their leases run out.
+func runnerRows(rs []client.Runner) [][]string {
+	rows := make([][]string, 0, len(rs))
+	for _, r := range rs {
+		state, held := "live", fmt.Sprint(r.RunsHeld)
+		if !r.Live {
+			state, held = "gone", fmt.Sprintf("(%d at its last heartbeat)", r.RunsHeld)
+		}
+		rows = append(rows, []string{r.Name, state, r.SinceHeartbeat + " ago", held, r.Version, fmt.Sprintf("%s/%d", r.Host, r.PID)})
+	}
+	return rows
 }

@@ -462,6 +462,11 @@ entries:
 		if c.reason != "" && !hasEvent(e.events(names[i]), "turn.routed", c.reason) {
 			t.Errorf("%s: the timeline does not say why it fell back (%q): %v", c.input, c.reason, e.events(names[i]))
 		}
+		// A router call cut off at its deadline may still be billed by the vendor: its cost is
+		// unknown, so the run's total is a lower bound; a refused call cost nothing.
+		if total := r.Status.Cost.TotalUSD; strings.HasPrefix(total, "at least") != strings.Contains(c.reason, "no answer within") {
+			t.Errorf("%s: total %q", c.input, total)
+		}
 	}
 	// A keep-alive run: one routing call per turn, each a journal step; the model never changes
 	// within a turn.

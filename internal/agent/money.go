@@ -422,9 +422,11 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 						return nil, nil, ctx.Err()
 					}
 					if cctx.Err() != nil {
-						err = fmt.Errorf("no answer within %s", RouterTimeout)
+						// Cut off at the deadline: the vendor may bill what it did, which no
+						// answer told us, so its cost is unknown (not $0).
+						return fallback(fmt.Sprintf("router call failed: no answer within %s", RouterTimeout)), nil, nil
 					}
-					zero := int64(0) // a call that failed returned no usage: nothing is charged
+					zero := int64(0) // refused or unreachable: nothing was done, nothing is charged
 					return fallback("router call failed: " + clipText(err.Error(), 300)), &zero, nil
 				}
 				recorded, vendor := d.callCost(resp, routerModel)

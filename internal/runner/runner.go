@@ -90,10 +90,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	r.started = time.Now()
 	r.heartbeat(rctx, 0)
-	r.wg.Add(1)
+	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
 		r.renewLoop(rctx)
+	}()
+	go func() {
+		defer r.wg.Done()
+		r.fenceLoop(rctx)
 	}()
 	for rctx.Err() == nil {
 		n := r.claim(rctx)
@@ -222,10 +226,48 @@ func (r *Runner) heartbeat(ctx context.Context, held int) {
 	}
 }
 
+// fenceLoop self-fences: a margin before a lease would run out at the store, by this process's
+// monotonic clock, a run whose lease was not renewed is stopped here, so a runner that cannot
+// renew (store down or unreachable, process paused) stops its own work before another runner may
+// take the run over. It does no I/O, so a store call hanging in renewLoop cannot delay it.
+func (r *Runner) fenceLoop(ctx context.Context) {
+	margin := r.LeaseTTL / 6
+	t := time.NewTicker(min(r.RenewEvery/4, margin/2))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.selfFence(margin)
+	}
+}
+
+// selfFence stops the held runs whose lease was last renewed more than LeaseTTL-margin ago and
+// returns the others.
+func (r *Runner) selfFence(margin time.Duration) []*held {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hs := make([]*held, 0, len(r.active))
+	for _, h := range r.active {
+		if time.Since(h.renewedAt) > r.LeaseTTL-margin {
+			r.Log.Warn("self-fencing run: its lease could not be renewed in time", "run", h.lease.Run, "since", time.Since(h.renewedAt).Round(time.Millisecond))
+			metrics.LeasesLost.Inc("self-fenced")
+			h.cancel(errSelfFenced)
+			delete(r.active, h.lease.Run)
+			continue
+		}
+		hs = append(hs, h)
+	}
+	metrics.RunsActive.Set(float64(len(r.active)))
+	return hs
+}
+
+// renewLoop renews the held leases every RenewEvery, heartbeats, and applies cancellations asked
+// for; each store call is bounded, but may take its whole bound when the store does not answer,
+// which is why self-fencing has its own loop (fenceLoop).
 func (r *Runner) renewLoop(ctx context.Context) {
-	// Check often, renew every RenewEvery, and self-fence a margin before a lease would run out
-	// at the store, by this process's monotonic clock: a runner that cannot renew (store down,
-	// process paused) stops its own work before another runner may take the run over.
 	margin := r.LeaseTTL / 6
 	t := time.NewTicker(min(r.RenewEvery/4, margin/2))
 	defer t.Stop()
@@ -236,20 +278,7 @@ func (r *Runner) renewLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		r.mu.Lock()
-		hs := make([]*held, 0, len(r.active))
-		for _, h := range r.active {
-			if time.Since(h.renewedAt) > r.LeaseTTL-margin {
-				r.Log.Warn("self-fencing run: its lease could not be renewed in time", "run", h.lease.Run, "since", time.Since(h.renewedAt).Round(time.Millisecond))
-				metrics.LeasesLost.Inc("self-fenced")
-				h.cancel(errSelfFenced)
-				delete(r.active, h.lease.Run)
-				continue
-			}
-			hs = append(hs, h)
-		}
-		metrics.RunsActive.Set(float64(len(r.active)))
-		r.mu.Unlock()
+		hs := r.selfFence(margin)
 		r.applyCancellations(ctx, hs)
 		if time.Since(lastAttempt) < r.RenewEvery {
 			continue

@@ -21,13 +21,36 @@ import (
 type failingRenewals struct {
 	store.Store
 	broken atomic.Bool
+	hang   atomic.Bool
 }
 
 func (f *failingRenewals) RenewLeases(ctx context.Context, l []store.Lease, ttl time.Duration) ([]store.Lease, error) {
+	if f.hang.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	if f.broken.Load() {
 		return nil, errors.New("store unreachable")
 	}
 	return f.Store.RenewLeases(ctx, l, ttl)
+}
+
+// With hang set, the runner's periodic store calls answer only when their context ends, as over
+// a connection cut off without a reset.
+func (f *failingRenewals) Heartbeat(ctx context.Context, ri store.RunnerInfo) error {
+	if f.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return f.Store.Heartbeat(ctx, ri)
+}
+
+func (f *failingRenewals) CancelRequested(ctx context.Context, runs []string) ([]string, error) {
+	if f.hang.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return f.Store.CancelRequested(ctx, runs)
 }
 
 // blockingDriver holds each run until its context ends and reports why it ended.
@@ -111,6 +134,34 @@ func TestSelfFenceBeforeLeaseExpires(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatal("the run never became claimable after the lease expired")
+}
+
+// A runner whose store calls hang (a connection cut off without a reset: each call takes its
+// whole timeout) still stops its work on the run before the lease runs out: self-fencing waits on
+// no store call.
+func TestSelfFenceWhileStoreHangs(t *testing.T) {
+	t.Parallel()
+	base := newStore(t)
+	st := &failingRenewals{Store: base}
+	createRun(t, st, "run-1")
+	d := &blockingDriver{started: make(chan store.Lease, 1), ended: make(chan error, 1)}
+	r := &Runner{Name: "r1", Store: st, Driver: d, Log: quiet, LeaseTTL: 1200 * time.Millisecond, RenewEvery: 400 * time.Millisecond, PollEvery: 50 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); r.Run(ctx) }()
+	defer func() { cancel(); wg.Wait() }()
+
+	<-d.started
+	st.hang.Store(true)
+	start := time.Now()
+	cause := <-d.ended
+	if !errors.Is(cause, errSelfFenced) {
+		t.Fatalf("drive ended with %v, want a self-fence", cause)
+	}
+	if got, err := base.ClaimRuns(context.Background(), "r2", 10, time.Minute); err != nil || len(got) != 0 {
+		t.Fatalf("another runner claimed %v (%v) before the self-fenced lease expired (the fence came %s after the store hung)", got, err, time.Since(start))
+	}
 }
 
 // A runner that sees its lease taken (stale generation at renewal) stops driving the run.

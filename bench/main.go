@@ -63,6 +63,7 @@ type config struct {
 	memBackends     []string
 	settle          int
 	computers       int
+	pprofDir        string
 }
 
 // scenarios in the order they run; "all" is every one, "pg" every one on PostgreSQL.
@@ -105,6 +106,7 @@ func main() {
 	flag.IntVar(&c.keepAlive, "keepalive", 10000, "memory: keep-alive runs left waiting for a message")
 	flag.StringVar(&memBackends, "memory-backends", "sqlite,postgres", "memory: sqlite (serve, one process), postgres (a runner process)")
 	flag.IntVar(&c.computers, "computers", 20, "computers: sandboxes made with each available provider")
+	flag.StringVar(&c.pprofDir, "pprof-dir", "", "scale: save a 10 s CPU profile of the first PostgreSQL runner (r1), started with the backlog burn-down, to DIR/scale-pg-K-r1.cpu.pprof")
 	flag.IntVar(&c.settle, "settle", 5, "memory: seconds to wait after every run waits before reading RSS again")
 	flag.Parse()
 

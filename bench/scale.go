@@ -2,7 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
@@ -72,14 +77,36 @@ func scalePG(c config, root string, k int) (*ScaleResult, error) {
 	}
 	defer w.stop()
 	res := &ScaleResult{Backend: "postgres", Runners: k}
+	var prof chan error
 	res.Backlog, err = burnDown(c, w, c.scaleRuns, func() error {
+		var addr string
+		if c.pprofDir != "" {
+			a, err := freeAddr()
+			if err != nil {
+				return err
+			}
+			addr = a
+			w.runnerEnv = map[string][]string{"r1": {"AGENTRUN_PPROF_ADDR=" + addr}}
+		}
 		for i := 1; i <= k; i++ {
 			if _, err := w.startRunner(fmt.Sprintf("r%d", i)); err != nil {
 				return err
 			}
 		}
+		if addr != "" {
+			prof = make(chan error, 1)
+			go func() {
+				prof <- saveCPUProfile(addr, filepath.Join(c.pprofDir, fmt.Sprintf("scale-pg-%d-r1.cpu.pprof", k)), 10)
+			}()
+		}
 		return nil
 	})
+	if prof != nil {
+		// The live phase waits for the profile, so that it covers the burn-down only.
+		if perr := <-prof; perr != nil {
+			progress("scale: CPU profile of r1: %v", perr)
+		}
+	}
 	if err != nil {
 		return res, err
 	}
@@ -217,5 +244,50 @@ func printScale(rs []ScaleResult) {
 		if l := r.Live; l != nil {
 			printCPU(fmt.Sprintf("CPU, live, %s, %d runner(s)", r.Backend, r.Runners), l.CPU, l.Runs, l.CoresBusy)
 		}
+	}
+}
+
+// freeAddr returns a loopback address with a port free at the time of the call.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// saveCPUProfile fetches a CPU profile of secs seconds from the pprof server at addr (retrying
+// until it answers, for up to 10 s) and writes it to path.
+func saveCPUProfile(addr, path string, secs int) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: time.Duration(secs+30) * time.Second}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := hc.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs))
+		if err != nil {
+			if time.Now().After(deadline) {
+				return err
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("GET profile: %s: %s", resp.Status, b)
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, resp.Body); err != nil {
+			f.Close()
+			return err
+		}
+		progress("scale: CPU profile of r1 saved to %s", path)
+		return f.Close()
 	}
 }

@@ -150,6 +150,9 @@ type world struct {
 	hc       *http.Client
 	// serverCPU is the server process's user+system CPU time over its life, set by stop.
 	serverCPU time.Duration
+	// runnerEnv is extra environment for the runner of that name (AGENTRUN_PPROF_ADDR for
+	// -pprof-dir): w.env drops every AGENTRUN_ variable of the bench's own environment.
+	runnerEnv map[string][]string
 }
 
 // startWorld starts the scripted model server (zero latency) and `agentrun serve --data DIR`.
@@ -274,7 +277,7 @@ func (w *world) startRunner(name string, extra ...string) (*proc, error) {
 		return nil, err
 	}
 	args := append([]string{"runner", "--name", name, "--data", data, "--log-level", w.logLevel()}, extra...)
-	p, err := startProc(name, w.c.bin, args, w.env(data), filepath.Join(w.dir, "runner-"+name+".log"))
+	p, err := startProc(name, w.c.bin, args, append(w.env(data), w.runnerEnv[name]...), filepath.Join(w.dir, "runner-"+name+".log"))
 	if err != nil {
 		return nil, err
 	}

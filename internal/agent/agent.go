@@ -316,7 +316,9 @@ func (d *drive) loop(ctx context.Context) error {
 		}
 		req := &model.Request{Model: modelName, System: d.spec.System, Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
 		key := fmt.Sprintf("t%d/model", turn)
-		if err := d.guard(ctx, key, req, modelName); err != nil {
+		// Encoded once for the cost guard's bound and the journal's hash.
+		reqJSON, _ := json.Marshal(req)
+		if err := d.guard(ctx, key, req, reqJSON, modelName); err != nil {
 			return err
 		}
 		// account adds a model call's usage and cost to the run's status.
@@ -348,7 +350,7 @@ func (d *drive) loop(ctx context.Context) error {
 			return nil
 		}
 		out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s, turn %d)", modelName, turn+1),
-			Args: map[string]any{"provider": provider.Name(), "model": modelName, "messages": len(conv)}, HashOf: req,
+			Args: map[string]any{"provider": provider.Name(), "model": modelName, "messages": len(conv)}, HashOf: journal.Encoded(reqJSON),
 			// A call on the server's own key is safe to repeat; on the user's own key it is not.
 			Safe: !acc.byok, Bill: !acc.byok,
 			// The status with this call's usage and cost is written with its result.

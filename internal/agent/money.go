@@ -193,9 +193,17 @@ func (d *drive) updateCost(needed *cost.Micros) {
 // the request (system prompt, messages, tool definitions) plus the vendor's framing bound it;
 // pictures count by their size (imageTokens), not their bytes.
 func inputBound(req *model.Request) int64 {
-	req, images := withoutImages(req)
-	b, _ := json.Marshal(req)
-	return int64(len(b)) + inputOverhead + images
+	return inputBoundOf(req, nil)
+}
+
+// inputBoundOf is inputBound with enc, when not nil, json.Marshal(req) already done by the caller
+// (used as is when req has no pictures to leave out).
+func inputBoundOf(req *model.Request, enc []byte) int64 {
+	stripped, images := withoutImages(req)
+	if stripped != req || enc == nil {
+		enc, _ = json.Marshal(stripped)
+	}
+	return int64(len(enc)) + inputOverhead + images
 }
 
 // guard runs before every call on the server's access that is not already recorded: the call's
@@ -203,14 +211,14 @@ func inputBound(req *model.Request) int64 {
 // with the markup) must fit under what is left of the run's cap, and is reserved from credits
 // (when credits are enforced). Otherwise the run parks: MaxCostReached with the least cap it
 // needs, or Credits with the least it needs added.
-func (d *drive) guard(ctx context.Context, key string, req *model.Request, modelID string) error {
+func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJSON []byte, modelID string) error {
 	if d.acc.byok || d.j.Completed(key) {
 		return nil
 	}
 	var worst cost.Micros
 	p, priced := d.e.Prices.Lookup(modelID)
 	if priced {
-		worst = p.WorstCaseBill(inputBound(req), int64(req.MaxTokens))
+		worst = p.WorstCaseBill(inputBoundOf(req, reqJSON), int64(req.MaxTokens))
 	}
 	if limit, capped := d.limit(); capped && priced && d.spent.total.Known+worst > limit {
 		// The cap may have been raised since this drive read the run.
@@ -405,7 +413,7 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 		routerModel, _ := familyModel(d.e.Prices, provider, "haiku")
 		req := &model.Request{Model: routerModel, System: routerSystem(allowed), MaxTokens: routerMaxTokens, OutputSchema: routeSchema,
 			Messages: []model.Message{userText(RouterPrefix + ": " + clipText(prompt, routePromptLimit))}}
-		if err := d.guard(ctx, key, req, routerModel); err != nil {
+		if err := d.guard(ctx, key, req, nil, routerModel); err != nil {
 			return turnState{}, err
 		}
 		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (" + routerModel + ")", Args: map[string]any{"families": allowed, "model": routerModel}, HashOf: req, Safe: true, Bill: true},

@@ -309,6 +309,7 @@ func (a *anthropic) readStream(ctx context.Context, body io.Reader) (*Response, 
 	out := &Response{}
 	blocks := map[int]*partial{}
 	sr := newSSEReader(body)
+	defer sr.release()
 	for {
 		ev, err := sr.Next()
 		if err != nil {

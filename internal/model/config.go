@@ -66,6 +66,7 @@ func (c *Config) WithKey(provider, key string) (Provider, error) {
 // nothing to another vendor).
 func ConfigFromEnv(getenv func(string) string, hc *http.Client) *Config {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	hc = keepConns(hc)
 	c := &Config{Providers: map[string]Provider{}, DefaultModel: map[string]string{}, BaseURL: map[string]string{}, HTTP: hc}
 	for _, p := range providerEnv {
 		c.DefaultModel[p.name] = p.model
@@ -117,4 +118,22 @@ func (c *Config) Resolve(provider, model string) (Provider, string, error) {
 		return nil, "", fmt.Errorf("model provider %q: no model named and no default model", provider)
 	}
 	return p, model, nil
+}
+
+// keepConns returns hc with its own transport when it has none: http.DefaultTransport keeps only
+// two idle connections per host, so a runner with many runs calling one vendor at once closed and
+// re-dialled (and, against a real vendor, re-handshook TLS) connections on most calls.
+func keepConns(hc *http.Client) *http.Client {
+	if hc == nil || hc.Transport != nil {
+		return hc
+	}
+	dt, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return hc
+	}
+	t := dt.Clone()
+	t.MaxIdleConnsPerHost = t.MaxIdleConns
+	c := *hc
+	c.Transport = t
+	return &c
 }

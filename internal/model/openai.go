@@ -411,6 +411,7 @@ func (o *openAI) readStream(ctx context.Context, body io.Reader) (*Response, err
 	finished := false
 	last := -1
 	sr := newSSEReader(body)
+	defer sr.release()
 	for {
 		ev, err := sr.Next()
 		if errors.Is(err, io.EOF) && finished {

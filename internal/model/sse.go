@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"strings"
+	"sync"
 )
 
 // sseEvent is one server-sent event.
@@ -19,7 +20,25 @@ type sseReader struct {
 	r *bufio.Reader
 }
 
-func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReaderSize(r, 64<<10)} }
+func newSSEReader(r io.Reader) *sseReader {
+	br := sseBufs.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &sseReader{r: br}
+}
+
+// sseBufs keeps the readers' 64 KiB buffers for the next stream (allocating and zeroing one per
+// model call showed in the runner's profile).
+var sseBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
+// release returns the buffer for reuse; s must not be used afterwards.
+func (s *sseReader) release() {
+	if s.r == nil {
+		return
+	}
+	s.r.Reset(nil)
+	sseBufs.Put(s.r)
+	s.r = nil
+}
 
 // Next returns the next event, or io.EOF when the stream ended cleanly between events.
 func (s *sseReader) Next() (sseEvent, error) {

@@ -61,13 +61,22 @@ func labelKey(names, values []string) string {
 	if len(names) != len(values) {
 		panic(fmt.Sprintf("metrics: %d label values for %d labels", len(values), len(names)))
 	}
-	parts := make([]string, len(names))
+	// Called on every observation: one builder, and the escaper made once.
+	var b strings.Builder
 	for i := range names {
-		v := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(values[i])
-		parts[i] = fmt.Sprintf(`%s="%s"`, names[i], v)
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(names[i])
+		b.WriteString(`="`)
+		labelEscaper.WriteString(&b, values[i])
+		b.WriteByte('"')
 	}
-	return strings.Join(parts, ",")
+	return b.String()
 }
+
+// labelEscaper escapes a label value for the Prometheus text format.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 func braces(s string) string {
 	if s == "" {

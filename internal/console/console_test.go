@@ -475,3 +475,30 @@ func TestRunFiles(t *testing.T) {
 		t.Errorf("a file without a session: HTTP %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
+
+// Mission Control lists the runners: live ones with the runs they hold, a gone one (no heartbeat
+// for a lease's length) with what it held at its last heartbeat, and names the server's own.
+func TestMissionRunners(t *testing.T) {
+	t.Parallel()
+	tc := newTestConsole(t)
+	tc.Runner = "local"
+	ctx := context.Background()
+	for _, ri := range []store.RunnerInfo{
+		{Name: "local", Version: "v1", Host: "h0", PID: 10, StartedAt: time.Now(), RunsHeld: 2},
+		{Name: "r-east", Version: "v1", Host: "h1", PID: 11, StartedAt: time.Now(), RunsHeld: 4},
+	} {
+		if err := tc.st.Heartbeat(ctx, ri); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, page := tc.body(t, "/")
+	for _, want := range []string{`<table id="runners">`, `<td>local (in this server)</td><td class="phase">live</td>`,
+		`<td>r-east</td><td class="phase">live</td>`, `<td>4</td><td>v1</td><td>h1/11</td>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("Mission Control lacks %s:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "gone") {
+		t.Errorf("a runner that just sent its heartbeat is shown gone:\n%s", page)
+	}
+}

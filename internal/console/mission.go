@@ -82,8 +82,23 @@ func (c *Console) mission(w http.ResponseWriter, r *http.Request) {
 		computers = c.Computers.Status(ctx)
 		cancel()
 	}
+	// The runners (a scale-out deployment has several): a listing that fails leaves the table out.
+	var runners []missionRunner
+	if rs, err := c.Store.ListRunners(r.Context()); err == nil {
+		now := time.Now()
+		for _, ri := range rs {
+			runners = append(runners, missionRunner{RunnerInfo: ri, Live: ri.Live(now), Since: now.Sub(ri.HeartbeatAt).Round(time.Second).String()})
+		}
+	}
 	render(w, missionTmpl, map[string]any{"Needs": needs, "Running": running, "Failed": failed, "Recent": recent, "Spent": spentText,
-		"Computers": computers})
+		"Computers": computers, "Runners": runners, "LocalRunner": c.Runner})
+}
+
+// missionRunner is a runner as Mission Control lists it.
+type missionRunner struct {
+	store.RunnerInfo
+	Live  bool
+	Since string // since its last heartbeat
 }
 
 // csrfToken is derived from the session, so a form carries proof it came from a page of this
@@ -144,7 +159,11 @@ var missionTmpl = template.Must(template.New("mission").Funcs(funcs).Parse(head 
 <table><tr><th>Run</th><th>Agent</th><th>Phase</th><th>Cost</th><th>Created</th></tr>
 {{range .Recent}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td class="phase">{{.Status.Phase}}</td><td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{end}}</td><td>{{ago .Metadata.CreationTimestamp}}</td></tr>
 {{else}}<tr><td colspan="5">No runs in the last day. Start one with <code>agentrun runs start AGENT --body '{"input": {"content": "..."}}'</code>.</td></tr>{{end}}</table>
+{{if .Runners}}<h2>Runners</h2>
+<table id="runners"><tr><th>Runner</th><th>State</th><th>Heartbeat</th><th>Runs</th><th>Version</th><th>Host/PID</th></tr>
+{{range .Runners}}<tr><td>{{.Name}}{{if eq .Name $.LocalRunner}} (in this server){{end}}</td><td class="phase">{{if .Live}}live{{else}}gone{{end}}</td><td>{{.Since}} ago</td><td>{{if .Live}}{{.RunsHeld}}{{else}}({{.RunsHeld}} at its last heartbeat){{end}}</td><td>{{.Version}}</td><td>{{.Host}}/{{.PID}}</td></tr>{{end}}</table>{{end}}
 {{if .Computers}}<h2>Computers</h2>
+<p>What this server's machine can make: a runner on another machine has its own.</p>
 <table id="computers"><tr><th>Provider</th><th>Makes</th><th>Here</th><th></th></tr>
 {{range .Computers}}<tr><td>{{.Name}}</td><td>{{range $i, $k := .Kinds}}{{if $i}}, {{end}}{{$k}}{{end}}</td><td class="phase">{{if .Available}}available{{else}}not available{{end}}</td><td>{{.Reason}}</td></tr>{{end}}</table>{{end}}
 </body></html>`))

@@ -332,7 +332,7 @@ func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
 	out := make([]runnerView, 0, len(rs))
 	for _, ri := range rs {
 		since := s.Now().Sub(ri.HeartbeatAt)
-		out = append(out, runnerView{RunnerInfo: ri, Live: since < 30*time.Second, SinceHeartbeat: since.Round(time.Second).String()})
+		out = append(out, runnerView{RunnerInfo: ri, Live: ri.Live(s.Now()), SinceHeartbeat: since.Round(time.Second).String()})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": out})
 }

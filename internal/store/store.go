@@ -164,6 +164,13 @@ type RunnerInfo struct {
 	RunsHeld int `json:"runsHeld"`
 }
 
+// RunnerGoneAfter is how long after its last heartbeat a runner counts as gone: a lease's
+// length, after which its runs are other runners' to take.
+const RunnerGoneAfter = 30 * time.Second
+
+// Live reports whether the runner sent a heartbeat within RunnerGoneAfter of now.
+func (ri RunnerInfo) Live(now time.Time) bool { return now.Sub(ri.HeartbeatAt) < RunnerGoneAfter }
+
 // Signals is what a runner learns from a commit.
 type Signals struct {
 	CancelRequested bool

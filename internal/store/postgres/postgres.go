@@ -118,9 +118,16 @@ const maxAttempts = 4
 // again, a few times, in a new transaction; fn must therefore only act through tx. A COMMIT whose
 // outcome is unknown is never retried.
 func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return retry(ctx, func() (error, bool) { return s.tryTx(ctx, fn) })
+}
+
+// retry runs try until it succeeds, fails in a way that may have applied something (a failure
+// while committing that does not prove a rollback), ctx ends, or maxAttempts are used, backing
+// off between attempts; an error from an unreachable database says store.ErrUnavailable.
+func retry(ctx context.Context, try func() (err error, committing bool)) error {
 	backoff := 25 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err, committing := s.tryTx(ctx, fn)
+		err, committing := try()
 		if err == nil || attempt == maxAttempts || ctx.Err() != nil || !retryable(err, committing) {
 			if err != nil && ctx.Err() == nil && unreachable(err) {
 				err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
@@ -158,31 +165,16 @@ func (s *Store) tryTx(ctx context.Context, fn func(pgx.Tx) error) (err error, co
 // it certainly applied nothing; build is called again each time. The batch must not hold
 // transaction control statements.
 func (s *Store) pipe(ctx context.Context, build func(b *pgx.Batch)) error {
-	backoff := 25 * time.Millisecond
-	for attempt := 1; ; attempt++ {
+	return retry(ctx, func() (error, bool) {
 		b := &pgx.Batch{}
 		build(b)
 		if b.Len() == 0 {
-			return nil
+			return nil, false
 		}
-		err := s.pool.SendBatch(ctx, b).Close()
 		// The commit happens at the batch's end: an error that does not prove a rollback leaves
 		// the outcome unknown, as for a failed COMMIT.
-		if err == nil || attempt == maxAttempts || ctx.Err() != nil || !retryable(err, true) {
-			if err != nil && ctx.Err() == nil && unreachable(err) {
-				err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
-			}
-			return err
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		backoff *= 3
-	}
+		return s.pool.SendBatch(ctx, b).Close(), true
+	})
 }
 
 // SQLSTATEs raised by agentrun_raise in the statements of a pipelined commit.

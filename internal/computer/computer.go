@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind is what sort of computer an agent gets; it decides the agent's tools.
@@ -310,6 +311,23 @@ type Desktop interface {
 	// "ctrl+s", "alt+F4", "shift+Tab"); several separated by spaces are pressed one after
 	// another. An unknown key name is an *AgentError.
 	Keys(ctx context.Context, combo string) error
+}
+
+// MaxTypeText bounds the text one Screen.TypeText types (a person's or an agent's).
+const MaxTypeText = 10 << 10
+
+// CheckTypeText is the check every Screen.TypeText makes first: some text, at most MaxTypeText
+// bytes, valid UTF-8; a failure is the caller's mistake (an *AgentError).
+func CheckTypeText(text string) error {
+	switch {
+	case text == "":
+		return Agentf("no text to type")
+	case len(text) > MaxTypeText:
+		return Agentf("the text is %d bytes; at most %d are typed at once", len(text), MaxTypeText)
+	case !utf8.ValidString(text):
+		return Agentf("the text is not valid UTF-8")
+	}
+	return nil
 }
 
 // ScreenKeys are the keys Screen.Key presses, by their DOM key names.

@@ -41,8 +41,6 @@ const (
 	frameTimeout = 10 * time.Second
 	// actTimeout bounds one click, text or key (a click may start a page load).
 	actTimeout = 30 * time.Second
-	// maxTypeBytes bounds the text typed at once.
-	maxTypeBytes = 10 << 10
 )
 
 // screenKey is a key button under the screen.
@@ -242,7 +240,7 @@ type screenRequest struct {
 }
 
 func readScreenRequest(w http.ResponseWriter, r *http.Request) (screenRequest, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxTypeBytes+4<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, computer.MaxTypeText+4<<10)
 	var req screenRequest
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -329,8 +327,8 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 			jsonError(w, http.StatusBadRequest, "nothing to type")
 			return
 		}
-		if len(req.Text) > maxTypeBytes {
-			jsonError(w, http.StatusRequestEntityTooLarge, "the text is %d bytes; at most %d are typed at once", len(req.Text), maxTypeBytes)
+		if len(req.Text) > computer.MaxTypeText {
+			jsonError(w, http.StatusRequestEntityTooLarge, "the text is %d bytes; at most %d are typed at once", len(req.Text), computer.MaxTypeText)
 			return
 		}
 		n := utf8.RuneCountInString(req.Text)

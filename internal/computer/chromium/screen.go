@@ -8,7 +8,6 @@ import (
 	"math"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
@@ -32,8 +31,6 @@ const (
 	frameQuality = 70
 	// screenTimeout bounds one frame or one input event.
 	screenTimeout = 5 * time.Second
-	// maxTypeText bounds the text one TypeText inserts.
-	maxTypeText = 10 << 10
 )
 
 // screenKeys maps the keys Key presses (computer.ScreenKeys) to chromedp's key runes.
@@ -117,14 +114,8 @@ func (b *Browser) ClickAt(ctx context.Context, x, y int) error {
 // TypeText inserts text where the focus is (Input.insertText: the page sees input events, as
 // from a keyboard that types whole words).
 func (b *Browser) TypeText(ctx context.Context, text string) error {
-	if text == "" {
-		return computer.Agentf("no text to type")
-	}
-	if len(text) > maxTypeText {
-		return computer.Agentf("the text is %d bytes; at most %d are typed at once", len(text), maxTypeText)
-	}
-	if !utf8.ValidString(text) {
-		return computer.Agentf("the text is not valid UTF-8")
+	if err := computer.CheckTypeText(text); err != nil {
+		return err
 	}
 	b.act.Lock()
 	defer b.act.Unlock()

@@ -50,8 +50,6 @@ const Dir = "/tmp/.agentrun-desktop"
 const (
 	// frameQuality is the JPEG quality of a frame, as the chromium browser's.
 	frameQuality = 70
-	// maxTypeText bounds the text one TypeText types.
-	maxTypeText = 10 << 10
 	// typeDelayMS is xdotool's delay between typed characters.
 	typeDelayMS = 12
 	// maxScroll bounds the wheel clicks of one Scroll.
@@ -407,14 +405,8 @@ func (d *Desktop) Key(ctx context.Context, key string) error {
 // TypeText types text where the focus is, as typing it key by key would. The text reaches
 // xdotool in a file, never through the shell.
 func (d *Desktop) TypeText(ctx context.Context, text string) error {
-	if text == "" {
-		return computer.Agentf("no text to type")
-	}
-	if len(text) > maxTypeText {
-		return computer.Agentf("the text is %d bytes; at most %d are typed at once", len(text), maxTypeText)
-	}
-	if !utf8.ValidString(text) {
-		return computer.Agentf("the text is not valid UTF-8")
+	if err := computer.CheckTypeText(text); err != nil {
+		return err
 	}
 	file := fmt.Sprintf("%s/type-%d.txt", Dir, d.typeID.Add(1))
 	d.act.Lock()

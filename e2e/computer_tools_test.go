@@ -82,16 +82,11 @@ func TestSandboxBringsFileTools(t *testing.T) {
 		t.Fatalf("run ended %s: %s", r.Status.Phase, r.Status.Message)
 	}
 	results := map[string]string{}
-	for _, s := range e.steps("files") {
-		var res struct {
-			Content string
-			IsError bool
-		}
-		json.Unmarshal(s.Result, &res)
+	for key, res := range e.toolResults("files") {
 		if res.IsError {
-			t.Errorf("step %s (%s) failed: %s", s.Key, s.Title, res.Content)
+			t.Errorf("step %s failed: %s", key, res.Content)
 		}
-		results[s.Key] = res.Content
+		results[key] = res.Content
 	}
 	if !strings.Contains(results["t2/tool/0"], "alpha\ngamma") {
 		t.Errorf("bash in the sandbox did not see the edited file: %q", results["t2/tool/0"])

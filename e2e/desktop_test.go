@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -127,23 +126,15 @@ entries:
 	if r.Status.Phase != api.PhaseSucceeded {
 		t.Fatalf("win ended %s: %s", r.Status.Phase, r.Status.Message)
 	}
-	results := map[string]string{}
-	for _, s := range e.steps("win") {
-		var res struct {
-			Content string
-			IsError bool
-		}
-		json.Unmarshal(s.Result, &res)
-		results[s.Key] = res.Content
-	}
-	if got := results["t2/tool/0"]; got != "clicked the left button at (150, 170); take a screenshot to see what it did" {
+	results := e.toolResults("win")
+	if got := results["t2/tool/0"].Content; got != "clicked the left button at (150, 170); take a screenshot to see what it did" {
 		t.Errorf("desktop_click said %q", got)
 	}
-	if got := results["t5/tool/0"]; !strings.Contains(got, "off the screen") || !strings.Contains(got, "0..1279") {
+	if got := results["t5/tool/0"].Content; !strings.Contains(got, "off the screen") || !strings.Contains(got, "0..1279") {
 		t.Errorf("a click off the screen said %q, want a mistake naming the screen's bounds", got)
 	}
 	// xev reports the click relative to its window at (100, 100), then the keys.
-	log := results["t7/tool/0"]
+	log := results["t7/tool/0"].Content
 	for _, want := range []string{"ButtonPress event", "(50,70), root:(150,170)", "(keysym 0x68, h)", "(keysym 0x69, i)", "Control_L", "(keysym 0x61, a)"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the window's event log lacks %q:\n%s", want, log)
@@ -204,14 +195,7 @@ entries:
 	if r.Status.Phase != api.PhaseSucceeded {
 		t.Fatalf("hand ended %s: %s", r.Status.Phase, r.Status.Message)
 	}
-	var seen string
-	for _, s := range e.steps("hand") {
-		if s.Key == "t3/tool/0" {
-			var res struct{ Content string }
-			json.Unmarshal(s.Result, &res)
-			seen = res.Content
-		}
-	}
+	seen := e.toolResults("hand")["t3/tool/0"].Content
 	for _, want := range []string{"ButtonPress event", "(20,30), root:(120,130)", "(keysym 0x6f, o)", "(keysym 0x6b, k)", "(keysym 0xff0d, Return)"} {
 		if !strings.Contains(seen, want) {
 			t.Errorf("after the takeover the window's event log lacks %q:\n%s", want, seen)

@@ -222,23 +222,20 @@ entries:
 		t.Errorf("pixel (10, 10) is #%02x%02x%02x, want the green the agent painted", r>>8, g>>8, b>>8)
 	}
 	var created bool
-	results := map[string]string{}
 	for _, s := range e.steps(name) {
 		if s.Kind == "computer" && s.State == api.StepCompleted && strings.Contains(string(s.Result), "provider: docker") &&
 			strings.Contains(string(s.Result), "agentrun-desktop:") {
 			created = true
 		}
-		var res struct{ Content string }
-		json.Unmarshal(s.Result, &res)
-		results[s.Key] = res.Content
 	}
+	results := e.toolResults(name)
 	if !created {
 		t.Errorf("no computer step made a docker desktop: %+v", e.steps(name))
 	}
-	if got := results["t0/tool/0"]; !strings.Contains(got, "sandbox\n:99") {
+	if got := results["t0/tool/0"].Content; !strings.Contains(got, "sandbox\n:99") {
 		t.Errorf("bash in the desktop said %q, want the container's hostname and DISPLAY", got)
 	}
-	if got := results["t1/tool/0"]; !strings.HasPrefix(got, "clicked the left button at (640, 400)") {
+	if got := results["t1/tool/0"].Content; !strings.HasPrefix(got, "clicked the left button at (640, 400)") {
 		t.Errorf("desktop_click said %q", got)
 	}
 	noContainers(t, name)

@@ -307,6 +307,25 @@ func (e *env) steps(name string) []api.Step {
 	return out.Items
 }
 
+// toolResult is a tool step's result as the model read it.
+type toolResult struct {
+	Content string
+	IsError bool
+}
+
+// toolResults are the results of a run's steps by step key (steps whose result is not a tool's
+// read as empty).
+func (e *env) toolResults(name string) map[string]toolResult {
+	e.t.Helper()
+	out := map[string]toolResult{}
+	for _, s := range e.steps(name) {
+		var r toolResult
+		json.Unmarshal(s.Result, &r)
+		out[s.Key] = r
+	}
+	return out
+}
+
 func (e *env) events(name string) []api.Event {
 	e.t.Helper()
 	var out struct{ Items []api.Event }

@@ -98,10 +98,8 @@ entries:
 		t.Errorf("made.txt on the host = %q", got)
 	}
 	results := map[string]string{}
-	for _, s := range e.steps("work") {
-		var res struct{ Content string }
-		json.Unmarshal(s.Result, &res)
-		results[s.Key] = res.Content
+	for key, res := range e.toolResults("work") {
+		results[key] = res.Content
 	}
 	if !strings.Contains(results["t2/tool/0"], "made-in-sandbox") {
 		t.Errorf("the background server was not reachable from a later command: %q", results["t2/tool/0"])

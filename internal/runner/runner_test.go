@@ -93,6 +93,15 @@ func createRun(t *testing.T, st store.Store, name string) {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// run runs r until the test ends.
+func run(t *testing.T, r *Runner) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
 // A runner that cannot renew stops its own work on the run before the lease runs out at the
 // store, so no other runner can be working on it at the same time.
 func TestSelfFenceBeforeLeaseExpires(t *testing.T) {
@@ -102,11 +111,7 @@ func TestSelfFenceBeforeLeaseExpires(t *testing.T) {
 	createRun(t, st, "run-1")
 	d := &blockingDriver{started: make(chan store.Lease, 1), ended: make(chan error, 1)}
 	r := &Runner{Name: "r1", Store: st, Driver: d, Log: quiet, LeaseTTL: 1200 * time.Millisecond, RenewEvery: 400 * time.Millisecond, PollEvery: 50 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); r.Run(ctx) }()
-	defer func() { cancel(); wg.Wait() }()
+	run(t, r)
 
 	l := <-d.started
 	st.broken.Store(true)
@@ -146,11 +151,7 @@ func TestSelfFenceWhileStoreHangs(t *testing.T) {
 	createRun(t, st, "run-1")
 	d := &blockingDriver{started: make(chan store.Lease, 1), ended: make(chan error, 1)}
 	r := &Runner{Name: "r1", Store: st, Driver: d, Log: quiet, LeaseTTL: 1200 * time.Millisecond, RenewEvery: 400 * time.Millisecond, PollEvery: 50 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); r.Run(ctx) }()
-	defer func() { cancel(); wg.Wait() }()
+	run(t, r)
 
 	<-d.started
 	st.hang.Store(true)
@@ -171,11 +172,7 @@ func TestLeaseLostStopsDrive(t *testing.T) {
 	createRun(t, st, "run-1")
 	d := &blockingDriver{started: make(chan store.Lease, 1), ended: make(chan error, 1)}
 	r := &Runner{Name: "r1", Store: st, Driver: d, Log: quiet, LeaseTTL: 900 * time.Millisecond, RenewEvery: 300 * time.Millisecond, PollEvery: 50 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); r.Run(ctx) }()
-	defer func() { cancel(); wg.Wait() }()
+	run(t, r)
 	<-d.started
 	// Another runner's claim after expiry: simulate by expiring this runner's leases at the store.
 	// r1 renews every 300 ms, and a renewal between the two calls legitimately keeps its lease
@@ -210,11 +207,7 @@ func TestRestartTakesBackOwnRuns(t *testing.T) {
 	}
 	d := &blockingDriver{started: make(chan store.Lease, 1), ended: make(chan error, 1)}
 	r := &Runner{Name: "r1", Store: st, Driver: d, Log: quiet, PollEvery: 50 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); r.Run(ctx) }()
-	defer func() { cancel(); wg.Wait() }()
+	run(t, r)
 	select {
 	case l := <-d.started:
 		if l.Run != "run-1" || l.Generation != 2 {

@@ -39,8 +39,9 @@ type Task struct {
 //   - normalized: equal after trimming, lower-casing, collapsing spaces and dropping a final
 //     period; numbers compare as numbers.
 //   - regex: the answer matches pattern (or, if pattern is empty, the task's answer as a pattern).
-//   - json: the answer (or its first {...} block) is JSON that satisfies schema (a subset: type,
-//     required, properties, enum, items) and whose fields equal the task's answer object's fields.
+//   - json: the answer (or its first {...} block) is JSON that satisfies schema (JSON Schema,
+//     draft 2020-12 unless $schema says otherwise; formats asserted; no remote $refs) and whose
+//     fields equal the task's answer object's fields.
 //   - script: a shell script run as a subprocess in a fresh folder holding answer.txt,
 //     expected.json, task.json and workspace/ (a copy of the run's folder); it prints
 //     {"pass": bool, "reward": number, "evidence": "..."} on stdout.
@@ -96,6 +97,9 @@ func ValidateEnvironment(e *Environment) error {
 		if _, err := regexp.Compile(e.Spec.Grader.Pattern); err != nil {
 			return Invalid("spec.grader.pattern", "%v", err)
 		}
+	}
+	if err := validateGraderSchema(e.Spec.Grader); err != nil {
+		return err
 	}
 	if len(e.Spec.Splits) == 0 {
 		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.splits", "an environment needs at least one split of tasks")

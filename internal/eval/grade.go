@@ -15,9 +15,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/computer"
@@ -127,27 +132,36 @@ func clip(s string) string {
 	return s
 }
 
-// gradeJSON: the answer (or its first {...} block) must be JSON satisfying the schema subset and
-// equal to every field of the task's answer object. An answer that is not JSON is a scored failure.
+// gradeJSON: the answer (or its first {...} block) must be JSON satisfying the grader's JSON Schema
+// and equal to every field of the task's answer object. An answer that is not JSON is a scored
+// failure; a schema that does not compile is a grader error (ValidateEnvironment refuses it at load).
 func gradeJSON(g api.GraderSpec, task api.Task, answer string) (Verdict, error) {
-	var got any
 	text := strings.TrimSpace(answer)
+	var got any
 	if json.Unmarshal([]byte(text), &got) != nil {
 		got = nil
 		if i, j := strings.Index(text, "{"), strings.LastIndex(text, "}"); i >= 0 && j > i {
-			json.Unmarshal([]byte(text[i:j+1]), &got)
+			text = text[i : j+1]
+			if json.Unmarshal([]byte(text), &got) != nil {
+				got = nil
+			}
 		}
 		if got == nil {
 			return Verdict{Evidence: "the answer is not JSON"}, nil
 		}
 	}
-	if len(g.Schema) > 0 {
-		var schema map[string]any
-		if err := json.Unmarshal(g.Schema, &schema); err != nil {
-			return Verdict{}, fmt.Errorf("grader schema: %w", err)
+	schema, err := g.CompiledSchema()
+	if err != nil {
+		return Verdict{}, fmt.Errorf("grader schema: %w", err)
+	}
+	if schema != nil {
+		// The validator reads numbers as json.Number, so large integers keep their precision.
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+		if err != nil {
+			return Verdict{}, fmt.Errorf("answer JSON: %w", err)
 		}
-		if problems := checkSchema(schema, got, "$"); len(problems) > 0 {
-			return Verdict{Evidence: "schema: " + strings.Join(problems, "; ")}, nil
+		if err := schema.Validate(inst); err != nil {
+			return Verdict{Evidence: "schema: " + schemaProblems(err)}, nil
 		}
 	}
 	var want map[string]any
@@ -160,6 +174,7 @@ func gradeJSON(g api.GraderSpec, task api.Task, answer string) (Verdict, error) 
 			}
 		}
 		if len(wrong) > 0 {
+			sort.Strings(wrong)
 			return Verdict{Evidence: strings.Join(wrong, "; ")}, nil
 		}
 	}
@@ -168,77 +183,41 @@ func gradeJSON(g api.GraderSpec, task api.Task, answer string) (Verdict, error) 
 
 func js(v any) string { b, _ := json.Marshal(v); return string(b) }
 
-// checkSchema checks a JSON Schema subset: type, required, properties, enum, items.
-func checkSchema(s map[string]any, v any, path string) []string {
+// schemaProblems flattens a validation error to its leaf causes, one "at PATH: what" each, in a
+// JSONPath-like form ($.items[0].n) as the old evidence read.
+func schemaProblems(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err.Error()
+	}
 	var out []string
-	if t, ok := s["type"].(string); ok && !hasType(v, t) {
-		return []string{fmt.Sprintf("%s is not of type %s", path, t)}
-	}
-	if enum, ok := s["enum"].([]any); ok {
-		found := false
-		for _, e := range enum {
-			if reflect.DeepEqual(e, v) {
-				found = true
-			}
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, instancePath(e.InstanceLocation)+": "+e.ErrorKind.LocalizedString(printer))
+			return
 		}
-		if !found {
-			out = append(out, fmt.Sprintf("%s is not one of %s", path, js(enum)))
+		for _, c := range e.Causes {
+			walk(c)
 		}
 	}
-	if obj, ok := v.(map[string]any); ok {
-		if req, ok := s["required"].([]any); ok {
-			for _, r := range req {
-				if k, _ := r.(string); k != "" {
-					if _, ok := obj[k]; !ok {
-						out = append(out, fmt.Sprintf("%s.%s is required", path, k))
-					}
-				}
-			}
-		}
-		if props, ok := s["properties"].(map[string]any); ok {
-			for k, ps := range props {
-				if sub, ok := ps.(map[string]any); ok {
-					if val, ok := obj[k]; ok {
-						out = append(out, checkSchema(sub, val, path+"."+k)...)
-					}
-				}
-			}
-		}
-	}
-	if arr, ok := v.([]any); ok {
-		if items, ok := s["items"].(map[string]any); ok {
-			for i, it := range arr {
-				out = append(out, checkSchema(items, it, fmt.Sprintf("%s[%d]", path, i))...)
-			}
-		}
-	}
-	return out
+	walk(ve)
+	return strings.Join(out, "; ")
 }
 
-func hasType(v any, t string) bool {
-	switch t {
-	case "object":
-		_, ok := v.(map[string]any)
-		return ok
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "number":
-		_, ok := v.(float64)
-		return ok
-	case "integer":
-		f, ok := v.(float64)
-		return ok && f == math.Trunc(f)
-	case "boolean":
-		_, ok := v.(bool)
-		return ok
-	case "null":
-		return v == nil
+var printer = message.NewPrinter(language.English)
+
+func instancePath(loc []string) string {
+	var b strings.Builder
+	b.WriteString("$")
+	for _, p := range loc {
+		if _, err := strconv.Atoi(p); err == nil {
+			b.WriteString("[" + p + "]")
+		} else {
+			b.WriteString("." + p)
+		}
 	}
-	return true
+	return b.String()
 }
 
 // gradeScript runs the environment's script with sh in a fresh folder (never the run's folder)

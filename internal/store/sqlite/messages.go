@@ -1,0 +1,110 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/store"
+)
+
+func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.Message, bool, error) {
+	var msg api.Message
+	created := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		phase, err := runPhase(ctx, tx, run)
+		if err != nil {
+			return err
+		}
+		if key != "" {
+			var t int64
+			err := s.txQueryRow(ctx, tx, `SELECT seq, payload, time FROM messages WHERE run = ? AND key = ?`, run, key).Scan(&msg.Seq, &msg.Payload, &t)
+			if err == nil {
+				msg.Key, msg.Time = key, fromMS(t)
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if api.Finished(phase) {
+			return store.ErrFinished
+		}
+		now := s.now()
+		if err := s.txQueryRow(ctx, tx, `UPDATE runs SET next_message = next_message + 1 WHERE name = ? RETURNING next_message`, run).Scan(&msg.Seq); err != nil {
+			return err
+		}
+		if _, err := s.txExec(ctx, tx, `INSERT INTO messages (run, seq, key, payload, time) VALUES (?, ?, ?, ?, ?)`, run, msg.Seq, key, payload, ms(now)); err != nil {
+			return err
+		}
+		msg.Key, msg.Payload, msg.Time = key, payload, now.UTC().Truncate(time.Millisecond)
+		created = true
+		if err := s.requeueTx(ctx, tx, run, "a message arrived; waiting for a runner to continue", store.WaitsOnMessage); err != nil {
+			return err
+		}
+		return s.pokeTx(ctx, tx, run, "")
+	})
+	if err != nil {
+		return api.Message{}, false, fmt.Errorf("message run %s: %w", run, err)
+	}
+	if created {
+		s.wake.Poke()
+	}
+	return msg, created, nil
+}
+
+func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, key, payload, time FROM messages WHERE run = ? AND seq > ? ORDER BY seq`, run, afterSeq)
+	if err != nil {
+		return nil, fmt.Errorf("list messages of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var out []api.Message
+	for rows.Next() {
+		var m api.Message
+		var t int64
+		if err := rows.Scan(&m.Seq, &m.Key, &m.Payload, &t); err != nil {
+			return nil, fmt.Errorf("list messages of %s: %w", run, err)
+		}
+		m.Time = fromMS(t)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var status string
+		if err := s.txQueryRow(ctx, tx, `SELECT status FROM runs WHERE name = ?`, run).Scan(&status); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			return err
+		}
+		var st api.AgentRunStatus
+		json.Unmarshal([]byte(status), &st)
+		if !store.AwaitsResolution(st, stepKey) {
+			return store.ErrNotWaiting
+		}
+		res, err := s.txExec(ctx, tx, `UPDATE steps SET resolution = ?, resolution_result = ? WHERE run = ? AND key = ? AND resolution = ''`, resolution, nullJSON(result), run, stepKey)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return store.ErrNotWaiting
+		}
+		if err := s.requeueTx(ctx, tx, run, "resolved ("+resolution+"); waiting for a runner to continue", func(st api.AgentRunStatus) bool { return store.AwaitsResolution(st, stepKey) }); err != nil {
+			return err
+		}
+		return s.pokeTx(ctx, tx, run, "")
+	})
+	if err != nil {
+		return fmt.Errorf("resolve step %s of %s: %w", stepKey, run, err)
+	}
+	s.wake.Poke()
+	return nil
+}

@@ -1,0 +1,105 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+var migrations = []string{
+	// 1: the durable core.
+	`CREATE TABLE agents (
+		name TEXT PRIMARY KEY, uid TEXT NOT NULL, resource_version INTEGER NOT NULL,
+		generation INTEGER NOT NULL, revision INTEGER NOT NULL, created_at INTEGER NOT NULL,
+		labels TEXT NOT NULL, spec TEXT NOT NULL);
+	CREATE TABLE agent_revisions (
+		agent TEXT NOT NULL, revision INTEGER NOT NULL, spec TEXT NOT NULL, created_at INTEGER NOT NULL,
+		PRIMARY KEY (agent, revision));
+	CREATE TABLE runs (
+		name TEXT PRIMARY KEY, uid TEXT NOT NULL, agent TEXT NOT NULL, resource_version INTEGER NOT NULL,
+		created_at INTEGER NOT NULL, labels TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL,
+		phase TEXT NOT NULL,
+		lease_owner TEXT, lease_expires_at INTEGER, lease_generation INTEGER NOT NULL DEFAULT 0,
+		claimable_at INTEGER, poke_seq INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0,
+		next_step INTEGER NOT NULL DEFAULT 0, next_event INTEGER NOT NULL DEFAULT 0, next_message INTEGER NOT NULL DEFAULT 0);
+	CREATE INDEX runs_claimable ON runs (claimable_at) WHERE lease_owner IS NULL AND claimable_at IS NOT NULL;
+	CREATE INDEX runs_leased ON runs (lease_expires_at) WHERE lease_owner IS NOT NULL;
+	CREATE INDEX runs_agent ON runs (agent, created_at);
+	CREATE TABLE steps (
+		run TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,
+		title TEXT NOT NULL, attempt INTEGER NOT NULL, args_hash TEXT NOT NULL, args TEXT, result TEXT,
+		error TEXT NOT NULL, cost_micros INTEGER, started_at INTEGER NOT NULL, completed_at INTEGER,
+		resolution TEXT NOT NULL DEFAULT '', resolution_result TEXT,
+		PRIMARY KEY (run, seq), UNIQUE (run, key));
+	CREATE TABLE run_events (
+		run TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL, type TEXT NOT NULL,
+		step_key TEXT NOT NULL, message TEXT NOT NULL, data TEXT, PRIMARY KEY (run, seq));
+	CREATE TABLE messages (
+		run TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, payload TEXT NOT NULL, time INTEGER NOT NULL,
+		PRIMARY KEY (run, seq));
+	CREATE UNIQUE INDEX messages_key ON messages (run, key) WHERE key <> '';`,
+	// 2: run folder snapshots and the runner registry.
+	`CREATE TABLE files (
+		run TEXT NOT NULL, path TEXT NOT NULL, content BLOB NOT NULL, mode INTEGER NOT NULL,
+		size INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (run, path));
+	CREATE TABLE runners (
+		name TEXT PRIMARY KEY, version TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+		started_at INTEGER NOT NULL, heartbeat_at INTEGER NOT NULL, runs_held INTEGER NOT NULL);`,
+	// 3: the credits ledger, credit reservations and sealed secrets.
+	`CREATE TABLE credits_account (id INTEGER PRIMARY KEY CHECK (id = 1), adds INTEGER NOT NULL, added INTEGER NOT NULL,
+		charged INTEGER NOT NULL, unknown_charges INTEGER NOT NULL);
+	INSERT INTO credits_account (id, adds, added, charged, unknown_charges) VALUES (1, 0, 0, 0, 0);
+	CREATE TABLE credits_ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, kind TEXT NOT NULL,
+		amount INTEGER, run TEXT NOT NULL, run_uid TEXT NOT NULL, step_key TEXT NOT NULL, note TEXT NOT NULL);
+	CREATE UNIQUE INDEX credits_ledger_charge ON credits_ledger (run_uid, step_key) WHERE kind = 'charge';
+	CREATE TABLE credit_reservations (run TEXT NOT NULL, step_key TEXT NOT NULL, attempt INTEGER NOT NULL,
+		amount INTEGER NOT NULL, time INTEGER NOT NULL, PRIMARY KEY (run, step_key));
+	CREATE TABLE secrets (name TEXT PRIMARY KEY, sealed BLOB NOT NULL, keys TEXT NOT NULL, updated_at INTEGER NOT NULL);`,
+	// 4: AgentGroups: members (not claimable until admitted), groups, batch idempotency keys.
+	`ALTER TABLE runs ADD COLUMN group_name TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN task_key TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN group_seq INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN admitted INTEGER NOT NULL DEFAULT 1;
+	ALTER TABLE runs ADD COLUMN cap_micros INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN depends_on TEXT NOT NULL DEFAULT '[]';
+	ALTER TABLE runs ADD COLUMN group_wait TEXT NOT NULL DEFAULT '';
+	CREATE INDEX runs_group ON runs (group_name, group_seq) WHERE group_name <> '';
+	CREATE INDEX runs_unadmitted ON runs (group_name) WHERE admitted = 0;
+	CREATE TABLE groups (
+		name TEXT PRIMARY KEY, uid TEXT NOT NULL, resource_version INTEGER NOT NULL, generation INTEGER NOT NULL,
+		created_at INTEGER NOT NULL, labels TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL);
+	CREATE TABLE idempotency_keys (
+		key TEXT PRIMARY KEY, hash TEXT NOT NULL, result TEXT NOT NULL, created_at INTEGER NOT NULL);`,
+	// 5: evaluation environments, immutable per name and version.
+	`CREATE TABLE environments (
+		name TEXT NOT NULL, version TEXT NOT NULL, uid TEXT NOT NULL, labels TEXT NOT NULL, spec TEXT NOT NULL,
+		created_at INTEGER NOT NULL, PRIMARY KEY (name, version));`,
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for i, m := range migrations {
+		v := i + 1
+		err := s.tx(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := s.txQueryRow(ctx, tx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			// Several statements in one string: run directly, not through the statement cache.
+			if _, err := tx.ExecContext(ctx, m); err != nil {
+				return err
+			}
+			_, err := s.txExec(ctx, tx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, s.now().UnixMilli())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate to version %d: %w", v, err)
+		}
+	}
+	return nil
+}

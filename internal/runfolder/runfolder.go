@@ -1,0 +1,294 @@
+// Package runfolder is how the host reads and writes a run folder: a folder that code the agent runs
+// (in a sandbox) can change at any moment, while the host walks it. Nothing here follows a symbolic
+// link, not even one that stays inside the folder: every entry is opened relative to its parent
+// directory's descriptor with O_NOFOLLOW, the opened descriptor is checked with fstat, and only a
+// regular file is read (a bounded number of bytes) and only a directory is descended into. A
+// symlink, FIFO, socket or device swapped in between the listing and the open is skipped, so no
+// path the agent can make leads the host to a file outside the folder (the data folder's token, keys
+// and database are outside it) or blocks it on a FIFO.
+package runfolder
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxDepth bounds how deep Walk descends (each level holds one descriptor open); deeper folders
+// are not walked.
+const MaxDepth = 64
+
+// ErrTooLarge is returned by File.Read when the file holds more than the limit (it may have grown
+// since it was listed).
+var ErrTooLarge = errors.New("file is larger than the limit")
+
+// ErrNotRegular is returned by ReadFile for a path that is not a regular file reached without a
+// symlink (a directory, a symlink, a FIFO, a device, or missing parents).
+var ErrNotRegular = errors.New("not a regular file in the run folder")
+
+// Dir is an open run folder.
+type Dir struct {
+	fd   int
+	path string
+}
+
+// Open opens dir, which must be a directory and not itself a symlink.
+func Open(dir string) (*Dir, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open run folder", Path: dir, Err: err}
+	}
+	return &Dir{fd: fd, path: dir}, nil
+}
+
+// Close releases the folder's descriptor.
+func (d *Dir) Close() error { return unix.Close(d.fd) }
+
+// File is a regular file found by Walk, open for reading while fn runs.
+type File struct {
+	Path    string // slash-separated, relative to the folder
+	Size    int64
+	ModTime time.Time
+	Perm    fs.FileMode // permission bits only: setuid, setgid and sticky are never reported
+	f       *os.File
+}
+
+// Read returns the file's content, at most limit bytes; ErrTooLarge if it holds more.
+func (f *File) Read(limit int64) ([]byte, error) { return readLimited(f.f, limit) }
+
+func readLimited(f *os.File, limit int64) ([]byte, error) {
+	// limit+1: a file can grow between its fstat and this read.
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, ErrTooLarge
+	}
+	return b, nil
+}
+
+// Walk calls fn for every regular file under the folder, in lexical order of paths per directory.
+// Symlinks, FIFOs, sockets and devices are skipped, as is anything that changes type between the
+// listing and the open. A regular file carrying setuid or setgid bits has them cleared on disk (by
+// its descriptor), so a sandbox cannot leave a setuid program in the host's folder.
+func (d *Dir) Walk(fn func(*File) error) error {
+	// A fresh open of ".", not a dup: each walk has its own directory offset.
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("walk %s: %w", d.path, err)
+	}
+	return walk(fd, d.path, "", 0, fn)
+}
+
+// walk lists the directory open at dirfd (and closes it) and visits its entries.
+func walk(dirfd int, base, prefix string, depth int, fn func(*File) error) error {
+	dir := os.NewFile(uintptr(dirfd), base+"/"+prefix)
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", dir.Name(), err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // removed since the listing
+			}
+			return fmt.Errorf("stat %s: %w", base+"/"+prefix+name, err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			if depth+1 >= MaxDepth {
+				continue
+			}
+			cfd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				if swapped(err) {
+					continue
+				}
+				return fmt.Errorf("open %s: %w", base+"/"+prefix+name, err)
+			}
+			if err := walk(cfd, base, prefix+name+"/", depth+1, fn); err != nil {
+				return err
+			}
+		case unix.S_IFREG:
+			if err := visitFile(dirfd, base, prefix, name, fn); err != nil {
+				return err
+			}
+		}
+		// Symlinks, FIFOs, sockets and devices are not part of a snapshot.
+	}
+	return nil
+}
+
+func visitFile(dirfd int, base, prefix, name string, fn func(*File) error) error {
+	// O_NONBLOCK: a FIFO swapped in after the fstatat opens at once instead of waiting for a
+	// writer; O_NOCTTY: a terminal never becomes the host's.
+	ffd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		if swapped(err) {
+			return nil
+		}
+		return fmt.Errorf("open %s: %w", base+"/"+prefix+name, err)
+	}
+	f := os.NewFile(uintptr(ffd), base+"/"+prefix+name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(ffd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", f.Name(), err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil // swapped for something else between the listing and the open
+	}
+	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		if err := unix.Fchmod(ffd, st.Mode&0o777); err != nil {
+			return fmt.Errorf("clear setuid bits of %s: %w", f.Name(), err)
+		}
+	}
+	return fn(&File{
+		Path:    prefix + name,
+		Size:    st.Size,
+		ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
+		Perm:    fs.FileMode(st.Mode & 0o777),
+		f:       f,
+	})
+}
+
+// swapped reports an open that failed because the entry is no longer what the listing said: gone,
+// a symlink now (ELOOP), not a directory now, or a socket (ENXIO). EACCES too: a file the agent made
+// unreadable is left out rather than failing the whole walk.
+func swapped(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) ||
+		errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)
+}
+
+// splitPath checks a slash-separated relative path and returns its components.
+func splitPath(rel string) ([]string, error) {
+	if rel == "" || strings.HasPrefix(rel, "/") || strings.ContainsRune(rel, 0) {
+		return nil, fmt.Errorf("run folder path %q: want a relative path", rel)
+	}
+	parts := strings.Split(rel, "/")
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			return nil, fmt.Errorf("run folder path %q: empty, . or .. component", rel)
+		}
+	}
+	return parts, nil
+}
+
+// openParent opens the directory holding rel's last component, walking each component with
+// O_NOFOLLOW. With create, missing directories are made, and a symlink or file standing where a
+// directory belongs is replaced by a directory (never followed).
+func (d *Dir) openParent(parts []string, create bool) (int, error) {
+	fd, err := unix.Dup(d.fd)
+	if err != nil {
+		return -1, err
+	}
+	unix.CloseOnExec(fd)
+	for _, p := range parts[:len(parts)-1] {
+		next, err := unix.Openat(fd, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil && create {
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+				err = unix.Unlinkat(fd, p, 0)
+			} else if errors.Is(err, unix.ENOENT) {
+				err = nil
+			}
+			if err == nil {
+				if err = unix.Mkdirat(fd, p, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+					next, err = unix.Openat(fd, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				}
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// ReadFile reads the regular file at rel (slash-separated) without following any symlink on the
+// way, at most limit bytes (ErrTooLarge past it). A path that is not a regular file is ErrNotRegular.
+func (d *Dir) ReadFile(rel string, limit int64) ([]byte, error) {
+	parts, err := splitPath(rel)
+	if err != nil {
+		return nil, err
+	}
+	pfd, err := d.openParent(parts, false)
+	if err != nil {
+		if swapped(err) {
+			return nil, fmt.Errorf("%s: %w", rel, ErrNotRegular)
+		}
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	defer unix.Close(pfd)
+	ffd, err := unix.Openat(pfd, parts[len(parts)-1], unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		if swapped(err) {
+			return nil, fmt.Errorf("%s: %w", rel, ErrNotRegular)
+		}
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	f := os.NewFile(uintptr(ffd), rel)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(ffd, &st); err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s: %w", rel, ErrNotRegular)
+	}
+	return readLimited(f, limit)
+}
+
+// WriteFile makes rel hold data with permission bits perm&0777 (setuid, setgid and sticky are never
+// set). It writes a new file beside it and renames it into place, so a symlink standing at rel is
+// replaced, never written through, and a reader never sees half a file. Missing directories are
+// made; a symlink where a directory belongs is replaced by a directory.
+func (d *Dir) WriteFile(rel string, data []byte, perm fs.FileMode) error {
+	parts, err := splitPath(rel)
+	if err != nil {
+		return err
+	}
+	pfd, err := d.openParent(parts, true)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	defer unix.Close(pfd)
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := ".agentrun-write-" + hex.EncodeToString(rnd[:])
+	tfd, err := unix.Openat(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	f := os.NewFile(uintptr(tfd), rel)
+	_, err = f.Write(data)
+	if err == nil {
+		// Fchmod, not the open's mode: the umask must not change what the store saved.
+		err = unix.Fchmod(tfd, uint32(perm&0o777))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(pfd, tmp, pfd, parts[len(parts)-1])
+	}
+	if err != nil {
+		unix.Unlinkat(pfd, tmp, 0)
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return nil
+}

@@ -40,6 +40,8 @@ const (
 	CodeInternal         = "Internal"
 	// CodeStoreUnavailable: the store could not be reached (a database restarting); try again.
 	CodeStoreUnavailable = "StoreUnavailable"
+	// CodeStoreFull: the store's disk is full (HTTP 507); nothing was written.
+	CodeStoreFull = "StoreFull"
 )
 
 // Errorf makes an *Error.

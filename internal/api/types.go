@@ -159,6 +159,12 @@ const (
 	ReasonInternalError    = "InternalError"
 	ReasonUserCancelled    = "UserCancelled"
 	ReasonCompleted        = "Completed"
+	// ReasonStoreFull: a write of the run failed because the store's disk is full; the run goes
+	// on by itself once space is freed.
+	ReasonStoreFull = "StoreFull"
+	// ReasonModelKeyMissing: the run has work recorded but this server has no key for its model
+	// provider (restarted without it); it goes on once a server with the key picks it up.
+	ReasonModelKeyMissing = "ModelKeyMissing"
 )
 
 // Finished reports whether a phase is terminal.
@@ -175,7 +181,7 @@ func WaitingOnPerson(phase, reason string) bool {
 		return false
 	}
 	switch reason {
-	case ReasonQuestion, ReasonApproval, ReasonMaxCostReached, ReasonCredits:
+	case ReasonQuestion, ReasonApproval, ReasonMaxCostReached, ReasonCredits, ReasonStoreFull, ReasonModelKeyMissing:
 		return true
 	}
 	return false

@@ -86,6 +86,9 @@ type Journal struct {
 	staged *api.AgentRunStatus
 	now    func() time.Time
 	pause  pausePoint
+	// last is the status most recently written (the drive's own, live): what a run waiting for
+	// store space shows again once the write goes through.
+	last *api.AgentRunStatus
 }
 
 // Open loads the run's journal for a drive under lease.
@@ -143,8 +146,14 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 	start := time.Now()
 	sig, err := j.st.Commit(ctx, j.lease, w)
 	metrics.JournalSeconds.Since(start)
+	if errors.Is(err, store.ErrStoreFull) {
+		sig, err = j.waitForSpace(ctx, w)
+	}
 	if err != nil {
 		return sig, err
+	}
+	if w.Status != nil {
+		j.last = w.Status
 	}
 	j.pending = nil
 	j.staged = nil

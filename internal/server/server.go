@@ -115,10 +115,24 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /v2/login", s.login)
 		v2.HandleFunc("GET /v2/whoami", s.whoami)
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	s.consoleRoutes(mux)
 	return s.logRequests(mux)
+}
+
+// healthz answers ok only when the store answers a cheap query in time: a server whose store
+// fails is not healthy, however well its HTTP side runs.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Store.Ping(ctx); err != nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "store: %v\n", err)
+		return
+	}
+	io.WriteString(w, "ok\n")
 }
 
 func (s *Server) auth(next http.Handler) http.Handler {
@@ -200,6 +214,8 @@ func storeErr(err error) *api.Error {
 		return api.Errorf(http.StatusConflict, api.CodeNotResolvable, "", "%v", err)
 	case errors.Is(err, store.ErrUnavailable):
 		return api.Errorf(http.StatusServiceUnavailable, api.CodeStoreUnavailable, "", "the store is unavailable, try again: %v", err)
+	case errors.Is(err, store.ErrStoreFull):
+		return api.Errorf(http.StatusInsufficientStorage, api.CodeStoreFull, "", "the store's disk is full; nothing was written: free space and try again (%v)", err)
 	case errors.Is(err, context.Canceled):
 		return api.Errorf(499, "ClientClosed", "", "request cancelled")
 	}

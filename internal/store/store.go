@@ -28,6 +28,8 @@ var (
 	// ErrUnavailable: the store could not be reached (connection lost, server restarting). The
 	// operation may be tried again later; a commit it interrupted may or may not have happened.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrStoreFull: the store's disk is full; nothing was written. It goes away when space is freed.
+	ErrStoreFull = errors.New("store is full (no space left on its disk)")
 )
 
 // Lease is a runner's claim on a run. Generation increases with every claim; writes carry it.
@@ -207,6 +209,8 @@ type Store interface {
 	// Backend names the backend ("sqlite", "postgres").
 	Backend() string
 	Close() error
+	// Ping checks cheaply that the store answers (GET /healthz).
+	Ping(ctx context.Context) error
 
 	// Groups keeps AgentGroups, batch creation and admission (groups.go).
 	Groups

@@ -132,7 +132,7 @@ func retry(ctx context.Context, try func() (err error, committing bool)) error {
 			if err != nil && ctx.Err() == nil && unreachable(err) {
 				err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 			}
-			return err
+			return fullErr(err)
 		}
 		t := time.NewTimer(backoff)
 		select {

@@ -96,7 +96,7 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 	// Once queued the write may commit, so wait for the outcome whatever ctx says.
 	<-req.done
 	if req.err != nil {
-		return req.sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, req.err)
+		return req.sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, fullErr(req.err))
 	}
 	if w.Release {
 		s.wake.Poke()

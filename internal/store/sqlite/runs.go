@@ -30,7 +30,7 @@ func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
 		if isUnique(err) {
 			return fmt.Errorf("create run %s: %w", r.Metadata.Name, store.ErrAlreadyExists)
 		}
-		return fmt.Errorf("create run %s: %w", r.Metadata.Name, err)
+		return fmt.Errorf("create run %s: %w", r.Metadata.Name, fullErr(err))
 	}
 	s.wake.Poke()
 	return nil

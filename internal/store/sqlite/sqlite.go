@@ -80,9 +80,9 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
-		return err
+		return fullErr(err)
 	}
-	return tx.Commit()
+	return fullErr(tx.Commit())
 }
 
 func newUID() string {

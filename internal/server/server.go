@@ -107,9 +107,7 @@ func (s *Server) Handler() http.Handler {
 	s.groupRoutes(v2)
 	v2.HandleFunc("GET /v2/agentruns/{name}/approvals", s.listApprovals)
 	v2.HandleFunc("POST /v2/agentruns/{name}/approvals/{id}", s.decideApproval)
-	v2.HandleFunc("/v2/", func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, api.Errorf(http.StatusNotFound, api.CodeNotFound, "", "no API route %s %s", r.Method, r.URL.Path))
-	})
+	v2.HandleFunc("/v2/", func(w http.ResponseWriter, r *http.Request) { notFoundOrNotAllowed(v2, "/v2/", w, r) })
 	mux.Handle("/v2/", s.auth(v2))
 	if s.Accounts != nil {
 		mux.HandleFunc("POST /v2/login", s.login)

@@ -146,7 +146,7 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
 		d.status.Phase, d.status.Reason = api.PhaseNeedsResolution, api.ReasonInterrupted
 		d.status.Message = fmt.Sprintf("step %s (%s) was interrupted and may or may not have taken effect; inspect it, then resolve with retry, skip or complete", nr.Step.Key, nr.Step.Title)
 		d.status.WaitingOn = &api.WaitingOn{Kind: "resolution", StepKey: nr.Step.Key, Detail: nr.Step.Title}
-		return d.park(ctx, nil)
+		return d.parkWithFolder(ctx)
 	}
 	var fe *failure
 	if errors.As(err, &fe) {

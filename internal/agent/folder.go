@@ -3,12 +3,13 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
+	"agentrun.dev/agentrun/internal/runfolder"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -26,7 +27,9 @@ type fileSig struct {
 type folderIndex map[string]fileSig
 
 // restoreFolder makes the run folder hold what the store saved for the run (after a takeover the
-// folder may be missing or stale on this runner's disk) and returns its index.
+// folder may be missing or stale on this runner's disk) and returns its index. Every read and
+// write goes through runfolder: the folder is the agent's to change, so no symlink in it is
+// followed (a symlink where a saved file belongs is replaced, never written through).
 func restoreFolder(ctx context.Context, st store.Store, run, dir string) (folderIndex, int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, 0, fmt.Errorf("run folder: %w", err)
@@ -35,28 +38,24 @@ func restoreFolder(ctx context.Context, st store.Store, run, dir string) (folder
 	if err != nil {
 		return nil, 0, err
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := runfolder.Open(dir)
 	if err != nil {
-		return nil, 0, fmt.Errorf("open run folder: %w", err)
+		return nil, 0, err
 	}
 	defer root.Close()
 	restored := 0
 	for _, f := range files {
-		if cur, err := root.ReadFile(f.Path); err == nil && bytes.Equal(cur, f.Content) {
+		if cur, err := root.ReadFile(f.Path, int64(len(f.Content))); err == nil && bytes.Equal(cur, f.Content) {
 			continue
 		}
-		if d := filepath.Dir(f.Path); d != "." {
-			if err := root.MkdirAll(d, 0o755); err != nil {
-				return nil, 0, fmt.Errorf("restore %s: %w", f.Path, err)
-			}
-		}
-		if err := root.WriteFile(f.Path, f.Content, fs.FileMode(f.Mode)); err != nil {
+		// Permission bits only: a saved mode never makes a setuid, setgid or sticky file.
+		if err := root.WriteFile(f.Path, f.Content, fs.FileMode(f.Mode)&fs.ModePerm); err != nil {
 			return nil, 0, fmt.Errorf("restore %s: %w", f.Path, err)
 		}
 		restored++
 	}
 	// The index holds what the store has; files on disk it does not know (an interrupted step's
-	// effect) are saved with the next step that changes files.
+	// effect) are saved with the next step that changes files, or when the run parks to be resolved.
 	onDisk, _, err := folderIndex{}.changes(dir)
 	if err != nil {
 		return nil, 0, err
@@ -70,36 +69,34 @@ func restoreFolder(ctx context.Context, st store.Store, run, dir string) (folder
 	return saved, restored, nil
 }
 
-// changes walks the folder and returns what differs from the index, and the new index.
+// changes walks the folder and returns what differs from the index, and the new index. The walk
+// follows no symlink and reads only regular files, by descriptor (runfolder.Walk), so an agent
+// swapping a file or directory for a link cannot make the host read anything outside the folder.
 func (idx folderIndex) changes(dir string) (folderIndex, []store.FileWrite, error) {
+	root, err := runfolder.Open(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scan run folder: %w", err)
+	}
+	defer root.Close()
 	next := folderIndex{}
 	var writes []store.FileWrite
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil // directories are implied; symlinks and devices are not saved
-		}
-		rel, _ := filepath.Rel(dir, path)
-		rel = filepath.ToSlash(rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		sig := fileSig{info.Size(), info.ModTime(), info.Mode().Perm()}
-		next[rel] = sig
-		if old, ok := idx[rel]; ok && old == sig {
+	err = root.Walk(func(f *runfolder.File) error {
+		sig := fileSig{f.Size, f.ModTime, f.Perm}
+		next[f.Path] = sig
+		if old, ok := idx[f.Path]; ok && old == sig {
 			return nil
 		}
-		if info.Size() > maxSnapshotFile {
+		if f.Size > maxSnapshotFile {
 			return nil
 		}
-		content, err := os.ReadFile(path)
+		content, err := f.Read(maxSnapshotFile)
+		if errors.Is(err, runfolder.ErrTooLarge) {
+			return nil // grew past the bound since it was listed: it stays on this disk only
+		}
 		if err != nil {
 			return err
 		}
-		writes = append(writes, store.FileWrite{Path: rel, Content: content, Mode: uint32(sig.mode)})
+		writes = append(writes, store.FileWrite{Path: f.Path, Content: content, Mode: uint32(sig.mode)})
 		return nil
 	})
 	if err != nil {
@@ -111,4 +108,21 @@ func (idx folderIndex) changes(dir string) (folderIndex, []store.FileWrite, erro
 		}
 	}
 	return next, writes, nil
+}
+
+// parkWithFolder parks the run (as park does) and saves the run folder as this runner's disk holds
+// it in the same write: a step cut off by a crash may have written files no completed step saved,
+// and the person resolving it inspects them through read-file and the console, which read the
+// store. A folder that cannot be scanned does not keep the run from parking.
+func (d *drive) parkWithFolder(ctx context.Context) error {
+	files, err := d.folderChanges()
+	if err != nil {
+		d.log.Warn("run folder not saved before parking for resolution", "err", err)
+		files = nil
+	}
+	if _, err := d.j.CommitFiles(ctx, &d.status, true, d.status.Deadline, files); err != nil {
+		return err
+	}
+	d.parked = true
+	return errParked
 }

@@ -131,6 +131,12 @@ func (j *Journal) Commit(ctx context.Context, status *api.AgentRunStatus, releas
 	return j.commit(ctx, store.Write{Status: status, Release: release, WakeAt: wakeAt})
 }
 
+// CommitFiles is Commit with run-folder changes saved in the same transaction: a run parking to
+// be resolved saves what its interrupted step left on disk, so a person can inspect it.
+func (j *Journal) CommitFiles(ctx context.Context, status *api.AgentRunStatus, release bool, wakeAt *time.Time, files []store.FileWrite) (store.Signals, error) {
+	return j.commit(ctx, store.Write{Status: status, Release: release, WakeAt: wakeAt, Files: files})
+}
+
 // Stage has status (as it is when written) go out with the next commit, like queued events, when
 // that commit carries no status of its own. It is for a status change that nothing depends on
 // before the next commit, which the caller makes next with no effect in between (a fresh run's

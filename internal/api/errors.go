@@ -40,6 +40,13 @@ const (
 	CodeInternal         = "Internal"
 	// CodeStoreUnavailable: the store could not be reached (a database restarting); try again.
 	CodeStoreUnavailable = "StoreUnavailable"
+	// CodeRateLimited (429): too many sign-in attempts from this address (or for this user from
+	// it); Retry-After says when to try again.
+	CodeRateLimited = "RateLimited"
+	// CodeTooManyRequests (429): too many sign-ins wait for a password check right now.
+	CodeTooManyRequests = "TooManyRequests"
+	// CodeTooManyStreams (429): the credential already holds the most event streams it may.
+	CodeTooManyStreams = "TooManyStreams"
 	// CodeStoreFull: the store's disk is full (HTTP 507); nothing was written.
 	CodeStoreFull = "StoreFull"
 )

@@ -8,6 +8,8 @@ import (
 	"net/http/pprof"
 	"os"
 	"time"
+
+	"agentrun.dev/agentrun/internal/server"
 )
 
 // startPprof serves Go's profiler on AGENTRUN_PPROF_ADDR (for example 127.0.0.1:6060) when it is
@@ -26,7 +28,9 @@ func startPprof(ctx context.Context) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Bounded like the API server, but a profile or trace is written for as long as it asks
+	// (pprof refuses a duration past WriteTimeout).
+	hs := server.NewHTTPServer(mux, server.HTTPOptions{WriteTimeout: 10 * time.Minute, MaxConns: 16})
 	go hs.Serve(ln)
 	go func() {
 		<-ctx.Done()

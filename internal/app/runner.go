@@ -16,6 +16,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/server"
 )
 
 func newLogger(level string) (*slog.Logger, error) {
@@ -80,7 +81,8 @@ restored from the store, so runners need no shared disk; --data is only a local 
 					w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 					metrics.Default.Write(w)
 				})
-				hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+				// Bounded like the API server's (timeouts, 64 connections): it may face a network.
+				hs := server.NewHTTPServer(mux, server.HTTPOptions{MaxConns: 64})
 				go hs.Serve(ln)
 				defer hs.Shutdown(context.Background())
 				fmt.Fprintf(os.Stderr, "  metrics:   http://%s/metrics\n", ln.Addr())

@@ -158,6 +158,9 @@ func startProcess(data, logLevel string) (string, *slog.Logger, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, fmt.Errorf("create data folder %s: %w", dir, err)
 	}
+	if err := secureDataDir(dir); err != nil {
+		return "", nil, err
+	}
 	log, err := newLogger(logLevel)
 	if err != nil {
 		return "", nil, err
@@ -218,6 +221,7 @@ func newServeCmd() *cobra.Command {
 		port                                         int
 		noRunner                                     bool
 		ro                                           runnerOptions
+		ho                                           server.HTTPOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -321,7 +325,8 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err := startPprof(ctx); err != nil {
 				return err
 			}
-			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			srv.TrustProxy = ho.TrustProxy
+			hs := server.NewHTTPServer(srv.Handler(), ho)
 			info, _ := json.Marshal(map[string]any{"url": base, "pid": os.Getpid(), "version": version})
 			if err := os.WriteFile(filepath.Join(dir, "server.json"), info, 0o600); err != nil {
 				return fmt.Errorf("write server.json: %w", err)
@@ -382,6 +387,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 	f.BoolVar(&noRunner, "no-runner", false, "serve the API only; runners run elsewhere")
 	f.StringVar(&runnerName, "runner-name", "", "name of the in-process runner (default local)")
 	ro.flags(f)
+	ho.Flags(f)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -5,6 +5,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -31,6 +32,7 @@ var (
 	ErrBadPassword  = errors.New("wrong user or password")
 	ErrWeakPassword = errors.New("password too short: use at least 10 characters")
 	ErrAlreadySet   = errors.New("a password is already set")
+	ErrBadSession   = errors.New("not a valid session")
 )
 
 // SessionTTL is how long a person's session lasts.
@@ -43,6 +45,10 @@ type Accounts struct {
 	users     map[string]string // name -> encoded argon2id hash
 	key       []byte            // signs sessions
 	setupCode string
+	guard     *guard
+	// revoked holds the ids of sessions signed out before they expired, with their expiry (Unix
+	// seconds), kept in sessions-revoked.json so a stolen cookie stays dead across restarts.
+	revoked map[string]int64
 }
 
 type accountsFile struct {
@@ -52,7 +58,7 @@ type accountsFile struct {
 // Open loads the accounts of a data folder, creating the session key when missing. When no
 // password is set yet it makes a one-time setup code (see SetupCode).
 func Open(dir string) (*Accounts, error) {
-	a := &Accounts{dir: dir, users: map[string]string{}}
+	a := &Accounts{dir: dir, users: map[string]string{}, guard: newGuard(Limits{}), revoked: map[string]int64{}}
 	b, err := os.ReadFile(filepath.Join(dir, "accounts.json"))
 	switch {
 	case err == nil:
@@ -76,6 +82,14 @@ func Open(dir string) (*Accounts, error) {
 			return nil, fmt.Errorf("write session key: %w", err)
 		}
 	}
+	switch b, err := os.ReadFile(filepath.Join(dir, revokedFile)); {
+	case err == nil:
+		if err := json.Unmarshal(b, &a.revoked); err != nil {
+			return nil, fmt.Errorf("read %s: %w", revokedFile, err)
+		}
+	case !os.IsNotExist(err):
+		return nil, fmt.Errorf("read %s: %w", revokedFile, err)
+	}
 	if len(a.users) == 0 {
 		var c [5]byte
 		rand.Read(c[:])
@@ -98,8 +112,61 @@ func (a *Accounts) HasPassword() bool {
 	return len(a.users) > 0
 }
 
-// Setup sets the first account's password with the setup code.
+// SetLimits replaces the sign-in bounds (tests shorten them); call it before serving.
+func (a *Accounts) SetLimits(l Limits) { a.guard = newGuard(l) }
+
+// Setup sets the first account's password with the setup code. It is not rate-limited: people
+// signing in reach it through SetupFrom.
 func (a *Accounts) Setup(code, user, password string) error {
+	return a.setup(context.Background(), code, user, password)
+}
+
+// SetupFrom is Setup for a client at addr (see ClientAddr), within the sign-in limits: a wrong
+// setup code counts as a failure of that address.
+func (a *Accounts) SetupFrom(ctx context.Context, addr, code, user, password string) error {
+	const setupUser = "\x00setup"
+	if err := a.guard.admit(addr, setupUser, time.Now()); err != nil {
+		return err
+	}
+	err := a.setup(ctx, code, user, password)
+	if err == nil || errors.Is(err, ErrBadSetupCode) {
+		a.guard.result(addr, setupUser, err == nil, time.Now())
+	}
+	return err
+}
+
+func (a *Accounts) setup(ctx context.Context, code, user, password string) error {
+	if err := a.setupAllowed(code); err != nil {
+		return err
+	}
+	if len(password) < 10 {
+		return ErrWeakPassword
+	}
+	if user == "" {
+		user = "admin"
+	}
+	// Hashed outside the lock (it takes ~0.2 s), in a slot like every other hash.
+	release, err := a.guard.hashSlot(ctx)
+	if err != nil {
+		return err
+	}
+	enc := hashPassword(password)
+	release()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.users) > 0 {
+		return ErrAlreadySet
+	}
+	a.users[user] = enc
+	if err := a.save(); err != nil {
+		delete(a.users, user)
+		return err
+	}
+	a.setupCode = ""
+	return nil
+}
+
+func (a *Accounts) setupAllowed(code string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.users) > 0 {
@@ -108,18 +175,6 @@ func (a *Accounts) Setup(code, user, password string) error {
 	if a.setupCode == "" || subtle.ConstantTimeCompare([]byte(strings.ToUpper(strings.TrimSpace(code))), []byte(a.setupCode)) != 1 {
 		return ErrBadSetupCode
 	}
-	if len(password) < 10 {
-		return ErrWeakPassword
-	}
-	if user == "" {
-		user = "admin"
-	}
-	a.users[user] = hashPassword(password)
-	if err := a.save(); err != nil {
-		delete(a.users, user)
-		return err
-	}
-	a.setupCode = ""
 	return nil
 }
 
@@ -132,8 +187,31 @@ func (a *Accounts) save() error {
 	return os.Rename(tmp, filepath.Join(a.dir, "accounts.json"))
 }
 
-// Check verifies a password.
+// Check verifies a password. It is not rate-limited: people signing in reach it through SignIn.
 func (a *Accounts) Check(user, password string) error {
+	return a.check(context.Background(), user, password)
+}
+
+// SignIn is Check for a client at addr (see ClientAddr), within the sign-in limits: it may refuse
+// with a *LimitError before checking anything, and a wrong password counts toward addr+user's
+// lockout.
+func (a *Accounts) SignIn(ctx context.Context, addr, user, password string) error {
+	if err := a.guard.admit(addr, user, time.Now()); err != nil {
+		return err
+	}
+	err := a.check(ctx, user, password)
+	if err == nil || errors.Is(err, ErrBadPassword) {
+		a.guard.result(addr, user, err == nil, time.Now())
+	}
+	return err
+}
+
+// dummyHash is checked for a user who does not exist, so that a wrong user name costs what a
+// wrong password does (the same argon2id parameters) and its answer's time tells nothing.
+var dummyHash = fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
+	base64.RawStdEncoding.EncodeToString(make([]byte, 16)), base64.RawStdEncoding.EncodeToString(make([]byte, argonKeyLen)))
+
+func (a *Accounts) check(ctx context.Context, user, password string) error {
 	a.mu.Lock()
 	enc, ok := a.users[user]
 	n := len(a.users)
@@ -141,7 +219,16 @@ func (a *Accounts) Check(user, password string) error {
 	if n == 0 {
 		return ErrNoPassword
 	}
-	if !ok || !verifyPassword(enc, password) {
+	if !ok {
+		enc = dummyHash
+	}
+	release, err := a.guard.hashSlot(ctx)
+	if err != nil {
+		return err
+	}
+	match := verifyPassword(enc, password)
+	release()
+	if !ok || !match {
 		return ErrBadPassword
 	}
 	return nil
@@ -183,11 +270,42 @@ func verifyPassword(enc, pw string) bool {
 }
 
 // NewSession signs a session for user, valid until now+SessionTTL. The password hash is part of
-// what is signed, so changing the password ends every session.
+// what is signed, so changing the password ends every session; its random id lets Revoke end it
+// alone.
 func (a *Accounts) NewSession(user string, now time.Time) string {
 	exp := strconv.FormatInt(now.Add(SessionTTL).Unix(), 10)
-	payload := user + "|" + exp
+	var id [16]byte
+	rand.Read(id[:])
+	payload := user + "|" + exp + "|" + base64.RawURLEncoding.EncodeToString(id[:])
 	return "ars_" + base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + a.sign(payload, user)
+}
+
+const revokedFile = "sessions-revoked.json"
+
+// Revoke ends a session before it expires (sign-out): Verify refuses it from now on, in this
+// process and after a restart. Revoking an invalid session is ErrBadSession.
+func (a *Accounts) Revoke(token string, now time.Time) error {
+	_, id, exp, ok := a.verify(token, now)
+	if !ok {
+		return ErrBadSession
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.revoked[id] = exp
+	for k, e := range a.revoked {
+		if e < now.Unix() {
+			delete(a.revoked, k) // expired: Verify refuses it anyway
+		}
+	}
+	b, _ := json.Marshal(a.revoked)
+	tmp := filepath.Join(a.dir, revokedFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write revoked sessions: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(a.dir, revokedFile)); err != nil {
+		return fmt.Errorf("write revoked sessions: %w", err)
+	}
+	return nil
 }
 
 func (a *Accounts) sign(payload, user string) string {
@@ -201,32 +319,50 @@ func (a *Accounts) sign(payload, user string) string {
 
 // Verify checks a session and returns its user.
 func (a *Accounts) Verify(token string, now time.Time) (string, bool) {
+	user, _, _, ok := a.verify(token, now)
+	return user, ok
+}
+
+// verify checks a session: signed by this server for a known user, not expired, not revoked.
+func (a *Accounts) verify(token string, now time.Time) (user, id string, exp int64, ok bool) {
 	body, ok := strings.CutPrefix(token, "ars_")
 	if !ok {
-		return "", false
+		return "", "", 0, false
 	}
 	p64, sig, ok := strings.Cut(body, ".")
 	if !ok {
-		return "", false
+		return "", "", 0, false
 	}
 	pb, err := base64.RawURLEncoding.DecodeString(p64)
 	if err != nil {
-		return "", false
+		return "", "", 0, false
 	}
+	// user|exp|id, read from the right: a user name may hold "|". A session without an id (made
+	// before sessions could be revoked) is refused: it could not be signed out.
 	payload := string(pb)
-	user, exp, ok := strings.Cut(payload, "|")
-	if !ok {
-		return "", false
+	rest, id, ok1 := cutLast(payload, "|")
+	user, expText, ok2 := cutLast(rest, "|")
+	if !ok1 || !ok2 || id == "" {
+		return "", "", 0, false
 	}
 	a.mu.Lock()
 	_, known := a.users[user]
+	_, revoked := a.revoked[id]
 	a.mu.Unlock()
-	if !known || !hmac.Equal([]byte(sig), []byte(a.sign(payload, user))) {
-		return "", false
+	if !known || revoked || !hmac.Equal([]byte(sig), []byte(a.sign(payload, user))) {
+		return "", "", 0, false
 	}
-	e, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil || now.Unix() > e {
-		return "", false
+	exp, err = strconv.ParseInt(expText, 10, 64)
+	if err != nil || now.Unix() > exp {
+		return "", "", 0, false
 	}
-	return user, true
+	return user, id, exp, true
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
 }

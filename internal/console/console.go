@@ -10,12 +10,20 @@
 // the store. A run whose browser this process keeps shows its Screen, which a person drives while
 // the run waits on a takeover, and a run waiting on an answer takes it from the page's form
 // (screen.go). A person signs in with their password (the first visit sets it with the one-time
-// setup code the server printed) and gets an HttpOnly, SameSite=Strict session cookie.
+// setup code the server printed) and gets an HttpOnly, SameSite=Strict session cookie, Secure when
+// the request came over TLS; POST /logout ends the session server-side. Every page carries a CSP
+// that allows only this origin's script and forbids framing.
 package console
 
 import (
+	"context"
+	"crypto/subtle"
+	"errors"
 	"html/template"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +51,11 @@ type Console struct {
 	// MaxStreams bounds the live timelines open at once on this server (0: 64). A page refused
 	// one retries a little later.
 	MaxStreams int
+	// TrustProxy believes X-Forwarded-For (sign-in limits) and X-Forwarded-Proto (Secure cookies).
+	TrustProxy bool
+	// Follow, when set, takes one of the live streams the request's session may hold; false when
+	// it holds all it may.
+	Follow func(r *http.Request) (release func(), ok bool)
 
 	streams   atomic.Int64  // live timelines open now
 	heartbeat time.Duration // a comment on an idle stream this often (0: 15 s; tests shorten it)
@@ -74,17 +87,52 @@ func (c *Console) Register(mux *http.ServeMux) {
 	c.registerGroups(mux)
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
+	mux.HandleFunc("GET /logout", c.guard(c.logoutPage))
+	mux.HandleFunc("POST /logout", c.logout)
+}
+
+// pageCSP allows this origin's script, styles and images only (the pages' style attributes
+// included), no framing by anyone, and forms posting only here.
+const pageCSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+func securityHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
 }
 
 func (c *Console) guard(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		securityHeaders(w)
 		if !c.signedIn(r) {
 			http.Redirect(w, r, "/login?next="+template.URLQueryEscaper(r.URL.Path), http.StatusSeeOther)
 			return
 		}
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'")
 		h(w, r)
 	}
+}
+
+// safeNext is where a sign-in may send the browser: a path of this origin, else "/". A browser
+// reads "//host", "/\host" (and their percent-encoded forms once decoded) or "https://host" as
+// another origin, so anything but a plain absolute path is refused.
+func safeNext(next string) string {
+	dec, err := url.PathUnescape(next)
+	if err != nil || next == "" || next[0] != '/' || strings.ContainsAny(dec, "\\\x00\r\n\t") ||
+		strings.HasPrefix(dec, "//") || strings.HasPrefix(next, "//") {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return "/"
+	}
+	for _, r := range dec {
+		if r < 0x20 || r == 0x7f {
+			return "/"
+		}
+	}
+	return next
 }
 
 // guardStream is guard for a request a page's script makes: without a session it answers 401
@@ -100,7 +148,8 @@ func (c *Console) guardStream(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	render(w, loginTmpl, map[string]any{"Next": r.URL.Query().Get("next"), "Error": "", "Setup": !c.Accounts.HasPassword()})
+	securityHeaders(w)
+	render(w, loginTmpl, map[string]any{"Next": safeNext(r.URL.Query().Get("next")), "Error": "", "Setup": !c.Accounts.HasPassword()})
 }
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
@@ -109,27 +158,65 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
-	next := r.PostForm.Get("next")
-	if next == "" || next[0] != '/' || (len(next) > 1 && next[1] == '/') {
-		next = "/"
-	}
+	securityHeaders(w)
+	next := safeNext(r.PostForm.Get("next"))
 	user, pw := r.PostForm.Get("user"), r.PostForm.Get("password")
 	if user == "" {
 		user = "admin"
 	}
+	addr := auth.ClientAddr(r, c.TrustProxy)
 	var err error
 	if !c.Accounts.HasPassword() {
-		err = c.Accounts.Setup(r.PostForm.Get("setup_code"), user, pw)
+		err = c.Accounts.SetupFrom(r.Context(), addr, r.PostForm.Get("setup_code"), user, pw)
 	} else {
-		err = c.Accounts.Check(user, pw)
+		err = c.Accounts.SignIn(r.Context(), addr, user, pw)
 	}
 	if err != nil {
-		w.WriteHeader(http.StatusUnauthorized)
+		status := http.StatusUnauthorized
+		var le *auth.LimitError
+		switch {
+		case errors.As(err, &le):
+			status = http.StatusTooManyRequests
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int((le.RetryAfter+time.Second-1)/time.Second))))
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return // the browser left
+		}
+		w.WriteHeader(status)
 		render(w, loginTmpl, map[string]any{"Next": next, "Error": err.Error(), "Setup": !c.Accounts.HasPassword()})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.Accounts.NewSession(user, time.Now()), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int(auth.SessionTTL / time.Second)})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.Accounts.NewSession(user, time.Now()), Path: "/", HttpOnly: true,
+		Secure: auth.SecureRequest(r, c.TrustProxy), SameSite: http.SameSiteStrictMode, MaxAge: int(auth.SessionTTL / time.Second)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// logoutPage is GET /logout: a form that signs out (a GET never changes anything).
+func (c *Console) logoutPage(w http.ResponseWriter, r *http.Request) {
+	render(w, logoutTmpl, map[string]any{"CSRF": csrfToken(r)})
+}
+
+// logout is POST /logout: the session ends server-side (a copied cookie stops working too) and
+// the browser's cookie is cleared. It needs the page's CSRF token, as every console form does.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w)
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	want := csrfToken(r)
+	if want == "" || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(want)) != 1 {
+		http.Error(w, "the form is stale or did not come from this console: reload the page", http.StatusForbidden)
+		return
+	}
+	ck, _ := r.Cookie(cookieName)
+	if err := c.Accounts.Revoke(ck.Value, time.Now()); err != nil && !errors.Is(err, auth.ErrBadSession) {
+		http.Error(w, "sign out: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true,
+		Secure: auth.SecureRequest(r, c.TrustProxy), SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 func (c *Console) runs(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +287,7 @@ var funcs = template.FuncMap{
 const head = `<!doctype html><html><head><meta charset="utf-8"><title>agentrun</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 .phase{font-weight:600}pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}.wait{background:#fff4d6;padding:.6em}.live{color:#666;font-size:90%;margin-left:.6em}</style></head><body>
-<p><a href="/">Mission Control</a> · <a href="/runs">runs</a> · <a href="/groups">groups</a></p>`
+<p><a href="/">Mission Control</a> · <a href="/runs">runs</a> · <a href="/groups">groups</a> · <a href="/logout">sign out</a></p>`
 
 var loginTmpl = template.Must(template.New("login").Parse(head + `<h1>Sign in</h1>
 {{if .Error}}<p class="wait">{{.Error}}</p>{{end}}
@@ -210,6 +297,11 @@ var loginTmpl = template.Must(template.New("login").Parse(head + `<h1>Sign in</h
 <p><label>User <input name="user" value="admin"></label></p>
 <p><label>Password <input type="password" name="password"></label></p>
 <button>Sign in</button></form></body></html>`))
+
+var logoutTmpl = template.Must(template.New("logout").Parse(head + `<h1>Sign out</h1>
+<form method="post" action="/logout"><input type="hidden" name="csrf" value="{{.CSRF}}">
+<p>This ends the session on the server: the console asks for the password again.</p>
+<button id="logout">Sign out</button></form></body></html>`))
 
 var runsTmpl = template.Must(template.New("runs").Funcs(funcs).Parse(head + `<h1>Runs</h1>
 <table><tr><th>Run</th><th>Agent</th><th>Phase</th><th>Reason</th><th>Cost</th><th>Created</th></tr>

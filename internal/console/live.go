@@ -29,6 +29,8 @@ const (
 	defaultHeartbeat  = 15 * time.Second
 	// eventBatch is how many timeline rows one read of the store sends at most.
 	eventBatch = 500
+	// streamWriteWindow is how long the browser may take to read one write of a stream.
+	streamWriteWindow = time.Minute
 )
 
 // liveRow is one timeline row as the page's table shows it (clock is formatted by the server, so
@@ -130,6 +132,21 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.releaseStream()
+	if c.Follow != nil {
+		release, ok := c.Follow(r)
+		if !ok {
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "this session already follows as many live timelines as it may: close a tab", http.StatusTooManyRequests)
+			return
+		}
+		defer release()
+	}
+	// The stream outlives the server's WriteTimeout: each write gets its own deadline (and the
+	// read deadline, whose expiry would end the request, is cleared).
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	extend := func() { rc.SetWriteDeadline(time.Now().Add(streamWriteWindow)) }
+	extend()
 	heartbeat := c.heartbeat
 	if heartbeat <= 0 {
 		heartbeat = defaultHeartbeat
@@ -185,6 +202,7 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 			}
 			flusher.Flush()
 			lastWrite = time.Now()
+			extend()
 		}
 		if finished {
 			return

@@ -42,6 +42,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Errorf(http.StatusInternalServerError, api.CodeInternal, "", "streaming unsupported"))
 		return
 	}
+	release, ok := s.followers.acquire(r, s.MaxFollowers)
+	if !ok {
+		tooManyStreams(w, s.MaxFollowers)
+		return
+	}
+	defer release()
+	// A stream outlives the server's WriteTimeout: each write gets its own deadline.
+	extend := streamDeadlines(w)
+	inner := flusher
+	flusher = flushFunc(func() { inner.Flush(); extend() })
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -89,6 +99,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// flushFunc is an http.Flusher made of a func.
+type flushFunc func()
+
+func (f flushFunc) Flush() { f() }
 
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)

@@ -5,7 +5,9 @@ import (
 	"crypto/subtle"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/auth"
@@ -83,7 +85,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, api.Errorf(http.StatusUnauthorized, "SetupRequired", "setupCode", "no password is set yet: send the setup code the server printed at start, with the password to set"))
 			return
 		}
-		if err := s.Accounts.Setup(b.SetupCode, b.User, b.Password); err != nil {
+		if err := s.Accounts.SetupFrom(r.Context(), auth.ClientAddr(r, s.TrustProxy), b.SetupCode, b.User, b.Password); err != nil {
+			if signInRefused(w, err) {
+				return
+			}
 			field := "setupCode"
 			if errors.Is(err, auth.ErrWeakPassword) {
 				field = "password"
@@ -92,11 +97,48 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.Log.Info("person account created", "user", b.User)
-	} else if err := s.Accounts.Check(b.User, b.Password); err != nil {
-		writeErr(w, api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "password", "%v", err))
+	} else if err := s.Accounts.SignIn(r.Context(), auth.ClientAddr(r, s.TrustProxy), b.User, b.Password); err != nil {
+		if !signInRefused(w, err) {
+			writeErr(w, api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "password", "%v", err))
+		}
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"user": b.User, "session": s.Accounts.NewSession(b.User, s.Now())})
+}
+
+// signInRefused answers a sign-in the limits refused (429 with Retry-After) or whose caller left
+// while it waited; false for any other error.
+func signInRefused(w http.ResponseWriter, err error) bool {
+	var le *auth.LimitError
+	switch {
+	case errors.As(err, &le):
+		secs := max(1, int((le.RetryAfter+time.Second-1)/time.Second))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		code := api.CodeRateLimited
+		if le.Busy {
+			code = api.CodeTooManyRequests
+		}
+		writeErr(w, api.Errorf(http.StatusTooManyRequests, code, "", "%v", le))
+		return true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		writeErr(w, api.Errorf(499, "ClientClosed", "", "request cancelled"))
+		return true
+	}
+	return false
+}
+
+// logout is POST /v2/logout: the person's session (the bearer) ends server-side, so a copy of it
+// stops working too. The API token cannot be signed out (PersonRequired).
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if _, ok := requirePerson(w, r, "sign out"); !ok {
+		return
+	}
+	tok := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	if err := s.Accounts.Revoke(tok, s.Now()); err != nil {
+		writeErr(w, fmtErr("sign out: %w", err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {

@@ -62,6 +62,12 @@ type Server struct {
 	// Capabilities is what `server capabilities` reports.
 	Capabilities map[string]any
 	Now          func() time.Time
+	// TrustProxy believes X-Forwarded-For and X-Forwarded-Proto (see HTTPOptions.TrustProxy).
+	TrustProxy bool
+	// MaxFollowers bounds the event streams one credential holds open (0: 32).
+	MaxFollowers int
+
+	followers followers
 }
 
 // maxBody bounds request bodies: a 256 KiB input, JSON-escaped, plus the rest of a resource.
@@ -112,6 +118,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Accounts != nil {
 		mux.HandleFunc("POST /v2/login", s.login)
 		v2.HandleFunc("GET /v2/whoami", s.whoami)
+		v2.HandleFunc("POST /v2/logout", s.logout)
 	}
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /metrics", s.metrics)
@@ -199,6 +206,9 @@ func writeErr(w http.ResponseWriter, err error) {
 
 // storeErr maps store errors onto API errors.
 func storeErr(err error) *api.Error {
+	if e, ok := ruleErr(err); ok {
+		return e
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "", "%v", err)
@@ -312,7 +322,8 @@ func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args..
 func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	if s.Accounts != nil {
 		(&console.Console{Store: s.Store, Accounts: s.Accounts, Approver: consoleApprover{s}, Computers: s.Computers,
-			Screens: s.Screens, Runner: s.LocalRunner}).Register(mux)
+			Screens: s.Screens, Runner: s.LocalRunner, TrustProxy: s.TrustProxy,
+			Follow: func(r *http.Request) (func(), bool) { return s.followers.acquire(r, s.MaxFollowers) }}).Register(mux)
 	}
 }
 

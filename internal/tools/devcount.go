@@ -2,52 +2,28 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
-const (
-	devCountName = "dev_count"
-	maxDevSleep  = 3_600_000 // an hour, in milliseconds
-)
+// maxDevSleep is the longest dev_count may wait (the catalog bounds sleep_ms too).
+const maxDevSleep = 3_600_000 // an hour, in milliseconds
 
-var devCountSpec = inputSpec{fields: []field{
-	{name: "label", typ: typeString, required: true,
-		desc: "Text of the line to append (one line, no newline)."},
-	{name: "sleep_ms", typ: typeInteger, min: minimum(0),
-		desc: "Milliseconds to wait after appending, before returning. Default 0."},
-}}
-
-// devCountTool is a test-support tool with a real side effect outside the
-// run folder: it appends a line to the file named by
+// devCountRun is dev_count, a test-support tool with a real side effect
+// outside the run folder: it appends a line to the file named by
 // AGENTRUN_DEV_COUNT_FILE, so crash tests can count how many times a call
 // really ran. It exists only while AGENTRUN_DEV_TOOLS=1.
-type devCountTool struct{}
-
-func (devCountTool) Name() string { return devCountName }
-
-func (devCountTool) Description() string {
-	return "Test tool: record that this call happened by appending the label as one line to the server's count file, " +
-		"then wait sleep_ms milliseconds and return \"counted <label>\". It has a real side effect, so it is never repeated after a crash."
-}
-
-func (devCountTool) Schema() json.RawMessage { return devCountSpec.schema() }
-func (devCountTool) ReadOnly() bool          { return false }
-
-func (devCountTool) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
-	if err := ctx.Err(); err != nil {
-		return Result{}, err
+func devCountRun(ctx context.Context, env Env, v any) (Result, error) {
+	in, isInput := v.(*catalog.DevCount)
+	if !isInput {
+		return Result{}, fmt.Errorf("dev_count: input is a %T", v)
 	}
-	a, msg := devCountSpec.decode(input)
-	if msg != "" {
-		return fail("%s", msg)
-	}
-	label, _ := a.str("label")
-	sleep, _ := a.integer("sleep_ms")
+	label, sleep := in.Label, in.SleepMS
 	if sleep > maxDevSleep {
 		return fail("field \"sleep_ms\" must be at most %d, got %d", maxDevSleep, sleep)
 	}

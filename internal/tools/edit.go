@@ -1,50 +1,16 @@
 package tools
 
 import (
+	"agentrun.dev/agentrun/internal/tools/catalog"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 )
 
-var editSpec = inputSpec{fields: []field{
-	{name: "path", typ: typeString, required: true,
-		desc: "File to edit, relative to the run folder."},
-	{name: "old_string", typ: typeString, required: true,
-		desc: "The exact text to replace, character for character, including whitespace and indentation (without read's line-number prefixes). " +
-			"It must occur exactly once unless replace_all is true; include enough surrounding lines to make it unique."},
-	{name: "new_string", typ: typeString, required: true,
-		desc: "The text to put in its place (may be empty to delete old_string)."},
-	{name: "replace_all", typ: typeBoolean,
-		desc: "Replace every occurrence of old_string instead of requiring exactly one. Default false."},
-}}
-
-type editTool struct{}
-
-func (editTool) Name() string { return "edit" }
-
-func (editTool) Description() string {
-	return "Edit a text file in the run folder by exact string replacement: old_string is replaced by new_string. " +
-		"old_string must match the file exactly (whitespace, indentation and line breaks included) and, unless replace_all is true, occur exactly once; " +
-		"otherwise nothing is changed and the error says whether it was not found or how many times it occurs. " +
-		"Read the file first so you quote it exactly, and leave out the line-number prefixes read adds. " +
-		"The file is rewritten atomically. To create a file or replace all of it, use write."
-}
-
-func (editTool) Schema() json.RawMessage { return editSpec.schema() }
-func (editTool) ReadOnly() bool          { return false }
-
-func (t editTool) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
-	return runInFolder(ctx, env, input, editSpec, t.run)
-}
-
-func (editTool) run(ctx context.Context, root *os.Root, a args) (string, error) {
-	display, _ := a.str("path")
-	oldS, _ := a.str("old_string")
-	newS, _ := a.str("new_string")
-	all := a.boolean("replace_all")
+func editRun(ctx context.Context, root *os.Root, in *catalog.Edit) (string, error) {
+	display, oldS, newS, all := in.Path, in.OldString, in.NewString, in.ReplaceAll
 	if oldS == "" {
 		return "", agentErrorf("old_string is empty; give the exact text to replace (to create or overwrite a file, use write)")
 	}

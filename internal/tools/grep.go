@@ -1,9 +1,9 @@
 package tools
 
 import (
+	"agentrun.dev/agentrun/internal/tools/catalog"
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,34 +23,6 @@ const (
 	maxGrepScan    = 1 << 20 // bytes of a line searched
 )
 
-var grepSpec = inputSpec{fields: []field{
-	{name: "pattern", typ: typeString, required: true,
-		desc: "Regular expression in Go (RE2) syntax, matched against each line, e.g. \"func \\\\w+\\\\(\" or \"(?i)todo\". No lookarounds or backreferences."},
-	{name: "path", typ: typeString,
-		desc: "Folder (searched recursively) or single file to search, relative to the run folder. Default \".\"."},
-	{name: "glob", typ: typeString,
-		desc: "Only search files whose name matches this glob, e.g. \"*.md\" or \"*_test.go\". Matched against the file name only, not the folder."},
-}}
-
-type grepTool struct{}
-
-func (grepTool) Name() string { return "grep" }
-
-func (grepTool) Description() string {
-	return "Search file contents in the run folder with a regular expression (Go RE2 syntax; use \"(?i)\" for case-insensitive). " +
-		"Searches a folder recursively (default: the whole run folder) or a single file, and prints each matching line as \"path:line:text\", " +
-		"with paths relative to the run folder and lines numbered from 1. glob limits the search to file names matching it (e.g. \"*.go\"). " +
-		"Binary files, symbolic links and .git folders are skipped; at most 500 matches are returned, with a note when there are more, " +
-		"and long lines are shortened. Then use read with offset to see the context of a match."
-}
-
-func (grepTool) Schema() json.RawMessage { return grepSpec.schema() }
-func (grepTool) ReadOnly() bool          { return true }
-
-func (t grepTool) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
-	return runInFolder(ctx, env, input, grepSpec, t.run)
-}
-
 type grepSearch struct {
 	ctx     context.Context
 	root    *os.Root
@@ -62,13 +34,16 @@ type grepSearch struct {
 
 var errGrepFull = errors.New("grep: enough matches")
 
-func (grepTool) run(ctx context.Context, root *os.Root, a args) (string, error) {
-	pattern, _ := a.str("pattern")
-	display, ok := a.str("path")
-	if !ok {
-		display = "."
+func grepRun(ctx context.Context, root *os.Root, in *catalog.Grep) (string, error) {
+	pattern := in.Pattern
+	display := "."
+	if in.Path != nil {
+		display = *in.Path
 	}
-	glob, hasGlob := a.str("glob")
+	glob, hasGlob := "", in.Glob != nil
+	if hasGlob {
+		glob = *in.Glob
+	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return "", agentErrorf("invalid pattern %q: %v", pattern, err)

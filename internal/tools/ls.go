@@ -1,8 +1,8 @@
 package tools
 
 import (
+	"agentrun.dev/agentrun/internal/tools/catalog"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,33 +14,10 @@ import (
 // maxListEntries bounds what one ls returns.
 const maxListEntries = 1000
 
-var lsSpec = inputSpec{fields: []field{
-	{name: "path", typ: typeString,
-		desc: "Folder to list, relative to the run folder. Default \".\", the run folder itself."},
-}}
-
-type lsTool struct{}
-
-func (lsTool) Name() string { return "ls" }
-
-func (lsTool) Description() string {
-	return "List a folder in the run folder (default: the run folder itself), one entry per line, sorted by name. " +
-		"Folders end with \"/\", symbolic links show as \"name -> target\", and hidden entries (starting with \".\") are included. " +
-		"It lists one level; call it again on a subfolder to go deeper, or use grep to search file contents. " +
-		"Given a file, it shows just that entry."
-}
-
-func (lsTool) Schema() json.RawMessage { return lsSpec.schema() }
-func (lsTool) ReadOnly() bool          { return true }
-
-func (t lsTool) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
-	return runInFolder(ctx, env, input, lsSpec, t.run)
-}
-
-func (lsTool) run(ctx context.Context, root *os.Root, a args) (string, error) {
-	display, ok := a.str("path")
-	if !ok {
-		display = "."
+func lsRun(ctx context.Context, root *os.Root, in *catalog.Ls) (string, error) {
+	display := "."
+	if in.Path != nil {
+		display = *in.Path
 	}
 	p, err := agentPath(root, display)
 	if err != nil {

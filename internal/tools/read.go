@@ -1,9 +1,9 @@
 package tools
 
 import (
+	"agentrun.dev/agentrun/internal/tools/catalog"
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,41 +16,16 @@ import (
 // maxReadOutput bounds what one read returns.
 const maxReadOutput = 256 << 10
 
-var readSpec = inputSpec{fields: []field{
-	{name: "path", typ: typeString, required: true,
-		desc: "File to read, relative to the run folder (e.g. \"notes/todo.md\")."},
-	{name: "offset", typ: typeInteger, min: minimum(1),
-		desc: "Line number to start at, 1-based. Default 1. Use it to continue a long file."},
-	{name: "limit", typ: typeInteger, min: minimum(1),
-		desc: "Maximum number of lines to return. Default: all, up to 256 KiB of output."},
-}}
-
-type readTool struct{}
-
-func (readTool) Name() string { return "read" }
-
-func (readTool) Description() string {
-	return "Read a text file in the run folder. Paths are relative to the run folder (\"/workspace/...\" also works); " +
-		"nothing outside it can be read. The result shows each line prefixed with its line number and a tab, like `cat -n`; " +
-		"the numbers and tab are not part of the file, so leave them out when you quote text to the edit tool. " +
-		"Output stops at 256 KiB with a note saying which offset to continue from; use offset and limit to read a long file in parts. " +
-		"Binary files are refused. To see what files exist, use ls; to find text across files, use grep."
-}
-
-func (readTool) Schema() json.RawMessage { return readSpec.schema() }
-func (readTool) ReadOnly() bool          { return true }
-
-func (t readTool) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
-	return runInFolder(ctx, env, input, readSpec, t.run)
-}
-
-func (readTool) run(ctx context.Context, root *os.Root, a args) (string, error) {
-	display, _ := a.str("path")
-	offset, hasOffset := a.integer("offset")
-	if !hasOffset {
-		offset = 1
+func readRun(ctx context.Context, root *os.Root, in *catalog.Read) (string, error) {
+	display := in.Path
+	offset := int64(1)
+	if in.Offset != nil {
+		offset = *in.Offset
 	}
-	limit, hasLimit := a.integer("limit")
+	limit, hasLimit := int64(0), in.Limit != nil
+	if hasLimit {
+		limit = *in.Limit
+	}
 	p, err := agentPath(root, display)
 	if err != nil {
 		return "", err

@@ -3,33 +3,9 @@ package tools
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"os"
 )
-
-// runInFolder is the common body of Run for tools that work in the run
-// folder: it validates the input, opens the folder as an os.Root and turns
-// agentErrors into error results.
-func runInFolder(ctx context.Context, env Env, input json.RawMessage, spec inputSpec,
-	fn func(ctx context.Context, root *os.Root, a args) (string, error)) (Result, error) {
-	if err := ctx.Err(); err != nil {
-		return Result{}, err
-	}
-	a, msg := spec.decode(input)
-	if msg != "" {
-		return fail("%s", msg)
-	}
-	root, err := openFolder(env)
-	if err != nil {
-		return Result{}, err
-	}
-	defer root.Close()
-	out, err := fn(ctx, root, a)
-	return finish(out, err)
-}
 
 func finish(out string, err error) (Result, error) {
 	var ae *agentError

@@ -3,9 +3,12 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
+
+	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // Result is what goes back to the model as the tool_result of a call.
@@ -23,7 +26,8 @@ type Env struct {
 	Root string
 }
 
-// Tool is a built-in tool executed in a run folder.
+// Tool is a built-in tool executed in a run folder. What it is (name, description, schema,
+// whether a call is safe to repeat) is its catalog entry.
 type Tool interface {
 	Name() string
 	Description() string
@@ -31,10 +35,13 @@ type Tool interface {
 	Schema() json.RawMessage
 	// ReadOnly reports whether a call is safe to repeat after a crash.
 	ReadOnly() bool
-	// Run executes one call. It returns an error only for infrastructure
-	// failures (context cancelled, host I/O errors); anything the agent did
+	// Run decodes input strictly (catalog.Decode) and runs the call. It returns an error only for
+	// infrastructure failures (context cancelled, host I/O errors); anything the agent did
 	// wrong is a Result with IsError set and a message naming the problem.
 	Run(ctx context.Context, env Env, input json.RawMessage) (Result, error)
+	// RunInput runs a call whose input is decoded already: the agent loop decodes a call once,
+	// for the policy, the journal's title and the tool.
+	RunInput(ctx context.Context, env Env, in catalog.Input) (Result, error)
 }
 
 // Definition is what a model is told about a tool.
@@ -51,43 +58,91 @@ const (
 )
 
 // AskPersonName is the name of the tool the engine turns into a question.
-const AskPersonName = "ask_person"
-
-var askPersonSpec = inputSpec{fields: []field{
-	{name: "question", typ: typeString, required: true,
-		desc: "The question, complete and self-contained: say what you need to know, why, and the options if there are any."},
-	{name: "takeover", typ: typeBoolean,
-		desc: "Ask the person to take over your computer (a browser login, a captcha) and tell you when they are done."},
-}}
+const AskPersonName = catalog.AskPersonName
 
 // AskPerson is the definition of ask_person. It is not executed by this
 // package: the engine turns a call into a question to the person and the
 // answer becomes the tool result.
-var AskPerson = Definition{
-	Name: AskPersonName,
-	Description: "Ask the person you are working for a question and wait for their answer. " +
-		"Use it when you need a decision, a preference or information that only they have and cannot find in the run folder; " +
-		"do not use it for things you can work out yourself. The run pauses until they answer; their answer comes back as the result. " +
-		"Ask one clear question at a time.",
-	Schema: askPersonSpec.schema(),
+var AskPerson = definition(catalog.AskPersonName)
+
+func definition(name string) Definition {
+	e, _ := catalog.Lookup(name)
+	return Definition{Name: e.Name, Description: e.Description, Schema: e.Schema}
+}
+
+// builtin is a tool of this package: its catalog entry and how a decoded call runs.
+type builtin struct {
+	e   catalog.Entry
+	run func(ctx context.Context, env Env, in any) (Result, error)
+}
+
+func (b builtin) Name() string            { return b.e.Name }
+func (b builtin) Description() string     { return b.e.Description }
+func (b builtin) Schema() json.RawMessage { return b.e.Schema }
+func (b builtin) ReadOnly() bool          { return b.e.ReadOnly }
+
+func (b builtin) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	in, err := b.e.Decode(input)
+	var ie *catalog.InputError
+	if errors.As(err, &ie) {
+		return fail("%s", ie.Msg)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", b.e.Name, err)
+	}
+	return b.RunInput(ctx, env, in)
+}
+
+func (b builtin) RunInput(ctx context.Context, env Env, in catalog.Input) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	if in.Tool != b.e.Name {
+		return Result{}, fmt.Errorf("%s: given the input of %s", b.e.Name, in.Tool)
+	}
+	return b.run(ctx, env, in.Value)
+}
+
+// inFolder makes the tool named name from fn, which runs a call on the run folder opened as an
+// os.Root; agentErrors become error results.
+func inFolder[T any](name string, fn func(ctx context.Context, root *os.Root, in *T) (string, error)) builtin {
+	e, _ := catalog.Lookup(name)
+	return builtin{e: e, run: func(ctx context.Context, env Env, v any) (Result, error) {
+		in, ok := v.(*T)
+		if !ok {
+			return Result{}, fmt.Errorf("%s: input is a %T", name, v)
+		}
+		root, err := openFolder(env)
+		if err != nil {
+			return Result{}, err
+		}
+		defer root.Close()
+		out, err := fn(ctx, root, in)
+		return finish(out, err)
+	}}
 }
 
 var builtins = map[string]Tool{
-	"read":  readTool{},
-	"write": writeTool{},
-	"edit":  editTool{},
-	"ls":    lsTool{},
-	"grep":  grepTool{},
+	"read":  inFolder("read", readRun),
+	"write": inFolder("write", writeRun),
+	"edit":  inFolder("edit", editRun),
+	"ls":    inFolder("ls", lsRun),
+	"grep":  inFolder("grep", grepRun),
 }
+
+var devCount = builtin{e: func() catalog.Entry { e, _ := catalog.Lookup(catalog.DevCountName); return e }(), run: devCountRun}
 
 func devToolsEnabled() bool { return os.Getenv(EnvDevTools) == "1" }
 
 // Lookup returns the built-in tool with the given name. dev_count is found
 // only while AGENTRUN_DEV_TOOLS=1. ask_person is not a Tool (see AskPerson).
 func Lookup(name string) (Tool, bool) {
-	if name == devCountName {
+	if name == catalog.DevCountName {
 		if devToolsEnabled() {
-			return devCountTool{}, true
+			return devCount, true
 		}
 		return nil, false
 	}
@@ -102,7 +157,7 @@ func Names() []string {
 		names = append(names, n)
 	}
 	if devToolsEnabled() {
-		names = append(names, devCountName)
+		names = append(names, catalog.DevCountName)
 	}
 	sort.Strings(names)
 	return names

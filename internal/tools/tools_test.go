@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"agentrun.dev/agentrun/internal/tools/catalog"
 	"context"
 	"encoding/json"
 	"errors"
@@ -664,6 +665,8 @@ func TestBadEnvIsAnError(t *testing.T) {
 
 func TestDefinitions(t *testing.T) {
 	t.Parallel()
+	ask, _ := catalog.Lookup("ask_person")
+	askFields := ask.Fields
 	defs, err := Definitions([]string{"write", "ask_person", "read", "ls", "grep", "edit"})
 	if err != nil {
 		t.Fatal(err)
@@ -695,7 +698,7 @@ func TestDefinitions(t *testing.T) {
 	if want := []string{"write", "ask_person", "read", "ls", "grep", "edit"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("names %v", names)
 	}
-	if got := string(AskPerson.Schema); got != `{"type":"object","properties":{"question":{"type":"string","description":"`+askPersonSpec.fields[0].desc+`"},"takeover":{"type":"boolean","description":"`+askPersonSpec.fields[1].desc+`"}},"required":["question"],"additionalProperties":false}` {
+	if got := string(AskPerson.Schema); got != `{"type":"object","properties":{"question":{"type":"string","description":"`+askFields[0].Desc+`"},"takeover":{"type":"boolean","description":"`+askFields[1].Desc+`"}},"required":["question"],"additionalProperties":false}` {
 		t.Fatalf("ask_person schema %s", got)
 	}
 	if _, err := Definitions([]string{"read", "bogus"}); err == nil || !strings.Contains(err.Error(), `"bogus"`) {

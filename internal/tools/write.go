@@ -1,10 +1,10 @@
 package tools
 
 import (
+	"agentrun.dev/agentrun/internal/tools/catalog"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,34 +16,8 @@ import (
 // will work on.
 const maxWrite = 10 << 20
 
-var writeSpec = inputSpec{fields: []field{
-	{name: "path", typ: typeString, required: true,
-		desc: "File to write, relative to the run folder (e.g. \"report.md\" or \"src/main.go\"). Missing parent folders are created."},
-	{name: "content", typ: typeString, required: true,
-		desc: "The complete new content of the file."},
-}}
-
-type writeTool struct{}
-
-func (writeTool) Name() string { return "write" }
-
-func (writeTool) Description() string {
-	return "Create a file in the run folder, or replace an existing file's whole content. " +
-		"Paths are relative to the run folder (\"/workspace/...\" also works); nothing outside it can be written. " +
-		"Missing parent folders are created, and the file is replaced atomically: it holds either the old or the new content, never a mix. " +
-		"Content is limited to 10 MiB. To change part of an existing file, prefer edit, which does not require repeating the rest of the file."
-}
-
-func (writeTool) Schema() json.RawMessage { return writeSpec.schema() }
-func (writeTool) ReadOnly() bool          { return false }
-
-func (t writeTool) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
-	return runInFolder(ctx, env, input, writeSpec, t.run)
-}
-
-func (writeTool) run(ctx context.Context, root *os.Root, a args) (string, error) {
-	display, _ := a.str("path")
-	content, _ := a.str("content")
+func writeRun(ctx context.Context, root *os.Root, in *catalog.Write) (string, error) {
+	display, content := in.Path, in.Content
 	if len(content) > maxWrite {
 		return "", agentErrorf("content is %d bytes; write is limited to 10 MiB (%d bytes)", len(content), maxWrite)
 	}

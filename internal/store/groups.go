@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -231,34 +230,98 @@ func lower(s string) string {
 
 // CheckMember checks a new member run against its group and the members already there (in the
 // same transaction as its insertion). unfinished is the number of unfinished members; keys are
-// the task keys present.
+// the task keys present. A refusal is a *RuleError.
 func CheckMember(g *api.AgentGroup, r *api.AgentRun, unfinished int, keys map[string]bool) error {
 	if g.Status.CancelRequested {
-		return api.Errorf(http.StatusConflict, api.CodeGroupCancelled, "spec.group", "group %q is cancelled and takes no new runs", g.Metadata.Name)
+		return refuse(RefusedState, api.CodeGroupCancelled, "spec.group", "group %q is cancelled and takes no new runs", g.Metadata.Name)
 	}
 	evalCase := g.Spec.Evaluation != nil && r.Metadata.Labels[api.EvalLabel] != ""
 	if g.Spec.Sealed && !evalCase { // an evaluation group is sealed from the start; it adds its own cases
-		return api.Errorf(http.StatusConflict, api.CodeGroupSealed, "spec.group", "group %q is sealed and takes no new runs", g.Metadata.Name)
+		return refuse(RefusedState, api.CodeGroupSealed, "spec.group", "group %q is sealed and takes no new runs", g.Metadata.Name)
 	}
 	if r.Spec.Agent != g.Spec.Agent {
-		return api.Invalid("spec.agent", "group %q runs agent %q; a member's spec.agent must match it (got %q)", g.Metadata.Name, g.Spec.Agent, r.Spec.Agent)
+		return refuse(RefusedInvalid, api.CodeInvalid, "spec.agent", "group %q runs agent %q; a member's spec.agent must match it (got %q)", g.Metadata.Name, g.Spec.Agent, r.Spec.Agent)
 	}
 	maxPending := g.Spec.Limits.MaxPending
 	if maxPending <= 0 {
 		maxPending = api.DefaultMaxPending
 	}
 	if unfinished >= maxPending {
-		return api.Errorf(http.StatusConflict, api.CodeMaxPendingReached, "spec.group", "group %q already has %d unfinished runs (limits.maxPending %d)", g.Metadata.Name, unfinished, maxPending)
+		return refuse(RefusedState, api.CodeMaxPendingReached, "spec.group", "group %q already has %d unfinished runs (limits.maxPending %d)", g.Metadata.Name, unfinished, maxPending)
 	}
 	if keys[r.Spec.TaskKey] {
-		return api.Errorf(http.StatusConflict, api.CodeAlreadyExists, "spec.taskKey", "group %q already has a run with task key %q", g.Metadata.Name, r.Spec.TaskKey)
+		return refuse(RefusedState, api.CodeAlreadyExists, "spec.taskKey", "group %q already has a run with task key %q", g.Metadata.Name, r.Spec.TaskKey)
 	}
 	for i, d := range r.Spec.DependsOn {
 		if !keys[d] {
-			return api.Invalid(fmt.Sprintf("spec.dependsOn[%d]", i), "task %q is not in group %q yet: create the runs a run depends on first (earlier in the same file or batch works)", d, g.Metadata.Name)
+			return refuse(RefusedInvalid, api.CodeInvalid, fmt.Sprintf("spec.dependsOn[%d]", i), "task %q is not in group %q yet: create the runs a run depends on first (earlier in the same file or batch works)", d, g.Metadata.Name)
 		}
 	}
 	return nil
+}
+
+// GroupNotFound is CreateRuns' refusal of a member whose group does not exist.
+func GroupNotFound(name string) error {
+	return refuse(RefusedMissing, api.CodeGroupNotFound, "spec.group", "group %q does not exist", name)
+}
+
+// CheckBatchKey is CreateRuns' rule for a batch key already used: the same batch (hash) again
+// is a replay; another one is refused.
+func CheckBatchKey(key, storedHash, hash string) error {
+	if storedHash != hash {
+		return refuse(RefusedInvalid, api.CodeIdempotencyReused, "Idempotency-Key", "Idempotency-Key %q was used for a different batch", key)
+	}
+	return nil
+}
+
+// BatchItemError is how CreateRuns reports that item i of a batch of n failed: a rule's refusal,
+// or anything in a batch of more than one, names the item (*ItemError).
+func BatchItemError(i, n int, err error) error {
+	if _, ok := AsRuleError(err); ok || n > 1 {
+		return &ItemError{Index: i, Err: err}
+	}
+	if _, ok := api.AsError(err); ok {
+		return &ItemError{Index: i, Err: err}
+	}
+	return err
+}
+
+// BatchGroup is what CreateRuns knows of one group during a batch: the group as stored (read
+// under its lock), how many members are unfinished and the last member's seq.
+type BatchGroup struct {
+	Group      *api.AgentGroup
+	Unfinished int
+	Seq        int64
+}
+
+// NewMember is the row a member run is inserted with: never claimable until admitted.
+type NewMember struct {
+	Group, TaskKey string
+	Seq            int64
+	// Wait is the initial wait kind (DependencyWait or none).
+	Wait      string
+	DependsOn []string // never nil
+	CapMicros cost.Micros
+}
+
+// AddMember checks r against the group (CheckMember, with keys the task keys of its
+// dependencies found in the group), pins the group's agent revision, sets r's initial status and
+// counts it in the batch. It returns the member's row.
+func (bg *BatchGroup) AddMember(r *api.AgentRun, keys map[string]bool) (NewMember, error) {
+	if err := CheckMember(bg.Group, r, bg.Unfinished, keys); err != nil {
+		return NewMember{}, err
+	}
+	if bg.Group.Status.AgentRevision != 0 {
+		r.Status.AgentRevision = bg.Group.Status.AgentRevision
+	}
+	wait := InitialMemberStatus(r)
+	bg.Seq++
+	bg.Unfinished++
+	deps := r.Spec.DependsOn
+	if deps == nil {
+		deps = []string{}
+	}
+	return NewMember{Group: r.Spec.Group, TaskKey: r.Spec.TaskKey, Seq: bg.Seq, Wait: wait, DependsOn: deps, CapMicros: RunCapMicros(r)}, nil
 }
 
 // InitialMemberStatus sets a new member's waiting reason before its first admission pass.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -59,13 +58,13 @@ func (s *Store) UpdateAgent(ctx context.Context, a *api.Agent) error {
 		if err != nil {
 			return err
 		}
-		if a.Metadata.ResourceVersion != "" && a.Metadata.ResourceVersion != cur.Metadata.ResourceVersion {
-			return fmt.Errorf("agent %q has resourceVersion %s, not %s: %w", name, cur.Metadata.ResourceVersion, a.Metadata.ResourceVersion, store.ErrConflict)
+		if err := store.CheckVersion("agent", name, cur.Metadata.ResourceVersion, a.Metadata.ResourceVersion); err != nil {
+			return err
 		}
 		rv, _ := strconv.ParseInt(cur.Metadata.ResourceVersion, 10, 64)
 		rv++
 		gen, rev := cur.Metadata.Generation, cur.Status.Revision
-		if !reflect.DeepEqual(normSpec(cur.Spec), normSpec(a.Spec)) {
+		if store.AgentSpecChanged(cur.Spec, a.Spec) {
 			gen++
 			rev++
 			if _, err := tx.Exec(ctx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES ($1, $2, $3, now())`, name, rev, mustJSON(a.Spec)); err != nil {
@@ -90,13 +89,6 @@ func (s *Store) UpdateAgent(ctx context.Context, a *api.Agent) error {
 	a.Metadata.Generation = out.Metadata.Generation
 	a.Status.Revision = out.Status.Revision
 	return nil
-}
-
-// normSpec round-trips a spec through JSON so nil and empty slices compare equal.
-func normSpec(sp api.AgentSpec) any {
-	var v any
-	json.Unmarshal([]byte(mustJSON(sp)), &v)
-	return v
 }
 
 const agentCols = `SELECT name, uid, resource_version, generation, revision, created_at, labels, spec FROM agents`

@@ -38,7 +38,7 @@ func (s *Store) AddCredits(ctx context.Context, amount int64, note string) (stor
 		}
 		type parked struct {
 			name string
-			st   api.AgentRunStatus
+			st   *api.AgentRunStatus
 		}
 		var waiting []parked
 		for rows.Next() {
@@ -48,8 +48,11 @@ func (s *Store) AddCredits(ctx context.Context, amount int64, note string) (stor
 				rows.Close()
 				return err
 			}
-			var st api.AgentRunStatus
-			if json.Unmarshal(status, &st) == nil && store.WaitsOnCredits(st) {
+			row := store.RunRow{Phase: api.PhaseWaiting}
+			if json.Unmarshal(status, &row.Status) != nil {
+				continue
+			}
+			if st := store.CreditsAdded(row); st != nil {
 				waiting = append(waiting, parked{name, st})
 			}
 		}
@@ -58,7 +61,7 @@ func (s *Store) AddCredits(ctx context.Context, amount int64, note string) (stor
 			return err
 		}
 		for _, p := range waiting {
-			if err := requeue(ctx, tx, p.name, p.st, false, "credits were added; waiting for a runner to continue", store.WaitsOnCredits); err != nil {
+			if err := setStatus(ctx, tx, p.name, p.st); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, pokeSQL+` WHERE name = $1`, p.name); err != nil {
@@ -144,18 +147,13 @@ func (s *Store) ReserveCredits(ctx context.Context, l store.Lease, r store.Reser
 		if _, err := tx.Exec(ctx, `DELETE FROM credit_reservations WHERE run = $1 AND step_key = $2`, l.Run, r.StepKey); err != nil {
 			return err
 		}
-		if adds == 0 {
-			return nil
-		}
-		res.Enforced = true
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(amount), 0)::bigint FROM credit_reservations`).Scan(&res.ReservedByOthers); err != nil {
+		var others int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(amount), 0)::bigint FROM credit_reservations`).Scan(&others); err != nil {
 			return err
 		}
-		res.Available = added - charged - res.ReservedByOthers
-		if r.Amount > res.Available {
+		if res = store.PlanReservation(adds > 0, added, charged, others, r.Amount); !res.OK {
 			return nil
 		}
-		res.OK = true
 		_, err = tx.Exec(ctx, `INSERT INTO credit_reservations (run, step_key, attempt, amount, time) VALUES ($1, $2, $3, $4, now())`,
 			l.Run, r.StepKey, r.Attempt, r.Amount)
 		return err
@@ -190,7 +188,7 @@ func (s *Store) ListReservations(ctx context.Context) ([]store.Reservation, erro
 func (s *Store) RaiseRunCap(ctx context.Context, name, maxCostUSD string, check func(cur *api.AgentRun) error) (*api.AgentRun, error) {
 	var out *api.AgentRun
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		_, st, leased, err := lockRun(ctx, tx, name)
+		row, err := lockRun(ctx, tx, name)
 		if err != nil {
 			return err
 		}
@@ -201,17 +199,11 @@ func (s *Store) RaiseRunCap(ctx context.Context, name, maxCostUSD string, check 
 		if err := check(cur); err != nil {
 			return err
 		}
-		cur.Spec.MaxCostUSD = maxCostUSD
-		if _, err := tx.Exec(ctx, `UPDATE runs SET spec = $2 WHERE name = $1`, name, mustJSON(cur.Spec)); err != nil {
+		spec, st := store.RaiseCap(cur.Spec, row, maxCostUSD)
+		if _, err := tx.Exec(ctx, `UPDATE runs SET spec = $2 WHERE name = $1`, name, mustJSON(spec)); err != nil {
 			return err
 		}
-		if !leased && st.Cost != nil {
-			st.Cost.LimitUSD = maxCostUSD
-			if _, err := tx.Exec(ctx, `UPDATE runs SET status = $2 WHERE name = $1`, name, mustJSON(st)); err != nil {
-				return err
-			}
-		}
-		if err := requeue(ctx, tx, name, st, leased, "the cap was raised; waiting for a runner to continue", store.WaitsOnCap); err != nil {
+		if err := setStatus(ctx, tx, name, st); err != nil {
 			return err
 		}
 		if out, err = scanRun(tx.QueryRow(ctx, pokeSQL+` WHERE name = $1`+runReturning, name)); err != nil {

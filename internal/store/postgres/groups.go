@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -107,8 +106,8 @@ func (s *Store) UpdateGroup(ctx context.Context, g *api.AgentGroup, check func(o
 		if err != nil {
 			return err
 		}
-		if g.Metadata.ResourceVersion != "" && g.Metadata.ResourceVersion != cur.Metadata.ResourceVersion {
-			return fmt.Errorf("group %q has resourceVersion %s, not %s: %w", name, cur.Metadata.ResourceVersion, g.Metadata.ResourceVersion, store.ErrConflict)
+		if err := store.CheckVersion("group", name, cur.Metadata.ResourceVersion, g.Metadata.ResourceVersion); err != nil {
+			return err
 		}
 		if check != nil {
 			if err := check(cur); err != nil {
@@ -358,10 +357,8 @@ func (s *Store) GroupsToAdmit(ctx context.Context) ([]string, error) {
 
 func (s *Store) AdmitGroup(ctx context.Context, group string, now time.Time) (int, error) {
 	// A look without the write lock first: most passes change nothing, and then hold nothing.
-	if g, err := s.GetGroup(ctx, group); err == nil {
-		if ms, err := s.GroupMembers(ctx, group); err == nil && len(store.PlanAdmission(g, ms, now)) == 0 {
-			return 0, nil
-		}
+	if store.NothingToAdmit(ctx, s, group, now) {
+		return 0, nil
 	}
 	n := 0
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -399,8 +396,8 @@ func (s *Store) admitTx(ctx context.Context, tx pgx.Tx, g *api.AgentGroup, now t
 	admitted := 0
 	for _, u := range store.PlanAdmission(g, members, now) {
 		var n int64
-		switch {
-		case u.Admit:
+		switch u.Kind() {
+		case store.UpdateAdmit:
 			admitted++
 			tag, err := tx.Exec(ctx, `UPDATE runs SET admitted = true, group_wait = '', claimable_at = now(), status = $2, resource_version = resource_version + 1
 				WHERE name = $1 AND NOT admitted`, u.Name, mustJSON(u.Status))
@@ -408,7 +405,7 @@ func (s *Store) admitTx(ctx context.Context, tx pgx.Tx, g *api.AgentGroup, now t
 				return 0, err
 			}
 			n = tag.RowsAffected()
-		case api.Finished(u.Status.Phase):
+		case store.UpdateFinish:
 			tag, err := tx.Exec(ctx, `UPDATE runs SET group_wait = '', claimable_at = NULL, status = $2, phase = $3, resource_version = resource_version + 1
 				WHERE name = $1 AND NOT admitted AND lease_owner IS NULL`, u.Name, mustJSON(u.Status), u.Status.Phase)
 			if err != nil {
@@ -447,12 +444,6 @@ func (s *Store) admitTx(ctx context.Context, tx pgx.Tx, g *api.AgentGroup, now t
 	return admitted, nil
 }
 
-type batchGroup struct {
-	g          *api.AgentGroup
-	unfinished int
-	seq        int64
-}
-
 func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash string) ([]*api.AgentRun, bool, error) {
 	var out []*api.AgentRun
 	replayed, claimable := false, false
@@ -467,8 +458,8 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 			var result []byte
 			err := tx.QueryRow(ctx, `SELECT hash, result FROM idempotency_keys WHERE key = $1`, key).Scan(&h, &result)
 			if err == nil {
-				if h != hash {
-					return api.Errorf(http.StatusUnprocessableEntity, api.CodeIdempotencyReused, "Idempotency-Key", "Idempotency-Key %q was used for a different batch", key)
+				if err := store.CheckBatchKey(key, h, hash); err != nil {
+					return err
 				}
 				replayed = true
 				return json.Unmarshal(result, &out)
@@ -481,13 +472,10 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
 			return err
 		}
-		groups := map[string]*batchGroup{}
+		groups := map[string]*store.BatchGroup{}
 		for i, r := range runs {
 			if err := insertRunTx(ctx, tx, r, groups, now); err != nil {
-				if _, ok := api.AsError(err); ok || len(runs) > 1 {
-					return &store.ItemError{Index: i, Err: err}
-				}
-				return err
+				return store.BatchItemError(i, len(runs), err)
 			}
 			if r.Spec.Group == "" && !api.Finished(r.Status.Phase) {
 				claimable = true
@@ -513,26 +501,24 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 	return out, replayed, nil
 }
 
-func insertRunTx(ctx context.Context, tx pgx.Tx, r *api.AgentRun, groups map[string]*batchGroup, now time.Time) error {
+func insertRunTx(ctx context.Context, tx pgx.Tx, r *api.AgentRun, groups map[string]*store.BatchGroup, now time.Time) error {
 	name := r.Metadata.Name
 	claimable := !api.Finished(r.Status.Phase)
-	var group, task, wait string
-	var seq int64
+	var m store.NewMember
 	admitted := true
-	deps := "[]"
 	if r.Spec.Group != "" {
 		bg := groups[r.Spec.Group]
 		if bg == nil {
 			g, err := lockGroup(ctx, tx, r.Spec.Group)
 			if errors.Is(err, store.ErrNotFound) {
-				return api.Errorf(http.StatusNotFound, api.CodeGroupNotFound, "spec.group", "group %q does not exist", r.Spec.Group)
+				return store.GroupNotFound(r.Spec.Group)
 			}
 			if err != nil {
 				return err
 			}
-			bg = &batchGroup{g: g}
+			bg = &store.BatchGroup{Group: g}
 			if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE phase NOT IN `+finishedPhases+`), COALESCE(MAX(group_seq), 0) FROM runs WHERE group_name = $1`,
-				r.Spec.Group).Scan(&bg.unfinished, &bg.seq); err != nil {
+				r.Spec.Group).Scan(&bg.Unfinished, &bg.Seq); err != nil {
 				return err
 			}
 			groups[r.Spec.Group] = bg
@@ -551,26 +537,21 @@ func insertRunTx(ctx context.Context, tx pgx.Tx, r *api.AgentRun, groups map[str
 				keys[k] = true
 			}
 		}
-		if err := store.CheckMember(bg.g, r, bg.unfinished, keys); err != nil {
+		var err error
+		if m, err = bg.AddMember(r, keys); err != nil {
 			return err
 		}
-		if bg.g.Status.AgentRevision != 0 {
-			r.Status.AgentRevision = bg.g.Status.AgentRevision
-		}
-		wait = store.InitialMemberStatus(r)
-		bg.seq++
-		bg.unfinished++
-		group, task, seq, admitted, claimable = r.Spec.Group, r.Spec.TaskKey, bg.seq, false, false
-		if r.Spec.DependsOn != nil {
-			deps = mustJSON(r.Spec.DependsOn)
-		}
+		admitted, claimable = false, false
+	} else {
+		m.DependsOn = []string{}
+		m.CapMicros = store.RunCapMicros(r)
 	}
 	uid := newUID()
 	_, err := tx.Exec(ctx, `INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at,
 			group_name, task_key, group_seq, admitted, cap_micros, depends_on, group_wait)
 		VALUES ($1, $2, $3, 1, $4, $5, $6, $7, $8, CASE WHEN $9::boolean THEN $4::timestamptz END, $10, $11, $12, $13, $14, $15, $16)`,
 		name, uid, r.Spec.Agent, now, mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable,
-		group, task, seq, admitted, int64(store.RunCapMicros(r)), deps, wait)
+		m.Group, m.TaskKey, m.Seq, admitted, int64(m.CapMicros), mustJSON(m.DependsOn), m.Wait)
 	if err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("run %s: %w", name, store.ErrAlreadyExists)

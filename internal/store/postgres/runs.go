@@ -176,29 +176,27 @@ func (s *Store) DeleteRun(ctx context.Context, name string) error {
 	return nil
 }
 
-// lockRun locks a run's row for the rest of tx and returns its phase, status and whether a
-// runner holds it; ErrNotFound if it is missing. Every write to a run takes this lock first, so
+// lockRun locks a run's row for the rest of tx and returns what the transitions read of it
+// (store.RunRow); ErrNotFound if it is missing. Every write to a run takes this lock first, so
 // writes to one run are serialized and its sequence counters never hand out a number twice.
-func lockRun(ctx context.Context, tx pgx.Tx, name string) (phase string, st api.AgentRunStatus, leased bool, err error) {
+func lockRun(ctx context.Context, tx pgx.Tx, name string) (store.RunRow, error) {
+	var r store.RunRow
 	var status []byte
-	err = tx.QueryRow(ctx, `SELECT phase, status, lease_owner IS NOT NULL FROM runs WHERE name = $1 FOR UPDATE`, name).Scan(&phase, &status, &leased)
+	err := tx.QueryRow(ctx, `SELECT phase, status, lease_owner IS NOT NULL FROM runs WHERE name = $1 FOR UPDATE`, name).Scan(&r.Phase, &status, &r.Leased)
 	if err != nil {
-		return "", st, false, notFound(err)
+		return r, notFound(err)
 	}
-	if err := json.Unmarshal(status, &st); err != nil {
-		return "", st, false, fmt.Errorf("decode run %s status: %w", name, err)
+	if err := json.Unmarshal(status, &r.Status); err != nil {
+		return r, fmt.Errorf("decode run %s status: %w", name, err)
 	}
-	return phase, st, leased, nil
+	return r, nil
 }
 
-// requeue moves a parked run (no lease holder) that waits on what just arrived back to Queued,
-// in the same transaction, so a reader never sees it still waiting on something already given.
-// A held run is left alone: its holder writes the status.
-func requeue(ctx context.Context, tx pgx.Tx, name string, st api.AgentRunStatus, leased bool, why string, from func(api.AgentRunStatus) bool) error {
-	if leased || !from(st) {
+// setStatus writes a status a transition returned (nil: none).
+func setStatus(ctx context.Context, tx pgx.Tx, name string, st *api.AgentRunStatus) error {
+	if st == nil {
 		return nil
 	}
-	st.Phase, st.Reason, st.Message, st.WaitingOn = api.PhaseQueued, "", why, nil
 	_, err := tx.Exec(ctx, `UPDATE runs SET status = $2, phase = $3 WHERE name = $1`, name, mustJSON(st), st.Phase)
 	return err
 }
@@ -211,12 +209,12 @@ const pokeSQL = `UPDATE runs SET poke_seq = poke_seq + 1, claimable_at = now(), 
 func (s *Store) RequestCancel(ctx context.Context, name string) (*api.AgentRun, error) {
 	var r *api.AgentRun
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		phase, _, _, err := lockRun(ctx, tx, name)
+		row, err := lockRun(ctx, tx, name)
 		if err != nil {
 			return err
 		}
-		if api.Finished(phase) {
-			return store.ErrFinished
+		if err := store.CancelRun(row); err != nil {
+			return err
 		}
 		if r, err = scanRun(tx.QueryRow(ctx, pokeSQL+`, cancel_requested = true WHERE name = $1`+runReturning, name)); err != nil {
 			return err
@@ -236,7 +234,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 	created := false
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		created = false
-		phase, st, leased, err := lockRun(ctx, tx, run)
+		row, err := lockRun(ctx, tx, run)
 		if err != nil {
 			return err
 		}
@@ -252,8 +250,9 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 				return err
 			}
 		}
-		if api.Finished(phase) {
-			return store.ErrFinished
+		requeued, err := store.MessageRun(row)
+		if err != nil {
+			return err
 		}
 		if err := tx.QueryRow(ctx, pokeSQL+`, next_message = next_message + 1 WHERE name = $1 RETURNING next_message`, run).Scan(&msg.Seq); err != nil {
 			return err
@@ -265,7 +264,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 		}
 		msg.Key, msg.Payload, msg.Time = key, payload, utc(t)
 		created = true
-		if err := requeue(ctx, tx, run, st, leased, "a message arrived; waiting for a runner to continue", store.WaitsOnMessage); err != nil {
+		if err := setStatus(ctx, tx, run, requeued); err != nil {
 			return err
 		}
 		return notifyWork(ctx, tx, run)
@@ -305,12 +304,13 @@ func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([
 // ResolveStep records a person's resolution on the step a NeedsResolution run waits on.
 func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		_, st, leased, err := lockRun(ctx, tx, run)
+		row, err := lockRun(ctx, tx, run)
 		if err != nil {
 			return err
 		}
-		if !store.AwaitsResolution(st, stepKey) {
-			return store.ErrNotWaiting
+		requeued, err := store.ResolveRun(row, stepKey, resolution)
+		if err != nil {
+			return err
 		}
 		tag, err := tx.Exec(ctx, `UPDATE steps SET resolution = $3, resolution_result = $4 WHERE run = $1 AND key = $2 AND resolution = ''`,
 			run, stepKey, resolution, nullJSON(result))
@@ -320,8 +320,7 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 		if tag.RowsAffected() == 0 {
 			return store.ErrNotWaiting
 		}
-		if err := requeue(ctx, tx, run, st, leased, "resolved ("+resolution+"); waiting for a runner to continue",
-			func(st api.AgentRunStatus) bool { return store.AwaitsResolution(st, stepKey) }); err != nil {
+		if err := setStatus(ctx, tx, run, requeued); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, pokeSQL+` WHERE name = $1`, run); err != nil {

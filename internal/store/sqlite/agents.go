@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"time"
 
@@ -53,14 +52,13 @@ func (s *Store) UpdateAgent(ctx context.Context, a *api.Agent) error {
 		if err != nil {
 			return err
 		}
-		if a.Metadata.ResourceVersion != "" && a.Metadata.ResourceVersion != cur.Metadata.ResourceVersion {
-			return fmt.Errorf("agent %q has resourceVersion %s, not %s: %w", name, cur.Metadata.ResourceVersion, a.Metadata.ResourceVersion, store.ErrConflict)
+		if err := store.CheckVersion("agent", name, cur.Metadata.ResourceVersion, a.Metadata.ResourceVersion); err != nil {
+			return err
 		}
 		rv, _ := strconv.ParseInt(cur.Metadata.ResourceVersion, 10, 64)
 		rv++
 		gen, rev := cur.Metadata.Generation, cur.Status.Revision
-		specChanged := !reflect.DeepEqual(normSpec(cur.Spec), normSpec(a.Spec))
-		if specChanged {
+		if store.AgentSpecChanged(cur.Spec, a.Spec) {
 			gen++
 			rev++
 			if _, err := s.txExec(ctx, tx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, ?, ?, ?)`, name, rev, mustJSON(a.Spec), ms(s.now())); err != nil {
@@ -81,13 +79,6 @@ func (s *Store) UpdateAgent(ctx context.Context, a *api.Agent) error {
 		return fmt.Errorf("update agent %s: %w", name, err)
 	}
 	return nil
-}
-
-// normSpec round-trips a spec through JSON so nil and empty slices compare equal.
-func normSpec(sp api.AgentSpec) any {
-	var v any
-	json.Unmarshal([]byte(mustJSON(sp)), &v)
-	return v
 }
 
 const agentCols = `SELECT name, uid, resource_version, generation, revision, created_at, labels, spec FROM agents`

@@ -27,12 +27,8 @@ func (s *Store) writeCharges(ctx context.Context, tx *sql.Tx, run, uid string, c
 			return err
 		}
 		if k, _ := res.RowsAffected(); k == 1 {
-			q := `UPDATE credits_account SET unknown_charges = unknown_charges + 1 WHERE id = 1`
-			var args []any
-			if c.Amount != nil {
-				q, args = `UPDATE credits_account SET charged = charged + ? WHERE id = 1`, []any{*c.Amount}
-			}
-			if _, err := s.txExec(ctx, tx, q, args...); err != nil {
+			charged, unknown := store.ChargeTotals(c)
+			if _, err := s.txExec(ctx, tx, `UPDATE credits_account SET charged = charged + ?, unknown_charges = unknown_charges + ? WHERE id = 1`, charged, unknown); err != nil {
 				return err
 			}
 		}
@@ -60,21 +56,29 @@ func (s *Store) AddCredits(ctx context.Context, amount int64, note string) (stor
 		if err != nil {
 			return err
 		}
-		var waiting []string
+		requeued := map[string]*api.AgentRunStatus{}
+		var names []string
 		for rows.Next() {
 			var name, status string
 			if err := rows.Scan(&name, &status); err != nil {
 				rows.Close()
 				return err
 			}
-			var st api.AgentRunStatus
-			if json.Unmarshal([]byte(status), &st) == nil && store.WaitsOnCredits(st) {
-				waiting = append(waiting, name)
+			row := store.RunRow{Phase: api.PhaseWaiting}
+			if json.Unmarshal([]byte(status), &row.Status) != nil {
+				continue
+			}
+			if st := store.CreditsAdded(row); st != nil {
+				requeued[name] = st
+				names = append(names, name)
 			}
 		}
 		rows.Close()
-		for _, name := range waiting {
-			if err := s.requeueTx(ctx, tx, name, "credits were added; waiting for a runner to continue", store.WaitsOnCredits); err != nil {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, name := range names {
+			if err := s.setStatusTx(ctx, tx, name, requeued[name]); err != nil {
 				return err
 			}
 			if err := s.pokeTx(ctx, tx, name, ""); err != nil {
@@ -156,18 +160,13 @@ func (s *Store) ReserveCredits(ctx context.Context, l store.Lease, r store.Reser
 		if _, err := s.txExec(ctx, tx, `DELETE FROM credit_reservations WHERE run = ? AND step_key = ?`, l.Run, r.StepKey); err != nil {
 			return err
 		}
-		if adds == 0 {
-			return nil
-		}
-		res.Enforced = true
-		if err := s.txQueryRow(ctx, tx, `SELECT COALESCE(SUM(amount), 0) FROM credit_reservations`).Scan(&res.ReservedByOthers); err != nil {
+		var others int64
+		if err := s.txQueryRow(ctx, tx, `SELECT COALESCE(SUM(amount), 0) FROM credit_reservations`).Scan(&others); err != nil {
 			return err
 		}
-		res.Available = added - charged - res.ReservedByOthers
-		if r.Amount > res.Available {
+		if res = store.PlanReservation(adds > 0, added, charged, others, r.Amount); !res.OK {
 			return nil
 		}
-		res.OK = true
 		_, err = s.txExec(ctx, tx, `INSERT INTO credit_reservations (run, step_key, attempt, amount, time) VALUES (?, ?, ?, ?, ?)`,
 			l.Run, r.StepKey, r.Attempt, r.Amount, ms(s.now()))
 		return err
@@ -199,28 +198,22 @@ func (s *Store) ListReservations(ctx context.Context) ([]store.Reservation, erro
 
 func (s *Store) RaiseRunCap(ctx context.Context, name, maxCostUSD string, check func(cur *api.AgentRun) error) (*api.AgentRun, error) {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		cur, err := scanRun(s.txQueryRow(ctx, tx, runCols+` WHERE name = ?`, name))
+		row, err := s.loadRun(ctx, tx, name)
 		if err != nil {
 			return err
 		}
-		var owner sql.NullString
-		if err := s.txQueryRow(ctx, tx, `SELECT lease_owner FROM runs WHERE name = ?`, name).Scan(&owner); err != nil {
+		cur, err := scanRun(s.txQueryRow(ctx, tx, runCols+` WHERE name = ?`, name))
+		if err != nil {
 			return err
 		}
 		if err := check(cur); err != nil {
 			return err
 		}
-		cur.Spec.MaxCostUSD = maxCostUSD
-		if _, err := s.txExec(ctx, tx, `UPDATE runs SET spec = ? WHERE name = ?`, mustJSON(cur.Spec), name); err != nil {
+		spec, st := store.RaiseCap(cur.Spec, row, maxCostUSD)
+		if _, err := s.txExec(ctx, tx, `UPDATE runs SET spec = ? WHERE name = ?`, mustJSON(spec), name); err != nil {
 			return err
 		}
-		if !owner.Valid && cur.Status.Cost != nil {
-			cur.Status.Cost.LimitUSD = maxCostUSD
-			if _, err := s.txExec(ctx, tx, `UPDATE runs SET status = ? WHERE name = ?`, mustJSON(cur.Status), name); err != nil {
-				return err
-			}
-		}
-		if err := s.requeueTx(ctx, tx, name, "the cap was raised; waiting for a runner to continue", store.WaitsOnCap); err != nil {
+		if err := s.setStatusTx(ctx, tx, name, st); err != nil {
 			return err
 		}
 		return s.pokeTx(ctx, tx, name, "")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -95,8 +94,8 @@ func (s *Store) UpdateGroup(ctx context.Context, g *api.AgentGroup, check func(o
 		if err != nil {
 			return err
 		}
-		if g.Metadata.ResourceVersion != "" && g.Metadata.ResourceVersion != cur.Metadata.ResourceVersion {
-			return fmt.Errorf("group %q has resourceVersion %s, not %s: %w", name, cur.Metadata.ResourceVersion, g.Metadata.ResourceVersion, store.ErrConflict)
+		if err := store.CheckVersion("group", name, cur.Metadata.ResourceVersion, g.Metadata.ResourceVersion); err != nil {
+			return err
 		}
 		if check != nil {
 			if err := check(cur); err != nil {
@@ -367,10 +366,8 @@ func (s *Store) GroupsToAdmit(ctx context.Context) ([]string, error) {
 
 func (s *Store) AdmitGroup(ctx context.Context, group string, now time.Time) (int, error) {
 	// A look without the write lock first: most passes change nothing, and then hold nothing.
-	if g, err := s.GetGroup(ctx, group); err == nil {
-		if ms, err := s.GroupMembers(ctx, group); err == nil && len(store.PlanAdmission(g, ms, now)) == 0 {
-			return 0, nil
-		}
+	if store.NothingToAdmit(ctx, s, group, now) {
+		return 0, nil
 	}
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -407,12 +404,12 @@ func (s *Store) admitTx(ctx context.Context, tx *sql.Tx, g *api.AgentGroup, now 
 	admitted := 0
 	for _, u := range store.PlanAdmission(g, members, now) {
 		var res sql.Result
-		switch {
-		case u.Admit:
+		switch u.Kind() {
+		case store.UpdateAdmit:
 			admitted++
 			res, err = s.txExec(ctx, tx, `UPDATE runs SET admitted = 1, group_wait = '', claimable_at = ?, status = ?, resource_version = resource_version + 1
 				WHERE name = ? AND admitted = 0`, ms(now), mustJSON(u.Status), u.Name)
-		case api.Finished(u.Status.Phase):
+		case store.UpdateFinish:
 			res, err = s.txExec(ctx, tx, `UPDATE runs SET group_wait = '', claimable_at = NULL, status = ?, phase = ?, resource_version = resource_version + 1
 				WHERE name = ? AND admitted = 0 AND lease_owner IS NULL`, mustJSON(u.Status), u.Status.Phase, u.Name)
 		default:
@@ -434,13 +431,6 @@ func (s *Store) admitTx(ctx context.Context, tx *sql.Tx, g *api.AgentGroup, now 
 	return admitted, nil
 }
 
-// batchGroup is what CreateRuns knows of one group during a batch.
-type batchGroup struct {
-	g          *api.AgentGroup
-	unfinished int
-	seq        int64
-}
-
 func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash string) ([]*api.AgentRun, bool, error) {
 	var out []*api.AgentRun
 	replayed := false
@@ -451,8 +441,8 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 			var h, result string
 			err := s.txQueryRow(ctx, tx, `SELECT hash, result FROM idempotency_keys WHERE key = ?`, key).Scan(&h, &result)
 			if err == nil {
-				if h != hash {
-					return api.Errorf(http.StatusUnprocessableEntity, api.CodeIdempotencyReused, "Idempotency-Key", "Idempotency-Key %q was used for a different batch", key)
+				if err := store.CheckBatchKey(key, h, hash); err != nil {
+					return err
 				}
 				replayed = true
 				return json.Unmarshal([]byte(result), &out)
@@ -461,14 +451,11 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 				return err
 			}
 		}
-		groups := map[string]*batchGroup{}
+		groups := map[string]*store.BatchGroup{}
 		now := s.now()
 		for i, r := range runs {
 			if err := s.insertRunTx(ctx, tx, r, groups, now); err != nil {
-				if _, ok := api.AsError(err); ok || len(runs) > 1 {
-					return &store.ItemError{Index: i, Err: err}
-				}
-				return err
+				return store.BatchItemError(i, len(runs), err)
 			}
 			if r.Spec.Group == "" && !api.Finished(r.Status.Phase) {
 				claimable = true
@@ -491,29 +478,27 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 	return out, replayed, nil
 }
 
-func (s *Store) insertRunTx(ctx context.Context, tx *sql.Tx, r *api.AgentRun, groups map[string]*batchGroup, now time.Time) error {
+func (s *Store) insertRunTx(ctx context.Context, tx *sql.Tx, r *api.AgentRun, groups map[string]*store.BatchGroup, now time.Time) error {
 	name := r.Metadata.Name
 	var claimable any = ms(now)
 	if api.Finished(r.Status.Phase) {
 		claimable = nil
 	}
-	var group, task, wait string
-	var seq int64
+	var m store.NewMember
 	admitted := 1
-	deps := "[]"
 	if r.Spec.Group != "" {
 		bg := groups[r.Spec.Group]
 		if bg == nil {
 			g, err := scanGroup(s.txQueryRow(ctx, tx, groupCols+` WHERE name = ?`, r.Spec.Group))
 			if errors.Is(err, store.ErrNotFound) {
-				return api.Errorf(http.StatusNotFound, api.CodeGroupNotFound, "spec.group", "group %q does not exist", r.Spec.Group)
+				return store.GroupNotFound(r.Spec.Group)
 			}
 			if err != nil {
 				return err
 			}
-			bg = &batchGroup{g: g}
+			bg = &store.BatchGroup{Group: g}
 			if err := s.txQueryRow(ctx, tx, `SELECT count(*) FILTER (WHERE phase NOT IN ('Succeeded', 'Failed', 'Cancelled')), COALESCE(MAX(group_seq), 0) FROM runs WHERE group_name = ?`,
-				r.Spec.Group).Scan(&bg.unfinished, &bg.seq); err != nil {
+				r.Spec.Group).Scan(&bg.Unfinished, &bg.Seq); err != nil {
 				return err
 			}
 			groups[r.Spec.Group] = bg
@@ -536,20 +521,14 @@ func (s *Store) insertRunTx(ctx context.Context, tx *sql.Tx, r *api.AgentRun, gr
 			}
 			rows.Close()
 		}
-		if err := store.CheckMember(bg.g, r, bg.unfinished, keys); err != nil {
+		var err error
+		if m, err = bg.AddMember(r, keys); err != nil {
 			return err
 		}
-		if bg.g.Status.AgentRevision != 0 {
-			r.Status.AgentRevision = bg.g.Status.AgentRevision
-		}
-		wait = store.InitialMemberStatus(r)
-		bg.seq++
-		bg.unfinished++
-		group, task, seq, admitted, claimable = r.Spec.Group, r.Spec.TaskKey, bg.seq, 0, nil
-		deps = mustJSON(r.Spec.DependsOn)
-		if r.Spec.DependsOn == nil {
-			deps = "[]"
-		}
+		admitted, claimable = 0, nil
+	} else {
+		m.DependsOn = []string{}
+		m.CapMicros = store.RunCapMicros(r)
 	}
 	r.Metadata.UID = newUID()
 	r.Metadata.ResourceVersion = "1"
@@ -559,7 +538,7 @@ func (s *Store) insertRunTx(ctx context.Context, tx *sql.Tx, r *api.AgentRun, gr
 	_, err := s.txExec(ctx, tx, `INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at,
 		group_name, task_key, group_seq, admitted, cap_micros, depends_on, group_wait) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		name, r.Metadata.UID, r.Spec.Agent, ms(now), mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable,
-		group, task, seq, admitted, int64(store.RunCapMicros(r)), deps, wait)
+		m.Group, m.TaskKey, m.Seq, admitted, int64(m.CapMicros), mustJSON(m.DependsOn), m.Wait)
 	if err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("run %s: %w", name, store.ErrAlreadyExists)

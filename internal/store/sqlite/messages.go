@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,7 +15,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 	var msg api.Message
 	created := false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		phase, err := runPhase(ctx, tx, run)
+		row, err := s.loadRun(ctx, tx, run)
 		if err != nil {
 			return err
 		}
@@ -31,8 +30,9 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 				return err
 			}
 		}
-		if api.Finished(phase) {
-			return store.ErrFinished
+		requeued, err := store.MessageRun(row)
+		if err != nil {
+			return err
 		}
 		now := s.now()
 		if err := s.txQueryRow(ctx, tx, `UPDATE runs SET next_message = next_message + 1 WHERE name = ? RETURNING next_message`, run).Scan(&msg.Seq); err != nil {
@@ -43,7 +43,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 		}
 		msg.Key, msg.Payload, msg.Time = key, payload, now.UTC().Truncate(time.Millisecond)
 		created = true
-		if err := s.requeueTx(ctx, tx, run, "a message arrived; waiting for a runner to continue", store.WaitsOnMessage); err != nil {
+		if err := s.setStatusTx(ctx, tx, run, requeued); err != nil {
 			return err
 		}
 		return s.pokeTx(ctx, tx, run, "")
@@ -78,17 +78,13 @@ func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([
 
 func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var status string
-		if err := s.txQueryRow(ctx, tx, `SELECT status FROM runs WHERE name = ?`, run).Scan(&status); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return store.ErrNotFound
-			}
+		row, err := s.loadRun(ctx, tx, run)
+		if err != nil {
 			return err
 		}
-		var st api.AgentRunStatus
-		json.Unmarshal([]byte(status), &st)
-		if !store.AwaitsResolution(st, stepKey) {
-			return store.ErrNotWaiting
+		requeued, err := store.ResolveRun(row, stepKey, resolution)
+		if err != nil {
+			return err
 		}
 		res, err := s.txExec(ctx, tx, `UPDATE steps SET resolution = ?, resolution_result = ? WHERE run = ? AND key = ? AND resolution = ''`, resolution, nullJSON(result), run, stepKey)
 		if err != nil {
@@ -97,7 +93,7 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ErrNotWaiting
 		}
-		if err := s.requeueTx(ctx, tx, run, "resolved ("+resolution+"); waiting for a runner to continue", func(st api.AgentRunStatus) bool { return store.AwaitsResolution(st, stepKey) }); err != nil {
+		if err := s.setStatusTx(ctx, tx, run, requeued); err != nil {
 			return err
 		}
 		return s.pokeTx(ctx, tx, run, "")

@@ -150,35 +150,31 @@ func (s *Store) DeleteRun(ctx context.Context, name string) error {
 	return nil
 }
 
-// runPhase reads a run's phase inside tx; ErrNotFound if it is missing.
-func runPhase(ctx context.Context, tx *sql.Tx, name string) (string, error) {
-	var phase string
-	err := tx.QueryRowContext(ctx, `SELECT phase FROM runs WHERE name = ?`, name).Scan(&phase)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", store.ErrNotFound
-	}
-	return phase, err
-}
-
-// requeueTx moves a parked run (no lease holder) that waits on what just arrived back to Queued,
-// in the same transaction, so a reader never sees it still waiting on something already given.
-func (s *Store) requeueTx(ctx context.Context, tx *sql.Tx, name, why string, from func(api.AgentRunStatus) bool) error {
+// loadRun reads what the transitions need of a run inside tx (store.RunRow); ErrNotFound if it
+// is missing.
+func (s *Store) loadRun(ctx context.Context, tx *sql.Tx, name string) (store.RunRow, error) {
+	var r store.RunRow
 	var status string
 	var owner sql.NullString
-	if err := s.txQueryRow(ctx, tx, `SELECT status, lease_owner FROM runs WHERE name = ?`, name).Scan(&status, &owner); err != nil {
-		return err
+	err := s.txQueryRow(ctx, tx, `SELECT phase, status, lease_owner FROM runs WHERE name = ?`, name).Scan(&r.Phase, &status, &owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, store.ErrNotFound
 	}
-	if owner.Valid {
-		return nil // the holder writes status
+	if err != nil {
+		return r, err
 	}
-	var st api.AgentRunStatus
-	if err := json.Unmarshal([]byte(status), &st); err != nil {
-		return err
+	if err := json.Unmarshal([]byte(status), &r.Status); err != nil {
+		return r, fmt.Errorf("decode run %s status: %w", name, err)
 	}
-	if !from(st) {
+	r.Leased = owner.Valid
+	return r, nil
+}
+
+// setStatusTx writes a status a transition returned (nil: none).
+func (s *Store) setStatusTx(ctx context.Context, tx *sql.Tx, name string, st *api.AgentRunStatus) error {
+	if st == nil {
 		return nil
 	}
-	st.Phase, st.Reason, st.Message, st.WaitingOn = api.PhaseQueued, "", why, nil
 	_, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, phase = ? WHERE name = ?`, mustJSON(st), st.Phase, name)
 	return err
 }
@@ -191,12 +187,12 @@ func (s *Store) pokeTx(ctx context.Context, tx *sql.Tx, name string, extra strin
 
 func (s *Store) RequestCancel(ctx context.Context, name string) (*api.AgentRun, error) {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		phase, err := runPhase(ctx, tx, name)
+		row, err := s.loadRun(ctx, tx, name)
 		if err != nil {
 			return err
 		}
-		if api.Finished(phase) {
-			return store.ErrFinished
+		if err := store.CancelRun(row); err != nil {
+			return err
 		}
 		return s.pokeTx(ctx, tx, name, `, cancel_requested = 1`)
 	})

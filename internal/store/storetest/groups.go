@@ -62,8 +62,9 @@ func runNames(m map[string]store.Lease) []string {
 	return names
 }
 
+// apiCode is the stable code of a store rule's refusal (a *store.RuleError), "" if err is none.
 func apiCode(err error) string {
-	if e, ok := api.AsError(err); ok {
+	if e, ok := store.AsRuleError(err); ok {
 		return e.Code
 	}
 	return ""

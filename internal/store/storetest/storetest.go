@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("CountRuns", func(t *testing.T) { testCountRuns(t, open) })
 	t.Run("CancelRequested", func(t *testing.T) { testCancelRequested(t, open) })
 	t.Run("Requeue", func(t *testing.T) { testRequeue(t, open) })
+	t.Run("Transitions", func(t *testing.T) { testTransitions(t, open) })
 	t.Run("Files", func(t *testing.T) { testFiles(t, open) })
 	t.Run("Runners", func(t *testing.T) { testRunners(t, open) })
 	t.Run("Groups", func(t *testing.T) { testGroups(t, open) })

@@ -205,6 +205,9 @@ func (d *drive) loop(ctx context.Context) error {
 		return fmt.Errorf("load agent %s revision %d: %w", d.run.Spec.Agent, d.run.Status.AgentRevision, err)
 	}
 	d.spec = spec
+	if err := d.waitForModelKey(ctx); err != nil {
+		return err
+	}
 	var restored int
 	if d.j.Steps() == 0 {
 		// A run that has done nothing yet has nothing in the store to restore; start it in an

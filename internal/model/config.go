@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -93,6 +94,15 @@ func ConfigFromEnv(getenv func(string) string, hc *http.Client) *Config {
 	return c
 }
 
+// ErrNoKey is in the chain of Resolve's error when the server has no key for the provider (or for
+// any provider): a matter of the server's configuration, which a restart with the key fixes.
+var ErrNoKey = errors.New("model provider has no key")
+
+type noKey string
+
+func (e noKey) Error() string        { return string(e) }
+func (e noKey) Is(target error) bool { return target == ErrNoKey }
+
 // Resolve picks the provider and model for a call; empty provider or model means the defaults. The
 // error says which variable to set when the provider has no key.
 func (c *Config) Resolve(provider, model string) (Provider, string, error) {
@@ -100,13 +110,13 @@ func (c *Config) Resolve(provider, model string) (Provider, string, error) {
 		provider = c.DefaultProvider
 	}
 	if provider == "" {
-		return nil, "", fmt.Errorf("no model provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY")
+		return nil, "", noKey("no model provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY")
 	}
 	p, ok := c.Providers[provider]
 	if !ok {
 		for _, pe := range providerEnv {
 			if pe.name == provider {
-				return nil, "", fmt.Errorf("model provider %q has no key: set %s", provider, pe.keyVar)
+				return nil, "", noKey(fmt.Sprintf("model provider %q has no key: set %s", provider, pe.keyVar))
 			}
 		}
 		return nil, "", fmt.Errorf("unknown model provider %q (known: anthropic, openai, openrouter)", provider)

@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/model/fake"
+)
+
+// TestStoreFullWaitsAndRecovers fills the disk the SQLite store lives on (a tmpfs mounted for the
+// test) while a run's model call is in flight: the write of its big result fails, the run shows
+// Waiting/StoreFull, the API answers a write with 507 StoreFull, and once the disk has space
+// again the same write goes through and the run completes with nothing lost or repeated.
+func TestStoreFullWaitsAndRecovers(t *testing.T) {
+	t.Parallel()
+	mnt := t.TempDir()
+	// mode=0700: a data folder others can write is refused.
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=12m,mode=0700"); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (needs root or CAP_SYS_ADMIN): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+
+	content := strings.Repeat("0123456789abcdef", 400<<10/16) // 400 KiB
+	script := `
+entries:
+  - name: big
+    match: "Write the big file"
+    turns:
+      - text: "Writing it."
+        tool_calls:
+          - name: write
+            input: {path: big.txt, content: "` + content + `"}
+      - text: "Wrote big.txt."
+`
+	e := newEnv(t, script)
+	e.dir = filepath.Join(mnt, "home")
+	if err := os.Mkdir(e.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// When the first turn's call arrives (its intent is written, its reply not yet), fill the
+	// disk and leave 128 KiB: enough for a status, not for the 400 KiB reply.
+	filler := filepath.Join(mnt, "filler")
+	filled := make(chan struct{})
+	e.model.OnRequest(func(c fake.Call) {
+		if c.Entry == "big" && c.Turn == 0 {
+			if err := fillDisk(filler); err != nil {
+				t.Error(err)
+			}
+			fi, _ := os.Stat(filler)
+			if err := os.Truncate(filler, fi.Size()-128<<10); err != nil {
+				t.Error(err)
+			}
+			close(filled)
+		}
+	})
+	e.start()
+	if st := e.do("POST", "/v2/agents", `{"definition": {"id": "big", "tools": ["write"]}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	// The cap covers the worst case of a call carrying the 400 KiB back.
+	name := "bigrun"
+	if st := e.do("POST", "/v2/agentruns", `{"kind": "AgentRun", "metadata": {"name": "bigrun"}, "spec": {"agent": "big", "input": "Write the big file", "maxCostUSD": "20"}}`, nil); st != 201 {
+		t.Fatalf("start run: HTTP %d", st)
+	}
+	select {
+	case <-filled:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the model was never called: %+v", e.getRun(name).Status)
+	}
+
+	deadline := time.Now().Add(30 * time.Second)
+	var r api.AgentRun
+	for time.Now().Before(deadline) {
+		r = e.getRun(name)
+		if r.Status.Reason == api.ReasonStoreFull || api.Finished(r.Status.Phase) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r.Status.Phase != api.PhaseWaiting || r.Status.Reason != api.ReasonStoreFull || !strings.Contains(r.Status.Message, "full") {
+		t.Fatalf("with the disk full the run is %s/%s %q, want Waiting/StoreFull saying the store is full", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	// An API write that needs space is refused with the stable code, not 500 Internal.
+	big := `{"definition": {"id": "big2", "instructions": "` + content[:250000] + `"}}`
+	var apiErr api.Error
+	if st := e.do("POST", "/v2/agents", big, &apiErr); st != http.StatusInsufficientStorage || apiErr.Code != api.CodeStoreFull {
+		t.Fatalf("create an agent on a full disk: HTTP %d %+v, want 507 StoreFull", st, apiErr)
+	}
+	// runs wait says the run waits on someone (exit 8), not that it runs.
+	e.mustCLI(8, "runs", "wait", name)
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	r = e.waitPhase(name, 30*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("after space was freed the run is %s/%s %q", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	// Nothing lost: the file the agent wrote is whole; nothing repeated: the model answered the
+	// first turn once.
+	req, _ := http.NewRequest("GET", e.url+"/v2/agentruns/"+name+"/files/big.txt", nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != content {
+		t.Errorf("big.txt: HTTP %d, %d bytes, want the %d bytes written", resp.StatusCode, len(got), len(content))
+	}
+	if n := e.model.CountTurn("big", 0); n != 1 {
+		t.Errorf("model calls for the first turn = %d, want 1 (the reply was kept while the store was full)", n)
+	}
+	evs := e.events(name)
+	if !hasEvent(evs, "store.full", "full") || !hasEvent(evs, "store.space", "space") {
+		t.Errorf("timeline lacks store.full and store.space: %+v", evs)
+	}
+	if resp, err := http.Get(e.url + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("healthz after recovery: %v %v", resp, err)
+	}
+}
+
+// fillDisk writes path until its filesystem has no space left (it runs in the model server's
+// request goroutine, so it returns its error rather than failing the test).
+func fillDisk(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return nil
+			}
+			return fmt.Errorf("fill disk: %w", err)
+		}
+	}
+}
+
+// TestHealthzChecksStore: /healthz answers ok while the store answers, and 503 with the reason
+// once the store fails (its PostgreSQL schema dropped under the running server).
+func TestHealthzChecksStore(t *testing.T) {
+	t.Parallel()
+	u := pgURL(t)
+	e := newEnv(t, quickstartScript)
+	e.start("AGENTRUN_STORE_URL=" + u)
+	get := func() (int, string) {
+		resp, err := http.Get(e.url + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, body := get(); st != 200 || body != "ok\n" {
+		t.Fatalf("healthz with a working store: %d %q", st, body)
+	}
+	pu, _ := url.Parse(u)
+	schema := pu.Query().Get("search_path")
+	conn, err := pgx.Connect(context.Background(), os.Getenv("AGENTRUN_TEST_POSTGRES_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		t.Fatal(err)
+	}
+	st, body := get()
+	if st != http.StatusServiceUnavailable || !strings.Contains(body, "schema_migrations") {
+		t.Fatalf("healthz with the store's schema gone: %d %q, want 503 naming what failed", st, body)
+	}
+}

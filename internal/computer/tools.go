@@ -1,7 +1,6 @@
 package computer
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // ToolDef is a tool of a kind of computer, as a model is told about it.
@@ -50,112 +51,17 @@ const (
 	maxToolOutput   = 64 << 10 // bytes of stdout and of stderr each put in a tool result
 )
 
-func schema(props string, required ...string) json.RawMessage {
-	req, _ := json.Marshal(append([]string{}, required...))
-	s := fmt.Sprintf(`{"type":"object","properties":{%s},"required":%s,"additionalProperties":false}`, props, req)
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, []byte(s)); err != nil {
-		panic("computer: bad tool schema: " + err.Error())
+// toolDefs are the catalog's tools that a computer runs, in catalog order.
+var toolDefs = func() []ToolDef {
+	var out []ToolDef
+	for _, e := range catalog.All() {
+		if e.Computer != "" {
+			out = append(out, ToolDef{Name: e.Name, Description: e.Description, Schema: e.Schema,
+				ReadOnly: e.ReadOnly, Repeatable: e.Repeatable, Kind: Kind(e.Computer)})
+		}
 	}
-	return buf.Bytes()
-}
-
-var toolDefs = []ToolDef{
-	{Kind: KindSandbox, Name: "bash",
-		Description: "Run a command with bash -lc in your sandbox, a Linux machine whose /workspace (the working folder) is your run folder. " +
-			"The rest of its file system is a fresh, read-only base system with a writable /tmp; " +
-			"the network is reachable only if your computer allows it. " +
-			"By default the command runs in the foreground and you get its exit code, stdout and stderr (each cut at 64 KiB) when it ends; " +
-			"after timeout_s seconds (default 120, at most 600) it is killed with everything it started. " +
-			"With background: true it keeps running after the call (servers, watchers, long builds) and you get an id: " +
-			"read its output with bash_output, stop it with bash_kill, list them with bash_list. " +
-			"Processes started in the foreground do not outlive their command; start long-lived ones in the background.",
-		Schema: schema(`
-			"command": {"type": "string", "description": "The command line, run with bash -lc in /workspace (or workdir)."},
-			"timeout_s": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Seconds before a foreground command is killed (default 120)."},
-			"background": {"type": "boolean", "description": "Run in the background and return its id at once."},
-			"workdir": {"type": "string", "description": "Working folder, relative to /workspace or absolute (default /workspace)."}`,
-			"command")},
-	{Kind: KindSandbox, Name: "bash_output", ReadOnly: true,
-		Description: "Read the output (stdout and stderr together, as written) of a background process started with bash, " +
-			"from byte offset on (default 0), at most 256 KiB per call; the result gives the offset to read from next " +
-			"and whether the process still runs or its exit code. Only the last 4 MiB of a process's output are kept.",
-		Schema: schema(`
-			"id": {"type": "string", "description": "The process id bash returned, e.g. \"p1\"."},
-			"offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read from (the next offset of the previous call)."}`,
-			"id")},
-	{Kind: KindSandbox, Name: "bash_kill",
-		Description: "Stop a background process started with bash, and everything it started (SIGTERM, then SIGKILL after 3 s).",
-		Schema:      schema(`"id": {"type": "string", "description": "The process id bash returned, e.g. \"p1\"."}`, "id")},
-	{Kind: KindSandbox, Name: "bash_list", ReadOnly: true,
-		Description: "List the background processes started with bash: id, command, whether it runs, exit code, output size.",
-		Schema:      schema(``)},
-
-	{Kind: KindBrowser, Name: "browser_open",
-		Description: "Open an http:// or https:// URL in your browser and wait for it to load. " +
-			"Returns the page: its URL, title, visible text (cut at 100 KiB) and links.",
-		Schema: schema(`"url": {"type": "string", "description": "The URL to open."}`, "url")},
-	{Kind: KindBrowser, Name: "browser_text", ReadOnly: true,
-		Description: "Read the page the browser shows now: URL, title, visible text and links.",
-		Schema:      schema(``)},
-	{Kind: KindBrowser, Name: "browser_click",
-		Description: "Click an element of the page: the one a CSS selector matches (selector), or the link or button whose text is (or contains) text. " +
-			"Give one of the two. Returns the page after the click; a file the click downloads is saved in downloads/ in your run folder and named in the result.",
-		Schema: schema(`
-			"selector": {"type": "string", "description": "CSS selector of the element, e.g. \"#submit\" or \"a.next\"."},
-			"text": {"type": "string", "description": "Text of the link or button, e.g. \"Sign in\"."}`)},
-	{Kind: KindBrowser, Name: "browser_type",
-		Description: "Type text into a field of the page (replacing what it holds), as key presses; with submit: true, then submit the field's form. " +
-			"Returns the page afterwards.",
-		Schema: schema(`
-			"selector": {"type": "string", "description": "CSS selector of the field, e.g. \"input[name=q]\"."},
-			"text": {"type": "string", "description": "The text to type."},
-			"submit": {"type": "boolean", "description": "Submit the field's form after typing."}`,
-			"selector", "text")},
-	{Kind: KindBrowser, Name: "browser_screenshot", Repeatable: true,
-		Description: "Save a PNG screenshot of the browser's viewport in your run folder (default screenshots/N.png) and return its path.",
-		Schema:      schema(`"path": {"type": "string", "description": "Where to save it, relative to the run folder, ending in .png."}`)},
-
-	{Kind: KindDesktop, Name: "desktop_screenshot", Repeatable: true,
-		Description: "See your desktop: take a screenshot of the whole screen, which you get as an image with this result, " +
-			"saved as a PNG in your run folder (default screenshots/N.png). Coordinates for the other desktop tools are pixels " +
-			"of this image from its top-left corner. Take one before acting and after anything that changes the screen.",
-		Schema: schema(`"path": {"type": "string", "description": "Where to save it, relative to the run folder, ending in .png."}`)},
-	{Kind: KindDesktop, Name: "desktop_click",
-		Description: "Move the mouse to (x, y) on the screen and click a button there (left unless you say otherwise; double: true for a double click).",
-		Schema: schema(`
-			"x": {"type": "integer", "minimum": 0, "description": "Pixels from the screen's left edge."},
-			"y": {"type": "integer", "minimum": 0, "description": "Pixels from the screen's top edge."},
-			"button": {"type": "string", "enum": ["left", "middle", "right"], "description": "The mouse button (default left)."},
-			"double": {"type": "boolean", "description": "Double-click."}`,
-			"x", "y")},
-	{Kind: KindDesktop, Name: "desktop_move", Repeatable: true,
-		Description: "Move the mouse to (x, y) without clicking (to hover over something).",
-		Schema: schema(`
-			"x": {"type": "integer", "minimum": 0, "description": "Pixels from the screen's left edge."},
-			"y": {"type": "integer", "minimum": 0, "description": "Pixels from the screen's top edge."}`,
-			"x", "y")},
-	{Kind: KindDesktop, Name: "desktop_drag",
-		Description: "Press the left mouse button at (x, y), move to (to_x, to_y) and release it there.",
-		Schema: schema(`
-			"x": {"type": "integer", "minimum": 0}, "y": {"type": "integer", "minimum": 0},
-			"to_x": {"type": "integer", "minimum": 0}, "to_y": {"type": "integer", "minimum": 0}`,
-			"x", "y", "to_x", "to_y")},
-	{Kind: KindDesktop, Name: "desktop_scroll",
-		Description: "Turn the mouse wheel with the pointer at (x, y): clicks notches (default 3) in direction up, down, left or right.",
-		Schema: schema(`
-			"x": {"type": "integer", "minimum": 0}, "y": {"type": "integer", "minimum": 0},
-			"direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
-			"clicks": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Notches to turn (default 3)."}`,
-			"x", "y", "direction")},
-	{Kind: KindDesktop, Name: "desktop_type",
-		Description: "Type text with the keyboard into whatever has the focus on the screen (click a field first).",
-		Schema:      schema(`"text": {"type": "string", "description": "The text to type."}`, "text")},
-	{Kind: KindDesktop, Name: "desktop_key",
-		Description: "Press a key or a key combination, named as X names them: \"Return\", \"Tab\", \"Escape\", \"BackSpace\", \"ctrl+s\", \"alt+F4\", \"shift+Tab\". " +
-			"Several separated by spaces are pressed one after another (\"ctrl+a Delete\").",
-		Schema: schema(`"keys": {"type": "string", "description": "The key or combination, e.g. \"ctrl+s\"."}`, "keys")},
-}
+	return out
+}()
 
 // Tools returns the tools of a kind of computer (none for kind none). A desktop has the
 // sandbox's tools (programs started with bash show on its screen) and its own.
@@ -184,25 +90,6 @@ func LookupTool(name string) (ToolDef, bool) {
 	return ToolDef{}, false
 }
 
-// decode reads a tool's input into v, refusing unknown fields; the message,
-// when not empty, is for the model.
-func decode(input json.RawMessage, v any) string {
-	in := bytes.TrimSpace(input)
-	if len(in) == 0 || string(in) == "null" {
-		in = []byte("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(in))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fmt.Sprintf("field %q must be %s, got a JSON %s", te.Field, te.Type.Kind(), te.Value)
-		}
-		return "invalid input: " + err.Error()
-	}
-	return ""
-}
-
 // Run executes one call of a computer tool on c. content is the tool result
 // for the model; isError marks a result that reports the agent's mistake
 // (bad input, a missing file or process, a page that does not load, a
@@ -214,8 +101,27 @@ func Run(ctx context.Context, c Computer, name string, input json.RawMessage) (c
 	return r.Content, r.IsError, err
 }
 
-// RunTool is Run with the images a result shows the model (a desktop's screenshots).
+// RunTool is Run with the images a result shows the model (a desktop's screenshots). It decodes
+// input strictly (catalog.Decode); a bad input is an error result naming the key.
 func RunTool(ctx context.Context, c Computer, name string, input json.RawMessage) (Result, error) {
+	if _, ok := LookupTool(name); !ok {
+		return Result{Content: fmt.Sprintf("unknown computer tool %q", name), IsError: true}, nil
+	}
+	in, err := catalog.Decode(name, input)
+	var ie *catalog.InputError
+	if errors.As(err, &ie) {
+		return Result{Content: ie.Msg, IsError: true}, nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return RunInput(ctx, c, in)
+}
+
+// RunInput runs a call whose input is decoded already: the agent loop decodes a call once, for
+// the policy, the journal's title and the tool, so the command approved is the command run.
+func RunInput(ctx context.Context, c Computer, in catalog.Input) (Result, error) {
+	name, input := in.Tool, in.Value
 	def, ok := LookupTool(name)
 	if !ok {
 		return Result{Content: fmt.Sprintf("unknown computer tool %q", name), IsError: true}, nil
@@ -244,7 +150,7 @@ func RunTool(ctx context.Context, c Computer, name string, input json.RawMessage
 	return r, nil
 }
 
-func run(ctx context.Context, c Computer, def ToolDef, input json.RawMessage) (string, error) {
+func run(ctx context.Context, c Computer, def ToolDef, input any) (string, error) {
 	switch def.Kind {
 	case KindSandbox:
 		s, ok := c.(Sandbox)
@@ -262,20 +168,11 @@ func run(ctx context.Context, c Computer, def ToolDef, input json.RawMessage) (s
 	return "", fmt.Errorf("no tools for kind %s", def.Kind)
 }
 
-func runSandbox(ctx context.Context, s Sandbox, name string, input json.RawMessage) (string, error) {
-	switch name {
-	case "bash":
-		var in struct {
-			Command    *string `json:"command"`
-			TimeoutS   *int64  `json:"timeout_s"`
-			Background bool    `json:"background"`
-			Workdir    string  `json:"workdir"`
-		}
-		if msg := decode(input, &in); msg != "" {
-			return "", Agentf("%s", msg)
-		}
-		if in.Command == nil || strings.TrimSpace(*in.Command) == "" {
-			return "", Agentf("missing required field \"command\" (string)")
+func runSandbox(ctx context.Context, s Sandbox, name string, input any) (string, error) {
+	switch in := input.(type) {
+	case *catalog.Bash:
+		if strings.TrimSpace(in.Command) == "" {
+			return "", Agentf("field \"command\" is empty: give the command line to run")
 		}
 		timeout := int64(defaultTimeoutS)
 		if in.TimeoutS != nil {
@@ -286,14 +183,14 @@ func runSandbox(ctx context.Context, s Sandbox, name string, input json.RawMessa
 		}
 		opts := ExecOptions{Workdir: in.Workdir, Timeout: time.Duration(timeout) * time.Second, MaxOutput: maxToolOutput}
 		if in.Background {
-			p, err := s.Start(ctx, *in.Command, opts)
+			p, err := s.Start(ctx, in.Command, opts)
 			if err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("started background process %s (pid %d in the sandbox). "+
 				"Read its output with bash_output {\"id\": %q}; stop it with bash_kill {\"id\": %q}.", p.ID, p.PID, p.ID, p.ID), nil
 		}
-		r, err := s.Exec(ctx, *in.Command, opts)
+		r, err := s.Exec(ctx, in.Command, opts)
 		if err != nil {
 			return "", err
 		}
@@ -302,14 +199,7 @@ func runSandbox(ctx context.Context, s Sandbox, name string, input json.RawMessa
 			return "", &AgentError{Msg: out}
 		}
 		return out, nil
-	case "bash_output":
-		var in struct {
-			ID     string `json:"id"`
-			Offset int64  `json:"offset"`
-		}
-		if msg := decode(input, &in); msg != "" {
-			return "", Agentf("%s", msg)
-		}
+	case *catalog.BashOutput:
 		if in.ID == "" {
 			return "", Agentf("missing required field \"id\" (string)")
 		}
@@ -335,13 +225,7 @@ func runSandbox(ctx context.Context, s Sandbox, name string, input json.RawMessa
 		}
 		fmt.Fprintf(&b, "next offset: %d (of %d written)", o.Next, o.Process.OutputBytes)
 		return b.String(), nil
-	case "bash_kill":
-		var in struct {
-			ID string `json:"id"`
-		}
-		if msg := decode(input, &in); msg != "" {
-			return "", Agentf("%s", msg)
-		}
+	case *catalog.BashKill:
 		if in.ID == "" {
 			return "", Agentf("missing required field \"id\" (string)")
 		}
@@ -350,11 +234,7 @@ func runSandbox(ctx context.Context, s Sandbox, name string, input json.RawMessa
 			return "", err
 		}
 		return fmt.Sprintf("process %s stopped: %s", p.ID, state(p)), nil
-	case "bash_list":
-		var in struct{}
-		if msg := decode(input, &in); msg != "" {
-			return "", Agentf("%s", msg)
-		}
+	case *catalog.BashList:
 		ps, err := s.Processes(ctx)
 		if err != nil {
 			return "", err
@@ -369,7 +249,7 @@ func runSandbox(ctx context.Context, s Sandbox, name string, input json.RawMessa
 		}
 		return b.String(), nil
 	}
-	return "", fmt.Errorf("unknown sandbox tool %s", name)
+	return "", fmt.Errorf("sandbox tool %s: input is a %T", name, input)
 }
 
 func state(p ProcessInfo) string {
@@ -411,65 +291,29 @@ func formatExec(r ExecResult, timeoutS int64) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func runBrowser(ctx context.Context, br Browser, name string, input json.RawMessage) (string, error) {
+func runBrowser(ctx context.Context, br Browser, name string, input any) (string, error) {
 	var p Page
 	var err error
-	switch name {
-	case "browser_open":
-		var in struct {
-			URL string `json:"url"`
-		}
-		if msg := decode(input, &in); msg != "" {
-			return "", Agentf("%s", msg)
-		}
+	switch in := input.(type) {
+	case *catalog.BrowserOpen:
 		if in.URL == "" {
 			return "", Agentf("missing required field \"url\" (string)")
 		}
 		p, err = br.Open(ctx, in.URL)
-	case "browser_text":
-		var in struct{}
-		if msg := decode(input, &in); msg != "" {
-			return "", Agentf("%s", msg)
-		}
+	case *catalog.BrowserText:
 		p, err = br.Current(ctx)
-	case "browser_click":
-		var in Target
-		var raw struct {
-			Selector string `json:"selector"`
-			Text     string `json:"text"`
-		}
-		if msg := decode(input, &raw); msg != "" {
-			return "", Agentf("%s", msg)
-		}
-		in = Target(raw)
-		p, err = br.Click(ctx, in)
-	case "browser_type":
-		var in struct {
-			Selector *string `json:"selector"`
-			Text     *string `json:"text"`
-			Submit   bool    `json:"submit"`
-		}
-		if msg := decode(input, &in); msg != "" {
-			return "", Agentf("%s", msg)
-		}
-		if in.Selector == nil || in.Text == nil {
-			return "", Agentf("browser_type needs \"selector\" and \"text\" (strings)")
-		}
-		p, err = br.Type(ctx, *in.Selector, *in.Text, in.Submit)
-	case "browser_screenshot":
-		var in struct {
-			Path string `json:"path"`
-		}
-		if msg := decode(input, &in); msg != "" {
-			return "", Agentf("%s", msg)
-		}
+	case *catalog.BrowserClick:
+		p, err = br.Click(ctx, Target{Selector: in.Selector, Text: in.Text})
+	case *catalog.BrowserType:
+		p, err = br.Type(ctx, in.Selector, in.Text, in.Submit)
+	case *catalog.BrowserScreenshot:
 		path, err := br.Screenshot(ctx, in.Path)
 		if err != nil {
 			return "", err
 		}
 		return "screenshot saved in the run folder at " + path, nil
 	default:
-		return "", fmt.Errorf("unknown browser tool %s", name)
+		return "", fmt.Errorf("browser tool %s: input is a %T", name, input)
 	}
 	if err != nil {
 		return "", err

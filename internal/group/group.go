@@ -89,10 +89,18 @@ func spentOf(m store.Member) cost.Micros {
 	return m.SpentMicros
 }
 
+// Store is the part of the store the controller uses: which groups wait, admission, and the
+// store's wake-ups.
+type Store interface {
+	GroupsToAdmit(ctx context.Context) ([]string, error)
+	AdmitGroup(ctx context.Context, group string, now time.Time) (admitted int, err error)
+	WaitWork(ctx context.Context, d time.Duration)
+}
+
 // Controller runs admission for every group with members waiting, whenever the store says runs
 // may have changed and at least every Interval.
 type Controller struct {
-	Store    store.Store
+	Store    Store
 	Log      *slog.Logger
 	Interval time.Duration
 	// Hook, if set, runs after each pass (evaluation grading).
@@ -101,7 +109,7 @@ type Controller struct {
 }
 
 // New makes a controller.
-func New(st store.Store, log *slog.Logger) *Controller {
+func New(st Store, log *slog.Logger) *Controller {
 	return &Controller{Store: st, Log: log, Interval: 500 * time.Millisecond, kick: make(chan struct{}, 1)}
 }
 

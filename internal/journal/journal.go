@@ -76,7 +76,7 @@ type Outcome struct {
 
 // Journal is one drive's view of a run's journal, under one lease.
 type Journal struct {
-	st    store.Store
+	st    Store
 	lease store.Lease
 	steps map[string]*api.Step
 	order []string
@@ -92,7 +92,7 @@ type Journal struct {
 }
 
 // Open loads the run's journal for a drive under lease.
-func Open(ctx context.Context, st store.Store, lease store.Lease) (*Journal, error) {
+func Open(ctx context.Context, st Store, lease store.Lease) (*Journal, error) {
 	steps, err := st.ListSteps(ctx, lease.Run)
 	if err != nil {
 		return nil, fmt.Errorf("open journal of %s: %w", lease.Run, err)

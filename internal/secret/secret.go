@@ -19,8 +19,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"agentrun.dev/agentrun/internal/store"
 )
 
 // EnvVar names the seal key's variable.
@@ -157,7 +155,9 @@ func (b *Box) SealMap(name string, data map[string]string) ([]byte, []string, er
 // Opener opens secrets from a store (agent.Secrets).
 type Opener struct {
 	Box   *Box
-	Store store.Store
+	Store interface {
+		GetSecret(ctx context.Context, name string) ([]byte, error)
+	}
 }
 
 // Open returns a secret's key/value pairs.

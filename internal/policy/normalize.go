@@ -157,12 +157,22 @@ func opaque(prog string, args []word) string {
 		return "eval"
 	case prog == "source" || prog == ".":
 		return prog + " (it runs a file's commands in this shell)"
-	case prog == "trap" && len(texts) >= 2 && !strings.HasPrefix(texts[0], "-"):
+	case prog == "trap" && trapSets(texts):
 		return "trap (its string runs later)"
 	case prog == "alias" && strings.Contains(strings.Join(texts, " "), "="):
 		return "alias"
-	case prog == "let" && strings.ContainsAny(strings.Join(texts, " "), "[`$"):
-		return "let (array subscripts run substitutions)"
+	case prog == "let" && strings.ContainsAny(strings.Join(texts, " "), "[`$abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"):
+		return "let (arithmetic on a variable: bash evaluates its value, which can run commands)"
+	case declares[prog] && declFlags(texts, "in"):
+		return prog + " -i or -n (what is assigned later is evaluated, which can run commands)"
+	case (declares[prog] || namesVars[prog]) && subscript(prog, texts):
+		return "an array subscript given to " + prog + " (it is evaluated, which can run commands)"
+	case (prog == "compgen" || prog == "complete") && (has("-C") || has("-F")):
+		return prog + " -C or -F (it runs a command or a function)"
+	case prog == "hash" && has("-p"):
+		return "hash -p (it changes what a name runs)"
+	case prog == "enable" && has("-f"):
+		return "enable -f (it loads a builtin from a file)"
 	case (prog == "mapfile" || prog == "readarray") && has("-C"):
 		return prog + " -C"
 	case prog == "fc", prog == "su", prog == "watch", prog == "parallel":
@@ -199,6 +209,65 @@ func opaque(prog string, args []word) string {
 		return interp(prog, texts, ip.eval, ip.evalL, ip.argOpts, version)
 	}
 	return ""
+}
+
+// trapSets: trap given a string and signals (not "trap - SIG", "trap -p", "trap -l").
+func trapSets(texts []string) bool {
+	i := 0
+	for i < len(texts) && strings.HasPrefix(texts[i], "-") && texts[i] != "-" {
+		if texts[i] == "--" {
+			i++
+			break
+		}
+		i++
+	}
+	return len(texts)-i >= 2 && texts[i] != "-"
+}
+
+// declares take assignments; namesVars take the names of variables to set or test. Either
+// evaluates an array subscript in a name (a[$(cmd)]), and bash evaluates a subscript as
+// arithmetic, whose variables' values can run commands.
+var (
+	declares  = map[string]bool{"declare": true, "typeset": true, "local": true, "export": true, "readonly": true, "nameref": true}
+	namesVars = map[string]bool{"read": true, "unset": true, "mapfile": true, "readarray": true, "getopts": true,
+		"printf": true, "wait": true, "test": true, "[": true}
+)
+
+// declFlags reports whether declare-like options hold any of flags (-i, -ni, +i ...).
+func declFlags(texts []string, flags string) bool {
+	for _, t := range texts {
+		if t == "--" {
+			return false
+		}
+		if len(t) > 1 && (t[0] == '-' || t[0] == '+') && strings.ContainsAny(t[1:], flags) {
+			return true
+		}
+	}
+	return false
+}
+
+// subscript reports whether a name given to prog has a subscript that is not a plain number.
+func subscript(prog string, texts []string) bool {
+	for i, t := range texts {
+		switch {
+		case prog == "printf" || prog == "wait":
+			if t != "-v" && t != "-p" || i+1 >= len(texts) {
+				continue
+			}
+			t = texts[i+1]
+		case prog == "test" || prog == "[":
+			if t != "-v" && t != "-R" || i+1 >= len(texts) {
+				continue
+			}
+			t = texts[i+1]
+		case declares[prog]:
+			t, _, _ = strings.Cut(t, "=") // the name, not the value
+		}
+		if _, sub, ok := strings.Cut(t, "["); ok && !numberRE.MatchString(strings.SplitN(sub, "]", 2)[0]) {
+			return true
+		}
+	}
+	return false
 }
 
 // interp: an interpreter runs a string with an eval option, its input with "-" or "-s" or no
@@ -264,12 +333,6 @@ func normalize(sc *simpleCmd) []Command {
 		} else {
 			rs = append(rs, r.redir+" "+r.text)
 		}
-	}
-	for len(ws) > 0 && !ws[0].quoted && keywords[ws[0].text] {
-		if ws[0].text == "time" && len(ws) > 1 && ws[1].text == "-p" {
-			ws = ws[1:]
-		}
-		ws = ws[1:]
 	}
 	c := Command{Text: sc.raw}
 	var extra []Command

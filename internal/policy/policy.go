@@ -9,6 +9,7 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // Actions.
@@ -55,6 +57,8 @@ func (d Decision) Explain() string {
 	switch r := d.Rule; {
 	case strings.HasPrefix(r, "server deny: "):
 		by = "the server's rule " + strings.TrimPrefix(r, "server deny: ")
+	case strings.HasPrefix(r, "invalid input: "):
+		return verb + ": " + r
 	case strings.HasPrefix(r, "rule "):
 		n, m, _ := strings.Cut(strings.TrimPrefix(r, "rule "), ": ")
 		by = "the agent's rule " + n + " " + m
@@ -111,34 +115,44 @@ func Parse(m string) (Pattern, error) {
 	return p, nil
 }
 
-// MainArg is the argument a pattern is matched against, per tool: the command for shells, the
-// path for file tools, the URL for fetchers and browsers.
-func MainArg(tool string, input json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(input, &m) != nil {
-		return ""
+// decodeInput decodes a call's input with the tool catalog's strict decoder, the one the tool
+// runs on (a tool the catalog does not have is decoded generically, still strictly), so a
+// pattern is matched against exactly the values the tool will use.
+func decodeInput(tool string, input json.RawMessage) (catalog.Input, error) {
+	in, err := catalog.Decode(tool, input)
+	if errors.Is(err, catalog.ErrUnknownTool) {
+		return catalog.DecodeGeneric(tool, input)
 	}
-	for _, k := range []string{"command", "path", "url", "pattern", "selector", "text", "label"} {
-		if v, ok := m[k].(string); ok {
-			return v
-		}
-	}
-	return ""
+	return in, err
 }
 
-// pathTools match their argument as a path: "*" stays within a folder, "**" crosses folders.
-var pathTools = map[string]bool{"read": true, "write": true, "edit": true, "ls": true, "grep": true}
+// MainArg is the argument a pattern is matched against, per tool: the command for shells, the
+// path for file tools, the URL for fetchers and browsers ("" when the input does not decode).
+func MainArg(tool string, input json.RawMessage) string {
+	in, err := decodeInput(tool, input)
+	if err != nil {
+		return ""
+	}
+	return in.Arg()
+}
 
 // Matches reports whether a call matches the pattern.
 func (p Pattern) Matches(tool string, input json.RawMessage) bool {
+	in, err := decodeInput(tool, input)
+	return err == nil && p.matches(tool, in)
+}
+
+// matches reports whether a decoded call matches the pattern. File tools match their argument as
+// a path: "*" stays within a folder, "**" crosses folders.
+func (p Pattern) matches(tool string, in catalog.Input) bool {
 	if p.Tool != "*" && p.Tool != tool {
 		return false
 	}
 	if !p.has {
 		return true
 	}
-	arg := MainArg(tool, input)
-	if pathTools[tool] {
+	arg := in.Arg()
+	if in.IsPath() {
 		return matchPath(p.Arg, strings.TrimPrefix(path.Clean("/"+strings.TrimPrefix(arg, "/workspace/")), "/"))
 	}
 	return globAny(p.Arg, strings.TrimSpace(arg))
@@ -178,15 +192,11 @@ func matchPath(pattern, p string) bool {
 // string (the sandbox's bash, and any tool that takes a command line), for a tool that is not a
 // file tool.
 func ShellCommand(tool string, input json.RawMessage) (string, bool) {
-	if pathTools[tool] {
+	in, err := decodeInput(tool, input)
+	if err != nil {
 		return "", false
 	}
-	var m map[string]any
-	if json.Unmarshal(input, &m) != nil {
-		return "", false
-	}
-	c, ok := m["command"].(string)
-	return c, ok
+	return in.Command()
 }
 
 // Decide returns what to do with a call: the server's deny set first (it holds over everything),
@@ -200,13 +210,27 @@ func ShellCommand(tool string, input json.RawMessage) (string, bool) {
 // rest, decided only by a tool-wide rule or the default, do not count), else the tool-wide rule
 // or default. A construct approvals cannot see into (eval, bash -c, source, ...) in a call
 // against which the server denies a pattern is denied; against which the agent denies or asks a
-// pattern, it asks (and is denied under never-ask if that pattern denies).
+// pattern, it asks (and is denied under never-ask if that pattern denies); and where the commands
+// it hides would fall to a tool-wide rule or default that is not allow, it is not allowed by a
+// pattern allowing the visible command (it asks; under never-ask a deny denies).
+//
+// The input is decoded strictly (see DecideInput); one that does not decode is denied.
 func Decide(s Spec, serverDeny []string, tool string, input json.RawMessage) Decision {
-	if line, ok := ShellCommand(tool, input); ok {
+	in, err := decodeInput(tool, input)
+	if err != nil {
+		return Decision{Action: Deny, Rule: "invalid input: " + err.Error()}
+	}
+	return DecideInput(s, serverDeny, tool, in)
+}
+
+// DecideInput is Decide on an input decoded once by the caller (catalog.Decode), the same value
+// the journal titles and the tool runs: what is decided is what runs.
+func DecideInput(s Spec, serverDeny []string, tool string, in catalog.Input) Decision {
+	if line, ok := in.Command(); ok {
 		return decideShell(s, serverDeny, tool, line)
 	}
 	for _, d := range serverDeny {
-		if p, err := Parse(d); err == nil && p.Matches(tool, input) {
+		if p, err := Parse(d); err == nil && p.matches(tool, in) {
 			return Decision{Action: Deny, Rule: "server deny: " + d}
 		}
 	}
@@ -215,7 +239,7 @@ func Decide(s Spec, serverDeny []string, tool string, input json.RawMessage) Dec
 		d.Action = Allow
 	}
 	for i, r := range s.Rules {
-		if p, err := Parse(r.Match); err == nil && p.Matches(tool, input) {
+		if p, err := Parse(r.Match); err == nil && p.matches(tool, in) {
 			d = Decision{Action: r.Action, Rule: fmt.Sprintf("rule %d: %s", i+1, r.Match)}
 			break
 		}
@@ -362,6 +386,16 @@ func decideShell(s Spec, serverDeny []string, tool, line string) Decision {
 		}
 		return d
 	}
+	// The commands a construct hides would be decided by the tool-wide rule or the default: if
+	// that is not allow, a pattern allowing the visible command (echo * for echo $((x))) does
+	// not allow what it hides.
+	wide := -1
+	for i, p := range rules {
+		if p != nil && !p.has {
+			wide = i
+			break
+		}
+	}
 	var d Decision
 	switch {
 	case dark != nil && guardAsk >= 0:
@@ -387,6 +421,13 @@ func decideShell(s Spec, serverDeny []string, tool, line string) Decision {
 				d = at(d, cmds[0])
 			} else {
 				d.Line = line
+			}
+		}
+		if d.Action == Allow && dark != nil && action(wide) != Allow {
+			d = at(Decision{Action: Ask, Rule: ruleName(wide), Construct: dark.Opaque}, *dark)
+			if s.NeverAsk && action(wide) == Deny {
+				d.Action, d.Rule = Deny, d.Rule+" (never-ask)"
+				return d
 			}
 		}
 	}

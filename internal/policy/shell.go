@@ -1,15 +1,23 @@
 package policy
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// A shell call's command line is not matched as one string: it is split into its simple commands
-// (at ; & && || | |& newlines, ( ) subshells, { } groups, $(...), backticks, <(...) >(...), and in
-// if/while/for/case bodies), quotes and escapes are removed as the shell would, and each simple
-// command is matched on its own, in several forms (see Command.Forms).
+// A shell call's command line is not matched as one string: it is parsed as bash
+// (mvdan.cc/sh/v3/syntax) and split into its simple commands (those of lists, pipelines,
+// subshells, groups, if/while/for/case bodies, function and coproc bodies, $(...), backticks,
+// <(...) >(...), and here-documents whose delimiter is not quoted), quotes and escapes are removed
+// as the shell would, and each simple command is matched on its own, in several forms (see
+// Command.Forms). A construct that can run text no simple command shows (arithmetic on a
+// variable, ${x@P}, ${!x}, eval, trap, ...) and a line that does not parse are opaque.
 
 // Command is one simple command of a shell command line, as approvals see it.
 type Command struct {
@@ -26,26 +34,127 @@ type Command struct {
 	Opaque string
 }
 
-// SplitCommand splits a shell command line into its simple commands. Parts it cannot parse come
-// back as a Command with Opaque set and no Forms.
-func SplitCommand(line string) []Command {
-	budget := 10000 + 50*len(line)
-	p := &parser{s: line, budget: &budget}
-	p.list(0)
-	var out []Command
-	for _, sc := range p.cmds {
-		if sc.skip {
-			continue
+// SplitCommand splits a shell command line into its simple commands, in the order the text of
+// each ends (a substitution before the command holding it, a here-document's after its line).
+// What it cannot see into comes back with Opaque set; a line that does not parse, as one
+// Command with Opaque set and no Forms (after the commands of the lines before it, which the
+// shell runs before it reads the bad one).
+func SplitCommand(line string) (out []Command) {
+	defer func() {
+		// The parser is not ours: should it ever panic, the line is one approvals cannot see.
+		if r := recover(); r != nil {
+			out = []Command{{Text: strings.TrimSpace(line), Opaque: "a line the shell parser could not read"}}
 		}
-		out = append(out, normalize(sc)...)
+	}()
+	src, f, err := parse(line)
+	var problem string
+	if err != nil {
+		problem = parseProblem(err)
+		// The shell runs the lines before the one it cannot read.
+		var pe syntax.ParseError
+		if errors.As(err, &pe) && pe.Pos.Line() > 1 {
+			cut := nthLineStart(line, int(pe.Pos.Line()))
+			if s, pf, perr := parse(line[:cut]); perr == nil {
+				src, f = s, pf
+			} else {
+				f = nil
+			}
+		} else {
+			f = nil
+		}
 	}
-	for _, pr := range p.problems {
+	w := &walker{src: src}
+	if f != nil {
+		w.stmts(f.Stmts)
+	}
+	sort.SliceStable(w.out, func(i, j int) bool { return w.out[i].end < w.out[j].end })
+	for _, c := range w.out {
+		out = append(out, c.Command)
+	}
+	for _, pr := range w.problems {
 		out = append(out, Command{Text: strings.TrimSpace(line), Opaque: pr})
+	}
+	if problem != "" {
+		out = append(out, Command{Text: strings.TrimSpace(line), Opaque: problem})
 	}
 	return out
 }
 
-// ---- lexing ----
+// parse parses a line as bash. A $(( or (( that the parser cannot read as arithmetic is, as
+// in bash, a subshell inside a substitution or another subshell ("$((cd x) )"): the text is
+// parsed again with a space after the first parenthesis of the one nearest before the error.
+func parse(line string) (string, *syntax.File, error) {
+	src := line
+	var err error
+	for try := 0; try < 8; try++ {
+		var f *syntax.File
+		f, err = syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+		if err == nil {
+			return src, f, nil
+		}
+		var pe syntax.ParseError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Text, "arithmetic") {
+			break
+		}
+		at := openArith(src, int(pe.Pos.Offset()))
+		if at < 0 {
+			break
+		}
+		src = src[:at+1] + " " + src[at+1:]
+	}
+	return line, nil, err
+}
+
+// openArith returns the offset of the "((" nearest before off that is still open at off (its
+// parentheses not yet balanced), or -1.
+func openArith(s string, off int) int {
+	off = min(off, len(s))
+	for i := strings.LastIndex(s[:off], "(("); i >= 0; i = strings.LastIndex(s[:i], "((") {
+		depth := 0
+		for _, c := range []byte(s[i:off]) {
+			switch c {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+		}
+		if depth > 0 && !strings.HasPrefix(s[i:], "( (") {
+			return i
+		}
+	}
+	return -1
+}
+
+func nthLineStart(s string, n int) int {
+	at := 0
+	for k := 1; k < n; k++ {
+		i := strings.IndexByte(s[at:], '\n')
+		if i < 0 {
+			return len(s)
+		}
+		at += i + 1
+	}
+	return at
+}
+
+// parseProblem says in words why a line does not parse.
+func parseProblem(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "closing quote `'`"):
+		return "an unterminated single quote"
+	case strings.Contains(msg, "closing quote `\"`"):
+		return "an unterminated double quote"
+	case strings.Contains(msg, "closing quote \"`\""):
+		return "an unterminated backtick"
+	case strings.Contains(msg, "`(`") || strings.Contains(msg, "`$(`") || strings.Contains(msg, "`<(`") || strings.Contains(msg, "`>(`"):
+		return "an unclosed ( (" + msg + ")"
+	}
+	return "a line that does not parse as bash (" + msg + ")"
+}
+
+// ---- the walk ----
 
 type word struct {
 	text    string // quotes and escapes removed; expansions kept as written
@@ -60,559 +169,675 @@ type word struct {
 type simpleCmd struct {
 	words []word
 	raw   string
-	skip  bool // not a command: a for/select/case header, a case pattern, a function's name
 }
 
-type heredoc struct {
-	delim         string
-	quoted, strip bool
+type found struct {
+	Command
+	end int // where its text ends in the line: the order commands are listed in
 }
 
-type parser struct {
-	s        string
-	i        int
-	cmds     []*simpleCmd
+type walker struct {
+	src      string
+	out      []found
 	problems []string
-	pending  []heredoc
 	depth    int
-	arithing int // nested arithmetic expansions being tried (each may be parsed twice)
-	budget   *int
+	// reason collects the first opaque construct met in the words of the simple command being
+	// read; nil outside one, where a construct is listed as a Command of its own.
+	reason *string
+	ctx    syntax.Node // the command being read, named by a construct outside a simple command
+	listed map[syntax.Node]bool
+	assoc  bool // reading declare -A: its subscripts are string keys, not arithmetic
 }
 
-// tick spends a step of the parse's budget; once it is spent the rest of the line is not read
-// and the line counts as one approvals cannot see into.
-func (p *parser) tick() bool {
-	if *p.budget--; *p.budget > 0 {
-		return true
-	}
-	p.problem("a command too complex to check")
-	p.i = len(p.s)
-	return false
-}
-
+// maxDepth bounds nested commands and substitutions; deeper, the line is one approvals cannot
+// see into.
 const maxDepth = 64
 
-func (p *parser) problem(s string) {
-	for _, x := range p.problems {
+func (w *walker) problem(s string) {
+	for _, x := range w.problems {
 		if x == s {
 			return
 		}
 	}
-	p.problems = append(p.problems, s)
+	w.problems = append(w.problems, s)
 }
 
-var keywords = map[string]bool{"!": true, "{": true, "}": true, "if": true, "then": true, "else": true,
-	"elif": true, "fi": true, "do": true, "done": true, "while": true, "until": true, "esac": true,
-	"time": true, "coproc": true}
+func (w *walker) raw(n syntax.Node) string {
+	return w.span(n.Pos(), n.End())
+}
 
-// headers are words that start something that is not itself a command.
-var headers = map[string]bool{"for": true, "select": true, "case": true, "function": true, "[[": true}
+func (w *walker) span(a, b syntax.Pos) string {
+	i, j := int(a.Offset()), int(b.Offset())
+	if !a.IsValid() || !b.IsValid() || i > j || j > len(w.src) {
+		return ""
+	}
+	return strings.TrimSpace(w.src[i:j])
+}
 
-// atCommand reports whether the next word of sc would be in command position.
-func atCommand(sc *simpleCmd) bool {
-	for _, w := range sc.words {
-		if w.redir != "" || w.assign || (!w.quoted && keywords[w.text]) || (!w.quoted && w.text == "-p" && len(sc.words) > 0 && sc.words[0].text == "time") {
-			continue
+// opaque records a construct approvals cannot see into.
+func (w *walker) opaque(why string) {
+	if w.reason != nil {
+		if *w.reason == "" {
+			*w.reason = why
 		}
+		return
+	}
+	if w.listed[w.ctx] { // one construct per command is enough to name
+		return
+	}
+	if w.listed == nil {
+		w.listed = map[syntax.Node]bool{}
+	}
+	w.listed[w.ctx] = true
+	c := found{Command: Command{Opaque: why}}
+	if w.ctx != nil {
+		c.Text, c.end = w.raw(w.ctx), int(w.ctx.End().Offset())
+	}
+	w.out = append(w.out, c)
+}
+
+func (w *walker) enter() bool {
+	w.depth++
+	if w.depth > maxDepth {
+		w.problem("commands nested too deeply")
 		return false
 	}
 	return true
 }
 
-var redirRE = regexp.MustCompile(`^(?:[0-9]*(?:<<<|<<-|<<|<>|<&|>&|>>|>\||<|>)|&>>|&>)`)
+func (w *walker) stmts(ss []*syntax.Stmt) {
+	for _, s := range ss {
+		w.stmt(s)
+	}
+}
 
-// list parses commands up to term (')' for $( ( <( >(, 0 for the whole string); it consumes term.
-func (p *parser) list(term byte) {
-	p.depth++
-	defer func() { p.depth-- }()
-	if p.depth > maxDepth {
-		p.problem("commands nested too deeply")
-		p.i = len(p.s)
+func (w *walker) stmt(s *syntax.Stmt) {
+	if s == nil {
 		return
 	}
-	caseDepth := 0
-	cur := &simpleCmd{}
-	start := p.i
-	flush := func(end int, skip bool) {
-		if len(cur.words) > 0 {
-			cur.raw = strings.TrimSpace(p.s[min(start, end):end])
-			first := firstCommandWord(cur)
-			if skip || headers[first] {
-				cur.skip = true
-			}
-			p.cmds = append(p.cmds, cur)
-		}
-		cur = &simpleCmd{}
-		start = p.i
+	if !w.enter() {
+		w.depth--
+		return
 	}
-	for p.i < len(p.s) && p.tick() {
-		c := p.s[p.i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\r':
-			p.i++
-		case c == '\\' && p.i+1 < len(p.s) && p.s[p.i+1] == '\n':
-			p.i += 2
-		case c == '\n':
-			flush(p.i, false)
-			p.i++
-			p.readHeredocs()
-			start = p.i
-		case c == '#':
-			for p.i < len(p.s) && p.s[p.i] != '\n' {
-				p.i++
-			}
-		case (c == '<' || c == '>') && p.i+1 < len(p.s) && p.s[p.i+1] == '(':
-			p.addWord(cur, p.word(), &caseDepth)
-		case redirRE.MatchString(p.s[p.i:]):
-			op := redirRE.FindString(p.s[p.i:])
-			p.i += len(op)
-			p.skipBlanks()
-			t := p.word()
-			if t.raw == "" {
-				p.problem("a redirection without a target")
-			}
-			t.redir = op
-			if strings.HasSuffix(op, "<<") || strings.HasSuffix(op, "<<-") {
-				p.pending = append(p.pending, heredoc{delim: t.text, quoted: t.quoted, strip: strings.HasSuffix(op, "-")})
-			}
-			cur.words = append(cur.words, t)
-		case c == ';' || c == '&' || c == '|':
-			end := p.i
-			for p.i < len(p.s) && strings.IndexByte(";&|", p.s[p.i]) >= 0 && p.i-end < 3 {
-				p.i++
-			}
-			flush(end, false)
-		case c == '(':
-			end := p.i
-			// f() { ...; } defines f: its name is not a command. Anything else before "(" is a
-			// syntax error (the shell runs nothing of that line).
-			fn := false
-			if n := len(cur.words); n == 1 || (n == 2 && cur.words[0].text == "function") {
-				fn = true
-			} else if n > 0 && caseDepth == 0 { // in a case, "(" may open a pattern
-				p.problem("an unexpected (")
-			}
-			flush(end, fn)
-			p.i++
-			p.list(')')
-			start = p.i
-		case c == ')':
-			if caseDepth > 0 { // a case pattern ends: the pattern is not a command
-				flush(p.i, true)
-				p.i++
-				start = p.i
-				continue
-			}
-			if term == ')' {
-				flush(p.i, false)
-				p.i++
-				return
-			}
-			p.problem("an unbalanced )")
-			flush(p.i, false)
-			p.i++
-			start = p.i
-		default:
-			w := p.word()
-			if w.raw == "" { // cannot happen, but never loop forever
-				p.i++
-				continue
-			}
-			p.addWord(cur, w, &caseDepth)
-		}
+	defer func() { w.depth-- }()
+	if call, ok := s.Cmd.(*syntax.CallExpr); ok || s.Cmd == nil {
+		w.call(call, s.Redirs)
+		return
 	}
-	flush(p.i, false)
-	if term != 0 {
-		p.problem("an unclosed (")
+	ctx, reason := w.ctx, w.reason
+	w.ctx, w.reason = s.Cmd, nil
+	defer func() { w.ctx, w.reason = ctx, reason }()
+	for _, r := range s.Redirs {
+		w.redirect(r)
+	}
+	switch c := s.Cmd.(type) {
+	case *syntax.BinaryCmd:
+		w.stmt(c.X)
+		w.stmt(c.Y)
+	case *syntax.Block:
+		w.stmts(c.Stmts)
+	case *syntax.Subshell:
+		w.stmts(c.Stmts)
+	case *syntax.IfClause:
+		for ; c != nil; c = c.Else {
+			w.stmts(c.Cond)
+			w.stmts(c.Then)
+		}
+	case *syntax.WhileClause:
+		w.stmts(c.Cond)
+		w.stmts(c.Do)
+	case *syntax.ForClause:
+		switch l := c.Loop.(type) {
+		case *syntax.WordIter:
+			for _, it := range l.Items {
+				w.word(it)
+			}
+		case *syntax.CStyleLoop:
+			for _, x := range []syntax.ArithmExpr{l.Init, l.Cond, l.Post} {
+				w.arith(x)
+			}
+		}
+		w.stmts(c.Do)
+	case *syntax.CaseClause:
+		w.word(c.Word)
+		for _, it := range c.Items {
+			for _, p := range it.Patterns { // a pattern is expanded: its substitutions run
+				w.word(p)
+			}
+			w.stmts(it.Stmts)
+		}
+	case *syntax.FuncDecl:
+		// The body runs when the function is called, by a name approvals see as a program:
+		// its commands are decided with the line that defines it.
+		w.stmt(c.Body)
+	case *syntax.CoprocClause:
+		if c.Name != nil {
+			w.word(c.Name)
+		}
+		w.stmt(c.Stmt)
+	case *syntax.TimeClause:
+		w.stmt(c.Stmt)
+	case *syntax.ArithmCmd:
+		w.arith(c.X)
+	case *syntax.TestClause:
+		w.test(c.X)
+	case *syntax.LetClause:
+		w.let(c, s.Redirs)
+	case *syntax.DeclClause:
+		w.decl(c, s.Redirs)
+	default:
+		w.opaque(fmt.Sprintf("a shell construct approvals do not read (%T)", s.Cmd))
 	}
 }
 
-func (p *parser) addWord(cur *simpleCmd, w word, caseDepth *int) {
-	if atCommand(cur) && !w.quoted {
-		switch w.text {
-		case "case":
-			*caseDepth++
-		case "esac":
-			if *caseDepth > 0 {
-				*caseDepth--
+// call lists a simple command (and what its words and redirections run).
+func (w *walker) call(c *syntax.CallExpr, redirs []*syntax.Redirect) {
+	var reason string
+	saved := w.reason
+	w.reason = &reason
+	sc := &simpleCmd{}
+	var nodes []syntax.Node
+	if c != nil {
+		for _, a := range c.Assigns {
+			sc.words = append(sc.words, w.assign(a))
+			nodes = append(nodes, a)
+		}
+		for _, a := range c.Args {
+			sc.words = append(sc.words, w.word(a))
+			nodes = append(nodes, a)
+		}
+	}
+	for _, r := range redirs {
+		sc.words = append(sc.words, w.redirect(r))
+		nodes = append(nodes, redirNode{r})
+	}
+	w.reason = saved
+	w.emit(sc, nodes, reason)
+}
+
+// emit lists a simple command read from nodes, with the opaque construct its words hold.
+func (w *walker) emit(sc *simpleCmd, nodes []syntax.Node, reason string) {
+	if len(nodes) == 0 {
+		return
+	}
+	start, end := nodes[0].Pos(), nodes[0].End()
+	for _, n := range nodes[1:] {
+		if n.Pos().Offset() < start.Offset() {
+			start = n.Pos()
+		}
+		if n.End().Offset() > end.Offset() {
+			end = n.End()
+		}
+	}
+	sc.raw = w.span(start, end)
+	cmds := normalize(sc)
+	if reason != "" {
+		if len(cmds) == 0 {
+			cmds = []Command{{Text: sc.raw}}
+		}
+		if cmds[0].Opaque == "" {
+			cmds[0].Opaque = reason
+		}
+	}
+	for _, c := range cmds {
+		w.out = append(w.out, found{Command: c, end: int(end.Offset())})
+	}
+}
+
+// redirNode spans a redirection's operator and target, not a here-document's body.
+type redirNode struct{ r *syntax.Redirect }
+
+func (n redirNode) Pos() syntax.Pos { return n.r.Pos() }
+func (n redirNode) End() syntax.Pos {
+	if n.r.Word != nil {
+		return n.r.Word.End()
+	}
+	return n.r.OpPos
+}
+
+func (w *walker) redirect(r *syntax.Redirect) word {
+	op := r.Op.String()
+	if r.N != nil {
+		op = r.N.Value + op
+	}
+	var t word
+	if r.Word != nil {
+		t = w.word(r.Word)
+	}
+	t.redir = op
+	if r.Hdoc != nil { // an unquoted delimiter's body is expanded: its substitutions run
+		w.word(r.Hdoc)
+	}
+	return t
+}
+
+// names the shell expands or runs later, or that change what a name runs: assigning one is
+// opaque.
+var expandedLater = map[string]bool{"PS0": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true,
+	"PROMPT_COMMAND": true, "BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true,
+	"BASH_CMDS": true, "BASH_ALIASES": true}
+
+func (w *walker) assign(a *syntax.Assign) word {
+	var b strings.Builder
+	wd := word{raw: w.raw(a), assign: a.Name != nil}
+	if a.Name != nil {
+		b.WriteString(a.Name.Value)
+		if expandedLater[a.Name.Value] {
+			w.opaque("an assignment to " + a.Name.Value + " (the shell expands or uses it later, which can run commands)")
+		}
+	}
+	if a.Index != nil {
+		b.WriteString("[" + w.span(a.Index.Pos(), a.Index.End()) + "]")
+		w.index(a.Index)
+	}
+	if a.Naked {
+		if a.Value != nil { // an argument of declare, read as an option or assignment when it runs
+			v := w.word(a.Value)
+			v.assign = assignRE.MatchString(v.raw)
+			if v.dynamic {
+				w.opaque("a declare argument computed when it runs (" + v.raw + ")")
 			}
+			return v
 		}
+		wd.text = b.String()
+		return wd
 	}
-	cur.words = append(cur.words, w)
-}
-
-func firstCommandWord(sc *simpleCmd) string {
-	for _, w := range sc.words {
-		if w.redir != "" || w.assign || (!w.quoted && keywords[w.text]) {
-			continue
+	if a.Append {
+		b.WriteString("+=")
+	} else {
+		b.WriteString("=")
+	}
+	if a.Value != nil {
+		v := w.word(a.Value)
+		b.WriteString(v.text)
+		wd.dynamic = v.dynamic
+	}
+	if a.Array != nil {
+		var elems []string
+		for _, e := range a.Array.Elems {
+			var s string
+			if e.Index != nil {
+				s = "[" + w.span(e.Index.Pos(), e.Index.End()) + "]="
+				w.index(e.Index)
+			}
+			if e.Value != nil {
+				v := w.word(e.Value)
+				s += v.text
+				wd.dynamic = wd.dynamic || v.dynamic
+			}
+			elems = append(elems, s)
 		}
-		if w.quoted {
-			return ""
-		}
-		return w.text
+		b.WriteString("(" + strings.Join(elems, " ") + ")")
 	}
-	return ""
-}
-
-func (p *parser) skipBlanks() {
-	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
-		p.i++
-	}
+	wd.text = b.String()
+	return wd
 }
 
 var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=`)
 
-// wb builds a word.
-type wb struct {
-	text     strings.Builder
-	dynamic  bool
-	glob     bool
-	quoted   bool
-	braceOpn bool
-}
-
-// word reads one word at p.i (which is not a blank or an operator).
-func (p *parser) word() word {
-	start := p.i
-	var b wb
-	if !p.tick() {
-		return b.done(p.s[start:p.i])
+// word reads a word: its text with quotes and escapes removed, and what its substitutions run.
+func (w *walker) word(wd *syntax.Word) word {
+	out := word{raw: w.raw(wd)}
+	if wd == nil {
+		return out
 	}
-	// Process substitution.
-	if p.i+1 < len(p.s) && (p.s[p.i] == '<' || p.s[p.i] == '>') && p.s[p.i+1] == '(' {
-		p.i += 2
-		p.list(')')
-		return word{text: p.s[start:p.i], raw: p.s[start:p.i], dynamic: true}
-	}
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		switch c {
-		case ' ', '\t', '\r', '\n', ';', '&', '|', ')', '<', '>':
-			return b.done(p.s[start:p.i])
-		case '(':
-			// NAME=( ... ) is an array assignment.
-			if p.i > start && b.text.Len() == p.i-start && assignRE.MatchString(b.text.String()) && strings.HasSuffix(b.text.String(), "=") {
-				p.i++
-				p.array(&b)
-				continue
+	var b strings.Builder
+	brace := false
+	for _, p := range wd.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			lit, quoted, glob, br := unescape(x.Value, brace)
+			b.WriteString(lit)
+			out.quoted = out.quoted || quoted
+			out.glob = out.glob || glob
+			brace = br
+		case *syntax.SglQuoted:
+			out.quoted = true
+			if x.Dollar {
+				b.WriteString(ansiC(x.Value))
+			} else {
+				b.WriteString(x.Value)
 			}
-			return b.done(p.s[start:p.i])
-		case '\\':
-			if p.i+1 >= len(p.s) {
-				b.text.WriteByte('\\')
-				p.i++
-				continue
-			}
-			if p.s[p.i+1] == '\n' {
-				p.i += 2
-				continue
-			}
-			b.quoted = true
-			b.text.WriteByte(p.s[p.i+1])
-			p.i += 2
-		case '\'':
-			b.quoted = true
-			end := strings.IndexByte(p.s[p.i+1:], '\'')
-			if end < 0 {
-				p.problem("an unterminated single quote")
-				b.text.WriteString(p.s[p.i+1:])
-				p.i = len(p.s)
-				continue
-			}
-			b.text.WriteString(p.s[p.i+1 : p.i+1+end])
-			p.i += end + 2
-		case '"':
-			b.quoted = true
-			p.i++
-			p.dq(&b, '"')
-		case '$':
-			p.dollar(&b, false)
-		case '`':
-			p.backtick(&b)
-		case '*', '?', '[':
-			b.glob = true
-			b.text.WriteByte(c)
-			p.i++
-		case '{':
-			b.braceOpn = true
-			b.text.WriteByte(c)
-			p.i++
-		case '}':
-			if b.braceOpn {
-				b.glob = true
-			}
-			b.text.WriteByte(c)
-			p.i++
-		default:
-			b.text.WriteByte(c)
-			p.i++
-		}
-	}
-	return b.done(p.s[start:p.i])
-}
-
-func (b *wb) done(raw string) word {
-	t := b.text.String()
-	return word{text: t, raw: raw, dynamic: b.dynamic, glob: b.glob, quoted: b.quoted,
-		assign: assignRE.MatchString(raw)}
-}
-
-// array reads the words of NAME=( ... ) after the "(".
-func (p *parser) array(b *wb) {
-	b.text.WriteByte('(')
-	for p.i < len(p.s) {
-		switch c := p.s[p.i]; {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			b.text.WriteByte(' ')
-			p.i++
-		case c == ')':
-			b.text.WriteByte(')')
-			p.i++
-			return
-		case c == '#':
-			for p.i < len(p.s) && p.s[p.i] != '\n' {
-				p.i++
-			}
-		case strings.IndexByte(";&|<>(", c) >= 0:
-			p.problem("an unexpected " + string(c) + " in an array")
-			p.i++
-		default:
-			w := p.word()
-			if w.raw == "" {
-				p.i++
-				continue
-			}
-			b.text.WriteString(w.text)
-			b.dynamic = b.dynamic || w.dynamic
-		}
-	}
-	p.problem("an unclosed (")
-}
-
-// dq reads a double-quoted string's inside (after the opening quote) up to close (consumed).
-func (p *parser) dq(b *wb, close byte) {
-	for p.i < len(p.s) && p.tick() {
-		c := p.s[p.i]
-		switch {
-		case c == close:
-			p.i++
-			return
-		case c == '\\' && p.i+1 < len(p.s):
-			n := p.s[p.i+1]
-			switch {
-			case n == '\n':
-			case n == '$' || n == '`' || n == '"' || n == '\\':
-				b.text.WriteByte(n)
-			default:
-				b.text.WriteByte('\\')
-				b.text.WriteByte(n)
-			}
-			p.i += 2
-		case c == '$':
-			p.dollar(b, true)
-		case c == '`':
-			p.backtick(b)
-		default:
-			b.text.WriteByte(c)
-			p.i++
-		}
-	}
-	p.problem("an unterminated double quote")
-}
-
-var nameRE = regexp.MustCompile(`^\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])`)
-
-// dollar reads an expansion at p.i ("$...").
-func (p *parser) dollar(b *wb, inDQ bool) {
-	start := p.i
-	p.depth++
-	defer func() { p.depth-- }()
-	if p.depth > maxDepth {
-		p.problem("commands nested too deeply")
-		p.i = len(p.s)
-		return
-	}
-	rest := p.s[p.i:]
-	switch {
-	case strings.HasPrefix(rest, "$((") && p.arithing < 4:
-		// Arithmetic if it closes with "))"; otherwise a command substitution of a subshell.
-		// (Deeper down, it is read as the latter at once: each try may read the text twice.)
-		nc, np, saved := len(p.cmds), len(p.problems), p.pending
-		p.i += 3
-		p.arithing++
-		ok := p.arith()
-		p.arithing--
-		if ok {
-			b.dynamic = true
-			b.text.WriteString(p.s[start:p.i])
-			return
-		}
-		p.cmds, p.problems, p.pending = p.cmds[:nc], p.problems[:np], saved
-		p.i = start + 2
-		p.list(')')
-	case strings.HasPrefix(rest, "$("):
-		p.i += 2
-		p.list(')')
-	case strings.HasPrefix(rest, "${"):
-		p.i += 2
-		p.brace()
-	case !inDQ && strings.HasPrefix(rest, "$'"):
-		p.i += 2
-		b.quoted = true
-		b.text.WriteString(p.ansiC())
-		return
-	case !inDQ && strings.HasPrefix(rest, `$"`):
-		p.i += 2
-		b.quoted = true
-		p.dq(b, '"')
-		return
-	default:
-		if m := nameRE.FindString(rest); m != "" {
-			p.i += len(m)
-		} else {
-			p.i++
-			b.text.WriteByte('$')
-			return
-		}
-	}
-	b.dynamic = true
-	b.text.WriteString(p.s[start:p.i])
-}
-
-// arith scans an arithmetic expansion's inside after "$((" and reports whether it closed with "))".
-func (p *parser) arith() bool {
-	depth := 0
-	var scratch wb
-	for p.i < len(p.s) && p.tick() {
-		switch c := p.s[p.i]; c {
-		case '(':
-			depth++
-			p.i++
-		case ')':
-			if depth == 0 {
-				if p.i+1 < len(p.s) && p.s[p.i+1] == ')' {
-					p.i += 2
-					return true
+		case *syntax.DblQuoted:
+			out.quoted = true
+			for _, q := range x.Parts {
+				if l, ok := q.(*syntax.Lit); ok {
+					b.WriteString(unescapeDQ(l.Value))
+					continue
 				}
+				b.WriteString(w.raw(q))
+				w.part(q)
+				out.dynamic = true
+			}
+		case *syntax.ExtGlob:
+			out.glob = true
+			b.WriteString(w.raw(x))
+			if strings.ContainsAny(x.Pattern.Value, "$`") {
+				w.opaque("a substitution inside an extended glob " + w.raw(x))
+			}
+		default:
+			b.WriteString(w.raw(p))
+			w.part(p)
+			out.dynamic = true
+		}
+	}
+	out.text = b.String()
+	out.assign = assignRE.MatchString(out.raw)
+	return out
+}
+
+// part reads a word part that expands: a parameter, a substitution, arithmetic.
+func (w *walker) part(p syntax.WordPart) {
+	switch x := p.(type) {
+	case *syntax.ParamExp:
+		w.param(x)
+	case *syntax.CmdSubst:
+		w.sub(x.Stmts)
+	case *syntax.ProcSubst:
+		w.sub(x.Stmts)
+	case *syntax.ArithmExp:
+		w.arith(x.X)
+	case *syntax.DblQuoted:
+		for _, q := range x.Parts {
+			w.part(q)
+		}
+	case *syntax.Lit, *syntax.SglQuoted, *syntax.ExtGlob, nil:
+	default:
+		w.opaque(fmt.Sprintf("an expansion approvals do not read (%T)", p))
+	}
+}
+
+// sub reads the commands of a substitution: they are listed on their own, and what is opaque in
+// them belongs to them, not to the command holding the substitution.
+func (w *walker) sub(ss []*syntax.Stmt) {
+	reason, ctx := w.reason, w.ctx
+	w.reason = nil
+	w.stmts(ss)
+	w.reason, w.ctx = reason, ctx
+}
+
+var safeAtOps = "QEAaUuLKk" // ${x@Q} and the like only quote or change case
+
+func (w *walker) param(x *syntax.ParamExp) {
+	switch {
+	case x.Excl && x.Names == 0 && !allIndex(x.Index):
+		w.opaque("an indirect expansion " + w.raw(x) + " (it expands the variable another names, whose subscript can run commands)")
+	case x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil && strings.Trim(x.Exp.Word.Lit(), safeAtOps) != "":
+		w.opaque("a prompt expansion " + w.raw(x) + " (it runs the substitutions in the value)")
+	case x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull):
+		w.opaque("an assignment inside an expansion " + w.raw(x))
+	}
+	if x.Index != nil && !allIndex(x.Index) {
+		w.index(x.Index)
+	}
+	if x.Slice != nil {
+		w.arith(x.Slice.Offset)
+		w.arith(x.Slice.Length)
+	}
+	if x.Exp != nil && x.Exp.Word != nil {
+		w.word(x.Exp.Word)
+	}
+	if x.Repl != nil {
+		if x.Repl.Orig != nil {
+			w.word(x.Repl.Orig)
+		}
+		if x.Repl.With != nil {
+			w.word(x.Repl.With)
+		}
+	}
+}
+
+// allIndex: ${a[@]} or ${a[*]}.
+func allIndex(x syntax.ArithmExpr) bool {
+	wd, ok := x.(*syntax.Word)
+	return ok && (wd.Lit() == "@" || wd.Lit() == "*")
+}
+
+// index reads an array subscript: arithmetic (quoted or not), unless it is the key of an
+// associative array declared by the same command.
+func (w *walker) index(x syntax.ArithmExpr) {
+	if wd, ok := x.(*syntax.Word); ok && w.assoc {
+		w.word(wd)
+		return
+	}
+	w.arith(x)
+}
+
+// numberRE is an arithmetic constant (10, 0x1f, 8#17): it names no variable.
+var numberRE = regexp.MustCompile(`^[0-9][0-9A-Za-z_@#]*$`)
+
+// arith reads an arithmetic expression. Bash evaluates the value of every variable an
+// expression names as an expression too, and a subscript in it (a[$(cmd)]) runs commands: any
+// variable, expansion or substitution in arithmetic is opaque; constants and $# $? $$ $! are not.
+func (w *walker) arith(x syntax.ArithmExpr) {
+	if x == nil {
+		return
+	}
+	if !w.enter() {
+		w.depth--
+		return
+	}
+	defer func() { w.depth-- }()
+	switch e := x.(type) {
+	case *syntax.BinaryArithm:
+		// x=1 assigns x without reading it.
+		if l, ok := e.X.(*syntax.Word); !(ok && e.Op == syntax.Assgn && syntax.ValidName(l.Lit())) {
+			w.arith(e.X)
+		}
+		w.arith(e.Y)
+	case *syntax.UnaryArithm:
+		w.arith(e.X)
+	case *syntax.ParenArithm:
+		w.arith(e.X)
+	case *syntax.Word:
+		w.word(e)
+		if !numericWord(e) {
+			w.opaque("arithmetic on a variable (" + w.raw(e) + ": bash evaluates its value, which can run commands)")
+		}
+	default:
+		w.opaque(fmt.Sprintf("arithmetic approvals do not read (%T)", x))
+	}
+}
+
+// numericWord reports whether a word in arithmetic is a number, whatever the variables hold.
+func numericWord(wd *syntax.Word) bool {
+	if wd == nil || len(wd.Parts) == 0 {
+		return false
+	}
+	for _, p := range wd.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			if !numberRE.MatchString(x.Value) {
 				return false
 			}
-			depth--
-			p.i++
-		case '$':
-			p.dollar(&scratch, true)
-		case '`':
-			p.backtick(&scratch)
-		case '"':
-			p.i++
-			p.dq(&scratch, '"')
-		case '\\':
-			p.i += 2
-		default:
-			p.i++
-		}
-	}
-	return false
-}
-
-// brace scans a ${...} expansion after "${" up to its "}".
-func (p *parser) brace() {
-	var scratch wb
-	for p.i < len(p.s) && p.tick() {
-		switch c := p.s[p.i]; c {
-		case '}':
-			p.i++
-			return
-		case '\\':
-			p.i += 2
-		case '\'':
-			end := strings.IndexByte(p.s[p.i+1:], '\'')
-			if end < 0 {
-				p.problem("an unterminated single quote")
-				p.i = len(p.s)
-				return
+		case *syntax.SglQuoted:
+			if !numberRE.MatchString(x.Value) {
+				return false
 			}
-			p.i += end + 2
-		case '"':
-			p.i++
-			p.dq(&scratch, '"')
-		case '$':
-			p.dollar(&scratch, false)
-		case '`':
-			p.backtick(&scratch)
-		default:
-			p.i++
-		}
-	}
-	p.problem("an unclosed ${")
-}
-
-// backtick reads a `...` command substitution and parses its inside.
-func (p *parser) backtick(b *wb) {
-	start := p.i
-	p.i++
-	var in strings.Builder
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		if c == '\\' && p.i+1 < len(p.s) && strings.IndexByte("`\\$", p.s[p.i+1]) >= 0 {
-			in.WriteByte(p.s[p.i+1])
-			p.i += 2
-			continue
-		}
-		if c == '`' {
-			p.i++
-			sub := &parser{s: in.String(), depth: p.depth + 1, budget: p.budget}
-			sub.list(0)
-			p.cmds = append(p.cmds, sub.cmds...)
-			for _, pr := range sub.problems {
-				p.problem(pr)
+		case *syntax.DblQuoted:
+			if !numericWord(&syntax.Word{Parts: x.Parts}) {
+				return false
 			}
-			b.dynamic = true
-			b.text.WriteString(p.s[start:p.i])
-			return
+		case *syntax.ParamExp:
+			special := x.Short && x.Param != nil && strings.Contains("#?$!", x.Param.Value) && len(x.Param.Value) == 1
+			length := x.Length && x.Exp == nil && x.Slice == nil && x.Repl == nil && !x.Excl
+			if !special && !length {
+				return false
+			}
+		default:
+			return false
 		}
-		in.WriteByte(c)
-		p.i++
 	}
-	p.problem("an unterminated backtick")
+	return true
 }
 
-// ansiC decodes a $'...' string after "$'".
-func (p *parser) ansiC() string {
+// test reads a [[ ]] expression: its numeric comparisons are arithmetic, and -v's subscript is
+// evaluated.
+func (w *walker) test(x syntax.TestExpr) {
+	switch e := x.(type) {
+	case *syntax.BinaryTest:
+		w.test(e.X)
+		w.test(e.Y)
+		switch e.Op {
+		case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+			for _, o := range []syntax.TestExpr{e.X, e.Y} {
+				if wd, ok := o.(*syntax.Word); !ok || !numericWord(wd) {
+					w.opaque("arithmetic on a variable (" + w.raw(o) + " in [[ " + e.Op.String() + " ]]: bash evaluates its value, which can run commands)")
+				}
+			}
+		}
+	case *syntax.UnaryTest:
+		w.test(e.X)
+		if e.Op == syntax.TsVarSet || e.Op == syntax.TsRefVar {
+			if strings.Contains(w.raw(e.X), "[") {
+				w.opaque("an array subscript in [[ " + e.Op.String() + " ]] (it is evaluated, which can run commands)")
+			}
+		}
+	case *syntax.ParenTest:
+		w.test(e.X)
+	case *syntax.Word:
+		w.word(e)
+	case nil:
+	default:
+		w.opaque(fmt.Sprintf("a test approvals do not read (%T)", x))
+	}
+}
+
+// let is a simple command ("let x=1") whose arguments are arithmetic.
+func (w *walker) let(c *syntax.LetClause, redirs []*syntax.Redirect) {
+	var reason string
+	saved := w.reason
+	w.reason = &reason
+	sc := &simpleCmd{words: []word{{text: "let", raw: "let"}}}
+	nodes := []syntax.Node{redirNode{&syntax.Redirect{OpPos: c.Let}}}
+	for _, x := range c.Exprs {
+		w.arith(x)
+		t := w.span(x.Pos(), x.End())
+		sc.words = append(sc.words, word{text: t, raw: t})
+		nodes = append(nodes, x)
+	}
+	for _, r := range redirs {
+		sc.words = append(sc.words, w.redirect(r))
+		nodes = append(nodes, redirNode{r})
+	}
+	w.reason = saved
+	w.emit(sc, nodes, reason)
+}
+
+// decl is declare, local, export, readonly, typeset or nameref: a simple command whose
+// assignments are read as such (their substitutions run, their subscripts are arithmetic).
+func (w *walker) decl(c *syntax.DeclClause, redirs []*syntax.Redirect) {
+	var reason string
+	saved := w.reason
+	w.reason = &reason
+	sc := &simpleCmd{words: []word{{text: c.Variant.Value, raw: c.Variant.Value}}}
+	nodes := []syntax.Node{c.Variant}
+	for _, a := range c.Args {
+		if a.Naked && a.Name == nil && a.Value != nil {
+			if f := a.Value.Lit(); strings.HasPrefix(f, "-") && strings.Contains(f, "A") {
+				w.assoc = true
+			}
+		}
+	}
+	for _, a := range c.Args {
+		sc.words = append(sc.words, w.assign(a))
+		nodes = append(nodes, a)
+	}
+	w.assoc = false
+	for _, r := range redirs {
+		sc.words = append(sc.words, w.redirect(r))
+		nodes = append(nodes, redirNode{r})
+	}
+	w.reason = saved
+	w.emit(sc, nodes, reason)
+}
+
+// unescape removes the backslashes of an unquoted literal, and says whether it had any, whether
+// it has an unescaped glob character, and whether a brace is open at its end.
+func unescape(s string, brace bool) (text string, quoted, glob, braceOpen bool) {
 	var b strings.Builder
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		if c == '\'' {
-			p.i++
-			return b.String()
-		}
-		if c != '\\' || p.i+1 >= len(p.s) {
-			b.WriteByte(c)
-			p.i++
-			continue
-		}
-		n := p.s[p.i+1]
-		p.i += 2
-		simple := map[byte]string{'a': "\a", 'b': "\b", 'e': "\x1b", 'E': "\x1b", 'f': "\f", 'n': "\n",
-			'r': "\r", 't': "\t", 'v': "\v", '\\': "\\", '\'': "'", '"': "\"", '?': "?"}
-		if s, ok := simple[n]; ok {
-			b.WriteString(s)
-			continue
-		}
-		digits := func(max int, ok func(byte) bool) string {
-			j := p.i
-			for j < len(p.s) && j-p.i < max && ok(p.s[j]) {
-				j++
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\\':
+			if i+1 < len(s) {
+				quoted = true
+				i++
+				if s[i] != '\n' {
+					b.WriteByte(s[i])
+				}
+				continue
 			}
-			d := p.s[p.i:j]
-			p.i = j
-			return d
+		case '*', '?', '[':
+			glob = true
+		case '{':
+			brace = true
+		case '}':
+			if brace {
+				glob = true
+			}
 		}
-		isHex := func(c byte) bool { return strings.IndexByte("0123456789abcdefABCDEF", c) >= 0 }
+		b.WriteByte(c)
+	}
+	return b.String(), quoted, glob, brace
+}
+
+// unescapeDQ removes the backslashes the shell removes inside double quotes.
+func unescapeDQ(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch n := s[i+1]; n {
+			case '\n':
+				i++
+				continue
+			case '$', '`', '"', '\\':
+				b.WriteByte(n)
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ansiC decodes the inside of a $'...' string.
+func ansiC(s string) string {
+	var b strings.Builder
+	i := 0
+	digits := func(max int, ok func(byte) bool) string {
+		j := i
+		for j < len(s) && j-i < max && ok(s[j]) {
+			j++
+		}
+		d := s[i:j]
+		i = j
+		return d
+	}
+	isHex := func(c byte) bool { return strings.IndexByte("0123456789abcdefABCDEF", c) >= 0 }
+	simple := map[byte]string{'a': "\a", 'b': "\b", 'e': "\x1b", 'E': "\x1b", 'f': "\f", 'n': "\n",
+		'r': "\r", 't': "\t", 'v': "\v", '\\': "\\", '\'': "'", '"': "\"", '?': "?"}
+	for i < len(s) {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		n := s[i+1]
+		i += 2
+		if r, ok := simple[n]; ok {
+			b.WriteString(r)
+			continue
+		}
 		switch {
 		case n >= '0' && n <= '7':
-			p.i--
-			d := digits(3, func(c byte) bool { return c >= '0' && c <= '7' })
-			v, _ := strconv.ParseUint(d, 8, 16)
+			i--
+			v, _ := strconv.ParseUint(digits(3, func(c byte) bool { return c >= '0' && c <= '7' }), 8, 16)
 			b.WriteByte(byte(v))
 		case n == 'x':
 			if d := digits(2, isHex); d != "" {
@@ -633,57 +858,13 @@ func (p *parser) ansiC() string {
 				b.WriteByte('\\')
 				b.WriteByte(n)
 			}
-		case n == 'c' && p.i < len(p.s):
-			b.WriteByte(p.s[p.i] & 0x1f)
-			p.i++
+		case n == 'c' && i < len(s):
+			b.WriteByte(s[i] & 0x1f)
+			i++
 		default:
 			b.WriteByte('\\')
 			b.WriteByte(n)
 		}
 	}
-	p.problem("an unterminated $' quote")
 	return b.String()
-}
-
-// readHeredocs reads the bodies of the here-documents started on the line that just ended. An
-// unquoted delimiter's body is expanded by the shell, so its substitutions are commands too.
-func (p *parser) readHeredocs() {
-	docs := p.pending
-	p.pending = nil
-	for _, h := range docs {
-		for p.i < len(p.s) {
-			end := strings.IndexByte(p.s[p.i:], '\n')
-			if end < 0 {
-				end = len(p.s)
-			} else {
-				end += p.i
-			}
-			line := p.s[p.i:end]
-			if h.strip {
-				line = strings.TrimLeft(line, "\t")
-			}
-			if line == h.delim {
-				p.i = min(end+1, len(p.s))
-				break
-			}
-			if h.quoted {
-				p.i = min(end+1, len(p.s))
-				continue
-			}
-			var scratch wb
-			for p.i < len(p.s) && p.s[p.i] != '\n' {
-				switch p.s[p.i] {
-				case '\\':
-					p.i += 2
-				case '$':
-					p.dollar(&scratch, true)
-				case '`':
-					p.backtick(&scratch)
-				default:
-					p.i++
-				}
-			}
-			p.i = min(p.i+1, len(p.s))
-		}
-	}
 }

@@ -23,6 +23,7 @@ func TestDecideShell(t *testing.T) {
 	never := Spec{NeverAsk: true}
 	audit := Spec{Default: Ask, Rules: []Rule{{Match: "bash(go test *)", Action: Allow}, {Match: "bash(rm *)", Action: Deny}}}
 	serverCurl := []string{"bash(curl *)"}
+	echoOnly := Spec{Default: Ask, Rules: []Rule{{Match: "bash(echo *)", Action: Allow}}}
 	cases := []struct {
 		name  string
 		spec  Spec
@@ -109,6 +110,30 @@ func TestDecideShell(t *testing.T) {
 		{"awk system", never, serverCurl, `awk 'BEGIN{system("curl x")}'`, Deny, "server deny: bash(curl *)", ""},
 		{"unterminated quote", never, serverCurl, "echo 'oops", Deny, "server deny: bash(curl *)", ""},
 		{"bash -c without a server deny", never, nil, "bash -c 'curl x'", Allow, "default", ""},
+		// Issue 9's audit: each of these ran curl under the server's deny.
+		{"function keyword body", never, serverCurl, "function g { curl x; }; g", Deny, "server deny: bash(curl *)", "curl x"},
+		{"coproc body", never, serverCurl, "coproc X { curl x; }", Deny, "server deny: bash(curl *)", "curl x"},
+		{"coproc command", never, serverCurl, "coproc curl x", Deny, "server deny: bash(curl *)", "curl x"},
+		{"arithmetic expansion of a variable", never, serverCurl, `x='a[$(curl y)]'; echo $((x))`, Deny, "server deny: bash(curl *)", "echo $((x))"},
+		{"arithmetic command", never, serverCurl, `x='a[$(curl y)]'; (( x ))`, Deny, "server deny: bash(curl *)", "(( x ))"},
+		{"[[ -eq ]]", never, serverCurl, `x='a[$(curl y)]'; [[ $x -eq 0 ]]`, Deny, "server deny: bash(curl *)", "[[ $x -eq 0 ]]"},
+		{"declare -i", never, serverCurl, `declare -i n; n='a[$(curl y)]'`, Deny, "server deny: bash(curl *)", "declare -i n"},
+		{"let", never, serverCurl, `x='a[$(curl y)]'; let y=x`, Deny, "server deny: bash(curl *)", "let y=x"},
+		{"prompt expansion", never, serverCurl, `x='$(curl y)'; echo ${x@P}`, Deny, "server deny: bash(curl *)", "echo ${x@P}"},
+		{"indirect expansion", never, serverCurl, `x='a[$(curl y)]'; echo ${!x}`, Deny, "server deny: bash(curl *)", "echo ${!x}"},
+		{"subscript of a read", never, serverCurl, `read 'a[$(curl y)]' <<< 1`, Deny, "server deny: bash(curl *)", ""},
+		{"PS4 and xtrace", never, serverCurl, `PS4='$(curl y)'; set -x; ls`, Deny, "server deny: bash(curl *)", ""},
+		{"a parse error", never, serverCurl, "ls; if then", Deny, "server deny: bash(curl *)", ""},
+		{"plain arithmetic", never, serverCurl, "echo $((2*3)) $#", Allow, "default", ""},
+		// The same under default: ask with only echo allowed: what the construct hides is asked.
+		{"arithmetic under default ask", echoOnly, nil, `x='a[$(curl y)]'; echo $((x))`, Ask, "default", "echo $((x))"},
+		{"prompt expansion under default ask", echoOnly, nil, `echo ${x@P}`, Ask, "default", "echo ${x@P}"},
+		{"arithmetic under a tool-wide ask", Spec{Rules: []Rule{{Match: "bash(echo *)", Action: Allow}, {Match: "bash", Action: Ask}}}, nil, `echo $((x))`, Ask, "rule 2: bash", ""},
+		{"arithmetic under default deny", Spec{Default: Deny, Rules: echoOnly.Rules}, nil, `echo $((x))`, Ask, "default", ""},
+		{"arithmetic under default deny, never-ask", Spec{Default: Deny, NeverAsk: true, Rules: echoOnly.Rules}, nil, `echo $((x))`, Deny, "default (never-ask)", ""},
+		{"arithmetic under default ask, never-ask", Spec{Default: Ask, NeverAsk: true, Rules: echoOnly.Rules}, nil, `echo $((x))`, Allow, "default (never-ask)", ""},
+		{"plain echo under default ask", echoOnly, nil, `echo $((1+1)) ${#x}`, Allow, "rule 1: bash(echo *)", ""},
+		{"a parse error under default ask", echoOnly, nil, `echo 'x`, Ask, "default", ""},
 		{"a tool-wide server deny", Spec{}, []string{"bash"}, "ls", Deny, "server deny: bash", ""},
 
 		// The audit: an allowed command chained with another is not allowed.
@@ -195,12 +220,31 @@ func TestSplitCommand(t *testing.T) {
 		{"X=1", nil},
 		{"> out", nil},
 		{"for i in $(seq 3); do echo $i; done", []string{"seq 3", "echo $i"}},
-		{"case $x in (a|b) c;; d) e;; esac", []string{"a", "b", "c", "e"}},
+		// (a|b) is a pattern with its optional "(", not a subshell: the hand-written splitter
+		// listed a and b as commands; neither runs.
+		{"case $x in (a|b) c;; d) e;; esac", []string{"c", "e"}},
+		{"case $(a) in $(b)) c;; esac", []string{"a", "b", "c"}}, // words and patterns are expanded
 		{"a=(1 $(b) 2); c", []string{"b", "c"}},
 		{"cat <<-EOF | d\n\t$(b)\n\tEOF\ne", []string{"cat <<- EOF", "d", "b", "e"}},
 		{"echo $'a\\'; b'", []string{"echo a'; b"}},
 		{"f () { a; }", []string{"a"}},
 		{"[[ -n $(a) ]] && b", []string{"a", "b"}},
+		// What the parser shows that the hand-written splitter did not read.
+		{"function g { a; }; g", []string{"a", "g"}},
+		{"coproc X { a; }", []string{"a"}},
+		{"coproc a b", []string{"a b"}},
+		{"g() (a); g", []string{"a", "g"}},
+		{"select x in $(a); do b; done", []string{"a", "b"}},
+		{"while read l; do a; done < <(b)", []string{"read l", "a", "b"}},
+		{"{ a; } > $(b)", []string{"a", "b"}},
+		{"time -p a | b", []string{"a", "b"}},
+		{"export X=$(a) Y=1", []string{"a", "export X=$(a) Y=1"}},
+		{"echo $((1 + 0x1f)) ${#x} $(( $# + ${#a[@]} ))", []string{"echo $((1 + 0x1f)) ${#x} $(( $# + ${#a[@]} ))"}},
+		{"[[ $# -gt 0 && ${#x} -lt 3 ]] && a", []string{"a"}},
+		{"echo ${x:-$(a)} ${x/$(b)/$(c)} ${x@Q}", []string{"a", "b", "c", "echo ${x:-$(a)} ${x/$(b)/$(c)} ${x@Q}"}},
+		{"declare -A m=([$(a)]=1 [k]=$(b))", []string{"a", "b", "declare -A m=([$(a)]=1 [k]=$(b))"}},
+		{"cat <<A <<'B'\n$(a)\nA\n$(b)\nB", []string{"cat << A << B", "a"}},
+		{"echo \\\n $(a)", []string{"a", "echo $(a)"}},
 	}
 	for _, c := range cases {
 		var got []string
@@ -231,6 +275,26 @@ func TestSplitCommand(t *testing.T) {
 		"ruby -e x": "ruby -e", "$X y": "a program name computed", "sudo -i": "sudo -i", "su -c x": "su", "watch x": "watch",
 		"trap 'x' EXIT": "trap", "echo 'x": "an unterminated single quote", `echo "x`: "an unterminated double quote",
 		"echo $(x": "an unclosed (", "echo `x": "an unterminated backtick", "flock f -c x": "flock -c",
+		// Issue 9's audit: text run by arithmetic, prompt expansion and the like.
+		"echo $((x))": "arithmetic on a variable", "(( x ))": "arithmetic on a variable", "((i++))": "arithmetic on a variable",
+		"echo $(( $x + 1 ))": "arithmetic on a variable", "echo $[x]": "arithmetic on a variable",
+		"echo $(( $(a) ))": "arithmetic on a variable", "[[ $x -eq 0 ]]": "arithmetic on a variable",
+		"[[ 0 -lt x ]]": "arithmetic on a variable", "[[ -v a[$i] ]]": "an array subscript",
+		"declare -i x": "declare -i", "local -i n=1": "local -i", "typeset -ni r=x": "typeset -i",
+		"declare -n r=x": "declare -i or -n", "let x=y": "let (arithmetic", "let 'x+=1'": "let (arithmetic",
+		"builtin let x": "let (arithmetic", "echo ${a[i]}": "arithmetic on a variable", "echo ${a[$i]}": "arithmetic on a variable",
+		"a[i]=1": "arithmetic on a variable", "a=([i]=1)": "arithmetic on a variable", "a['k']=1": "arithmetic on a variable",
+		"echo ${x:i:2}": "arithmetic on a variable", "for ((i=0; i<3; i++)); do echo; done": "arithmetic on a variable",
+		"echo ${x@P}": "a prompt expansion", `echo "${x@P}"`: "a prompt expansion", "echo ${!x}": "an indirect expansion",
+		"echo ${x:=y}": "an assignment inside an expansion", "echo ${x=$(a)}": "an assignment inside an expansion",
+		"trap -- 'x' EXIT": "trap", "builtin eval x": "eval", "command eval x": "eval", "exec bash -c x": "bash -c",
+		"read 'a[$(x)]'": "an array subscript given to read", "unset 'a[$i]'": "an array subscript given to unset",
+		"printf -v 'a[$(x)]' 1": "an array subscript given to printf", "test -v 'a[x]'": "an array subscript given to test",
+		"declare 'a[$(x)]=1'": "an array subscript given to declare", `declare "$x"`: "a declare argument computed",
+		"PS4='$(x)'; set -x; ls": "an assignment to PS4", "BASH_ENV=./x bash s.sh": "an assignment to BASH_ENV",
+		"export PROMPT_COMMAND=x": "an assignment to PROMPT_COMMAND", "compgen -C x y": "compgen -C", "hash -p /bin/x ls": "hash -p",
+		"echo @($(x))": "a substitution inside an extended glob", "echo $((": "a line that does not parse",
+		"if then": "a line that does not parse", "echo ${": "a line that does not parse",
 	} {
 		var found []string
 		for _, c := range SplitCommand(line) {
@@ -244,7 +308,11 @@ func TestSplitCommand(t *testing.T) {
 	}
 	// And what is plain.
 	for _, line := range []string{"bash x.sh", "python3 -m pytest -x", "python3 t.py", "node a.js", "bash --version", "awk '{print $1}' f",
-		"cat <<< 'x; y'", "trap - EXIT", "command -v go"} {
+		"cat <<< 'x; y'", "trap - EXIT", "command -v go",
+		"echo $((1+2)) $((0x10 * 2#101)) ${#x} $(( ${#a[@]} - $# ))", "[[ $# -gt 0 ]]", "[[ $x == 1 ]]", "((1 < 2))",
+		"echo ${a[0]} ${a[@]} ${!a[@]} ${!pre*} ${x@Q}", "a[0]=1", "declare -A m=([k]=v)", "declare -a a=(1 2)", "export A='[b]'",
+		"unset 'a[0]' x", "read -r line", "printf '%s[x]' a", "trap -p", "trap - EXIT INT", "let 1+2", "x=1; echo $x",
+		"f() { a; }; f", "coproc a", "declare -r x=1", "PS=1 ls"} {
 		for _, c := range SplitCommand(line) {
 			if c.Opaque != "" {
 				t.Errorf("%q: opaque %q", line, c.Opaque)
@@ -268,13 +336,35 @@ func TestNonShellUnchanged(t *testing.T) {
 	}
 }
 
-// The splitter ends, and does not panic, on any input.
+// The splitter ends, and does not panic, on any input; and the decision keeps its promises
+// about what the splitter returns: a line with anything opaque is never allowed under a server
+// deny, and is allowed under default ask with only echo allowed only if every command is a
+// plain echo.
 func FuzzSplitCommand(f *testing.F) {
-	for _, s := range []string{"a; b", "echo \"$(a ')' \"b\")\"", "cat <<E\n$(x\nE", "$((", "${", "`", "x=(", "case a in a) $(b) esac", "$'\\x", "a <<", "((a)"} {
+	for _, s := range []string{"a; b", "echo \"$(a ')' \"b\")\"", "cat <<E\n$(x\nE", "$((", "${", "`", "x=(", "case a in a) $(b) esac", "$'\\x", "a <<", "((a)",
+		"function g { curl x; }; g", "coproc X { curl x; }", "echo $((x))", "(( x ))", "[[ $x -eq 0 ]]", "declare -i x", "let x=y", "echo ${x@P}",
+		"echo ${!x}", "echo $((curl x) )", "a[i]=1", "echo ${a[$i]:x:1}", "read 'a[$(x)]'", "PS4='$(x)'; set -x", "echo @($(x))"} {
 		f.Add(s)
 	}
+	echoOnly := Spec{Default: Ask, Rules: []Rule{{Match: "bash(echo *)", Action: Allow}}}
 	f.Fuzz(func(t *testing.T, s string) {
-		SplitCommand(s)
+		cmds := SplitCommand(s)
 		Decide(Spec{Rules: []Rule{{Match: "bash(rm *)", Action: Deny}}}, []string{"bash(curl *)"}, "bash", bash(s))
+		dark := false
+		plainEcho := true
+		for _, c := range cmds {
+			dark = dark || c.Opaque != ""
+			echo := false
+			for _, f := range c.Forms {
+				echo = echo || matchShell("echo *", f)
+			}
+			plainEcho = plainEcho && echo
+		}
+		if d := Decide(Spec{NeverAsk: true}, []string{"bash(curl *)"}, "bash", bash(s)); dark && d.Action != Deny {
+			t.Errorf("%q has an opaque part but is %s under a server deny: %s", s, d.Action, d.Explain())
+		}
+		if d := Decide(echoOnly, nil, "bash", bash(s)); d.Action == Allow && (dark || !plainEcho) && len(cmds) > 0 {
+			t.Errorf("%q is allowed by echo * alone: %s (%+v)", s, d.Explain(), cmds)
+		}
 	})
 }

@@ -23,6 +23,9 @@ func DecodeStrict(data []byte, v any) error {
 	if dec.More() {
 		return Errorf(http.StatusBadRequest, CodeInvalid, "", "body has more than one JSON value")
 	}
+	if err := CheckDuplicateKeys(data); err != nil {
+		return err
+	}
 	if err := checkShape(raw, reflect.TypeOf(v), ""); err != nil {
 		return err
 	}
@@ -35,9 +38,10 @@ func DecodeStrict(data []byte, v any) error {
 	return nil
 }
 
-// YAMLToJSON converts one YAML document to JSON; parse errors name the line.
+// YAMLToJSON converts one YAML document to JSON; parse errors name the line. A mapping that
+// names a key twice is refused, as in JSON bodies.
 func YAMLToJSON(doc []byte) ([]byte, error) {
-	j, err := yaml.YAMLToJSON(doc)
+	j, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
 		return nil, Errorf(http.StatusBadRequest, CodeInvalid, "", "YAML: %v", err)
 	}

@@ -237,6 +237,9 @@ func DefaultAndValidateGroup(g *AgentGroup) error {
 	if err := ValidName("metadata.name", g.Metadata.Name); err != nil {
 		return err
 	}
+	if err := ValidLabels("metadata.labels", g.Metadata.Labels); err != nil {
+		return err
+	}
 	s := &g.Spec
 	if err := ValidName("spec.agent", s.Agent); err != nil {
 		return err
@@ -262,7 +265,7 @@ func DefaultAndValidateGroup(g *AgentGroup) error {
 		return Invalid("spec.limits.maxPending", "maxPending must be between 1 and %d, not %d", DefaultMaxPending, s.Limits.MaxPending)
 	}
 	if s.Limits.MaxCostUSD != "" {
-		m, err := cost.ParseUSD(s.Limits.MaxCostUSD)
+		m, err := cost.ParseUSDStrict(s.Limits.MaxCostUSD)
 		if err != nil {
 			return Invalid("spec.limits.maxCostUSD", "%v", err)
 		}

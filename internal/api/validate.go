@@ -48,6 +48,9 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 	if err := ValidName("metadata.name", a.Metadata.Name); err != nil {
 		return err
 	}
+	if err := ValidLabels("metadata.labels", a.Metadata.Labels); err != nil {
+		return err
+	}
 	s := &a.Spec
 	switch s.Model.Access {
 	case "":
@@ -119,7 +122,7 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 	if s.PerRunMaxCostUSD == "" {
 		s.PerRunMaxCostUSD = DefaultPerRunMaxCostUSD
 	}
-	if _, err := cost.ParseUSD(s.PerRunMaxCostUSD); err != nil {
+	if _, err := cost.ParseUSDStrict(s.PerRunMaxCostUSD); err != nil {
 		return Invalid("spec.perRunMaxCostUSD", "%v", err)
 	}
 	switch s.State {
@@ -145,6 +148,9 @@ func DefaultAndValidateRun(r *AgentRun, now time.Time) error {
 	if err := ValidName("metadata.name", r.Metadata.Name); err != nil {
 		return err
 	}
+	if err := ValidLabels("metadata.labels", r.Metadata.Labels); err != nil {
+		return err
+	}
 	s := &r.Spec
 	if s.Agent == "" {
 		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.agent", "spec.agent is required")
@@ -159,7 +165,7 @@ func DefaultAndValidateRun(r *AgentRun, now time.Time) error {
 		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.input", "spec.input is required (a run without input must set keepAlive and receive messages)")
 	}
 	if s.MaxCostUSD != "" {
-		if _, err := cost.ParseUSD(s.MaxCostUSD); err != nil {
+		if _, err := cost.ParseUSDStrict(s.MaxCostUSD); err != nil {
 			return Invalid("spec.maxCostUSD", "%v", err)
 		}
 	}

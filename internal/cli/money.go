@@ -73,7 +73,7 @@ are added for the first time they are not enforced (runs are metered, not limite
 			if err != nil {
 				return err
 			}
-			cr, err := c.AddCredits(ctxOf(cmd), args[0], note)
+			cr, err := c.AddCredits(ctxOf(cmd), trimDollar(args[0]), note)
 			if err != nil {
 				return err
 			}

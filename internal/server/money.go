@@ -95,7 +95,7 @@ func (s *Server) raiseCap(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Errorf(http.StatusUnprocessableEntity, api.CodeWrongType, "spec.maxCostUSD", "spec.maxCostUSD must be a decimal string such as \"2.00\""))
 		return
 	}
-	newCap, err := cost.ParseUSD(capUSD)
+	newCap, err := cost.ParseUSDStrict(capUSD)
 	if err != nil {
 		writeErr(w, api.Invalid("spec.maxCostUSD", "%v", err))
 		return
@@ -228,7 +228,7 @@ func (s *Server) addCredits(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Errorf(http.StatusUnprocessableEntity, api.CodeRequired, "amountUSD", "amountUSD is required, as a decimal string such as \"5.00\""))
 		return
 	}
-	amt, err := cost.ParseUSD(b.AmountUSD)
+	amt, err := cost.ParseUSDStrict(b.AmountUSD)
 	if err != nil {
 		writeErr(w, api.Invalid("amountUSD", "%v", err))
 		return

@@ -243,6 +243,10 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return nil, api.Errorf(http.StatusBadRequest, api.CodeInvalid, "", "request body is empty")
 	}
+	// Every body, merge patches included: one that names a key twice says two things.
+	if err := api.CheckDuplicateKeys(b); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 

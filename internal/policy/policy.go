@@ -119,7 +119,7 @@ func Parse(m string) (Pattern, error) {
 // runs on (a tool the catalog does not have is decoded generically, still strictly), so a
 // pattern is matched against exactly the values the tool will use.
 func decodeInput(tool string, input json.RawMessage) (catalog.Input, error) {
-	in, err := catalog.Decode(tool, input)
+	in, err := catalog.DecodeMatch(tool, input)
 	if errors.Is(err, catalog.ErrUnknownTool) {
 		return catalog.DecodeGeneric(tool, input)
 	}

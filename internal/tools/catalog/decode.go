@@ -220,7 +220,20 @@ func fold(k string) string {
 // Decode decodes a call of this tool strictly: every key must be one of the tool's fields,
 // spelled exactly, given once; each value must have the field's type and bounds; required
 // fields must be there. null for a field counts as absent.
-func (e *Entry) Decode(raw json.RawMessage) (Input, error) {
+func (e *Entry) Decode(raw json.RawMessage) (Input, error) { return e.decode(raw, true) }
+
+// DecodeMatch is Decode for matching a call against approval patterns only: as strict on keys
+// and values, but a required field may be missing (the tool refuses such a call when it runs;
+// what it would match is still decided on the values given).
+func DecodeMatch(tool string, raw json.RawMessage) (Input, error) {
+	e, ok := lookup(tool)
+	if !ok {
+		return Input{}, fmt.Errorf("decode input: %w %q", ErrUnknownTool, tool)
+	}
+	return e.decode(raw, false)
+}
+
+func (e *Entry) decode(raw json.RawMessage, required bool) (Input, error) {
 	members, err := readObject(e.Name, raw, e.fieldNames)
 	if err != nil {
 		return Input{}, err
@@ -251,7 +264,7 @@ func (e *Entry) Decode(raw json.RawMessage) (Input, error) {
 		}
 	}
 	for _, f := range e.Fields {
-		if f.Required && !given[f.Name] {
+		if required && f.Required && !given[f.Name] {
 			return Input{}, &InputError{Tool: e.Name, Key: f.Name, Msg: fmt.Sprintf("missing required field %q (%s)", f.Name, e.types[f.Name])}
 		}
 	}

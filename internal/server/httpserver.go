@@ -43,6 +43,7 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 512
 	}
+	o.ReadHeaderTimeout = min(o.ReadHeaderTimeout, o.ReadTimeout)
 	return o
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/app"
+	"agentrun.dev/agentrun/internal/computer/sandboxhelper"
 	"agentrun.dev/agentrun/internal/model/fake"
 )
 
@@ -32,6 +33,11 @@ var binPath string
 const asBinaryEnv = "AGENTRUN_E2E_AS_BINARY"
 
 func TestMain(m *testing.M) {
+	// This test binary is also the binary's re-exec entry points (a sandbox's helper), as its
+	// main calls them.
+	if code, ok := sandboxhelper.Main(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	if os.Getenv(asBinaryEnv) == "1" {
 		os.Exit(app.Main(os.Args[1:]))
 	}
@@ -101,7 +107,7 @@ func newEnv(t *testing.T, script string) *env {
 	t.Cleanup(func() { srv.Close() })
 	e := &env{t: t, dir: t.TempDir(), model: srv}
 	e.count = filepath.Join(t.TempDir(), "count.txt")
-	e.extra = []string{"ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + url, "AGENTRUN_DEV_TOOLS=1", "AGENTRUN_DEV_COUNT_FILE=" + e.count}
+	e.extra = []string{"ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + url, "AGENTRUN_DEV=1", "AGENTRUN_DEV_COUNT_FILE=" + e.count}
 	t.Cleanup(func() {
 		if e.proc != nil {
 			e.kill()

@@ -6,8 +6,13 @@ import (
 	"os"
 
 	"agentrun.dev/agentrun/internal/app"
+	"agentrun.dev/agentrun/internal/computer/sandboxhelper"
 )
 
 func main() {
+	// The re-exec entry points first: a sandbox runs this same executable as its helper inside it.
+	if code, ok := sandboxhelper.Main(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	os.Exit(app.Main(os.Args[1:]))
 }

@@ -54,6 +54,9 @@ restored from the store, so runners need no shared disk; --data is only a local 
 			if err != nil {
 				return err
 			}
+			if err := applyDevHooks(ro.DevHooks, log); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			st, storeDesc, err := openStore(ctx, dir)

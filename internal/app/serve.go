@@ -101,6 +101,8 @@ type runnerOptions struct {
 	Router string
 	prices *cost.Table
 	seal   *secret.Box
+	// DevHooks is the dev flag (dev.go).
+	DevHooks bool
 }
 
 // loadMoney reads the price table and the seal key (AGENTRUN_SEAL_KEY, or the data folder's
@@ -134,6 +136,7 @@ func (o *runnerOptions) flags(f *pflag.FlagSet) {
 		router = agent.RouterModel
 	}
 	f.StringVar(&o.Router, "router", router, "how each turn's model family is chosen: model (a cheap model call) or rules (from the prompt; no call, no cost) (default $AGENTRUN_ROUTER or model)")
+	devHooksFlag(f, &o.DevHooks)
 }
 
 func (o *runnerOptions) validate() error {
@@ -237,6 +240,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			}
 			dir, log, err := startProcess(data, logLevel)
 			if err != nil {
+				return err
+			}
+			if err := applyDevHooks(ro.DevHooks, log); err != nil {
 				return err
 			}
 			token, err := readOrCreateSecret(filepath.Join(dir, "token"))

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
@@ -97,7 +98,7 @@ func Open(ctx context.Context, st Store, lease store.Lease) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open journal of %s: %w", lease.Run, err)
 	}
-	j := &Journal{st: st, lease: lease, steps: map[string]*api.Step{}, now: time.Now, pause: pauseFromEnv()}
+	j := &Journal{st: st, lease: lease, steps: map[string]*api.Step{}, now: time.Now, pause: devPause()}
 	for i := range steps {
 		s := steps[i]
 		j.steps[s.Key] = &s
@@ -355,14 +356,37 @@ func (j *Journal) Record(ctx context.Context, spec Spec, result any) (json.RawMe
 	return out, nil
 }
 
-// pausePoint lets crash tests stop the process at an exact point: AGENTRUN_DEV_PAUSE_AT=
-// "after-intent:t1/tool/0" prints a marker to stderr and blocks, so the test can SIGKILL it there.
+// pausePoint lets crash tests stop the process at an exact point: "after-intent:t1/tool/0" prints
+// a marker to stderr and blocks, so the test can SIGKILL it there. It is a dev hook: only the
+// binary's explicit dev flag sets one (SetDevPause, from AGENTRUN_DEV_PAUSE_AT), never a library
+// reading the environment by itself.
 type pausePoint struct{ point, key string }
 
-func pauseFromEnv() pausePoint {
-	v := os.Getenv("AGENTRUN_DEV_PAUSE_AT")
-	p, k, _ := strings.Cut(v, ":")
-	return pausePoint{p, k}
+var devPausePoint atomic.Pointer[pausePoint]
+
+// SetDevPause sets the pause point every journal opened afterwards honours ("" for none); spec is
+// POINT:STEPKEY with POINT before-intent, after-intent or after-result.
+func SetDevPause(spec string) error {
+	if spec == "" {
+		devPausePoint.Store(nil)
+		return nil
+	}
+	p, k, ok := strings.Cut(spec, ":")
+	switch {
+	case !ok || k == "":
+		return fmt.Errorf("pause point %q: want POINT:STEPKEY", spec)
+	case p != "before-intent" && p != "after-intent" && p != "after-result":
+		return fmt.Errorf("pause point %q: POINT is before-intent, after-intent or after-result", spec)
+	}
+	devPausePoint.Store(&pausePoint{p, k})
+	return nil
+}
+
+func devPause() pausePoint {
+	if p := devPausePoint.Load(); p != nil {
+		return *p
+	}
+	return pausePoint{}
 }
 
 func (p pausePoint) at(point, key string) {

@@ -454,4 +454,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-

@@ -17,7 +17,7 @@ const maxDevSleep = 3_600_000 // an hour, in milliseconds
 // devCountRun is dev_count, a test-support tool with a real side effect
 // outside the run folder: it appends a line to the file named by
 // AGENTRUN_DEV_COUNT_FILE, so crash tests can count how many times a call
-// really ran. It exists only while AGENTRUN_DEV_TOOLS=1.
+// really ran. It exists only with the dev flag (EnableDevTools).
 func devCountRun(ctx context.Context, env Env, v any) (Result, error) {
 	in, isInput := v.(*catalog.DevCount)
 	if !isInput {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"sync/atomic"
 
 	"agentrun.dev/agentrun/internal/tools/catalog"
 )
@@ -51,11 +52,9 @@ type Definition struct {
 	Schema      json.RawMessage
 }
 
-// Environment variables that enable and configure the dev_count test tool.
-const (
-	EnvDevTools     = "AGENTRUN_DEV_TOOLS"
-	EnvDevCountFile = "AGENTRUN_DEV_COUNT_FILE"
-)
+// EnvDevCountFile names the file the dev_count test tool appends to (the tool exists only with
+// the dev flag: EnableDevTools).
+const EnvDevCountFile = "AGENTRUN_DEV_COUNT_FILE"
 
 // AskPersonName is the name of the tool the engine turns into a question.
 const AskPersonName = catalog.AskPersonName
@@ -135,10 +134,17 @@ var builtins = map[string]Tool{
 
 var devCount = builtin{e: func() catalog.Entry { e, _ := catalog.Lookup(catalog.DevCountName); return e }(), run: devCountRun}
 
-func devToolsEnabled() bool { return os.Getenv(EnvDevTools) == "1" }
+// devTools is the binary's explicit dev flag, passed down by internal/app (EnableDevTools): the
+// package never turns a test hook on from the environment by itself.
+var devTools atomic.Bool
+
+// EnableDevTools makes dev_count exist (true) or not; internal/app calls it once at start.
+func EnableDevTools(on bool) { devTools.Store(on) }
+
+func devToolsEnabled() bool { return devTools.Load() }
 
 // Lookup returns the built-in tool with the given name. dev_count is found
-// only while AGENTRUN_DEV_TOOLS=1. ask_person is not a Tool (see AskPerson).
+// only with the dev flag (EnableDevTools). ask_person is not a Tool (see AskPerson).
 func Lookup(name string) (Tool, bool) {
 	if name == catalog.DevCountName {
 		if devToolsEnabled() {

@@ -722,9 +722,11 @@ func TestDefinitions(t *testing.T) {
 	}
 }
 
-// Not parallel: it sets environment variables.
+// Not parallel: it sets environment variables and the dev flag.
 func TestDevCount(t *testing.T) {
-	t.Setenv(EnvDevTools, "")
+	EnableDevTools(false)
+	t.Cleanup(func() { EnableDevTools(false) })
+	t.Setenv("AGENTRUN_DEV_TOOLS", "1") // the old switch: the environment alone enables nothing
 	if _, ok := Lookup("dev_count"); ok {
 		t.Fatal("dev_count found while disabled")
 	}
@@ -734,13 +736,9 @@ func TestDevCount(t *testing.T) {
 	if _, err := Definitions([]string{"dev_count"}); err == nil {
 		t.Fatal("dev_count defined while disabled")
 	}
-	t.Setenv(EnvDevTools, "true")
-	if _, ok := Lookup("dev_count"); ok {
-		t.Fatal("dev_count found with AGENTRUN_DEV_TOOLS=true")
-	}
 
 	count := filepath.Join(t.TempDir(), "count")
-	t.Setenv(EnvDevTools, "1")
+	EnableDevTools(true)
 	t.Setenv(EnvDevCountFile, count)
 	if got := Names(); !reflect.DeepEqual(got, []string{"dev_count", "edit", "grep", "ls", "read", "write"}) {
 		t.Fatalf("Names() = %v", got)

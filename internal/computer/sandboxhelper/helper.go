@@ -37,18 +37,22 @@ const (
 	limitsArg = "__agentrun-sandbox-limits"
 )
 
-func init() {
-	// The re-exec entry points. They run before main (or the test main) and
-	// never return.
-	if len(os.Args) < 2 {
-		return
+// Main runs this package's re-exec entry points: when args (the program's arguments, os.Args[1:])
+// name one, it runs it and returns its exit code and true; otherwise it returns false at once.
+// The sandbox runs the server's own executable as its helper, so the binary's main calls Main
+// first, explicitly, and so does the TestMain of every test binary whose tests start sandboxes
+// (they re-execute the test binary).
+func Main(args []string) (code int, ok bool) {
+	if len(args) < 1 {
+		return 0, false
 	}
-	switch os.Args[1] {
+	switch args[0] {
 	case helperArg:
-		os.Exit(helperMain(os.Args[2:]))
+		return helperMain(args[1:]), true
 	case limitsArg:
-		os.Exit(limitsMain(os.Args[2:]))
+		return limitsMain(args[1:]), true
 	}
+	return 0, false
 }
 
 // limitsMain: limitsArg JSON-limits argv...

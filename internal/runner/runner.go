@@ -16,6 +16,18 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 )
 
+// Store is the part of the store a runner uses: claims, leases and their renewal, releasing a
+// run, cancel requests, its heartbeat, and the store's wake-ups.
+type Store interface {
+	ClaimRuns(ctx context.Context, owner string, max int, ttl time.Duration) ([]store.Lease, error)
+	ExpireLeases(ctx context.Context, owner string) (int, error)
+	RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) (lost []store.Lease, err error)
+	Commit(ctx context.Context, l store.Lease, w store.Write) (store.Signals, error)
+	CancelRequested(ctx context.Context, runs []string) ([]string, error)
+	Heartbeat(ctx context.Context, r store.RunnerInfo) error
+	WaitWork(ctx context.Context, d time.Duration)
+}
+
 // Driver runs one claimed run until it finishes, parks or ctx ends.
 type Driver interface {
 	Drive(ctx context.Context, lease store.Lease) error
@@ -24,7 +36,7 @@ type Driver interface {
 // Runner claims and drives runs.
 type Runner struct {
 	Name    string
-	Store   store.Store
+	Store   Store
 	Driver  Driver
 	Log     *slog.Logger
 	MaxRuns int
@@ -168,7 +180,12 @@ func (r *Runner) start(ctx context.Context, l store.Lease) {
 			if errors.Is(err, store.ErrUnavailable) {
 				wakeAt = wakeAt.Add(time.Second) // give the store a moment
 			}
-			if _, rerr := r.Store.Commit(context.WithoutCancel(ctx), l, store.Write{Release: true, WakeAt: &wakeAt}); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
+			// Bounded by the lease: past it the run is claimable anyway, and a store that does not
+			// answer must not keep this goroutine (and Run, which waits for it) forever.
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), r.LeaseTTL)
+			_, rerr := r.Store.Commit(rctx, l, store.Write{Release: true, WakeAt: &wakeAt})
+			rcancel()
+			if rerr != nil && !errors.Is(rerr, store.ErrFenced) {
 				r.Log.Error("release run", "run", l.Run, "err", rerr)
 			}
 		}

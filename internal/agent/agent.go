@@ -85,6 +85,8 @@ type drive struct {
 	acc      *access
 	spent    spend
 	turnCost cost.Total
+	// reserved is each model call's worst case checked by guard in this drive: its most charge.
+	reserved map[string]reservation
 	// promptTools counts the tool calls of the current turn (spec.maxToolCalls bounds them).
 	promptTools int
 }
@@ -368,7 +370,7 @@ func (d *drive) loop(ctx context.Context) error {
 				if err != nil {
 					return nil, nil, err
 				}
-				recorded, vendor := d.callCost(resp, modelName)
+				recorded, vendor := d.callCost(resp, modelName, key)
 				return modelResult{Response: *resp, VendorMicros: vendor}, recorded, nil
 			})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/journal"
+	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/store"
 )
@@ -220,6 +221,11 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 	if priced {
 		worst = p.WorstCaseBill(inputBoundOf(req, reqJSON), int64(req.MaxTokens))
 	}
+	// What the call may be charged, whatever its reply claims (callCost).
+	if d.reserved == nil {
+		d.reserved = map[string]reservation{}
+	}
+	d.reserved[key] = reservation{amount: worst, priced: priced}
 	if limit, capped := d.limit(); capped && priced && d.spent.total.Known+worst > limit {
 		// The cap may have been raised since this drive read the run.
 		if run, err := d.e.Store.GetRun(ctx, d.run.Metadata.Name); err == nil {
@@ -267,9 +273,21 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 	return nil
 }
 
-// callCost prices one response: what the run records (billed on the server's access, list price
-// on BYOK) and the list price; nil when the model is not in the price table.
-func (d *drive) callCost(resp *model.Response, requested string) (recorded, vendor *int64) {
+// reservation is the worst case guard checked for a call on the server's access before it was
+// made, and reserved from credits: the most the call is charged. priced is false when the
+// requested model is not in the price table, so nothing bounded the call.
+type reservation struct {
+	amount cost.Micros
+	priced bool
+}
+
+// callCost prices the response of the call of step key: what the run records (billed on the
+// server's access, list price on BYOK) and the list price; nil when the model is not in the price
+// table. On the server's access the charge is bounded by the call's reservation: usage priced
+// above it is the vendor's discrepancy, recorded on the timeline (cost.discrepancy) and in the
+// metrics, not charged, so a reply claiming any usage cannot take the run past its cap or the
+// credits below zero.
+func (d *drive) callCost(resp *model.Response, requested, key string) (recorded, vendor *int64) {
 	id := resp.Model
 	if id == "" {
 		id = requested
@@ -285,7 +303,29 @@ func (d *drive) callCost(resp *model.Response, requested string) (recorded, vend
 	if d.acc.byok {
 		return &v, &v
 	}
-	b := int64(p.Bill(u))
+	billed := p.Bill(u)
+	r, ok := d.reserved[key]
+	if !ok {
+		// Not reached: guard runs before every call on the server's access.
+		b := int64(billed)
+		return &b, &v
+	}
+	if !r.priced {
+		// The answer names a priced model, but the requested one had no worst case to reserve:
+		// nothing bounded this charge, so it is unknown, as the requested model's cost is.
+		return nil, &v
+	}
+	charged, excess := cost.Bound(billed, r.amount)
+	if excess > 0 {
+		metrics.CostDiscrepancies.Inc()
+		metrics.CostDiscrepancyMicros.Add(float64(excess))
+		data, _ := json.Marshal(map[string]any{"model": id, "usage": resp.Usage, "reportedUSD": billed.String(),
+			"reservedUSD": r.amount.String(), "chargedUSD": charged.String(), "excessUSD": excess.String()})
+		d.j.Emit(api.Event{Type: "cost.discrepancy", StepKey: key, Data: data, Message: fmt.Sprintf(
+			"the vendor reported usage for %s (%s: %d input, %d output tokens) billed at $%s, more than the $%s worst case reserved before the call; charged $%s, the $%s above it is a vendor discrepancy",
+			key, id, resp.Usage.InputTokens, resp.Usage.OutputTokens, billed, r.amount, charged, excess)})
+	}
+	b := int64(charged)
 	return &b, &v
 }
 
@@ -437,7 +477,7 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 					zero := int64(0) // refused or unreachable: nothing was done, nothing is charged
 					return fallback("router call failed: " + clipText(err.Error(), 300)), &zero, nil
 				}
-				recorded, vendor := d.callCost(resp, routerModel)
+				recorded, vendor := d.callCost(resp, routerModel, key)
 				var text strings.Builder
 				for _, b := range resp.Content {
 					if b.Type == model.BlockText {

@@ -79,3 +79,16 @@ func Dollars(s string) string {
 	}
 	return "$" + s
 }
+
+// Bound is what a call on the server's access is charged when its reported usage prices at billed
+// and reserved is the worst case checked (and reserved from credits) before it was made: never more
+// than the reservation. The usage is the vendor's claim, and a call cannot honestly cost more than
+// its request's bytes and maxTokens allow; excess (billed − reserved, or 0) is a vendor
+// discrepancy, recorded, not charged, so no vendor reply can take a run past its cap or the
+// credits below zero.
+func Bound(billed, reserved Micros) (charged, excess Micros) {
+	if billed <= reserved {
+		return billed, 0
+	}
+	return reserved, billed - reserved
+}

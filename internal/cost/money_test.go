@@ -50,3 +50,17 @@ func TestDollars(t *testing.T) {
 		}
 	}
 }
+
+func TestBound(t *testing.T) {
+	for _, c := range []struct{ billed, reserved, charged, excess Micros }{
+		{0, 0, 0, 0},
+		{99, 100, 99, 0},
+		{100, 100, 100, 0},
+		{101, 100, 100, 1},
+		{6_910_000, 100_000, 100_000, 6_810_000},
+	} {
+		if ch, ex := Bound(c.billed, c.reserved); ch != c.charged || ex != c.excess {
+			t.Errorf("Bound(%d, %d) = %d, %d; want %d, %d", c.billed, c.reserved, ch, ex, c.charged, c.excess)
+		}
+	}
+}

@@ -244,4 +244,8 @@ var (
 	JournalSeconds  = Default.NewHistogram("agentrun_journal_write_seconds", "Duration of fenced journal commits.", LatencyBuckets)
 	StepsReplayed   = Default.NewCounter("agentrun_steps_replayed_total", "Completed steps answered from the journal on replay.")
 	StepsInterrupts = Default.NewCounter("agentrun_steps_interrupted_total", "Steps found interrupted after a crash, by what happened next.", "outcome")
+	// A vendor reply whose usage prices above the worst case reserved for its call: charged at the
+	// reservation, the excess recorded here and on the run's timeline (cost.discrepancy).
+	CostDiscrepancies     = Default.NewCounter("agentrun_cost_discrepancies_total", "Model calls whose reported usage priced above the worst case reserved for them (charged at the reservation).")
+	CostDiscrepancyMicros = Default.NewCounter("agentrun_cost_discrepancy_micros_total", "Micro-dollars of reported usage above the reservations, not charged.")
 )

@@ -290,6 +290,9 @@ func (c *Client) Answer(ctx context.Context, run string) (string, error) {
 // ReadFile is GET /v2/agentruns/NAME/files/PATH: the bytes of a file in the run's folder. A missing
 // file fails with code FileNotFound.
 func (c *Client) ReadFile(ctx context.Context, run, path string) ([]byte, error) {
+	if err := checkFilePath(path); err != nil {
+		return nil, fmt.Errorf("read file of agentrun %q: %w", run, err)
+	}
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: objectPath(AgentRuns, run, "files", escapePath(path)),
 		header: http.Header{"Accept": {"*/*"}}})
 	if err != nil {

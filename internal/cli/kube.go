@@ -577,16 +577,33 @@ happened: agent/NAME created, configured or unchanged.`,
 				}
 				fmt.Fprintf(errOut, "error: %s: %s\n", where, describe(err))
 			}
-			for _, d := range docs {
+			// Every document is read, planned and checked before any is sent: an apply with one
+			// bad document applies nothing (no half-applied file).
+			plans := make([][]applyTarget, len(docs))
+			for i, d := range docs {
+				where := fmt.Sprintf("%s (document %d)", d.where, i+1)
 				if d.err != nil {
-					fail(d.where, "", d.err)
+					fail(where, "", d.err)
 					continue
 				}
 				targets, err := planApply(d.json)
 				if err != nil {
-					fail(d.where, "", err)
+					fail(where, "", err)
 					continue
 				}
+				for _, t := range targets {
+					if err := checkTarget(t); err != nil {
+						fail(where, t.desc, err)
+					}
+				}
+				plans[i] = targets
+			}
+			if failed > 0 {
+				fmt.Fprintf(errOut, "nothing was applied (%d errors above)\n", failed)
+				return &ExitError{Code: ExitFailure}
+			}
+			for i, d := range docs {
+				targets := plans[i]
 				if c == nil {
 					if c, err = newClient(); err != nil {
 						return err

@@ -370,6 +370,10 @@ func (s *Server) getAnswer(w http.ResponseWriter, r *http.Request) {
 // whichever runner holds the run, or none. A directory path lists the files under it.
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if err := checkRunPath(r.PathValue("path")); err != nil {
+		writeErr(w, err)
+		return
+	}
 	if _, err := s.Store.GetRun(r.Context(), name); err != nil {
 		writeErr(w, err)
 		return

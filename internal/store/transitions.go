@@ -136,6 +136,17 @@ func AgentSpecChanged(old, new api.AgentSpec) bool {
 	return !reflect.DeepEqual(asJSON(old), asJSON(new))
 }
 
+// GroupSpecChanged reports whether an update changes a group's spec, and so its generation.
+func GroupSpecChanged(old, new api.AgentGroupSpec) bool {
+	return !reflect.DeepEqual(asJSON(old), asJSON(new))
+}
+
+// ClaimableOnCreate reports whether a run created in a batch is claimable at once: a group's
+// member waits for admission, and a run created finished is never claimed.
+func ClaimableOnCreate(r *api.AgentRun) bool {
+	return r.Spec.Group == "" && !api.Finished(r.Status.Phase)
+}
+
 func asJSON(v any) any {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -194,3 +194,55 @@ func TestAddMember(t *testing.T) {
 		t.Errorf("second member %+v, batch %+v", m, bg)
 	}
 }
+
+func TestSmallRules(t *testing.T) {
+	if err := CheckVersion("agent", "a", "3", ""); err != nil {
+		t.Errorf("no resourceVersion given: %v", err)
+	}
+	if err := CheckVersion("agent", "a", "3", "3"); err != nil {
+		t.Errorf("the current resourceVersion: %v", err)
+	}
+	if err := CheckVersion("agent", "a", "3", "2"); !errors.Is(err, ErrConflict) {
+		t.Errorf("a stale resourceVersion: %v, want ErrConflict", err)
+	}
+	if AgentSpecChanged(api.AgentSpec{Tools: nil}, api.AgentSpec{Tools: []string{}}) {
+		t.Error("nil and empty tools count as a change")
+	}
+	if !AgentSpecChanged(api.AgentSpec{System: "a"}, api.AgentSpec{System: "b"}) {
+		t.Error("a new system prompt does not count as a change")
+	}
+	if GroupSpecChanged(api.AgentGroupSpec{Agent: "a"}, api.AgentGroupSpec{Agent: "a"}) || !GroupSpecChanged(api.AgentGroupSpec{Agent: "a"}, api.AgentGroupSpec{Agent: "b"}) {
+		t.Error("GroupSpecChanged")
+	}
+	for _, c := range []struct {
+		group, phase string
+		want         bool
+	}{{"", api.PhaseQueued, true}, {"g", api.PhaseQueued, false}, {"", api.PhaseCancelled, false}} {
+		r := &api.AgentRun{Spec: api.AgentRunSpec{Group: c.group}, Status: api.AgentRunStatus{Phase: c.phase}}
+		if got := ClaimableOnCreate(r); got != c.want {
+			t.Errorf("ClaimableOnCreate(group %q, %s) = %v", c.group, c.phase, got)
+		}
+	}
+	for _, c := range []struct {
+		u    MemberUpdate
+		want UpdateKind
+	}{
+		{MemberUpdate{Admit: true, Status: api.AgentRunStatus{Phase: api.PhaseQueued}}, UpdateAdmit},
+		{MemberUpdate{Status: api.AgentRunStatus{Phase: api.PhaseCancelled}}, UpdateFinish},
+		{MemberUpdate{Status: api.AgentRunStatus{Phase: api.PhaseQueued}, Wait: api.ReasonMaxActiveReached}, UpdateWait},
+	} {
+		if got := c.u.Kind(); got != c.want {
+			t.Errorf("Kind of %+v = %v, want %v", c.u, got, c.want)
+		}
+	}
+	var ie *ItemError
+	if err := BatchItemError(0, 1, GroupNotFound("g")); !errors.As(err, &ie) {
+		t.Errorf("a refused single item is not named: %v", err)
+	}
+	if err := BatchItemError(0, 1, ErrUnavailable); errors.As(err, &ie) || !errors.Is(err, ErrUnavailable) {
+		t.Errorf("a store failure of a single item: %v, want it as it is", err)
+	}
+	if err := BatchItemError(2, 3, ErrUnavailable); !errors.As(err, &ie) || ie.Index != 2 {
+		t.Errorf("a failure in a batch of 3: %v, want items[2]", err)
+	}
+}

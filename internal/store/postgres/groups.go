@@ -117,7 +117,7 @@ func (s *Store) UpdateGroup(ctx context.Context, g *api.AgentGroup, check func(o
 		rv, _ := strconv.ParseInt(cur.Metadata.ResourceVersion, 10, 64)
 		rv++
 		gen := cur.Metadata.Generation
-		if mustJSON(cur.Spec) != mustJSON(g.Spec) {
+		if store.GroupSpecChanged(cur.Spec, g.Spec) {
 			gen++
 		}
 		if _, err := tx.Exec(ctx, `UPDATE groups SET resource_version = $2, generation = $3, labels = $4, spec = $5 WHERE name = $1`,
@@ -477,7 +477,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 			if err := insertRunTx(ctx, tx, r, groups, now); err != nil {
 				return store.BatchItemError(i, len(runs), err)
 			}
-			if r.Spec.Group == "" && !api.Finished(r.Status.Phase) {
+			if store.ClaimableOnCreate(r) {
 				claimable = true
 			}
 			out = append(out, r)
@@ -503,7 +503,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 
 func insertRunTx(ctx context.Context, tx pgx.Tx, r *api.AgentRun, groups map[string]*store.BatchGroup, now time.Time) error {
 	name := r.Metadata.Name
-	claimable := !api.Finished(r.Status.Phase)
+	claimable := store.ClaimableOnCreate(r)
 	var m store.NewMember
 	admitted := true
 	if r.Spec.Group != "" {
@@ -541,7 +541,7 @@ func insertRunTx(ctx context.Context, tx pgx.Tx, r *api.AgentRun, groups map[str
 		if m, err = bg.AddMember(r, keys); err != nil {
 			return err
 		}
-		admitted, claimable = false, false
+		admitted = false
 	} else {
 		m.DependsOn = []string{}
 		m.CapMicros = store.RunCapMicros(r)

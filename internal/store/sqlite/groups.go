@@ -105,7 +105,7 @@ func (s *Store) UpdateGroup(ctx context.Context, g *api.AgentGroup, check func(o
 		rv, _ := strconv.ParseInt(cur.Metadata.ResourceVersion, 10, 64)
 		rv++
 		gen := cur.Metadata.Generation
-		if mustJSON(cur.Spec) != mustJSON(g.Spec) {
+		if store.GroupSpecChanged(cur.Spec, g.Spec) {
 			gen++
 		}
 		if _, err := s.txExec(ctx, tx, `UPDATE groups SET resource_version = ?, generation = ?, labels = ?, spec = ? WHERE name = ?`,
@@ -457,7 +457,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 			if err := s.insertRunTx(ctx, tx, r, groups, now); err != nil {
 				return store.BatchItemError(i, len(runs), err)
 			}
-			if r.Spec.Group == "" && !api.Finished(r.Status.Phase) {
+			if store.ClaimableOnCreate(r) {
 				claimable = true
 			}
 			out = append(out, r)
@@ -480,9 +480,9 @@ func (s *Store) CreateRuns(ctx context.Context, runs []*api.AgentRun, key, hash 
 
 func (s *Store) insertRunTx(ctx context.Context, tx *sql.Tx, r *api.AgentRun, groups map[string]*store.BatchGroup, now time.Time) error {
 	name := r.Metadata.Name
-	var claimable any = ms(now)
-	if api.Finished(r.Status.Phase) {
-		claimable = nil
+	var claimable any
+	if store.ClaimableOnCreate(r) {
+		claimable = ms(now)
 	}
 	var m store.NewMember
 	admitted := 1
@@ -525,7 +525,7 @@ func (s *Store) insertRunTx(ctx context.Context, tx *sql.Tx, r *api.AgentRun, gr
 		if m, err = bg.AddMember(r, keys); err != nil {
 			return err
 		}
-		admitted, claimable = 0, nil
+		admitted = 0
 	} else {
 		m.DependsOn = []string{}
 		m.CapMicros = store.RunCapMicros(r)

@@ -25,6 +25,7 @@ import (
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/tools"
+	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // Engine drives runs with the built-in loop.
@@ -541,28 +542,40 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 		d.refused(turn, key, call.Name, "not available to this agent")
 		return result(fmt.Sprintf("tool %q is not available to this agent", call.Name), true), nil
 	}
-	if call.Name == tools.AskPersonName {
-		return d.askPerson(ctx, key, call, result)
+	// One strict decode of the input: the policy decides on it, the journal titles the step with
+	// it and the tool runs it, so what is approved is what runs. A bad input (a key in another
+	// case, a key given twice, an unknown key) is the model's mistake, answered as the result.
+	in, err := catalog.Decode(call.Name, call.Input)
+	var bad *catalog.InputError
+	if errors.As(err, &bad) {
+		d.refused(turn, key, call.Name, "bad input: "+bad.Msg)
+		return result(fmt.Sprintf("%s: %s; the call did not run", call.Name, bad.Msg), true), nil
 	}
-	if ok, refusal, err := d.approval(ctx, key, call); err != nil {
+	if err != nil {
+		return result(fmt.Sprintf("tool %q is not available on this server", call.Name), true), nil
+	}
+	if call.Name == tools.AskPersonName {
+		return d.askPerson(ctx, key, in, result)
+	}
+	if ok, refusal, err := d.approval(ctx, key, call, in); err != nil {
 		return model.Block{}, err
 	} else if !ok {
 		return result(refusal, true), nil
 	}
 	if td, ok := d.computerTool(call.Name); ok {
-		return d.computerCall(ctx, key, td, call, result)
+		return d.computerCall(ctx, key, td, call, in, result)
 	}
 	tool, ok := tools.Lookup(call.Name)
 	if !ok {
 		return result(fmt.Sprintf("tool %q is not available on this server", call.Name), true), nil
 	}
-	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(call.Input), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly()}
+	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly()}
 	if !tool.ReadOnly() {
 		spec.Files = d.folderChanges
 	}
 	out, err := d.j.Do(ctx, spec,
 		func(ctx context.Context) (any, *int64, error) {
-			r, err := tool.Run(ctx, tools.Env{Root: d.folder}, call.Input)
+			r, err := tool.RunInput(ctx, tools.Env{Root: d.folder}, in)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -608,26 +621,13 @@ func toolOutcome(key string, out journal.Outcome, result func(string, bool) mode
 	return result(r.Content, r.IsError), nil
 }
 
-func summarize(in json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(in, &m) != nil {
-		return ""
-	}
-	for _, k := range []string{"command", "path", "url", "pattern", "selector", "label", "question"} {
-		if v, ok := m[k].(string); ok {
-			return firstLine(v, 80)
-		}
-	}
-	return ""
-}
+// summarize is the text that names a call on its journal step, from its decoded input.
+func summarize(in catalog.Input) string { return firstLine(in.Title(), 80) }
 
 // askPerson turns an ask_person call into a question: the next message is the answer.
-func (d *drive) askPerson(ctx context.Context, key string, call model.Block, result func(string, bool) model.Block) (model.Block, error) {
-	var in struct {
-		Question string `json:"question"`
-		Takeover bool   `json:"takeover"`
-	}
-	if err := json.Unmarshal(call.Input, &in); err != nil || strings.TrimSpace(in.Question) == "" {
+func (d *drive) askPerson(ctx context.Context, key string, decoded catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+	in, ok := decoded.Value.(*catalog.AskPerson)
+	if !ok || strings.TrimSpace(in.Question) == "" {
 		return result(`ask_person needs {"question": "..."}`, true), nil
 	}
 	if st, ok := d.j.Lookup(key); ok && st.State == api.StepCompleted {

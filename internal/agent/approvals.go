@@ -10,6 +10,7 @@ import (
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/policy"
+	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // approval decides whether a tool call may run, per the agent's approvals and the server's deny
@@ -17,12 +18,12 @@ import (
 // parks the run in Waiting/Approval until someone approves or denies it; the decision, and who
 // made it, are journaled, so a restart neither asks again nor forgets.
 // It returns ok=false with a message for the model when the call must not run.
-func (d *drive) approval(ctx context.Context, key string, call model.Block) (ok bool, refusal string, err error) {
+func (d *drive) approval(ctx context.Context, key string, call model.Block, in catalog.Input) (ok bool, refusal string, err error) {
 	var spec api.Approvals
 	if d.spec.Approvals != nil {
 		spec = *d.spec.Approvals
 	}
-	dec := policy.Decide(spec, d.e.ServerDeny, call.Name, call.Input)
+	dec := policy.DecideInput(spec, d.e.ServerDeny, call.Name, in)
 	switch dec.Action {
 	case policy.Allow:
 		return true, "", nil
@@ -35,7 +36,7 @@ func (d *drive) approval(ctx context.Context, key string, call model.Block) (ok 
 		return false, fmt.Sprintf("%s; the call %s did not run", dec.Explain(), call.Name), nil
 	}
 	args := map[string]any{"tool": call.Name, "input": call.Input, "reason": d.turnText, "rule": dec.Rule, "why": dec.Explain()}
-	out, done, err := d.j.Await(ctx, journal.Spec{Key: key + "/approval", Kind: "approval", Title: "approval for " + call.Name + " " + summarize(call.Input), Args: args})
+	out, done, err := d.j.Await(ctx, journal.Spec{Key: key + "/approval", Kind: "approval", Title: "approval for " + call.Name + " " + summarize(in), Args: args})
 	if err != nil {
 		return false, "", err
 	}

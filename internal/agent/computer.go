@@ -15,6 +15,7 @@ import (
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/tools"
+	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // computerKind is the kind of computer the run's agent revision works on.
@@ -27,63 +28,21 @@ func kindOf(spec *api.AgentSpec) computer.Kind {
 	return computer.Kind(spec.Computer.Kind)
 }
 
-// FolderTools are the file tools of internal/tools that come with a sandbox or a desktop, listed
-// in spec.tools or not: they work on the run folder, which the computer mounts at /workspace,
-// and accept /workspace/ paths, so they are the computer's file operations. An agent with
-// computer none (or a browser) gets them only by listing them.
-var FolderTools = []string{"read", "write", "edit", "ls", "grep"}
-
-// ComputerTools names the tools that come with a computer of kind: the folder tools for a
-// computer whose file system holds the run folder (a sandbox, a desktop), then the kind's own.
-func ComputerTools(kind computer.Kind) []string {
-	var out []string
-	if kind == computer.KindSandbox || kind == computer.KindDesktop {
-		out = append(out, FolderTools...)
-	}
-	for _, td := range computer.Tools(kind) {
-		out = append(out, td.Name)
-	}
-	return out
-}
+// ComputerTools names the tools that come with a computer of kind (see catalog.ComputerTools):
+// with a sandbox or a desktop, the file tools, which work on the run folder it mounts at
+// /workspace, then the kind's own.
+func ComputerTools(kind computer.Kind) []string { return catalog.ComputerTools(string(kind)) }
 
 // OfferedTools names the tools a run of an agent with spec is offered, in the order the model is
-// told about them: those spec.tools lists, then those that come with its computer and the list
-// left out.
+// told about them (see catalog.Offered).
 func OfferedTools(spec *api.AgentSpec) []string {
-	kind := kindOf(spec)
-	var out []string
-	seen := map[string]bool{}
-	for _, n := range spec.Tools {
-		if td, ok := computer.LookupTool(n); ok && computer.Has(kind, td) {
-			continue // a computer's tools come with it, below
-		}
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	for _, n := range ComputerTools(kind) {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	return out
+	return catalog.Offered(string(kindOf(spec)), spec.Tools)
 }
 
-// comesWithComputer reports whether a tool that is not the computer's own (a folder tool) comes
-// with the run's computer.
+// comesWithComputer reports whether a tool comes with the run's computer.
 func (d *drive) comesWithComputer(name string) bool {
-	k := d.computerKind()
-	if k != computer.KindSandbox && k != computer.KindDesktop {
-		return false
-	}
-	for _, n := range FolderTools {
-		if n == name {
-			return true
-		}
-	}
-	return false
+	e, ok := catalog.Lookup(name)
+	return ok && e.Brings(string(d.computerKind()))
 }
 
 // computerTool returns the definition of a tool of the run's computer kind.
@@ -195,8 +154,8 @@ func (d *drive) endDrive() {
 }
 
 // computerCall runs (or replays) one call of a computer tool as a journal step.
-func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDef, call model.Block, result func(string, bool) model.Block) (model.Block, error) {
-	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(call.Input), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly || td.Repeatable}
+func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDef, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly || td.Repeatable}
 	if !td.ReadOnly {
 		spec.Files = d.folderChanges
 	}
@@ -212,7 +171,7 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := computer.RunTool(ctx, c, call.Name, call.Input)
+		r, err := computer.RunInput(ctx, c, in)
 		if errors.Is(err, computer.ErrClosed) {
 			// The computer died (not the agent's doing): make a new one around the folder, once.
 			d.e.liveComputers().Forget(d.run.Metadata.Name, c)
@@ -221,7 +180,7 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 			if c, err = d.ensureComputer(ctx); err != nil {
 				return nil, nil, err
 			}
-			r, err = computer.RunTool(ctx, c, call.Name, call.Input)
+			r, err = computer.RunInput(ctx, c, in)
 		}
 		if err != nil {
 			return nil, nil, err

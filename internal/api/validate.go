@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -33,14 +34,9 @@ func checkTypeMeta(tm *TypeMeta, kind string) error {
 	return nil
 }
 
-// Built-in tool names an agent may list.
-var KnownTools = map[string]bool{
-	"read": true, "write": true, "edit": true, "ls": true, "grep": true,
-	"bash": true, "web_fetch": true, "ask_person": true,
-}
-
 // DefaultAndValidateAgent fills defaults and checks an agent as a user submitted it.
-// extraTools are additional tool names this server offers.
+// An agent may list the tools of the tool catalog (whether its computer fits is the server's
+// check); extraTools are additional tool names this server offers (dev tools).
 func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 	if err := checkTypeMeta(&a.TypeMeta, "Agent"); err != nil {
 		return err
@@ -83,8 +79,8 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 	}
 	seen := map[string]bool{}
 	for i, t := range s.Tools {
-		if !KnownTools[t] && !extraTools[t] {
-			return Invalid("spec.tools["+itoa(i)+"]", "unknown tool %q", t)
+		if why := catalog.CheckListed(t); why != "" && !extraTools[t] {
+			return Invalid("spec.tools["+itoa(i)+"]", "%s", why)
 		}
 		if seen[t] {
 			return Invalid("spec.tools["+itoa(i)+"]", "tool %q is listed twice", t)

@@ -7,11 +7,10 @@ import (
 	"net/http"
 	"reflect"
 
-	"agentrun.dev/agentrun/internal/agent"
 	"agentrun.dev/agentrun/internal/api"
-	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/policy"
 	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // decodeAgent reads an Agent resource or the AgentRun seed's {"definition": {...}} shape.
@@ -46,26 +45,20 @@ func (s *Server) validateAgent(ctx context.Context, a *api.Agent) error {
 	return nil
 }
 
-// knownTools are the tool names an agent may list: the built-in tools and every computer tool
-// (whether its computer fits is checked with the computer). Listing a tool that comes with the
+// knownTools are the tool names an agent may list besides the tool catalog's (which validation
+// asks itself; whether a computer tool fits the agent's computer is checked with the computer):
+// the tools this server enables on its own (dev tools). Listing a tool that comes with the
 // agent's computer anyway (bash with a sandbox, read with a sandbox or a desktop) is allowed.
-func (s *Server) knownTools() map[string]bool {
-	out := map[string]bool{}
-	for t := range s.Tools {
-		out[t] = true
-	}
-	for _, k := range []computer.Kind{computer.KindSandbox, computer.KindBrowser, computer.KindDesktop} {
-		for _, td := range computer.Tools(k) {
-			out[td.Name] = true
-		}
-	}
-	return out
-}
+func (s *Server) knownTools() map[string]bool { return s.Tools }
 
-// withTools fills in the tools the agent's runs are offered (status.tools, see
-// agent.OfferedTools), so that a reader sees those that come with its computer too.
+// withTools fills in the tools the agent's runs are offered (status.tools, see catalog.Offered),
+// so that a reader sees those that come with its computer too.
 func withTools(a *api.Agent) *api.Agent {
-	a.Status.Tools = agent.OfferedTools(&a.Spec)
+	kind := "none"
+	if a.Spec.Computer != nil && a.Spec.Computer.Kind != "" {
+		kind = a.Spec.Computer.Kind
+	}
+	a.Status.Tools = catalog.Offered(kind, a.Spec.Tools)
 	return a
 }
 

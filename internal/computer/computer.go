@@ -355,3 +355,12 @@ func IsAgentError(err error) bool {
 // died under it (its sandbox helper killed, Chromium gone): the caller
 // should create it again.
 var ErrClosed = errors.New("computer is closed")
+
+// ErrNotStarted comes with ErrClosed when the call provably never reached the computer (it was
+// closed or dead before the call was sent): nothing of it ran, so it may be made again on a new
+// computer. ErrClosed without it means the call may have started (a command may have run part way)
+// and must not be repeated silently.
+var ErrNotStarted = errors.New("the call never reached the computer")
+
+// NotStarted wraps ErrClosed and ErrNotStarted with what happened.
+func NotStarted(what string) error { return fmt.Errorf("%w (%w): %s", ErrClosed, ErrNotStarted, what) }

@@ -40,6 +40,14 @@ func (e *NeedsResolution) Error() string {
 	return fmt.Sprintf("step %s was interrupted and its outcome is uncertain", e.Step.Key)
 }
 
+// Interrupted is returned by a step's effect that was cut off part way by something other than a
+// crash (the computer a command ran on died under it): its outcome is uncertain, so Do records the
+// step as interrupted and the run waits for a person (NeedsResolution), as after a crash.
+type Interrupted struct{ Err error }
+
+func (e *Interrupted) Error() string { return "interrupted: " + e.Err.Error() }
+func (e *Interrupted) Unwrap() error { return e.Err }
+
 // Spec describes a step.
 type Spec struct {
 	Key   string
@@ -265,6 +273,17 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	effectStart := time.Now()
 	res, cost, err := fn(ctx)
 	metrics.StepSeconds.Since(effectStart, spec.Kind)
+	var cut *Interrupted
+	if err != nil && errors.As(err, &cut) && ctx.Err() == nil {
+		st := started
+		st.State, st.Error = api.StepInterrupted, err.Error()
+		j.Emit(api.Event{Type: "step.interrupted", StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted (%v); its outcome is uncertain, so it is not repeated without a person", spec.Key, cut.Err)})
+		if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{st}}); cerr != nil {
+			return Outcome{}, errors.Join(err, cerr)
+		}
+		metrics.StepsInterrupts.Inc("needs-resolution")
+		return Outcome{}, &NeedsResolution{Step: *j.steps[spec.Key], Cause: err.Error()}
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			// A definite failure (not an interruption): record it so the journal says what happened.

@@ -30,41 +30,31 @@ type cgroups struct {
 
 const cgroupRoot = "/sys/fs/cgroup"
 
-// cgroupArg makes the executable (on the host) move itself into cgroups and
-// exec bwrap, so everything in the sandbox is in them from its first
-// instruction.
-const cgroupArg = "__agentrun-cgroup-enter"
-
-func init() {
-	// The re-exec entry point (the helper's are in sandboxhelper). It runs
-	// before main (or the test main) and never returns.
-	if len(os.Args) >= 2 && os.Args[1] == cgroupArg {
-		os.Exit(cgroupMain(os.Args[2:]))
+// files opens the cgroups' cgroup.procs files (none when cg is nil) for the sandbox's helper to
+// hand to each command, which writes itself into them before it runs (sandboxhelper.Limits.
+// CgroupFDs). The helper, and bwrap, stay outside: the cgroups' memory and process accounting is
+// the commands' alone, so a command that fills the memory (a tmpfs in the sandbox counts) is the
+// one the kernel kills, never the helper that reports on it.
+func (cg *cgroups) files() ([]*os.File, error) {
+	if cg == nil {
+		return nil, nil
 	}
+	var out []*os.File
+	for _, d := range cg.dirs {
+		f, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			closeAll(out)
+			return nil, fmt.Errorf("open the sandbox's cgroup %s: %w", d, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
-// cgroupMain: cgroupArg N dir1..dirN bwrap-path args...
-func cgroupMain(args []string) int {
-	if len(args) < 1 {
-		fmt.Fprintln(os.Stderr, "agentrun sandbox: bad cgroup call")
-		return 127
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
 	}
-	n, err := strconv.Atoi(args[0])
-	if err != nil || len(args) < n+2 {
-		fmt.Fprintln(os.Stderr, "agentrun sandbox: bad cgroup call")
-		return 127
-	}
-	for _, dir := range args[1 : 1+n] {
-		// Writing 0 moves the writing process.
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0); err != nil {
-			fmt.Fprintf(os.Stderr, "agentrun sandbox: enter cgroup %s: %v\n", dir, err)
-			return 127
-		}
-	}
-	argv := args[1+n:]
-	err = syscall.Exec(argv[0], argv, os.Environ())
-	fmt.Fprintf(os.Stderr, "agentrun sandbox: exec %s: %v\n", argv[0], err)
-	return 127
 }
 
 func randomSuffix() string {
@@ -217,7 +207,13 @@ func (cg *cgroups) kill(wait time.Duration) error {
 func (cg *cgroups) remove() error {
 	var errs []error
 	for _, d := range cg.dirs {
-		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// Killed processes the kernel has not finished tearing down (reaped by the host's init,
+		// not by the sandbox, whose PID 1 is gone) keep a cgroup busy for a moment.
+		err := os.Remove(d)
+		for deadline := time.Now().Add(2 * time.Second); errors.Is(err, syscall.EBUSY) && time.Now().Before(deadline); err = os.Remove(d) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 		// A dead server's leftovers go too, not only at the next Create.

@@ -9,7 +9,8 @@
 // background ones and reads and writes files. Inside: the run folder
 // read-write at /workspace (the working folder), the host's /usr (and the
 // /bin, /lib... links or folders into it) and a few files of /etc read-only,
-// a fresh /tmp, /dev and home, its own /proc (read-only); nothing else of the host (no /root,
+// a fresh /dev, and /tmp, /dev/shm and home as tmpfs mounts of bounded size (TmpBytes...), the
+// root and /dev read-only, its own /proc (read-only); nothing else of the host (no /root,
 // /home, data folder or other runs' folders). Its own PID, IPC, UTS and cgroup
 // namespaces, and network namespace unless the network is allowed (then it
 // shares the host's). No capabilities, no new privileges (bwrap sets
@@ -20,8 +21,9 @@
 // unless a memory cgroup bounds memory, RLIMIT_AS. RLIMIT_NPROC counts per
 // user per user namespace, so for a server running as a normal user (where
 // bwrap makes a user namespace) it bounds this sandbox alone; it never binds
-// root, so as root the sandbox is put in its own cgroups (pids.max and a
-// memory limit, v1 or v2) when the cgroup file system is writable.
+// root, so as root the sandbox's commands are put in its own cgroups (pids.max
+// and a memory limit, v1 or v2) when the cgroup file system is writable; the
+// helper stays outside them, so a command that exhausts them is killed, not it.
 //
 // A desktop is such a sandbox whose first process starts Xvfb (on a display
 // of its own, listening only on its socket in the sandbox's /tmp) before it
@@ -91,7 +93,7 @@ func (p *Provider) Available(ctx context.Context) computer.Availability {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	args := append(baseArgs(false), "--", "/bin/true")
+	args := append(baseArgs(false, computer.DefaultLimits), "--", "/bin/true")
 	out, err := exec.CommandContext(ctx, bw, args...).CombinedOutput()
 	if err != nil {
 		return computer.Availability{Reason: fmt.Sprintf("bubblewrap cannot make a sandbox here (%v): %s",
@@ -116,8 +118,26 @@ var etcFiles = []string{
 	"os-release", "debian_version", "terminfo", "magic", "mime.types", "papersize", "ucf.conf",
 }
 
+// The sizes of the sandbox's own file systems (tmpfs, in memory): writing past one fails with
+// ENOSPC ("No space left on device") for the command that wrote it.
+const (
+	TmpBytes  = 512 << 20 // /tmp
+	HomeBytes = 256 << 20 // /home/agent, the home folder
+	ShmBytes  = 64 << 20  // /dev/shm
+)
+
+// tmpfsSizes are the sizes of /tmp, the home folder and /dev/shm for a sandbox with limits lim:
+// the defaults, made smaller for a small memory limit so that together they take under half of
+// it (their pages count as the commands' memory): full, they leave the commands room to run, rm
+// included.
+func tmpfsSizes(lim computer.Limits) (tmp, home, shm int64) {
+	m := lim.WithDefaults().MemoryBytes
+	return min(TmpBytes, m/4), min(HomeBytes, m/8), min(ShmBytes, m/16)
+}
+
 // baseArgs are the bwrap arguments every sandbox has.
-func baseArgs(network bool) []string {
+func baseArgs(network bool, lim computer.Limits) []string {
+	tmp, home, shm := tmpfsSizes(lim)
 	a := []string{
 		"--die-with-parent", "--new-session",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -152,8 +172,12 @@ func baseArgs(network bool) []string {
 	// /proc read-only: a server running as root makes sandboxes whose
 	// processes are uid 0 on the host (without capabilities), and DAC alone
 	// would let them write global sysctls in /proc/sys.
-	a = append(a, "--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-		"--dir", "/home/agent", "--cap-drop", "ALL", "--clearenv",
+	// Every file system the sandbox may write besides the run folder is a tmpfs of a bounded size
+	// (an unbounded one could take the host's memory), and the root and /dev are made read-only
+	// once the mounts are in place (create).
+	a = append(a, "--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev",
+		"--size", fmt.Sprint(shm), "--tmpfs", "/dev/shm", "--size", fmt.Sprint(tmp), "--tmpfs", "/tmp",
+		"--size", fmt.Sprint(home), "--tmpfs", "/home/agent", "--cap-drop", "ALL", "--clearenv",
 		"--setenv", "PATH", sandboxPath, "--setenv", "HOME", "/home/agent",
 		"--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "dumb", "--setenv", "TMPDIR", "/tmp")
 	return a
@@ -214,7 +238,16 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 		// programs that reserve much address space without using it (V8, JVMs).
 		hl.AS = 0
 	}
-	args := append(baseArgs(spec.Network),
+	// The commands enter the cgroups, the helper does not (see cgroups.files).
+	cgFiles, err := cg.files()
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(cgFiles)
+	for i := range cgFiles {
+		hl.CgroupFDs = append(hl.CgroupFDs, 4+i) // after the arguments pipe at fd 3
+	}
+	args := append(baseArgs(spec.Network, lim),
 		"--bind", folder, "/workspace", "--chdir", "/workspace",
 		"--ro-bind", self, sandboxhelper.HelperPath)
 	helper := sandboxhelper.Argv(hl)
@@ -222,6 +255,9 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 		args = append(args, l.args...)
 		helper = l.wrap(helper)
 	}
+	// Last, once every mount point is made: nothing but the run folder and the sized tmpfs mounts
+	// is writable.
+	args = append(args, "--remount-ro", "/dev", "--remount-ro", "/")
 	// bwrap reads its options from a pipe (--args), so that the sandbox's
 	// PID 1 (bwrap itself) does not show host paths in its command line.
 	argsR, argsW, err := os.Pipe()
@@ -244,13 +280,8 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 	}
 	argsW.Close()
 	bwArgs := append([]string{bw, "--args", "3", "--"}, helper...)
-	var cmd *exec.Cmd
-	if cg != nil {
-		cmd = exec.Command(self, append(append([]string{cgroupArg, fmt.Sprint(len(cg.dirs))}, cg.dirs...), bwArgs...)...)
-	} else {
-		cmd = exec.Command(bw, bwArgs[1:]...)
-	}
-	cmd.ExtraFiles = []*os.File{argsR} // fd 3
+	cmd := exec.Command(bw, bwArgs[1:]...)
+	cmd.ExtraFiles = append([]*os.File{argsR}, cgFiles...) // fd 3, then the cgroups' from fd 4
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	s.stderr = sandboxhelper.NewTailBuffer(8 << 10)
 	cmd.Stderr = s.stderr
@@ -277,7 +308,7 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 			map[bool]string{true: "not set (memory cgroup)", false: fmt.Sprint(lim.MemoryBytes) + " bytes"}[hl.AS == 0]),
 	}
 	if cg != nil {
-		s.info = append(s.info, fmt.Sprintf("cgroup: %v (pids.max %d, memory %v)", cg.dirs, lim.Processes, cg.memory))
+		s.info = append(s.info, fmt.Sprintf("cgroup: %v (pids.max %d, memory %v) holds every command; the sandbox's helper is outside it", cg.dirs, lim.Processes, cg.memory))
 	} else {
 		s.info = append(s.info, "cgroup: none ("+cgErr.Error()+")")
 		if os.Geteuid() == 0 {

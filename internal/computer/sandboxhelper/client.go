@@ -117,7 +117,8 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 	}
 }
 
-// exited is the error of a call to a helper whose output has ended.
+// exited is the error of a call to a helper whose output has ended: the call was sent and may
+// have started (a command may have run part way).
 func (c *Client) exited() error {
 	if tail := strings.TrimSpace(c.stderr()); tail != "" {
 		return fmt.Errorf("%w: the sandbox's helper exited (%s)", computer.ErrClosed, tail)
@@ -139,12 +140,12 @@ func (c *Client) call(ctx context.Context, req request) (response, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return response{}, computer.ErrClosed
+		return response{}, computer.NotStarted("the sandbox was closed before the call")
 	}
 	select {
 	case <-c.done:
 		c.mu.Unlock()
-		return response{}, c.exited()
+		return response{}, fmt.Errorf("%w (%w)", c.exited(), computer.ErrNotStarted)
 	default:
 	}
 	c.nextID++
@@ -152,8 +153,9 @@ func (c *Client) call(ctx context.Context, req request) (response, error) {
 	c.pending[req.ID] = ch
 	c.mu.Unlock()
 	if err := c.send(req); err != nil {
+		// The helper reads whole lines only: a request it could not be sent did not run.
 		c.forget(req.ID)
-		return response{}, fmt.Errorf("%w: %v", computer.ErrClosed, err)
+		return response{}, computer.NotStarted("sending the call to the sandbox's helper: " + err.Error())
 	}
 	select {
 	case r := <-ch:

@@ -66,6 +66,16 @@ func limitsMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "agentrun sandbox:", err)
 		return 127
 	}
+	// Into the sandbox's cgroups first: a command that cannot be bounded does not run.
+	for _, fd := range l.CgroupFDs {
+		f := os.NewFile(uintptr(fd), "cgroup.procs")
+		_, err := f.Write([]byte("0")) // 0: the writing process
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "agentrun sandbox: enter the sandbox's cgroup: %v\n", err)
+			return 127
+		}
+	}
 	set := func(res int, v int64) {
 		if v > 0 {
 			lim := syscall.Rlimit{Cur: uint64(v), Max: uint64(v)}
@@ -89,6 +99,8 @@ const rlimitNPROC = 6 // RLIMIT_NPROC on Linux; the syscall package does not nam
 type helper struct {
 	limits Limits
 	env    []string
+	// cgroups are the inherited cgroup.procs files (Limits.CgroupFDs), handed to each command.
+	cgroups []*os.File
 
 	outMu sync.Mutex
 	out   *bufio.Writer
@@ -107,6 +119,18 @@ func helperMain(args []string) int {
 		return 2
 	}
 	h.env = os.Environ()
+	for _, fd := range h.limits.CgroupFDs {
+		// Not inherited by commands except as their wrapper's ExtraFiles (command), which closes
+		// them before the command runs.
+		syscall.CloseOnExec(fd)
+		h.cgroups = append(h.cgroups, os.NewFile(uintptr(fd), "cgroup.procs"))
+	}
+	// Not dumpable: code in the sandbox (the same user, without capabilities) cannot open the
+	// helper's files through /proc/PID/fd, the cgroup files among them, nor ptrace it.
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
+		fmt.Fprintln(os.Stderr, "agentrun sandbox: prctl(PR_SET_DUMPABLE):", errno)
+		return 2
+	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -199,7 +223,13 @@ func (h *helper) command(req request) (*exec.Cmd, error) {
 			return nil, fmt.Errorf("environment entry %q is not NAME=value", e)
 		}
 	}
-	cmd := exec.Command(HelperPath, limitsArg, mustJSON(h.limits), "/bin/bash", "-lc", req.Cmd)
+	lim := h.limits
+	lim.CgroupFDs = nil
+	for i := range h.cgroups {
+		lim.CgroupFDs = append(lim.CgroupFDs, 3+i) // ExtraFiles start at fd 3
+	}
+	cmd := exec.Command(HelperPath, limitsArg, mustJSON(lim), "/bin/bash", "-lc", req.Cmd)
+	cmd.ExtraFiles = h.cgroups
 	cmd.Dir = dir
 	cmd.Env = append(append([]string(nil), h.env...), req.Env...)
 	// Its own process group, so a timeout or stop kills what it started too.

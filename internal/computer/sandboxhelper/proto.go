@@ -59,6 +59,11 @@ type Limits struct {
 	CPU     int64 `json:"cpu"`
 	NProc   int64 `json:"nproc"`
 	MaxFile int64 `json:"max_file"` // RLIMIT_FSIZE
+	// CgroupFDs are open cgroup.procs files of the sandbox's cgroups (one per hierarchy) that the
+	// helper inherits. Each command writes itself into them before it runs, so the cgroups' memory
+	// and process limits bind the commands and what they start, never the helper: a command that
+	// fills the memory (or a /tmp in it) is killed, not the helper that reports on it.
+	CgroupFDs []int `json:"cgroup_fds,omitempty"`
 }
 
 // Argv is the command line that starts the helper inside a sandbox, with

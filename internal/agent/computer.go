@@ -172,11 +172,20 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 			return nil, nil, err
 		}
 		r, err := computer.RunInput(ctx, c, in)
-		if errors.Is(err, computer.ErrClosed) {
-			// The computer died (not the agent's doing): make a new one around the folder, once.
+		for again := true; errors.Is(err, computer.ErrClosed) && ctx.Err() == nil; again = false {
+			// The computer died (not the agent's doing): the next call gets a new one around the folder.
 			d.e.liveComputers().Forget(d.run.Metadata.Name, c)
 			c.Close()
 			d.comp = nil
+			if !errors.Is(err, computer.ErrNotStarted) && !spec.Safe {
+				// The call may have run part way (a command that appended to a file, then filled
+				// the memory): repeating it could do its effect twice, so a person decides.
+				return nil, nil, &journal.Interrupted{Err: fmt.Errorf("the %s computer died during the call: %w", d.computerKind(), err)}
+			}
+			if !again {
+				break
+			}
+			// It never started, or it changes nothing: make it once more on a new computer.
 			if c, err = d.ensureComputer(ctx); err != nil {
 				return nil, nil, err
 			}

@@ -11,13 +11,12 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 )
 
-// startGroups starts the group admission loop and the evaluation grader of a server; they stop
-// with ctx. Every server runs them: admission is transactional in the store, and grading writes
-// results only over the group status it read (resourceVersion).
-func startGroups(ctx context.Context, srv *server.Server, st store.Store, log *slog.Logger) {
+// groupControllers makes a server's group admission loop and evaluation grader and returns them
+// for runParts to run and stop. Every server runs them: admission is transactional in the store,
+// and grading writes results only over the group status it read (resourceVersion).
+func groupControllers(srv *server.Server, st store.Store, log *slog.Logger) map[string]func(context.Context) {
 	srv.Groups = group.New(st, log.With("part", "groups"))
 	ev := &eval.Evaluator{Store: st, Log: log.With("part", "eval"), BaseURL: srv.BaseURL, Sandbox: local.New()}
 	srv.Eval = ev
-	go srv.Groups.Run(ctx)
-	go ev.Run(ctx)
+	return map[string]func(context.Context){"group controller": srv.Groups.Run, "evaluator": ev.Run}
 }

@@ -12,16 +12,17 @@ import (
 	"agentrun.dev/agentrun/internal/server"
 )
 
-// startPprof serves Go's profiler on AGENTRUN_PPROF_ADDR (for example 127.0.0.1:6060) when it is
-// set, so an operator can see where a server or runner spends its time. It stops with ctx.
-func startPprof(ctx context.Context) error {
+// pprofPart serves Go's profiler on AGENTRUN_PPROF_ADDR (for example 127.0.0.1:6060) when it is
+// set, so an operator can see where a server or runner spends its time: a part for runParts
+// (nil when unset) that serves until its context ends.
+func pprofPart() (func(context.Context), error) {
 	addr := os.Getenv("AGENTRUN_PPROF_ADDR")
 	if addr == "" {
-		return nil
+		return nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("AGENTRUN_PPROF_ADDR: %w", err)
+		return nil, fmt.Errorf("AGENTRUN_PPROF_ADDR: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -31,11 +32,10 @@ func startPprof(ctx context.Context) error {
 	// Bounded like the API server, but a profile or trace is written for as long as it asks
 	// (pprof refuses a duration past WriteTimeout).
 	hs := server.NewHTTPServer(mux, server.HTTPOptions{WriteTimeout: 10 * time.Minute, MaxConns: 16})
-	go hs.Serve(ln)
-	go func() {
-		<-ctx.Done()
-		hs.Close()
-	}()
 	fmt.Fprintf(os.Stderr, "  pprof:     http://%s/debug/pprof/\n", ln.Addr())
-	return nil
+	return func(ctx context.Context) {
+		stop := context.AfterFunc(ctx, func() { hs.Close() })
+		defer stop()
+		hs.Serve(ln) // returns once Close has been called
+	}, nil
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -71,8 +70,13 @@ restored from the store, so runners need no shared disk; --data is only a local 
 			}
 			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
 			r := newRunner(st, models, dir, name, ro, log)
-			if err := startPprof(ctx); err != nil {
+			p := parts{runner: r, controllers: map[string]func(context.Context){}, log: log}
+			prof, err := pprofPart()
+			if err != nil {
 				return err
+			}
+			if prof != nil {
+				p.controllers["pprof"] = prof
 			}
 			if metricsAddr != "" {
 				ln, err := net.Listen("tcp", metricsAddr)
@@ -85,17 +89,13 @@ restored from the store, so runners need no shared disk; --data is only a local 
 					metrics.Default.Write(w)
 				})
 				// Bounded like the API server's (timeouts, 64 connections): it may face a network.
-				hs := server.NewHTTPServer(mux, server.HTTPOptions{MaxConns: 64})
-				go hs.Serve(ln)
-				defer hs.Shutdown(context.Background())
+				p.http, p.ln = server.NewHTTPServer(mux, server.HTTPOptions{MaxConns: 64}), ln
 				fmt.Fprintf(os.Stderr, "  metrics:   http://%s/metrics\n", ln.Addr())
 			}
 			fmt.Fprintf(os.Stderr, "agentrun runner %s (%s) started\n  store:     %s\n  data:      %s\n", name, version, storeDesc, dir)
-			err = r.Run(ctx)
+			// The parts stop in order before the store closes (the deferred Close above).
+			err = runParts(ctx, p)
 			fmt.Fprintf(os.Stderr, "agentrun runner %s stopped\n", name)
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
 			return err
 		},
 	}

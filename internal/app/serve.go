@@ -327,9 +327,13 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err != nil {
 				log.Warn("the ready-made agent was not made", "agent", api.BuiltinAssistant, "err", err)
 			}
-			startGroups(ctx, srv, st, log)
-			if err := startPprof(ctx); err != nil {
+			controllers := groupControllers(srv, st, log)
+			prof, err := pprofPart()
+			if err != nil {
 				return err
+			}
+			if prof != nil {
+				controllers["pprof"] = prof
 			}
 			srv.TrustProxy = ho.TrustProxy
 			hs := server.NewHTTPServer(srv.Handler(), ho)
@@ -339,19 +343,6 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			}
 			defer os.Remove(filepath.Join(dir, "server.json"))
 
-			errc := make(chan error, 2)
-			go func() { errc <- hs.Serve(ln) }()
-			runnerDone := make(chan struct{})
-			if r != nil {
-				go func() {
-					defer close(runnerDone)
-					if err := r.Run(ctx); err != nil {
-						errc <- fmt.Errorf("runner: %w", err)
-					}
-				}()
-			} else {
-				close(runnerDone)
-			}
 			fmt.Fprintf(os.Stderr, "agentrun %s serving at %s\n  console:   %s/\n  API token: %s\n  store:     %s\n", version, base, base, filepath.Join(dir, "token"), storeDesc)
 			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
 			if r != nil {
@@ -368,21 +359,10 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			} else {
 				fmt.Fprintf(os.Stderr, "  models:    %s (default %s)\n", strings.Join(providers, ", "), models.DefaultProvider)
 			}
-			select {
-			case <-ctx.Done():
-			case err := <-errc:
-				if err != nil && !errors.Is(err, http.ErrServerClosed) {
-					stop()
-					<-runnerDone
-					return err
-				}
-			}
-			fmt.Fprintln(os.Stderr, "agentrun: shutting down")
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			hs.Shutdown(sctx)
-			<-runnerDone
-			return nil
+			// Every part runs under runParts, which returns only when all have stopped, in order;
+			// the store closes after it (the deferred Close above).
+			context.AfterFunc(ctx, func() { fmt.Fprintln(os.Stderr, "agentrun: shutting down") })
+			return runParts(ctx, parts{http: hs, ln: ln, runner: r, controllers: controllers, log: log})
 		},
 	}
 	f := cmd.Flags()

@@ -40,6 +40,8 @@ type Evaluator struct {
 	mu       sync.Mutex
 	inflight map[string]bool // group/run being graded by this server
 	slots    chan struct{}
+	// grading counts the gradings started; Run returns only after they have (they use the store).
+	grading sync.WaitGroup
 }
 
 // CodeEnvironmentNotFound is the error code of an unknown NAME@VERSION.
@@ -214,8 +216,9 @@ func (ev *Evaluator) Delete(ctx context.Context, group string) {
 	ev.deleteGraderRuns(ctx, group, api.MaxEvalCases)
 }
 
-// Run grades until ctx ends.
+// Run grades until ctx ends, and returns once the gradings it started have ended too.
 func (ev *Evaluator) Run(ctx context.Context) {
+	defer ev.grading.Wait()
 	every := ev.Every
 	if every <= 0 {
 		every = 500 * time.Millisecond
@@ -361,7 +364,9 @@ func (ev *Evaluator) startGrading(ctx context.Context, group string, c api.EvalC
 	}
 	ev.inflight[key] = true
 	ev.mu.Unlock()
+	ev.grading.Add(1)
 	go func() {
+		defer ev.grading.Done()
 		defer func() {
 			ev.mu.Lock()
 			delete(ev.inflight, key)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
@@ -128,6 +129,56 @@ func CheckVersion(kind, name, current, given string) error {
 		return fmt.Errorf("%s %q has resourceVersion %s, not %s: %w", kind, name, current, given, ErrConflict)
 	}
 	return nil
+}
+
+// Versions is what an update of an agent or a group writes besides its spec and labels.
+type Versions struct {
+	ResourceVersion int64
+	Generation      int64
+	// Revision is an agent's revision after the update; SpecChanged: a new revision is stored.
+	Revision    int64
+	SpecChanged bool
+}
+
+// String is the resourceVersion as the API shows it.
+func (v Versions) String() string { return strconv.FormatInt(v.ResourceVersion, 10) }
+
+func nextVersions(cur api.ObjectMeta, changed bool) Versions {
+	rv, _ := strconv.ParseInt(cur.ResourceVersion, 10, 64)
+	v := Versions{ResourceVersion: rv + 1, Generation: cur.Generation, SpecChanged: changed}
+	if changed {
+		v.Generation++
+	}
+	return v
+}
+
+// UpdateAgentVersions is UpdateAgent's rule (cur is the stored agent, next the update; neither is
+// changed): the resourceVersion must match (CheckVersion) and always moves on; a changed spec
+// (AgentSpecChanged) moves the generation and makes the next revision.
+func UpdateAgentVersions(cur, next *api.Agent) (Versions, error) {
+	if err := CheckVersion("agent", cur.Metadata.Name, cur.Metadata.ResourceVersion, next.Metadata.ResourceVersion); err != nil {
+		return Versions{}, err
+	}
+	v := nextVersions(cur.Metadata, AgentSpecChanged(cur.Spec, next.Spec))
+	v.Revision = cur.Status.Revision
+	if v.SpecChanged {
+		v.Revision++
+	}
+	return v, nil
+}
+
+// UpdateGroupVersions is UpdateGroup's rule: the resourceVersion must match, check (if set) must
+// accept the stored group, and a changed spec moves the generation.
+func UpdateGroupVersions(cur, next *api.AgentGroup, check func(old *api.AgentGroup) error) (Versions, error) {
+	if err := CheckVersion("group", cur.Metadata.Name, cur.Metadata.ResourceVersion, next.Metadata.ResourceVersion); err != nil {
+		return Versions{}, err
+	}
+	if check != nil {
+		if err := check(cur); err != nil {
+			return Versions{}, err
+		}
+	}
+	return nextVersions(cur.Metadata, GroupSpecChanged(cur.Spec, next.Spec)), nil
 }
 
 // AgentSpecChanged reports whether an update changes an agent's spec, and so makes a new

@@ -246,3 +246,37 @@ func TestSmallRules(t *testing.T) {
 		t.Errorf("a failure in a batch of 3: %v, want items[2]", err)
 	}
 }
+
+func TestUpdateVersions(t *testing.T) {
+	cur := &api.Agent{Spec: api.AgentSpec{System: "a"}, Status: api.AgentStatus{Revision: 4}}
+	cur.Metadata.Name, cur.Metadata.ResourceVersion, cur.Metadata.Generation = "a", "7", 3
+	same := &api.Agent{Spec: api.AgentSpec{System: "a"}}
+	v, err := UpdateAgentVersions(cur, same)
+	if err != nil || v != (Versions{ResourceVersion: 8, Generation: 3, Revision: 4}) {
+		t.Errorf("labels-only update: %+v, %v", v, err)
+	}
+	changed := &api.Agent{Spec: api.AgentSpec{System: "b"}}
+	changed.Metadata.ResourceVersion = "7"
+	v, err = UpdateAgentVersions(cur, changed)
+	if err != nil || v != (Versions{ResourceVersion: 8, Generation: 4, Revision: 5, SpecChanged: true}) || v.String() != "8" {
+		t.Errorf("spec update: %+v, %v", v, err)
+	}
+	changed.Metadata.ResourceVersion = "6"
+	if _, err := UpdateAgentVersions(cur, changed); !errors.Is(err, ErrConflict) {
+		t.Errorf("stale update: %v", err)
+	}
+	if changed.Metadata.ResourceVersion != "6" || cur.Metadata.ResourceVersion != "7" {
+		t.Error("the rule changed its inputs")
+	}
+
+	g := &api.AgentGroup{Spec: api.AgentGroupSpec{Agent: "a"}}
+	g.Metadata.Name, g.Metadata.ResourceVersion, g.Metadata.Generation = "g", "2", 1
+	refused := errors.New("refused")
+	if _, err := UpdateGroupVersions(g, &api.AgentGroup{Spec: api.AgentGroupSpec{Agent: "a"}}, func(*api.AgentGroup) error { return refused }); !errors.Is(err, refused) {
+		t.Errorf("a refusing check: %v", err)
+	}
+	v, err = UpdateGroupVersions(g, &api.AgentGroup{Spec: api.AgentGroupSpec{Agent: "a", Limits: api.GroupLimits{MaxActive: 3}}}, nil)
+	if err != nil || v.ResourceVersion != 3 || v.Generation != 2 {
+		t.Errorf("group spec update: %+v, %v", v, err)
+	}
+}

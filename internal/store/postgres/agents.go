@@ -58,26 +58,22 @@ func (s *Store) UpdateAgent(ctx context.Context, a *api.Agent) error {
 		if err != nil {
 			return err
 		}
-		if err := store.CheckVersion("agent", name, cur.Metadata.ResourceVersion, a.Metadata.ResourceVersion); err != nil {
+		v, err := store.UpdateAgentVersions(cur, a)
+		if err != nil {
 			return err
 		}
-		rv, _ := strconv.ParseInt(cur.Metadata.ResourceVersion, 10, 64)
-		rv++
-		gen, rev := cur.Metadata.Generation, cur.Status.Revision
-		if store.AgentSpecChanged(cur.Spec, a.Spec) {
-			gen++
-			rev++
-			if _, err := tx.Exec(ctx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES ($1, $2, $3, now())`, name, rev, mustJSON(a.Spec)); err != nil {
+		if v.SpecChanged {
+			if _, err := tx.Exec(ctx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES ($1, $2, $3, now())`, name, v.Revision, mustJSON(a.Spec)); err != nil {
 				return err
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE agents SET resource_version = $2, generation = $3, revision = $4, labels = $5, spec = $6 WHERE name = $1`,
-			name, rv, gen, rev, mustJSON(a.Metadata.Labels), mustJSON(a.Spec)); err != nil {
+			name, v.ResourceVersion, v.Generation, v.Revision, mustJSON(a.Metadata.Labels), mustJSON(a.Spec)); err != nil {
 			return err
 		}
-		cur.Metadata.ResourceVersion = strconv.FormatInt(rv, 10)
-		cur.Metadata.Generation = gen
-		cur.Status.Revision = rev
+		cur.Metadata.ResourceVersion = v.String()
+		cur.Metadata.Generation = v.Generation
+		cur.Status.Revision = v.Revision
 		out = cur
 		return nil
 	})

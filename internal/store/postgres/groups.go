@@ -101,37 +101,29 @@ func (s *Store) ListGroups(ctx context.Context) ([]*api.AgentGroup, error) {
 
 func (s *Store) UpdateGroup(ctx context.Context, g *api.AgentGroup, check func(old *api.AgentGroup) error) error {
 	name := g.Metadata.Name
+	var cur *api.AgentGroup
+	var v store.Versions
+	// g is changed only after the commit: tx may run the function again, which must see g as given.
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		cur, err := lockGroup(ctx, tx, name)
-		if err != nil {
+		var err error
+		if cur, err = lockGroup(ctx, tx, name); err != nil {
 			return err
 		}
-		if err := store.CheckVersion("group", name, cur.Metadata.ResourceVersion, g.Metadata.ResourceVersion); err != nil {
+		if v, err = store.UpdateGroupVersions(cur, g, check); err != nil {
 			return err
-		}
-		if check != nil {
-			if err := check(cur); err != nil {
-				return err
-			}
-		}
-		rv, _ := strconv.ParseInt(cur.Metadata.ResourceVersion, 10, 64)
-		rv++
-		gen := cur.Metadata.Generation
-		if store.GroupSpecChanged(cur.Spec, g.Spec) {
-			gen++
 		}
 		if _, err := tx.Exec(ctx, `UPDATE groups SET resource_version = $2, generation = $3, labels = $4, spec = $5 WHERE name = $1`,
-			name, rv, gen, mustJSON(g.Metadata.Labels), mustJSON(g.Spec)); err != nil {
+			name, v.ResourceVersion, v.Generation, mustJSON(g.Metadata.Labels), mustJSON(g.Spec)); err != nil {
 			return err
 		}
-		g.Metadata.UID, g.Metadata.CreationTimestamp = cur.Metadata.UID, cur.Metadata.CreationTimestamp
-		g.Metadata.ResourceVersion, g.Metadata.Generation = strconv.FormatInt(rv, 10), gen
-		g.Status = cur.Status
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("update group %s: %w", name, err)
 	}
+	g.Metadata.UID, g.Metadata.CreationTimestamp = cur.Metadata.UID, cur.Metadata.CreationTimestamp
+	g.Metadata.ResourceVersion, g.Metadata.Generation = v.String(), v.Generation
+	g.Status = cur.Status
 	s.wake.Poke()
 	return nil
 }

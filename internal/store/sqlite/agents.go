@@ -52,27 +52,23 @@ func (s *Store) UpdateAgent(ctx context.Context, a *api.Agent) error {
 		if err != nil {
 			return err
 		}
-		if err := store.CheckVersion("agent", name, cur.Metadata.ResourceVersion, a.Metadata.ResourceVersion); err != nil {
+		v, err := store.UpdateAgentVersions(cur, a)
+		if err != nil {
 			return err
 		}
-		rv, _ := strconv.ParseInt(cur.Metadata.ResourceVersion, 10, 64)
-		rv++
-		gen, rev := cur.Metadata.Generation, cur.Status.Revision
-		if store.AgentSpecChanged(cur.Spec, a.Spec) {
-			gen++
-			rev++
-			if _, err := s.txExec(ctx, tx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, ?, ?, ?)`, name, rev, mustJSON(a.Spec), ms(s.now())); err != nil {
+		if v.SpecChanged {
+			if _, err := s.txExec(ctx, tx, `INSERT INTO agent_revisions (agent, revision, spec, created_at) VALUES (?, ?, ?, ?)`, name, v.Revision, mustJSON(a.Spec), ms(s.now())); err != nil {
 				return err
 			}
 		}
 		if _, err := s.txExec(ctx, tx, `UPDATE agents SET resource_version = ?, generation = ?, revision = ?, labels = ?, spec = ? WHERE name = ?`,
-			rv, gen, rev, mustJSON(a.Metadata.Labels), mustJSON(a.Spec), name); err != nil {
+			v.ResourceVersion, v.Generation, v.Revision, mustJSON(a.Metadata.Labels), mustJSON(a.Spec), name); err != nil {
 			return err
 		}
 		a.Metadata.UID, a.Metadata.CreationTimestamp = cur.Metadata.UID, cur.Metadata.CreationTimestamp
-		a.Metadata.ResourceVersion = strconv.FormatInt(rv, 10)
-		a.Metadata.Generation = gen
-		a.Status.Revision = rev
+		a.Metadata.ResourceVersion = v.String()
+		a.Metadata.Generation = v.Generation
+		a.Status.Revision = v.Revision
 		return nil
 	})
 	if err != nil {

@@ -94,26 +94,16 @@ func (s *Store) UpdateGroup(ctx context.Context, g *api.AgentGroup, check func(o
 		if err != nil {
 			return err
 		}
-		if err := store.CheckVersion("group", name, cur.Metadata.ResourceVersion, g.Metadata.ResourceVersion); err != nil {
+		v, err := store.UpdateGroupVersions(cur, g, check)
+		if err != nil {
 			return err
 		}
-		if check != nil {
-			if err := check(cur); err != nil {
-				return err
-			}
-		}
-		rv, _ := strconv.ParseInt(cur.Metadata.ResourceVersion, 10, 64)
-		rv++
-		gen := cur.Metadata.Generation
-		if store.GroupSpecChanged(cur.Spec, g.Spec) {
-			gen++
-		}
 		if _, err := s.txExec(ctx, tx, `UPDATE groups SET resource_version = ?, generation = ?, labels = ?, spec = ? WHERE name = ?`,
-			rv, gen, mustJSON(g.Metadata.Labels), mustJSON(g.Spec), name); err != nil {
+			v.ResourceVersion, v.Generation, mustJSON(g.Metadata.Labels), mustJSON(g.Spec), name); err != nil {
 			return err
 		}
 		g.Metadata.UID, g.Metadata.CreationTimestamp = cur.Metadata.UID, cur.Metadata.CreationTimestamp
-		g.Metadata.ResourceVersion, g.Metadata.Generation = strconv.FormatInt(rv, 10), gen
+		g.Metadata.ResourceVersion, g.Metadata.Generation = v.String(), v.Generation
 		g.Status = cur.Status
 		return nil
 	})

@@ -46,6 +46,14 @@ func SplitCommand(line string) (out []Command) {
 			out = []Command{{Text: strings.TrimSpace(line), Opaque: "a line the shell parser could not read"}}
 		}
 	}()
+	if len(line) > maxLine {
+		return []Command{{Text: strings.TrimSpace(line[:200]) + "...", Opaque: "a command line too long to check"}}
+	}
+	if bracketDepth(line) > maxDepth*8 {
+		// The parser recurses per level and a deep enough line overflows the stack, which no
+		// recover catches: such a line is not parsed at all.
+		return []Command{{Text: strings.TrimSpace(line[:min(len(line), 200)]), Opaque: "commands nested too deeply"}}
+	}
 	src, f, err := parse(line)
 	var problem string
 	if err != nil {
@@ -80,6 +88,26 @@ func SplitCommand(line string) (out []Command) {
 	return out
 }
 
+// maxLine bounds the command lines approvals parse (a MiB: a here-document writing a big file
+// fits).
+const maxLine = 1 << 20
+
+// bracketDepth is the deepest nesting of ( [ { in s, quotes not considered: an upper bound of
+// how deep the parser recurses for them.
+func bracketDepth(s string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[', '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ')', ']', '}':
+			depth = max(depth-1, 0)
+		}
+	}
+	return deepest
+}
+
 // parse parses a line as bash. A $(( or (( that the parser cannot read as arithmetic is, as
 // in bash, a subshell inside a substitution or another subshell ("$((cd x) )"): the text is
 // parsed again with a space after the first parenthesis of the one nearest before the error.
@@ -106,21 +134,18 @@ func parse(line string) (string, *syntax.File, error) {
 }
 
 // openArith returns the offset of the "((" nearest before off that is still open at off (its
-// parentheses not yet balanced), or -1.
+// parentheses not yet balanced) and not already split, or -1. One pass back from off.
 func openArith(s string, off int) int {
-	off = min(off, len(s))
-	for i := strings.LastIndex(s[:off], "(("); i >= 0; i = strings.LastIndex(s[:i], "((") {
-		depth := 0
-		for _, c := range []byte(s[i:off]) {
-			switch c {
-			case '(':
-				depth++
-			case ')':
-				depth--
+	depth := 0
+	for i := min(off, len(s)) - 1; i >= 0; i-- {
+		switch s[i] {
+		case '(':
+			depth++
+			if depth > 0 && i+1 < len(s) && s[i+1] == '(' {
+				return i
 			}
-		}
-		if depth > 0 && !strings.HasPrefix(s[i:], "( (") {
-			return i
+		case ')':
+			depth--
 		}
 	}
 	return -1
@@ -255,11 +280,13 @@ func (w *walker) stmt(s *syntax.Stmt) {
 	if s == nil {
 		return
 	}
-	if !w.enter() {
-		w.depth--
-		return
+	if _, chain := s.Cmd.(*syntax.BinaryCmd); !chain { // a && b || c ... is not nesting
+		if !w.enter() {
+			w.depth--
+			return
+		}
+		defer func() { w.depth-- }()
 	}
-	defer func() { w.depth-- }()
 	if call, ok := s.Cmd.(*syntax.CallExpr); ok || s.Cmd == nil {
 		w.call(call, s.Redirs)
 		return

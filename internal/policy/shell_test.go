@@ -348,6 +348,8 @@ func FuzzSplitCommand(f *testing.F) {
 	}
 	echoOnly := Spec{Default: Ask, Rules: []Rule{{Match: "bash(echo *)", Action: Allow}}}
 	f.Fuzz(func(t *testing.T, s string) {
+		SplitCommand(s)
+		s, _ = ShellCommand("bash", bash(s)) // the line the tool gets: JSON makes it valid UTF-8
 		cmds := SplitCommand(s)
 		Decide(Spec{Rules: []Rule{{Match: "bash(rm *)", Action: Deny}}}, []string{"bash(curl *)"}, "bash", bash(s))
 		dark := false
@@ -367,4 +369,26 @@ func FuzzSplitCommand(f *testing.F) {
 			t.Errorf("%q is allowed by echo * alone: %s (%+v)", s, d.Explain(), cmds)
 		}
 	})
+}
+
+// Lines the parser would recurse too deep on (a stack overflow is fatal, no recover catches it)
+// or that are too long are opaque without being parsed; a long flat line is read.
+func TestSplitCommandLimits(t *testing.T) {
+	t.Parallel()
+	for name, line := range map[string]string{
+		"arithmetic": strings.Repeat("$((", 300000), "subshells": strings.Repeat("(", 300000),
+		"subscripts": strings.Repeat("${a[", 300000), "quoted substitutions": strings.Repeat(`"$(`, 300000),
+		"too long": "echo " + strings.Repeat("a", maxLine),
+	} {
+		cmds := SplitCommand(line)
+		if len(cmds) != 1 || cmds[0].Opaque == "" {
+			t.Errorf("%s: %d commands, first opaque %q", name, len(cmds), cmds[0].Opaque)
+		}
+		if d := Decide(Spec{NeverAsk: true}, []string{"bash(curl *)"}, "bash", bash(line)); d.Action != Deny {
+			t.Errorf("%s: %s under a server deny", name, d.Action)
+		}
+	}
+	if cmds := SplitCommand(strings.Repeat("(a) && ", 5000) + "curl x"); len(cmds) != 5001 || cmds[5000].Forms[0] != "curl x" {
+		t.Errorf("a long chain: %d commands", len(cmds))
+	}
 }

@@ -195,6 +195,11 @@ type Browser struct {
 	cancel      context.CancelFunc
 
 	act sync.Mutex // one action at a time
+	// tab is the page actions run on once heal replaced the first one (nil: ctx's); tabClose
+	// closes it. healMu serializes heals (the console's screen acts beside the agent).
+	tab      context.Context
+	tabClose context.CancelFunc
+	healMu   sync.Mutex
 
 	mu        sync.Mutex
 	downloads map[string]*download
@@ -244,7 +249,7 @@ func (b *Browser) alive(ctx context.Context, timeout time.Duration) (context.Con
 	if closed || b.ctx.Err() != nil {
 		return nil, nil, computer.NotStarted("the browser was gone before the action")
 	}
-	actx, cancel := context.WithTimeout(b.ctx, timeout)
+	actx, cancel := context.WithTimeout(b.tabCtx(), timeout)
 	stop := context.AfterFunc(ctx, cancel)
 	return actx, func() { stop(); cancel() }, nil
 }
@@ -262,15 +267,17 @@ func (b *Browser) classify(ctx context.Context, what string, err error) error {
 	if b.ctx.Err() != nil {
 		return fmt.Errorf("%w: chromium is gone: %v", computer.ErrClosed, err)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return computer.Agentf("%s: timed out", what)
-	}
+	// The browser is up, so whatever went wrong is about the page (it did not load, timed out,
+	// a script threw, the page went away): the agent is told and the run goes on. A page that
+	// no longer answers is replaced for the next action.
 	msg := err.Error()
-	// A page that does not load (net::ERR_...) or a script the page broke.
-	if strings.Contains(msg, "net::") || strings.Contains(msg, "exception") {
-		return computer.Agentf("%s: %s", what, msg)
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "timed out"
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	if b.heal() {
+		msg += "; the browser's page stopped answering, so it opened a new, empty page: open a URL to go on"
+	}
+	return computer.Agentf("%s: %s", what, msg)
 }
 
 func (b *Browser) Open(ctx context.Context, url string) (computer.Page, error) {

@@ -93,6 +93,15 @@ func (idx folderIndex) changes(dir string) (folderIndex, []store.FileWrite, erro
 		if errors.Is(err, runfolder.ErrTooLarge) {
 			return nil // grew past the bound since it was listed: it stays on this disk only
 		}
+		if errors.Is(err, runfolder.ErrNotRegular) {
+			// Swapped or removed since the listing: keep what the store has, and look again next time.
+			if old, ok := idx[f.Path]; ok {
+				next[f.Path] = old
+			} else {
+				delete(next, f.Path)
+			}
+			return nil
+		}
 		if err != nil {
 			return err
 		}

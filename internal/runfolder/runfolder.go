@@ -53,17 +53,56 @@ func Open(dir string) (*Dir, error) {
 // Close releases the folder's descriptor.
 func (d *Dir) Close() error { return unix.Close(d.fd) }
 
-// File is a regular file found by Walk, open for reading while fn runs.
+// File is a regular file found by Walk. Its fields come from the listing (fstatat, no link
+// followed); Read opens it only then, again with no link followed, and reads it only if the opened
+// descriptor is a regular file.
 type File struct {
 	Path    string // slash-separated, relative to the folder
 	Size    int64
 	ModTime time.Time
 	Perm    fs.FileMode // permission bits only: setuid, setgid and sticky are never reported
-	f       *os.File
+	dirfd   int
+	name    string
 }
 
-// Read returns the file's content, at most limit bytes; ErrTooLarge if it holds more.
-func (f *File) Read(limit int64) ([]byte, error) { return readLimited(f.f, limit) }
+// Read returns the file's content, at most limit bytes: ErrTooLarge if it holds more, ErrNotRegular
+// if it is no longer a regular file (swapped for a link, a FIFO... since the listing, or removed).
+// It is valid only while Walk's fn runs.
+func (f *File) Read(limit int64) ([]byte, error) {
+	fh, err := openRegular(f.dirfd, f.name)
+	if err != nil {
+		if errors.Is(err, ErrNotRegular) {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		return nil, fmt.Errorf("read %s: %w", f.Path, err)
+	}
+	defer fh.Close()
+	return readLimited(fh, limit)
+}
+
+// openRegular opens name in dirfd with no link followed and returns it only if the descriptor is a
+// regular file (ErrNotRegular otherwise, or when the entry is gone or swapped).
+func openRegular(dirfd int, name string) (*os.File, error) {
+	// O_NONBLOCK: a FIFO swapped in opens at once instead of waiting for a writer; O_NOCTTY: a
+	// terminal never becomes the server's.
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		if swapped(err) {
+			return nil, ErrNotRegular
+		}
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, ErrNotRegular
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
 
 func readLimited(f *os.File, limit int64) ([]byte, error) {
 	// limit+1: a file can grow between its fstat and this read.
@@ -78,9 +117,10 @@ func readLimited(f *os.File, limit int64) ([]byte, error) {
 }
 
 // Walk calls fn for every regular file under the folder, in lexical order of paths per directory.
-// Symlinks, FIFOs, sockets and devices are skipped, as is anything that changes type between the
-// listing and the open. A regular file carrying setuid or setgid bits has them cleared on disk (by
-// its descriptor), so a sandbox cannot leave a setuid program in the host's folder.
+// Symlinks, FIFOs, sockets and devices are skipped; an entry that changes type between the listing
+// and File.Read is not read. Files are opened only to be read, so a walk over unchanged files costs
+// little more than a listing. A regular file carrying setuid or setgid bits has them cleared on
+// disk (by its descriptor), so a sandbox cannot leave a setuid program in the host's folder.
 func (d *Dir) Walk(fn func(*File) error) error {
 	// A fresh open of ".", not a dup: each walk has its own directory offset.
 	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -123,7 +163,7 @@ func walk(dirfd int, base, prefix string, depth int, fn func(*File) error) error
 				return err
 			}
 		case unix.S_IFREG:
-			if err := visitFile(dirfd, base, prefix, name, fn); err != nil {
+			if err := visitFile(dirfd, base, prefix, name, &st, fn); err != nil {
 				return err
 			}
 		}
@@ -132,28 +172,18 @@ func walk(dirfd int, base, prefix string, depth int, fn func(*File) error) error
 	return nil
 }
 
-func visitFile(dirfd int, base, prefix, name string, fn func(*File) error) error {
-	// O_NONBLOCK: a FIFO swapped in after the fstatat opens at once instead of waiting for a
-	// writer; O_NOCTTY: a terminal never becomes the host's.
-	ffd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
-	if err != nil {
-		if swapped(err) {
+func visitFile(dirfd int, base, prefix, name string, st *unix.Stat_t, fn func(*File) error) error {
+	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		// Cleared through a descriptor that is this regular file, never a path. A file whose bits
+		// cannot be cleared is left out of the snapshot.
+		f, err := openRegular(dirfd, name)
+		if err != nil {
 			return nil
 		}
-		return fmt.Errorf("open %s: %w", base+"/"+prefix+name, err)
-	}
-	f := os.NewFile(uintptr(ffd), base+"/"+prefix+name)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(ffd, &st); err != nil {
-		return fmt.Errorf("stat %s: %w", f.Name(), err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil // swapped for something else between the listing and the open
-	}
-	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
-		if err := unix.Fchmod(ffd, st.Mode&0o777); err != nil {
-			return fmt.Errorf("clear setuid bits of %s: %w", f.Name(), err)
+		err = unix.Fchmod(int(f.Fd()), st.Mode&0o777)
+		f.Close()
+		if err != nil {
+			return nil
 		}
 	}
 	return fn(&File{
@@ -161,7 +191,8 @@ func visitFile(dirfd int, base, prefix, name string, fn func(*File) error) error
 		Size:    st.Size,
 		ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
 		Perm:    fs.FileMode(st.Mode & 0o777),
-		f:       f,
+		dirfd:   dirfd,
+		name:    name,
 	})
 }
 
@@ -234,22 +265,14 @@ func (d *Dir) ReadFile(rel string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
 	defer unix.Close(pfd)
-	ffd, err := unix.Openat(pfd, parts[len(parts)-1], unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	f, err := openRegular(pfd, parts[len(parts)-1])
 	if err != nil {
-		if swapped(err) {
-			return nil, fmt.Errorf("%s: %w", rel, ErrNotRegular)
+		if errors.Is(err, ErrNotRegular) {
+			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
-	f := os.NewFile(uintptr(ffd), rel)
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(ffd, &st); err != nil {
-		return nil, fmt.Errorf("read %s: %w", rel, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%s: %w", rel, ErrNotRegular)
-	}
 	return readLimited(f, limit)
 }
 

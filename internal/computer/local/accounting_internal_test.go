@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +102,34 @@ func TestHelperOutsideAccounting(t *testing.T) {
 	}
 	if _, err := s.Ping(t.Context()); err != nil {
 		t.Fatalf("the helper died: %v", err)
+	}
+}
+
+// A desktop's Xvfb, started before the helper, is in the commands' cgroups: the pixmaps the
+// sandbox's X clients make it allocate count against the sandbox.
+func TestXvfbInSandboxCgroup(t *testing.T) {
+	t.Parallel()
+	p := New()
+	if a := p.KindAvailable(t.Context(), computer.KindDesktop); !a.Available {
+		t.Skip(a.Reason)
+	}
+	c, err := p.Create(t.Context(), computer.Spec{Run: "xvfb-cgroup", Folder: t.TempDir(), Kind: computer.KindDesktop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := c.(*Desktop).sandbox
+	if s.cg == nil {
+		t.Skip("no cgroups here: ", strings.Join(s.Info(), "; "))
+	}
+	var xvfb []int
+	for _, pid := range namespaceProcs(s.pidNS) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(b)) == "Xvfb" {
+			xvfb = append(xvfb, pid)
+		}
+	}
+	procs := fmt.Sprint(s.cg.procs())
+	if len(xvfb) != 1 || !strings.Contains(" "+strings.Trim(procs, "[]")+" ", fmt.Sprintf(" %d ", xvfb[0])) {
+		t.Fatalf("Xvfb %v, cgroups hold %s", xvfb, procs)
 	}
 }

@@ -51,6 +51,31 @@ func (cg *cgroups) files() ([]*os.File, error) {
 	return out, nil
 }
 
+// adopt moves the processes of PID namespace ns named comm (as /proc/PID/comm has it) into the
+// cgroups (nothing when cg is nil); it fails when there is none.
+func (cg *cgroups) adopt(ns, comm string) error {
+	if cg == nil {
+		return nil
+	}
+	n := 0
+	for _, pid := range namespaceProcs(ns) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+		if err != nil || strings.TrimSpace(string(b)) != comm {
+			continue
+		}
+		for _, d := range cg.dirs {
+			if err := writeFile(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+				return fmt.Errorf("move %s (pid %d) into the sandbox's cgroup %s: %w", comm, pid, d, err)
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("move %s into the sandbox's cgroup: no such process in the sandbox", comm)
+	}
+	return nil
+}
+
 func closeAll(fs []*os.File) {
 	for _, f := range fs {
 		f.Close()

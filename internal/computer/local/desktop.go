@@ -120,8 +120,14 @@ func (p *Provider) createDesktop(ctx context.Context, spec computer.Spec) (compu
 		s.Close()
 		return nil, err
 	}
+	// Xvfb started before the helper, outside the commands' cgroups; it allocates for the
+	// sandbox's X clients (pixmaps), so it is accounted with them.
+	if err := s.cg.adopt(s.pidNS, "Xvfb"); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.info = append(append([]string{s.info[0], xd.Describe()}, s.info[1:]...),
-		"Xvfb runs in the sandbox (its cgroup, no rlimits), listening only on its socket in the sandbox's /tmp")
+		"Xvfb runs in the sandbox (in its cgroup, no rlimits), listening only on its socket in the sandbox's /tmp")
 	return &Desktop{Desktop: xd, sandbox: s}, nil
 }
 

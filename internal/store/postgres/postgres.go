@@ -16,8 +16,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +26,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -308,22 +307,10 @@ func notifyEvents(ctx context.Context, tx pgx.Tx, run string) error {
 
 // ---- helpers ----
 
-func newUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
+// newUID is a resource's metadata.uid: a random (version 4) UUID.
+var newUID = uuid.NewString
 
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("marshal %T: %v", v, err)) // our own types always marshal
-	}
-	return string(b)
-}
+var mustJSON = store.MustJSON
 
 // nullJSON passes raw JSON to a json column, empty as NULL.
 func nullJSON(b json.RawMessage) any {

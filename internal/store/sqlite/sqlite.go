@@ -5,15 +5,15 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/store/wake"
@@ -85,26 +85,14 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return fullErr(tx.Commit())
 }
 
-func newUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
+// newUID is a resource's metadata.uid: a random (version 4) UUID.
+var newUID = uuid.NewString
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("marshal %T: %v", v, err)) // our own types always marshal
-	}
-	return string(b)
-}
+var mustJSON = store.MustJSON
 
 func nullJSON(b json.RawMessage) any {
 	if len(b) == 0 {

@@ -311,3 +311,78 @@ entries:
 		t.Errorf("the host's copy of prog is %v, want -rwxr-xr-x with no setuid or setgid", st.Mode())
 	}
 }
+
+// Restoring the folder never writes through a link: while the run waits for a message, a
+// background command in its sandbox puts links where saved files belong (one to a file outside the
+// folder, one to another file of the folder); when the run goes on, the restore replaces the links
+// with the saved files and neither target changes.
+func TestRestoreReplacesPlantedLinks(t *testing.T) {
+	t.Parallel()
+	needBwrap(t)
+	victim := filepath.Join(t.TempDir(), "victim.txt")
+	if err := os.WriteFile(victim, []byte("victim\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plant := fmt.Sprintf("sleep 0.3; ln -sfn %s out.txt; ln -sfn notes.txt out2.txt", victim)
+	plantJSON, _ := json.Marshal(map[string]any{"command": plant, "background": true})
+	e := newEnv(t, `
+entries:
+  - name: plant
+    match: "Plant links"
+    turns:
+      - tool_calls:
+          - name: bash
+            input: {command: "echo saved-1 > out.txt; echo saved-2 > out2.txt; echo notes > notes.txt"}
+      - tool_calls:
+          - name: bash
+            input: `+string(plantJSON)+`
+      - tool_calls:
+          - name: ask_person
+            input: {question: "go on?"}
+      - tool_calls:
+          - name: bash
+            input: {command: "cat out.txt out2.txt notes.txt"}
+      - text: "done: {{last_tool_result}}"
+`)
+	e.start()
+	if st := e.do("PUT", "/v2/agents/planter", `{"metadata":{"name":"planter"},"spec":{"tools":["ask_person"],"computer":{"kind":"sandbox","provider":"local"}}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"metadata":{"name":"plant"},"spec":{"agent":"planter","input":"Plant links"}}`, nil)
+	e.waitPhase("plant", 60*time.Second, api.PhaseWaiting)
+	folder := filepath.Join(e.dir, "runs", "plant")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a, errA := os.Lstat(filepath.Join(folder, "out.txt"))
+		b, errB := os.Lstat(filepath.Join(folder, "out2.txt"))
+		if errA == nil && errB == nil && a.Mode()&os.ModeSymlink != 0 && b.Mode()&os.ModeSymlink != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background command never planted its links")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.mustCLI(0, "runs", "message", "plant", "--content", "yes")
+	r := e.waitPhase("plant", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("run ended %s: %s", r.Status.Phase, r.Status.Message)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "victim\n" {
+		t.Errorf("the file outside the folder was written through a link: %q", b)
+	}
+	for name, want := range map[string]string{"out.txt": "saved-1\n", "out2.txt": "saved-2\n", "notes.txt": "notes\n"} {
+		p := filepath.Join(folder, name)
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			t.Errorf("%s after the restore: %v %v, want a regular file", name, st, err)
+			continue
+		}
+		if b, _ := os.ReadFile(p); string(b) != want {
+			t.Errorf("%s = %q, want %q", name, b, want)
+		}
+	}
+	if got := e.toolResults("plant")["t3/tool/0"].Content; !strings.Contains(got, "saved-1\nsaved-2\nnotes") {
+		t.Errorf("the sandbox read %q after the restore", got)
+	}
+}

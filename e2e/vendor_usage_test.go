@@ -151,3 +151,45 @@ func TestMoneyVendorOverReport(t *testing.T) {
 		t.Errorf("credits balance %q: below zero or unreadable (%v)", c.BalanceUSD, err)
 	}
 }
+
+// The same bound through the OpenAI wire format: prompt_tokens claimed far above the request.
+func TestMoneyVendorOverReportOpenAI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, overReportScript)
+	e.extra = []string{"OPENAI_API_KEY=test-key", "OPENAI_BASE_URL=" + e.model.URL() + "/v1"}
+	e.start()
+	e.mustCLI(0, "credits", "add", "0.05")
+	if st := e.do("PUT", "/v2/agents/liar", `{"metadata":{"name":"liar"},"spec":{"model":{"access":"Server","provider":"openai","name":"gpt-4.1-mini"},"tools":["ls"],"perRunMaxCostUSD":"0.10"}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/liar/runs", `{"input":{"content":"Overreport, please"}}`, &run); st != 201 {
+		t.Fatalf("start run: HTTP %d", st)
+	}
+	r := e.waitPhase(run.Metadata.Name, 20*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseWaiting)
+	if r.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("run %s/%s: %s", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	for _, c := range e.model.Calls() {
+		if c.Format != "openai" {
+			t.Fatalf("call %+v: want the OpenAI format", c)
+		}
+	}
+	var d struct{ ReportedUSD, ReservedUSD, ChargedUSD string }
+	for _, ev := range e.events(run.Metadata.Name) {
+		if ev.Type == "cost.discrepancy" && ev.StepKey == "t0/model" {
+			json.Unmarshal(ev.Data, &d)
+		}
+	}
+	// 2,000,000 × $0.40 + 10 × $1.60 per million = $0.800016; × 8/7 rounded up.
+	if d.ReportedUSD != "0.914304" || d.ChargedUSD == "" || d.ChargedUSD != d.ReservedUSD {
+		t.Errorf("discrepancy = %+v, want reported 0.914304 charged at the reservation", d)
+	}
+	if total := usd(t, r.Status.Cost.TotalUSD); total > usd(t, "0.10") {
+		t.Errorf("run total $%s is over its cap", total)
+	}
+	c := checkLedger(t, e, run.Metadata.Name)
+	if bal, err := cost.ParseUSD(c.BalanceUSD); err != nil || bal < 0 {
+		t.Errorf("credits balance %q: below zero or unreadable (%v)", c.BalanceUSD, err)
+	}
+}

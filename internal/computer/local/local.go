@@ -247,6 +247,8 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 	for i := range cgFiles {
 		hl.CgroupFDs = append(hl.CgroupFDs, 4+i) // after the arguments pipe at fd 3
 	}
+	// bwrap mounts every bind nosuid and nodev, so a setuid program or device node planted in the
+	// run folder is inert inside (e2e TestSandboxCannotPlantSetuid checks the mount).
 	args := append(baseArgs(spec.Network, lim),
 		"--bind", folder, "/workspace", "--chdir", "/workspace",
 		"--ro-bind", self, sandboxhelper.HelperPath)

@@ -454,18 +454,10 @@ func (d *drive) setAnswer(text string) {
 		prev, truncated = prev[:cut], true
 	}
 	d.status.Answer = &api.Answer{Preview: prev, Truncated: truncated, Bytes: len(text)}
-	d.j.Emit(api.Event{Type: "answer", Message: firstLine(text, 200), Data: mustRaw(map[string]string{"answer": text})})
+	d.j.Emit(api.Event{Type: "answer", Message: api.FirstLine(text, 200), Data: mustRaw(map[string]string{"answer": text})})
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
-func firstLine(s string, n int) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
-}
 
 func mustRaw(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
@@ -499,7 +491,7 @@ func (d *drive) nextMessage(ctx context.Context, n int, waiting string) (string,
 		return "", d.park(ctx, &api.Event{Type: "run.waiting", Message: "waiting for a message"})
 	}
 	m := msgs[0]
-	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "message", Title: "message received: " + firstLine(m.Payload, 80), Args: map[string]int64{"after": d.lastMsg}}, m); err != nil {
+	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "message", Title: "message received: " + api.FirstLine(m.Payload, 80), Args: map[string]int64{"after": d.lastMsg}}, m); err != nil {
 		return "", err
 	}
 	d.lastMsg = m.Seq
@@ -622,7 +614,7 @@ func toolOutcome(key string, out journal.Outcome, result func(string, bool) mode
 }
 
 // summarize is the text that names a call on its journal step, from its decoded input.
-func summarize(in catalog.Input) string { return firstLine(in.Title(), 80) }
+func summarize(in catalog.Input) string { return api.FirstLine(in.Title(), 80) }
 
 // askPerson turns an ask_person call into a question: the next message is the answer.
 func (d *drive) askPerson(ctx context.Context, key string, decoded catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
@@ -650,7 +642,7 @@ func (d *drive) askPerson(ctx context.Context, key string, decoded catalog.Input
 		return model.Block{}, d.park(ctx, &api.Event{Type: "run.question", StepKey: key, Message: in.Question})
 	}
 	m := msgs[0]
-	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "question", Title: "asked: " + firstLine(in.Question, 80), Args: map[string]any{"question": in.Question}}, m); err != nil {
+	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "question", Title: "asked: " + api.FirstLine(in.Question, 80), Args: map[string]any{"question": in.Question}}, m); err != nil {
 		return model.Block{}, err
 	}
 	d.lastMsg = m.Seq

@@ -428,19 +428,11 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	if created {
 		by := c.person(r)
-		if err := c.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "message.received", Message: firstLine(text, 120),
+		if err := c.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "message.received", Message: api.FirstLine(text, 120),
 			Data: mustJSON(map[string]string{"by": by})}}); err != nil {
 			http.Error(w, "the answer was sent, but it could not be recorded in the run's timeline: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
 	}
 	http.Redirect(w, r, "/runs/"+name, http.StatusSeeOther)
-}
-
-func firstLine(s string, n int) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
 }

@@ -267,17 +267,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if created {
-		s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "message.received", Message: firstLine(*m.Payload, 120)}})
+		s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "message.received", Message: api.FirstLine(*m.Payload, 120)}})
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"message": msg, "created": created})
-}
-
-func firstLine(s string, n int) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {

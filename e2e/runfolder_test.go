@@ -20,7 +20,7 @@ import (
 
 // swapProgram is what the audit ran in the sandbox: it swaps (renameat2 RENAME_EXCHANGE, as fast
 // as it can) decoy files with symlinks to the data folder's token (by its absolute host path), seal
-// key and session key (relative, out of the folder), and a directory with a link to the data folder
+// key and session key (relative, out of the folder) and the host's /etc/shadow, and a directory with a link to the data folder
 // itself, while the runner snapshots the run folder after each tool call. Through descriptors held
 // open it rewrites the decoys now and then (a new mtime makes a snapshot read them again). It counts
 // its rounds in /tmp/swaps.
@@ -32,7 +32,7 @@ def xchg(a, b):
     if libc.renameat2(-100, a, -100, b, 2) != 0:
         raise OSError(ctypes.get_errno(), "renameat2")
 pairs = []
-for i, target in enumerate([TOKEN, "../../seal.key", "../../session.key", "../../token"]):
+for i, target in enumerate([TOKEN, "../../seal.key", "../../session.key", "../../token", "/etc/shadow"]):
     decoy, link = "decoy%d.txt" % i, "swap%d" % i
     fd = os.open(decoy, os.O_WRONLY | os.O_CREAT, 0o644)
     os.write(fd, b"harmless\n")
@@ -105,6 +105,9 @@ func TestRunFolderSwapRace(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(e.dir, name)); err == nil && len(strings.TrimSpace(string(b))) >= 8 {
 			secrets = append(secrets, strings.TrimSpace(string(b)))
 		}
+	}
+	if b, err := os.ReadFile("/etc/shadow"); err == nil && len(strings.TrimSpace(string(b))) >= 8 {
+		secrets = append(secrets, strings.TrimSpace(string(b)))
 	}
 	if len(secrets) < 2 {
 		t.Fatalf("found only %d secrets in the data folder to look for", len(secrets))

@@ -230,7 +230,7 @@ func (s *Store) PutSecret(ctx context.Context, name string, sealed []byte, keys 
 		ON CONFLICT (name) DO UPDATE SET sealed = excluded.sealed, keys = excluded.keys, updated_at = excluded.updated_at`,
 		name, sealed, mustJSON(keys), ms(s.now()))
 	if err != nil {
-		return fmt.Errorf("put secret %s: %w", name, err)
+		return fmt.Errorf("put secret %s: %w", name, fullErr(err))
 	}
 	return nil
 }

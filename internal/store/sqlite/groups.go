@@ -57,7 +57,7 @@ func (s *Store) CreateGroup(ctx context.Context, g *api.AgentGroup) error {
 		if isUnique(err) {
 			return fmt.Errorf("create group %s: %w", g.Metadata.Name, store.ErrAlreadyExists)
 		}
-		return fmt.Errorf("create group %s: %w", g.Metadata.Name, err)
+		return fmt.Errorf("create group %s: %w", g.Metadata.Name, fullErr(err))
 	}
 	return nil
 }

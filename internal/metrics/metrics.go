@@ -126,10 +126,14 @@ func (v *Vec) Set(x float64, values ...string) {
 	v.mu.Unlock()
 }
 
-// Reset drops every series (for gauges recomputed at each collection).
-func (v *Vec) Reset() {
+// SetAll replaces every series at once with those fill sets (for gauges recomputed at each
+// collection): a collection running at the same time writes the old set or the new one, never a
+// half-filled one (as a Reset followed by Sets let two scrapes do).
+func (v *Vec) SetAll(fill func(set func(x float64, values ...string))) {
+	next := map[string]float64{}
+	fill(func(x float64, values ...string) { next[labelKey(v.labels, values)] = x })
 	v.mu.Lock()
-	v.values = map[string]float64{}
+	v.values = next
 	v.mu.Unlock()
 }
 
@@ -243,7 +247,7 @@ var (
 	ModelSeconds    = Default.NewHistogram("agentrun_model_call_seconds", "Duration of model calls, by provider.", LatencyBuckets, "provider")
 	JournalSeconds  = Default.NewHistogram("agentrun_journal_write_seconds", "Duration of fenced journal commits.", LatencyBuckets)
 	StepsReplayed   = Default.NewCounter("agentrun_steps_replayed_total", "Completed steps answered from the journal on replay.")
-	StepsInterrupts = Default.NewCounter("agentrun_steps_interrupted_total", "Steps found interrupted after a crash, by what happened next.", "outcome")
+	StepsInterrupts = Default.NewCounter("agentrun_steps_interrupted_total", "Steps found interrupted (after a crash, or their computer died under them), by what happened next.", "outcome")
 	// A vendor reply whose usage prices above the worst case reserved for its call: charged at the
 	// reservation, the excess recorded here and on the run's timeline (cost.discrepancy).
 	CostDiscrepancies     = Default.NewCounter("agentrun_cost_discrepancies_total", "Model calls whose reported usage priced above the worst case reserved for them (charged at the reservation).")

@@ -126,10 +126,14 @@ func (v *Vec) Set(x float64, values ...string) {
 	v.mu.Unlock()
 }
 
-// Reset drops every series (for gauges recomputed at each collection).
-func (v *Vec) Reset() {
+// SetAll replaces every series at once with those fill sets (for gauges recomputed at each
+// collection): a collection running at the same time writes the old set or the new one, never a
+// half-filled one (as a Reset followed by Sets let two scrapes do).
+func (v *Vec) SetAll(fill func(set func(x float64, values ...string))) {
+	next := map[string]float64{}
+	fill(func(x float64, values ...string) { next[labelKey(v.labels, values)] = x })
 	v.mu.Lock()
-	v.values = map[string]float64{}
+	v.values = next
 	v.mu.Unlock()
 }
 

@@ -334,10 +334,11 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 // metrics is GET /metrics in the Prometheus text format. It carries counts and latencies only.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	if counts, err := s.Store.CountRuns(r.Context()); err == nil {
-		metrics.RunsByPhase.Reset()
-		for _, p := range []string{api.PhaseQueued, api.PhaseRunning, api.PhaseWaiting, api.PhaseNeedsResolution, api.PhaseSucceeded, api.PhaseFailed, api.PhaseCancelled} {
-			metrics.RunsByPhase.Set(float64(counts[p]), p)
-		}
+		metrics.RunsByPhase.SetAll(func(set func(float64, ...string)) {
+			for _, p := range []string{api.PhaseQueued, api.PhaseRunning, api.PhaseWaiting, api.PhaseNeedsResolution, api.PhaseSucceeded, api.PhaseFailed, api.PhaseCancelled} {
+				set(float64(counts[p]), p)
+			}
+		})
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	metrics.Default.Write(w)

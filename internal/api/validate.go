@@ -90,8 +90,8 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 	if s.Harness == "" {
 		s.Harness = "builtin"
 	}
-	if s.Harness != "builtin" {
-		return Invalid("spec.harness", "harness %q is not available on this server (available: builtin)", s.Harness)
+	if !knownHarness(s.Harness) {
+		return Invalid("spec.harness", "harness %q is not available on this server (available: %s)", s.Harness, harnessList())
 	}
 	if s.Computer != nil {
 		switch s.Computer.Kind {

@@ -1,0 +1,111 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Wire is the wire format a harness's model calls speak: which gateway endpoint it calls.
+type Wire string
+
+const (
+	// WireAnthropic is the Messages API: POST {GatewayURL}/v1/messages (+ /count_tokens).
+	WireAnthropic Wire = "anthropic"
+	// WireResponses is the OpenAI Responses API: POST {GatewayURL}/responses.
+	WireResponses Wire = "openai-responses"
+	// WireChat is OpenAI Chat Completions: POST {GatewayURL}/chat/completions.
+	WireChat Wire = "openai-chat"
+)
+
+// Package is the npm package a driver runs, at a pinned version.
+type Package struct {
+	// NPM is the package name, Version its exact pinned version.
+	NPM, Version string
+	// Bin is the executable's name under node_modules/.bin.
+	Bin string
+}
+
+// Spec is PACKAGE@VERSION, as npm takes it.
+func (p Package) Spec() string { return p.NPM + "@" + p.Version }
+
+// Driver is one external harness.
+type Driver interface {
+	// Name is its spec.harness value ("claude-agent").
+	Name() string
+	Package() Package
+	Wire() Wire
+	// Start starts the harness for one drive of a run. It returns once the process runs and is
+	// ready for its first Turn; the process lives until Stop or until ctx ends.
+	Start(ctx context.Context, s Session) (Process, error)
+}
+
+// Process is a started harness.
+type Process interface {
+	// Turn sends one user turn (the run's input or a message) and returns the harness's final text
+	// for it. It returns ctx's error when ctx ends, and an *ExitError when the process exits.
+	Turn(ctx context.Context, text string) (string, error)
+	// Stop kills the process group at once and waits for it to be gone.
+	Stop()
+}
+
+// Tool is one tool the host serves the harness over MCP.
+type Tool struct {
+	Name, Description string
+	InputSchema       json.RawMessage
+}
+
+// Permit is the host's decision on a tool call the harness asks permission for (a tool of its own
+// it cannot do without): allow, or deny with the message the harness tells its model. An error
+// means the run cannot go on in this drive (it parked to wait for a person, or its lease was lost):
+// the driver returns it from Turn.
+type Permit func(ctx context.Context, tool string, input json.RawMessage) (allow bool, message string, err error)
+
+// Session is everything a driver needs to start its harness for one run.
+type Session struct {
+	Run string
+	// Bin is the installed executable (absolute path).
+	Bin string
+	// Dir is the working directory: the run folder. Home is a folder of this run's own, outside
+	// the run folder, for the harness's HOME (config, caches, session files).
+	Dir, Home string
+	// GatewayURL is the base URL of the gateway endpoint for the driver's Wire; Token is the run's
+	// gateway token, the harness's API key. Headers are sent with every model call (they name the
+	// run, so a token used for another run is refused).
+	GatewayURL, Token string
+	Headers           map[string]string
+	// MCPURL is the streamable HTTP MCP endpoint with the run's tools (bearer Token); MCPName is the
+	// server name to give it ("agentrun"); Tools are the tools it serves.
+	MCPURL, MCPName string
+	Tools           []Tool
+	// Model is the model name to ask for (the gateway puts the turn's model in each call anyway).
+	Model string
+	// MaxTokens is the agent's spec.maxTokens: the harness's output limit per call.
+	MaxTokens int
+	// Instructions are the agent's instructions, appended to the harness's own system prompt.
+	Instructions string
+	// Env is the base environment (PATH, LANG, TMPDIR); never the server's keys.
+	Env []string
+	// Permit decides the harness's permission requests (see Permit).
+	Permit Permit
+}
+
+// ExitError is a harness that exited (or failed to speak its protocol) before answering a turn.
+type ExitError struct {
+	Harness string
+	// Err says how it ended ("exit status 1").
+	Err error
+	// Tail is the last lines it wrote to stderr.
+	Tail []string
+}
+
+func (e *ExitError) Error() string {
+	msg := fmt.Sprintf("harness %s: %v", e.Harness, e.Err)
+	if len(e.Tail) > 0 {
+		msg += "; its last stderr lines:\n" + strings.Join(e.Tail, "\n")
+	}
+	return msg
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }

@@ -1,6 +1,6 @@
 // Package fake is the scripted model server: the project's only stand-in for a model vendor. It is a
-// real HTTP server speaking the Anthropic Messages and OpenAI Chat Completions wire formats
-// (non-streaming and SSE streaming, text and tool-use blocks, usage counts) whose replies come from a
+// real HTTP server speaking the Anthropic Messages, OpenAI Chat Completions and OpenAI Responses wire
+// formats (non-streaming and SSE streaming, text and tool-use blocks, usage counts) whose replies come from a
 // Script. A reply is a pure function of the request: the first user message picks the script entry and
 // the number of assistant messages picks the turn, so a replayed conversation gets the same answer.
 //
@@ -34,6 +34,7 @@ import (
 const (
 	FormatAnthropic = "anthropic"
 	FormatOpenAI    = "openai"
+	FormatResponses = "responses" // OpenAI Responses (responses.go)
 )
 
 // Call is one request the server received.
@@ -41,7 +42,7 @@ type Call struct {
 	Entry      string    `json:"entry"`      // the matched entry's name ("#<index>" when unnamed); empty when none matched
 	EntryIndex int       `json:"entryIndex"` // -1 when no entry matched
 	Turn       int       `json:"turn"`       // assistant messages in the request
-	Format     string    `json:"format"`     // "anthropic" | "openai"
+	Format     string    `json:"format"`     // "anthropic" | "openai" | "responses"
 	Stream     bool      `json:"stream"`
 	Completed  bool      `json:"completed"` // the reply was fully written
 	Time       time.Time `json:"time"`      // when the request arrived
@@ -78,6 +79,8 @@ func New(s *Script) *Server {
 	srv.mux.HandleFunc("POST /v1/messages", srv.handleModel(FormatAnthropic))
 	srv.mux.HandleFunc("POST /v1/chat/completions", srv.handleModel(FormatOpenAI))
 	srv.mux.HandleFunc("POST /chat/completions", srv.handleModel(FormatOpenAI))
+	srv.mux.HandleFunc("POST /v1/responses", srv.handleModel(FormatResponses))
+	srv.mux.HandleFunc("POST /responses", srv.handleModel(FormatResponses))
 	srv.mux.HandleFunc("GET /_fake/calls", srv.handleCalls)
 	srv.mux.HandleFunc("POST /_fake/reset", srv.handleReset)
 	srv.mux.HandleFunc("PUT /_fake/script", srv.handleScript)
@@ -301,8 +304,11 @@ func (s *Server) handleModel(format string) http.HandlerFunc {
 			return
 		}
 		parse := parseAnthropic
-		if format == FormatOpenAI {
+		switch format {
+		case FormatOpenAI:
 			parse = parseOpenAI
+		case FormatResponses:
+			parse = parseResponses
 		}
 		conv, err := parse(body)
 		if err != nil {
@@ -340,6 +346,11 @@ func (s *Server) handleModel(format string) http.HandlerFunc {
 		last := func() { s.setCompleted(call, true) }
 		var werr error
 		switch {
+		case format == FormatResponses && conv.stream:
+			werr = writeResponsesStream(r.Context(), w, rep, conv.resp, last)
+		case format == FormatResponses:
+			last()
+			werr = writeJSON(w, http.StatusOK, respResponse(rep, conv.resp, true))
 		case format == FormatAnthropic && conv.stream:
 			werr = writeAnthropicStream(r.Context(), w, rep, last)
 		case format == FormatAnthropic:
@@ -429,7 +440,7 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 // handleNotFound answers unknown paths in both vendors' error shapes at once, so a wrong base URL
 // (a doubled /v1, say) reads plainly whichever client sees it.
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	msg := fmt.Sprintf("fake model server: no route for %s %s (serves POST /v1/messages, POST /v1/chat/completions, POST /chat/completions)", r.Method, r.URL.Path)
+	msg := fmt.Sprintf("fake model server: no route for %s %s (serves POST /v1/messages, POST /v1/chat/completions, POST /chat/completions, POST /v1/responses, POST /responses)", r.Method, r.URL.Path)
 	_ = writeJSON(w, http.StatusNotFound, map[string]any{
 		"type":  "error",
 		"error": map[string]any{"type": "not_found_error", "message": msg, "code": "not_found"},

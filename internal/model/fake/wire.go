@@ -20,7 +20,8 @@ type conversation struct {
 	// last user message that has any (Anthropic), or the last run of tool messages and the user message
 	// of images right after it (OpenAI).
 	lastToolImages []imageInfo
-	chars          int // characters of all messages, for the default input estimate
+	chars          int        // characters of all messages, for the default input estimate
+	resp           *respExtra // Responses requests only
 }
 
 // noteImages adds images to the input estimate (at four characters a token).

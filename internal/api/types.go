@@ -212,7 +212,8 @@ type AgentRunStatus struct {
 
 // WaitingOn names what a run waits on.
 type WaitingOn struct {
-	// Kind is "message", "question", "approval", "resolution", "cost", "credits".
+	// Kind is "message", "question", "approval", "resolution", "cost", "credits", "storage" (the
+	// store's disk is full) or "model" (no key for the model provider).
 	Kind     string `json:"kind"`
 	StepKey  string `json:"stepKey,omitempty"`
 	Question string `json:"question,omitempty"`

@@ -364,11 +364,11 @@ type respOutPart struct {
 
 // respOutItem is an output item: a message or a function call.
 type respOutItem struct {
-	ID      string        `json:"id"`
-	Type    string        `json:"type"`
-	Status  string        `json:"status"`
+	ID      string         `json:"id"`
+	Type    string         `json:"type"`
+	Status  string         `json:"status"`
 	Content *[]respOutPart `json:"content,omitempty"` // messages only: [] while it streams
-	Role    string        `json:"role,omitempty"`
+	Role    string         `json:"role,omitempty"`
 	// function_call
 	Arguments *string `json:"arguments,omitempty"`
 	CallID    string  `json:"call_id,omitempty"`

@@ -101,7 +101,9 @@ func scanAgent(row pgx.Row) (*api.Agent, error) {
 	a.Metadata.ResourceVersion = strconv.FormatInt(rv, 10)
 	ct := utc(created)
 	a.Metadata.CreationTimestamp = &ct
-	json.Unmarshal(labels, &a.Metadata.Labels)
+	if err := json.Unmarshal(labels, &a.Metadata.Labels); err != nil {
+		return nil, fmt.Errorf("decode agent %s labels: %w", a.Metadata.Name, err)
+	}
 	if err := json.Unmarshal(spec, &a.Spec); err != nil {
 		return nil, fmt.Errorf("decode agent %s spec: %w", a.Metadata.Name, err)
 	}

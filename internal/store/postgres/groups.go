@@ -36,7 +36,9 @@ func scanGroup(row pgx.Row) (*api.AgentGroup, error) {
 	g.Metadata.ResourceVersion = strconv.FormatInt(rv, 10)
 	ct := utc(created)
 	g.Metadata.CreationTimestamp = &ct
-	json.Unmarshal(labels, &g.Metadata.Labels)
+	if err := json.Unmarshal(labels, &g.Metadata.Labels); err != nil {
+		return nil, fmt.Errorf("decode group %s labels: %w", g.Metadata.Name, err)
+	}
 	if err := json.Unmarshal(spec, &g.Spec); err != nil {
 		return nil, fmt.Errorf("decode group %s spec: %w", g.Metadata.Name, err)
 	}
@@ -191,7 +193,9 @@ func scanEnv(row pgx.Row) (*api.Environment, error) {
 	e.APIVersion, e.Kind = api.APIVersion, "Environment"
 	ct := utc(created)
 	e.Metadata.CreationTimestamp = &ct
-	json.Unmarshal(labels, &e.Metadata.Labels)
+	if err := json.Unmarshal(labels, &e.Metadata.Labels); err != nil {
+		return nil, fmt.Errorf("decode environment %s labels: %w", e.Metadata.Name, err)
+	}
 	if err := json.Unmarshal(spec, &e.Spec); err != nil {
 		return nil, err
 	}
@@ -310,7 +314,9 @@ func scanMembers(rows pgx.Rows) ([]store.Member, error) {
 		}
 		m.CapMicros = cost.Micros(capM)
 		m.SpentMicros = store.SpentMicros(total, m.CapMicros)
-		json.Unmarshal(deps, &m.DependsOn)
+		if err := json.Unmarshal(deps, &m.DependsOn); err != nil {
+			return nil, fmt.Errorf("decode member %s dependsOn: %w", m.Name, err)
+		}
 		if status != nil {
 			var st api.AgentRunStatus
 			if err := json.Unmarshal(status, &st); err != nil {

@@ -74,7 +74,9 @@ func scanRun(row pgx.Row) (*api.AgentRun, error) {
 	r.Metadata.Generation = 1
 	ct := utc(created)
 	r.Metadata.CreationTimestamp = &ct
-	json.Unmarshal(labels, &r.Metadata.Labels)
+	if err := json.Unmarshal(labels, &r.Metadata.Labels); err != nil {
+		return nil, fmt.Errorf("decode run %s labels: %w", r.Metadata.Name, err)
+	}
 	if err := json.Unmarshal(spec, &r.Spec); err != nil {
 		return nil, fmt.Errorf("decode run %s spec: %w", r.Metadata.Name, err)
 	}

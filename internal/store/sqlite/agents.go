@@ -93,7 +93,9 @@ func scanAgent(row rowScanner) (*api.Agent, error) {
 	a.Metadata.ResourceVersion = strconv.FormatInt(rv, 10)
 	ct := fromMS(created)
 	a.Metadata.CreationTimestamp = &ct
-	json.Unmarshal([]byte(labels), &a.Metadata.Labels)
+	if err := json.Unmarshal([]byte(labels), &a.Metadata.Labels); err != nil {
+		return nil, fmt.Errorf("decode agent %s labels: %w", a.Metadata.Name, err)
+	}
 	if err := json.Unmarshal([]byte(spec), &a.Spec); err != nil {
 		return nil, fmt.Errorf("decode agent %s spec: %w", a.Metadata.Name, err)
 	}

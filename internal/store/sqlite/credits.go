@@ -261,7 +261,9 @@ func (s *Store) ListSecrets(ctx context.Context) ([]store.SecretInfo, error) {
 		if err := rows.Scan(&si.Name, &keys, &t); err != nil {
 			return nil, fmt.Errorf("list secrets: %w", err)
 		}
-		json.Unmarshal([]byte(keys), &si.Keys)
+		if err := json.Unmarshal([]byte(keys), &si.Keys); err != nil {
+			return nil, fmt.Errorf("list secrets: decode %s keys: %w", si.Name, err)
+		}
 		si.UpdatedAt = fromMS(t)
 		out = append(out, si)
 	}

@@ -34,7 +34,9 @@ func scanGroup(row rowScanner) (*api.AgentGroup, error) {
 	g.Metadata.ResourceVersion = strconv.FormatInt(rv, 10)
 	ct := fromMS(created)
 	g.Metadata.CreationTimestamp = &ct
-	json.Unmarshal([]byte(labels), &g.Metadata.Labels)
+	if err := json.Unmarshal([]byte(labels), &g.Metadata.Labels); err != nil {
+		return nil, fmt.Errorf("decode group %s labels: %w", g.Metadata.Name, err)
+	}
 	if err := json.Unmarshal([]byte(spec), &g.Spec); err != nil {
 		return nil, fmt.Errorf("decode group %s spec: %w", g.Metadata.Name, err)
 	}
@@ -179,7 +181,9 @@ func scanEnv(row rowScanner) (*api.Environment, error) {
 	e.APIVersion, e.Kind = api.APIVersion, "Environment"
 	ct := fromMS(created)
 	e.Metadata.CreationTimestamp = &ct
-	json.Unmarshal([]byte(labels), &e.Metadata.Labels)
+	if err := json.Unmarshal([]byte(labels), &e.Metadata.Labels); err != nil {
+		return nil, fmt.Errorf("decode environment %s labels: %w", e.Metadata.Name, err)
+	}
 	if err := json.Unmarshal([]byte(spec), &e.Spec); err != nil {
 		return nil, err
 	}
@@ -312,7 +316,9 @@ func scanMembers(rows *sql.Rows) ([]store.Member, error) {
 		m.Admitted, m.Leased, m.CancelRequested = admitted != 0, leased != 0, cancel != 0
 		m.CapMicros = cost.Micros(capM)
 		m.SpentMicros = store.SpentMicros(total, m.CapMicros)
-		json.Unmarshal([]byte(deps), &m.DependsOn)
+		if err := json.Unmarshal([]byte(deps), &m.DependsOn); err != nil {
+			return nil, fmt.Errorf("decode member %s dependsOn: %w", m.Name, err)
+		}
 		if status.Valid {
 			var st api.AgentRunStatus
 			if err := json.Unmarshal([]byte(status.String), &st); err != nil {

@@ -55,7 +55,9 @@ func scanRun(row rowScanner) (*api.AgentRun, error) {
 	r.Metadata.Generation = 1
 	ct := fromMS(created)
 	r.Metadata.CreationTimestamp = &ct
-	json.Unmarshal([]byte(labels), &r.Metadata.Labels)
+	if err := json.Unmarshal([]byte(labels), &r.Metadata.Labels); err != nil {
+		return nil, fmt.Errorf("decode run %s labels: %w", r.Metadata.Name, err)
+	}
 	if err := json.Unmarshal([]byte(spec), &r.Spec); err != nil {
 		return nil, fmt.Errorf("decode run %s spec: %w", r.Metadata.Name, err)
 	}

@@ -251,10 +251,14 @@ func subscript(prog string, texts []string) bool {
 	for i, t := range texts {
 		switch {
 		case prog == "printf" || prog == "wait":
-			if t != "-v" && t != "-p" || i+1 >= len(texts) {
+			switch {
+			case (t == "-v" || t == "-p") && i+1 < len(texts):
+				t = texts[i+1]
+			case strings.HasPrefix(t, "-v") || strings.HasPrefix(t, "-p"):
+				t = t[2:] // -vNAME
+			default:
 				continue
 			}
-			t = texts[i+1]
 		case prog == "test" || prog == "[":
 			if t != "-v" && t != "-R" || i+1 >= len(texts) {
 				continue
@@ -347,6 +351,15 @@ func normalize(sc *simpleCmd) []Command {
 		if !seen[f] {
 			seen[f] = true
 			c.Forms = append(c.Forms, f)
+		}
+	}
+	// An assignment given to a program (env PS4=... bash -x s.sh, an exported function) changes
+	// what the shell it starts runs.
+	for _, w := range ws {
+		name, _, _ := strings.Cut(w.text, "=")
+		if w.assign && expandedLater[name] || strings.HasPrefix(w.text, "BASH_FUNC_") && strings.Contains(w.text, "=") {
+			c.Opaque = "an assignment to " + name + " (the shell expands or uses it later, which can run commands)"
+			break
 		}
 	}
 	layer := ws

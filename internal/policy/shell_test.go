@@ -292,7 +292,8 @@ func TestSplitCommand(t *testing.T) {
 		"printf -v 'a[$(x)]' 1": "an array subscript given to printf", "test -v 'a[x]'": "an array subscript given to test",
 		"declare 'a[$(x)]=1'": "an array subscript given to declare", `declare "$x"`: "a declare argument computed",
 		"PS4='$(x)'; set -x; ls": "an assignment to PS4", "BASH_ENV=./x bash s.sh": "an assignment to BASH_ENV",
-		"export PROMPT_COMMAND=x": "an assignment to PROMPT_COMMAND", "compgen -C x y": "compgen -C", "hash -p /bin/x ls": "hash -p",
+		"export PROMPT_COMMAND=x": "an assignment to PROMPT_COMMAND", "env BASH_ENV=./x bash s.sh": "an assignment to BASH_ENV",
+		"env 'BASH_FUNC_ls%%=() { x; }' bash s.sh": "an assignment to BASH_FUNC_ls%%", "printf -v'a[$(x)]' 1": "an array subscript given to printf", "compgen -C x y": "compgen -C", "hash -p /bin/x ls": "hash -p",
 		"echo @($(x))": "a substitution inside an extended glob", "echo $((": "a line that does not parse",
 		"if then": "a line that does not parse", "echo ${": "a line that does not parse",
 	} {

@@ -186,7 +186,6 @@ type word struct {
 	raw     string // as written
 	dynamic bool   // has a $ expansion or a command substitution
 	glob    bool   // has an unquoted * ? [ or a brace expansion
-	quoted  bool
 	redir   string // the operator, when this word is a redirection's target
 	assign  bool   // NAME=value (unquoted name)
 }
@@ -376,7 +375,7 @@ func (w *walker) call(c *syntax.CallExpr, redirs []*syntax.Redirect) {
 	}
 	for _, r := range redirs {
 		sc.words = append(sc.words, w.redirect(r))
-		nodes = append(nodes, redirNode{r})
+		nodes = append(nodes, redirNode(r))
 	}
 	w.reason = saved
 	w.emit(sc, nodes, reason)
@@ -411,15 +410,18 @@ func (w *walker) emit(sc *simpleCmd, nodes []syntax.Node, reason string) {
 	}
 }
 
-// redirNode spans a redirection's operator and target, not a here-document's body.
-type redirNode struct{ r *syntax.Redirect }
+// extent is a stretch of the line, as a node.
+type extent struct{ from, to syntax.Pos }
 
-func (n redirNode) Pos() syntax.Pos { return n.r.Pos() }
-func (n redirNode) End() syntax.Pos {
-	if n.r.Word != nil {
-		return n.r.Word.End()
+func (e extent) Pos() syntax.Pos { return e.from }
+func (e extent) End() syntax.Pos { return e.to }
+
+// redirNode spans a redirection's operator and target, not a here-document's body.
+func redirNode(r *syntax.Redirect) syntax.Node {
+	if r.Word != nil {
+		return extent{r.Pos(), r.Word.End()}
 	}
-	return n.r.OpPos
+	return extent{r.Pos(), r.OpPos}
 }
 
 func (w *walker) redirect(r *syntax.Redirect) word {
@@ -504,29 +506,26 @@ var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=`)
 
 // word reads a word: its text with quotes and escapes removed, and what its substitutions run.
 func (w *walker) word(wd *syntax.Word) word {
-	out := word{raw: w.raw(wd)}
 	if wd == nil {
-		return out
+		return word{}
 	}
+	out := word{raw: w.raw(wd)}
 	var b strings.Builder
 	brace := false
 	for _, p := range wd.Parts {
 		switch x := p.(type) {
 		case *syntax.Lit:
-			lit, quoted, glob, br := unescape(x.Value, brace)
+			lit, glob, br := unescape(x.Value, brace)
 			b.WriteString(lit)
-			out.quoted = out.quoted || quoted
 			out.glob = out.glob || glob
 			brace = br
 		case *syntax.SglQuoted:
-			out.quoted = true
 			if x.Dollar {
 				b.WriteString(ansiC(x.Value))
 			} else {
 				b.WriteString(x.Value)
 			}
 		case *syntax.DblQuoted:
-			out.quoted = true
 			for _, q := range x.Parts {
 				if l, ok := q.(*syntax.Lit); ok {
 					b.WriteString(unescapeDQ(l.Value))
@@ -589,7 +588,7 @@ func (w *walker) param(x *syntax.ParamExp) {
 	switch {
 	case x.Excl && x.Names == 0 && !allIndex(x.Index):
 		w.opaque("an indirect expansion " + w.raw(x) + " (it expands the variable another names, whose subscript can run commands)")
-	case x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil && strings.Trim(x.Exp.Word.Lit(), safeAtOps) != "":
+	case x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && (x.Exp.Word == nil || x.Exp.Word.Lit() == "" || strings.Trim(x.Exp.Word.Lit(), safeAtOps) != ""):
 		w.opaque("a prompt expansion " + w.raw(x) + " (it runs the substitutions in the value)")
 	case x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull):
 		w.opaque("an assignment inside an expansion " + w.raw(x))
@@ -736,7 +735,7 @@ func (w *walker) let(c *syntax.LetClause, redirs []*syntax.Redirect) {
 	saved := w.reason
 	w.reason = &reason
 	sc := &simpleCmd{words: []word{{text: "let", raw: "let"}}}
-	nodes := []syntax.Node{redirNode{&syntax.Redirect{OpPos: c.Let}}}
+	nodes := []syntax.Node{extent{c.Let, c.Let}}
 	for _, x := range c.Exprs {
 		w.arith(x)
 		t := w.span(x.Pos(), x.End())
@@ -745,7 +744,7 @@ func (w *walker) let(c *syntax.LetClause, redirs []*syntax.Redirect) {
 	}
 	for _, r := range redirs {
 		sc.words = append(sc.words, w.redirect(r))
-		nodes = append(nodes, redirNode{r})
+		nodes = append(nodes, redirNode(r))
 	}
 	w.reason = saved
 	w.emit(sc, nodes, reason)
@@ -773,22 +772,21 @@ func (w *walker) decl(c *syntax.DeclClause, redirs []*syntax.Redirect) {
 	w.assoc = false
 	for _, r := range redirs {
 		sc.words = append(sc.words, w.redirect(r))
-		nodes = append(nodes, redirNode{r})
+		nodes = append(nodes, redirNode(r))
 	}
 	w.reason = saved
 	w.emit(sc, nodes, reason)
 }
 
-// unescape removes the backslashes of an unquoted literal, and says whether it had any, whether
-// it has an unescaped glob character, and whether a brace is open at its end.
-func unescape(s string, brace bool) (text string, quoted, glob, braceOpen bool) {
+// unescape removes the backslashes of an unquoted literal, and says whether it has an unescaped
+// glob character, and whether a brace is open at its end.
+func unescape(s string, brace bool) (text string, glob, braceOpen bool) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch c {
 		case '\\':
 			if i+1 < len(s) {
-				quoted = true
 				i++
 				if s[i] != '\n' {
 					b.WriteByte(s[i])
@@ -806,7 +804,7 @@ func unescape(s string, brace bool) (text string, quoted, glob, braceOpen bool) 
 		}
 		b.WriteByte(c)
 	}
-	return b.String(), quoted, glob, brace
+	return b.String(), glob, brace
 }
 
 // unescapeDQ removes the backslashes the shell removes inside double quotes.

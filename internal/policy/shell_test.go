@@ -285,7 +285,7 @@ func TestSplitCommand(t *testing.T) {
 		"builtin let x": "let (arithmetic", "echo ${a[i]}": "arithmetic on a variable", "echo ${a[$i]}": "arithmetic on a variable",
 		"a[i]=1": "arithmetic on a variable", "a=([i]=1)": "arithmetic on a variable", "a['k']=1": "arithmetic on a variable",
 		"echo ${x:i:2}": "arithmetic on a variable", "for ((i=0; i<3; i++)); do echo; done": "arithmetic on a variable",
-		"echo ${x@P}": "a prompt expansion", `echo "${x@P}"`: "a prompt expansion", "echo ${!x}": "an indirect expansion",
+		"echo ${x@P}": "a prompt expansion", "echo ${x@$op}": "a line that does not parse", `echo "${x@P}"`: "a prompt expansion", "echo ${!x}": "an indirect expansion",
 		"echo ${x:=y}": "an assignment inside an expansion", "echo ${x=$(a)}": "an assignment inside an expansion",
 		"trap -- 'x' EXIT": "trap", "builtin eval x": "eval", "command eval x": "eval", "exec bash -c x": "bash -c",
 		"read 'a[$(x)]'": "an array subscript given to read", "unset 'a[$i]'": "an array subscript given to unset",

@@ -473,7 +473,9 @@ func (d *drive) nextMessage(ctx context.Context, n int, waiting string) (string,
 	key := fmt.Sprintf("m%d", n)
 	if st, ok := d.j.Lookup(key); ok && st.State == api.StepCompleted {
 		var m api.Message
-		json.Unmarshal(st.Result, &m)
+		if err := json.Unmarshal(st.Result, &m); err != nil {
+			return "", fmt.Errorf("replay message step %s: %w", key, err)
+		}
 		d.lastMsg = m.Seq
 		return m.Payload, nil
 	}
@@ -624,7 +626,9 @@ func (d *drive) askPerson(ctx context.Context, key string, decoded catalog.Input
 	}
 	if st, ok := d.j.Lookup(key); ok && st.State == api.StepCompleted {
 		var m api.Message
-		json.Unmarshal(st.Result, &m)
+		if err := json.Unmarshal(st.Result, &m); err != nil {
+			return model.Block{}, fmt.Errorf("replay answer step %s: %w", key, err)
+		}
 		d.lastMsg = m.Seq
 		return result(m.Payload, false), nil
 	}

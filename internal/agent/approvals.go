@@ -51,7 +51,9 @@ func (d *drive) approval(ctx context.Context, key string, call model.Block, in c
 		By       string `json:"by"`
 		Reason   string `json:"reason"`
 	}
-	json.Unmarshal(out, &res)
+	if err := json.Unmarshal(out, &res); err != nil {
+		return false, "", fmt.Errorf("approval %s: decode the decision: %w", key, err)
+	}
 	d.status.Phase, d.status.Reason, d.status.Message, d.status.WaitingOn = api.PhaseRunning, "", "", nil
 	if res.Decision == "approve" {
 		return true, "", nil

@@ -640,7 +640,9 @@ func applyOne(ctx context.Context, c *client.Client, t applyTarget) (name string
 	var o struct {
 		Metadata api.ObjectMeta `json:"metadata"`
 	}
-	_ = json.Unmarshal(raw, &o)
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return "", "", fmt.Errorf("read the created resource: %w", err)
+	}
 	return o.Metadata.Name, client.Created, nil
 }
 

@@ -78,7 +78,9 @@ func computerKind(steps []api.Step) string {
 		var args struct {
 			Kind string `json:"kind"`
 		}
-		json.Unmarshal(s.Args, &args)
+		if json.Unmarshal(s.Args, &args) != nil {
+			return "" // a page shows no screen for a step it cannot read; the step list still shows it
+		}
 		return args.Kind
 	}
 	return ""

@@ -433,7 +433,11 @@ func (j *Journal) Await(ctx context.Context, spec Spec) (json.RawMessage, bool, 
 			return nil, false, nil
 		}
 		result := map[string]any{}
-		json.Unmarshal(prev.ResolutionResult, &result)
+		if len(prev.ResolutionResult) > 0 {
+			if err := json.Unmarshal(prev.ResolutionResult, &result); err != nil {
+				return nil, false, fmt.Errorf("step %s: decode the person's decision: %w", spec.Key, err)
+			}
+		}
 		result["decision"] = prev.Resolution
 		out, _ := json.Marshal(result)
 		done := *prev

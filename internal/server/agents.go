@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 
@@ -164,8 +165,10 @@ func sameJSON(a, b any) bool {
 	var x, y any
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
-	json.Unmarshal(ja, &x)
-	json.Unmarshal(jb, &y)
+	// Both were just encoded by json.Marshal; a value that did not encode is not the same.
+	if json.Unmarshal(ja, &x) != nil || json.Unmarshal(jb, &y) != nil {
+		return false
+	}
 	return reflect.DeepEqual(x, y)
 }
 
@@ -246,7 +249,9 @@ func mergePatch(doc any, patch any) (any, error) {
 		return nil, err
 	}
 	var d any
-	json.Unmarshal(b, &d)
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("merge patch: decode the document: %w", err)
+	}
 	return merge(d, patch), nil
 }
 

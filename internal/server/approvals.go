@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -43,7 +44,9 @@ func (s *Server) approvalViews(r *http.Request, run string) ([]approvalView, err
 			Reason string          `json:"reason"`
 			Rule   string          `json:"rule"`
 		}
-		json.Unmarshal(st.Args, &args)
+		if err := json.Unmarshal(st.Args, &args); err != nil {
+			return nil, fmt.Errorf("approval step %s: decode its arguments: %w", st.Key, err)
+		}
 		v := approvalView{ID: st.Seq, StepKey: st.Key, Tool: args.Tool, Input: args.Input, Reason: args.Reason, Rule: args.Rule, State: "pending", AskedAt: st.StartedAt}
 		decision, by, note := st.Resolution, "", ""
 		var res struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path"
@@ -332,7 +333,9 @@ func (s *Server) fullAnswer(r *http.Request, run *api.AgentRun) (string, bool, e
 			var d struct {
 				Answer string `json:"answer"`
 			}
-			json.Unmarshal(evs[i].Data, &d)
+			if err := json.Unmarshal(evs[i].Data, &d); err != nil {
+				return "", false, fmt.Errorf("answer event %d: %w", evs[i].Seq, err)
+			}
 			return d.Answer, true, nil
 		}
 	}
@@ -498,7 +501,9 @@ func normalizeToolResult(raw json.RawMessage) json.RawMessage {
 			var s string
 			if json.Unmarshal(c, &s) == nil {
 				var isErr bool
-				json.Unmarshal(obj["isError"], &isErr)
+				if v, given := obj["isError"]; given && json.Unmarshal(v, &isErr) != nil {
+					return raw // not the {content, isError} shape after all: the JSON is the content
+				}
 				b, _ := json.Marshal(map[string]any{"Content": s, "IsError": isErr})
 				return b
 			}

@@ -108,27 +108,27 @@ func TestErrorShapes(t *testing.T) {
 		status                    int
 		code, field               string
 	}{
-		{"no token", "GET", "/v2/agents", "", nil, 401, api.CodeUnauthorized, ""},
-		{"wrong token", "GET", "/v2/agents", "not-the-token", nil, 401, api.CodeUnauthorized, ""},
-		{"wrong token, write", "POST", "/v2/agents", "not-the-token", []byte(agentJSON), 401, api.CodeUnauthorized, ""},
-		{"unknown field", "POST", "/v2/agents", testToken, []byte(`{"metadata":{"name":"a2"},"spec":{"system":"x","toolz":["write"]}}`), 422, api.CodeUnknownField, "spec.toolz"},
-		{"unknown nested field", "POST", "/v2/agentruns", testToken, []byte(`{"metadata":{"name":"r2","labelz":{}},"spec":{"agent":"notes","input":"x"}}`), 422, api.CodeUnknownField, "metadata.labelz"},
-		{"wrong type", "POST", "/v2/agents", testToken, []byte(`{"metadata":{"name":"a3"},"spec":{"system":"x","tools":"write"}}`), 422, api.CodeWrongType, "spec.tools"},
-		{"wrong type in a list", "POST", "/v2/agents", testToken, []byte(`{"metadata":{"name":"a4"},"spec":{"system":"x","tools":["write",7]}}`), 422, api.CodeWrongType, "spec.tools[1]"},
-		{"not JSON", "POST", "/v2/agents", testToken, []byte(`{"metadata":`), 400, api.CodeInvalid, ""},
-		{"empty body", "POST", "/v2/agents", testToken, []byte(` `), 400, api.CodeInvalid, ""},
-		{"missing agent", "GET", "/v2/agents/nobody", testToken, nil, 404, api.CodeNotFound, ""},
-		{"missing run", "GET", "/v2/agentruns/nothing", testToken, nil, 404, api.CodeNotFound, ""},
-		{"missing run's steps", "GET", "/v2/agentruns/nothing/steps", testToken, nil, 404, api.CodeNotFound, ""},
-		{"message to a missing run", "POST", "/v2/agentruns/nothing/messages", testToken, big(3), 404, api.CodeNotFound, ""},
-		{"no such route", "GET", "/v2/nowhere", testToken, nil, 404, api.CodeNotFound, ""},
-		{"message of 256 KiB + 1", "POST", "/v2/agentruns/r1/messages", testToken, big(api.MaxInputBytes + 1), 413, api.CodeTooLarge, "payload"},
-		{"input of 256 KiB + 1", "POST", "/v2/agentruns", testToken, []byte(`{"metadata":{"name":"r3"},"spec":{"agent":"notes","input":"` + strings.Repeat("y", api.MaxInputBytes+1) + `"}}`), 413, api.CodeTooLarge, "spec.input"},
-		{"body over the limit", "POST", "/v2/agents", testToken, []byte(`{"metadata":{"name":"a5"},"spec":{"system":"` + strings.Repeat("z", maxBody) + `"}}`), 413, api.CodeTooLarge, ""},
-		{"message without payload", "POST", "/v2/agentruns/r1/messages", testToken, []byte(`{"messageKey":"k"}`), 422, api.CodeRequired, "payload"},
-		{"duplicate agent", "POST", "/v2/agents", testToken, []byte(agentJSON), 409, api.CodeAlreadyExists, "metadata.name"},
-		{"method not allowed", "DELETE", "/v2/credits", testToken, nil, 405, CodeMethodNotAllowed, ""},
-		{"method not allowed on a named resource", "POST", "/v2/agents/notes", testToken, []byte(`{}`), 405, CodeMethodNotAllowed, ""},
+		{"no token", "GET", "/v2/agents", "", nil, 401, string(api.CodeUnauthorized), ""},
+		{"wrong token", "GET", "/v2/agents", "not-the-token", nil, 401, string(api.CodeUnauthorized), ""},
+		{"wrong token, write", "POST", "/v2/agents", "not-the-token", []byte(agentJSON), 401, string(api.CodeUnauthorized), ""},
+		{"unknown field", "POST", "/v2/agents", testToken, []byte(`{"metadata":{"name":"a2"},"spec":{"system":"x","toolz":["write"]}}`), 422, string(api.CodeUnknownField), "spec.toolz"},
+		{"unknown nested field", "POST", "/v2/agentruns", testToken, []byte(`{"metadata":{"name":"r2","labelz":{}},"spec":{"agent":"notes","input":"x"}}`), 422, string(api.CodeUnknownField), "metadata.labelz"},
+		{"wrong type", "POST", "/v2/agents", testToken, []byte(`{"metadata":{"name":"a3"},"spec":{"system":"x","tools":"write"}}`), 422, string(api.CodeWrongType), "spec.tools"},
+		{"wrong type in a list", "POST", "/v2/agents", testToken, []byte(`{"metadata":{"name":"a4"},"spec":{"system":"x","tools":["write",7]}}`), 422, string(api.CodeWrongType), "spec.tools[1]"},
+		{"not JSON", "POST", "/v2/agents", testToken, []byte(`{"metadata":`), 400, string(api.CodeInvalid), ""},
+		{"empty body", "POST", "/v2/agents", testToken, []byte(` `), 400, string(api.CodeInvalid), ""},
+		{"missing agent", "GET", "/v2/agents/nobody", testToken, nil, 404, string(api.CodeNotFound), ""},
+		{"missing run", "GET", "/v2/agentruns/nothing", testToken, nil, 404, string(api.CodeNotFound), ""},
+		{"missing run's steps", "GET", "/v2/agentruns/nothing/steps", testToken, nil, 404, string(api.CodeNotFound), ""},
+		{"message to a missing run", "POST", "/v2/agentruns/nothing/messages", testToken, big(3), 404, string(api.CodeNotFound), ""},
+		{"no such route", "GET", "/v2/nowhere", testToken, nil, 404, string(api.CodeNotFound), ""},
+		{"message of 256 KiB + 1", "POST", "/v2/agentruns/r1/messages", testToken, big(api.MaxInputBytes + 1), 413, string(api.CodeTooLarge), "payload"},
+		{"input of 256 KiB + 1", "POST", "/v2/agentruns", testToken, []byte(`{"metadata":{"name":"r3"},"spec":{"agent":"notes","input":"` + strings.Repeat("y", api.MaxInputBytes+1) + `"}}`), 413, string(api.CodeTooLarge), "spec.input"},
+		{"body over the limit", "POST", "/v2/agents", testToken, []byte(`{"metadata":{"name":"a5"},"spec":{"system":"` + strings.Repeat("z", maxBody) + `"}}`), 413, string(api.CodeTooLarge), ""},
+		{"message without payload", "POST", "/v2/agentruns/r1/messages", testToken, []byte(`{"messageKey":"k"}`), 422, string(api.CodeRequired), "payload"},
+		{"duplicate agent", "POST", "/v2/agents", testToken, []byte(agentJSON), 409, string(api.CodeAlreadyExists), "metadata.name"},
+		{"method not allowed", "DELETE", "/v2/credits", testToken, nil, 405, string(api.CodeMethodNotAllowed), ""},
+		{"method not allowed on a named resource", "POST", "/v2/agents/notes", testToken, []byte(`{}`), 405, string(api.CodeMethodNotAllowed), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -137,7 +137,7 @@ func TestErrorShapes(t *testing.T) {
 				t.Fatalf("%s %s: HTTP %d %s, want %d", c.method, c.path, r.status, r.body, c.status)
 			}
 			e := r.errBody(t)
-			if e.Code != c.code || e.Field != c.field {
+			if string(e.Code) != c.code || e.Field != c.field {
 				t.Errorf("%s %s: code %q field %q (%s), want code %q field %q", c.method, c.path, e.Code, e.Field, e.Message, c.code, c.field)
 			}
 		})

@@ -127,8 +127,8 @@ func TestErrorShapes(t *testing.T) {
 		{"body over the limit", "POST", "/v2/agents", testToken, []byte(`{"metadata":{"name":"a5"},"spec":{"system":"` + strings.Repeat("z", maxBody) + `"}}`), 413, string(api.CodeTooLarge), ""},
 		{"message without payload", "POST", "/v2/agentruns/r1/messages", testToken, []byte(`{"messageKey":"k"}`), 422, string(api.CodeRequired), "payload"},
 		{"duplicate agent", "POST", "/v2/agents", testToken, []byte(agentJSON), 409, string(api.CodeAlreadyExists), "metadata.name"},
-		{"method not allowed", "DELETE", "/v2/credits", testToken, nil, 405, string(api.CodeMethodNotAllowed), ""},
-		{"method not allowed on a named resource", "POST", "/v2/agents/notes", testToken, []byte(`{}`), 405, string(api.CodeMethodNotAllowed), ""},
+		{"method not allowed", "DELETE", "/v2/credits", testToken, nil, 405, "MethodNotAllowed", ""},
+		{"method not allowed on a named resource", "POST", "/v2/agents/notes", testToken, []byte(`{}`), 405, "MethodNotAllowed", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"context"
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 func bash(cmd string) json.RawMessage { return in("command", cmd) }
@@ -391,5 +394,79 @@ func TestSplitCommandLimits(t *testing.T) {
 	}
 	if cmds := SplitCommand(strings.Repeat("(a) && ", 5000) + "curl x"); len(cmds) != 5001 || cmds[5000].Forms[0] != "curl x" {
 		t.Errorf("a long chain: %d commands", len(cmds))
+	}
+}
+
+// bashLines are run by real bash: every simple command it runs must be one SplitCommand lists,
+// unless the line has an opaque part. The programs do not exist (PATH is an empty folder) and
+// the builtins used only print or assign.
+var bashLines = []string{
+	"a; b && c || d | e |& f & g\nh", `echo "a; b" 'c && d' e\;f`, "(a; (b)) && { c; }", "x $(a $(b)) `c`",
+	"diff <(a) >(b)", "X=1 Y=$(a) b > out 2>&1 < in", "for i in $(seq 3); do echo $i; done",
+	"case x in (a|b) c;; x) e;; esac", "a=(1 $(b) 2); c", "cat <<-EOF | d\n\t$(b)\n\tEOF\ne", "echo $'a\\'; b'",
+	"f () { a; }; f", "[[ -n $(a) ]] && b", "function g { a; }; g", "coproc X { a; }; wait", "coproc a b; wait",
+	"g() (a); g", "while read l; do a; done < <(b)", "{ a; } > $(b)", "time -p a | b", "export X=$(a) Y=1",
+	"echo $((1 + 0x1f)) ${#x} $(( $# + ${#a[@]} ))", "[[ $# -gt 0 || ${#x} -lt 3 ]] && a",
+	"echo ${x:-$(a)} ${x/$(b)/$(c)} ${x@Q}", "declare -A m=([$(a)]=1 [k]=$(b))", "cat <<A <<'B'\n$(a)\nA\n$(b)\nB",
+	"echo \\\n $(a)", "echo $((a) )", "x=$((a)|b)", "((a); (b))", "if a; then b; elif c; then d; else e; fi",
+	"until a; do break; done", "! a", "cu\\\nrl x", `c'ur'l x`, `$'\x63url' x`, "2>/dev/null a x", "echo x#$(a)",
+	"cat <<E\"O\"F\n$(a)\nEOF\nb", "a=`b`", "echo `echo \\`a\\``", "case x in x) a ;& y) b;; esac", "[[ x == $(a) ]]",
+	"echo ${x:-${y:-$(a)}}", "echo \"$(echo \"$(a)\")\"", "x=1; echo $x; a", "sudo a", "env -i A=1 a", "nohup a &",
+	"find . -maxdepth 0 -exec a {} \\;", "xargs a < /dev/null", "exec 3< <(a); b", "echo hi # ; a",
+	`x='a[$(a1)]'; echo $((x))`, `x='a[$(a2)]'; (( x ))`, `x='a[$(a3)]'; [[ $x -eq 0 ]]`, `declare -i n; n='a[$(a4)]'`,
+	`x='a[$(a5)]'; let y=x`, `x='$(a6)'; echo ${x@P}`, `x='a[$(a7)]'; echo ${!x}`, `x='a[$(a8)]'; echo ${arr[x]}`,
+	`read 'a[$(a9)]' <<< 1`, `PS4='$(a10) '; set -x; b`, "trap 'a11' EXIT", "eval a12", `s=abc; x='a[$(a13)]'; echo ${s:x}`,
+	"printf -v 'a[$(a14)]' 1", "unset 'a[$(a15)]'", `x='a[$(a16)]'; for ((i=x; i<0; i++)); do :; done`,
+}
+
+// xtrace lines are "+ cmd args" ("++" in a substitution); the program is the first word.
+func tracedPrograms(stderr string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		rest := strings.TrimLeft(l, "+")
+		if rest == l || !strings.HasPrefix(rest, " ") {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 || strings.Contains(f[0], "=") || f[0] == "[[" || f[0] == "((" || f[0] == "case" {
+			continue
+		}
+		out = append(out, strings.Trim(f[0], "'"))
+	}
+	return out
+}
+
+func TestSplitMatchesBash(t *testing.T) {
+	t.Parallel()
+	bashPath, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	for _, line := range bashLines {
+		dir := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cmd := exec.CommandContext(ctx, bashPath, "--noprofile", "--norc", "-x", "-c", line)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + dir, "PS4=+ "}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		_ = cmd.Run() // programs are missing: the exit status says nothing here
+		cancel()
+		cmds := SplitCommand(line)
+		seen := map[string]bool{}
+		dark := false
+		for _, c := range cmds {
+			dark = dark || c.Opaque != ""
+			for _, f := range c.Forms {
+				if p := strings.Fields(f); len(p) > 0 {
+					seen[p[0]] = true
+				}
+			}
+		}
+		for _, p := range tracedPrograms(stderr.String()) {
+			if !seen[p] && !dark {
+				t.Errorf("%q: bash ran %q, which approvals did not list (%+v)\n%s", line, p, cmds, stderr.String())
+			}
+		}
 	}
 }

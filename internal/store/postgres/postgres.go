@@ -299,12 +299,6 @@ func notifyWork(ctx context.Context, tx pgx.Tx, run string) error {
 	return err
 }
 
-// notifyEvents tells every listening store (at commit) that run has new timeline events.
-func notifyEvents(ctx context.Context, tx pgx.Tx, run string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, chanEvents, run)
-	return err
-}
-
 // ---- helpers ----
 
 // newUID is a resource's metadata.uid: a random (version 4) UUID.

@@ -32,7 +32,7 @@ func (w *walker) param(x *syntax.ParamExp) {
 		w.opaque("an assignment inside an expansion " + w.raw(x))
 	}
 	if x.Index != nil && !allIndex(x.Index) {
-		w.index(x.Index)
+		w.arith(x.Index) // whichever array it names, declared -A or not
 	}
 	if x.Slice != nil {
 		w.arith(x.Slice.Offset)
@@ -57,8 +57,8 @@ func allIndex(x syntax.ArithmExpr) bool {
 	return ok && (wd.Lit() == "@" || wd.Lit() == "*")
 }
 
-// index reads an array subscript: arithmetic (quoted or not), unless it is the key of an
-// associative array declared by the same command.
+// index reads the subscript of an assignment: arithmetic (quoted or not), unless it is the key
+// of an associative array declared by the same command.
 func (w *walker) index(x syntax.ArithmExpr) {
 	if wd, ok := x.(*syntax.Word); ok && w.assoc {
 		w.word(wd)

@@ -569,10 +569,10 @@ func (w *walker) part(p syntax.WordPart) {
 // sub reads the commands of a substitution: they are listed on their own, and what is opaque in
 // them belongs to them, not to the command holding the substitution.
 func (w *walker) sub(ss []*syntax.Stmt) {
-	reason, ctx := w.reason, w.ctx
-	w.reason = nil
+	reason, ctx, assoc := w.reason, w.ctx, w.assoc
+	w.reason, w.assoc = nil, false
 	w.stmts(ss)
-	w.reason, w.ctx = reason, ctx
+	w.reason, w.ctx, w.assoc = reason, ctx, assoc
 }
 
 // let is a simple command ("let x=1") whose arguments are arithmetic.

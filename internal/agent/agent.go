@@ -55,6 +55,8 @@ type Engine struct {
 	Router string
 	// Secrets opens the sealed secrets BYOK runs name (nil: BYOK runs fail).
 	Secrets Secrets
+	// gw is the gateway external harnesses call (harness.go).
+	gw harnessGateway
 }
 
 // RunFolder is where a run's files live.
@@ -296,6 +298,9 @@ func (d *drive) loop(ctx context.Context) error {
 	d.status.Turns = d.status.Turns[:0]
 	d.spent = spend{}
 	d.updateCost(nil)
+	if d.spec.Harness != "" && d.spec.Harness != "builtin" {
+		return d.harnessLoop(ctx, prompt, msgN, defs)
+	}
 	var cur *turnState
 	for turn := 0; ; turn++ {
 		if cur == nil {

@@ -294,4 +294,5 @@ func (e *Engine) CloseAll() {
 	if live != nil {
 		live.CloseAll()
 	}
+	e.closeGateway()
 }

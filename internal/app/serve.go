@@ -27,6 +27,7 @@ import (
 	"agentrun.dev/agentrun/internal/computer"
 	computers "agentrun.dev/agentrun/internal/computer/providers"
 	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/harness"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/model/fake"
 	"agentrun.dev/agentrun/internal/policy"
@@ -299,8 +300,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(st),
 				Prices: ro.prices, Models: models, Seal: ro.seal,
 				Capabilities: map[string]any{
-					"version":   version,
-					"harnesses": []string{"builtin"},
+					"version": version,
+					// Each harness: available or not, its pinned version, where installed, why not.
+					"harnesses": harness.Capabilities(dir),
 					"tools":     toolNames,
 					// The tools an agent gets with its computer, listed in spec.tools or not.
 					"computerTools": map[string][]string{

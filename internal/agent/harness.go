@@ -1,0 +1,477 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/gateway"
+	"agentrun.dev/agentrun/internal/harness"
+	"agentrun.dev/agentrun/internal/journal"
+	"agentrun.dev/agentrun/internal/metrics"
+	"agentrun.dev/agentrun/internal/model"
+)
+
+// harnessGateway is the runner process's one gateway listener, started with its first harness run
+// and closed by CloseAll.
+type harnessGateway struct {
+	once sync.Once
+	gw   *gateway.Gateway
+	err  error
+}
+
+func (e *Engine) gateway() (*gateway.Gateway, error) {
+	e.gw.once.Do(func() {
+		g := gateway.New(e.Log)
+		if err := g.Start(); err != nil {
+			e.gw.err = err
+			return
+		}
+		e.gw.gw = g
+	})
+	return e.gw.gw, e.gw.err
+}
+
+func (e *Engine) closeGateway() {
+	if e.gw.gw != nil {
+		e.gw.gw.Close()
+	}
+}
+
+// mcpName is the MCP server name harnesses see our tools under (Claude Code: mcp__agentrun__write).
+const mcpName = "agentrun"
+
+// hostRun is a harness run's side of the gateway: every model call and tool call the harness makes
+// comes here, one at a time (mu), and goes through the same journal, cap guard, credits, approvals
+// and tools as the built-in loop's. The first error that stops the drive (a park, a lost lease) is
+// kept and the harness's context cancelled, so the drive ends with it.
+type hostRun struct {
+	d    *drive
+	ctx  context.Context
+	stop context.CancelCauseFunc
+	wire string
+	name string
+
+	mu sync.Mutex
+	// n is the number of model calls so far in this drive (replayed ones included): call n is
+	// journal step t{n}/model, and the tool calls after it t{n}/tool/{i}, as in the built-in loop.
+	n int
+	// tools counts the tool calls since the last model call.
+	tools   int
+	cur     *turnState
+	err     error
+	clamped bool
+}
+
+func (h *hostRun) fail(err error) error {
+	if h.err == nil {
+		h.err = err
+		h.stop(err)
+	}
+	return err
+}
+
+// divergence is a replayed call that differs from the recorded one.
+type divergence struct{ key, why string }
+
+func (e *divergence) Error() string { return "replay diverged at " + e.key + ": " + e.why }
+
+// varying are request fields a harness changes from one start to the next (session and user ids,
+// cache keys): left out of the hash a replay is compared with.
+var varying = []string{"metadata", "prompt_cache_key", "client_metadata", "user", "safety_identifier"}
+
+// normalize is the request as the replay check compares it: without the varying fields, and
+// without Claude Code's per-session billing header text in the system prompt.
+func normalize(body map[string]json.RawMessage) []byte {
+	cp := make(map[string]json.RawMessage, len(body))
+	for k, v := range body {
+		cp[k] = v
+	}
+	for _, k := range varying {
+		delete(cp, k)
+	}
+	var sys []map[string]any
+	if json.Unmarshal(cp["system"], &sys) == nil {
+		kept := sys[:0]
+		for _, b := range sys {
+			if t, _ := b["text"].(string); strings.HasPrefix(t, "x-anthropic-billing-header") {
+				continue
+			}
+			kept = append(kept, b)
+		}
+		cp["system"], _ = json.Marshal(kept)
+	}
+	out, _ := json.Marshal(cp)
+	return out
+}
+
+// maxTokensField is the output-limit field of each wire's request.
+func maxTokensField(wire string, body map[string]json.RawMessage) string {
+	switch wire {
+	case gateway.WireResponses:
+		return "max_output_tokens"
+	case gateway.WireChat:
+		if _, ok := body["max_completion_tokens"]; ok {
+			return "max_completion_tokens"
+		}
+		if _, ok := body["max_tokens"]; ok {
+			return "max_tokens"
+		}
+		return "max_completion_tokens"
+	}
+	return "max_tokens"
+}
+
+// gatewayResult is a harness model step's recorded result: the summary the accounting reads and
+// the vendor's answer as it was, so a replay answers byte for byte.
+type gatewayResult struct {
+	modelResult
+	HTTPStatus  int    `json:"httpStatus"`
+	ContentType string `json:"contentType,omitempty"`
+	Body        []byte `json:"body"`
+}
+
+func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return gateway.Reply{}, h.err
+	}
+	d, ctx := h.d, h.ctx
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(c.Body, &body); err != nil {
+		return gateway.Reply{}, &gateway.BadRequest{Msg: "the body is not a JSON object: " + err.Error()}
+	}
+	if h.cur == nil {
+		return gateway.Reply{}, &gateway.BadRequest{Msg: "a model call outside a turn"}
+	}
+	d.promptTools += h.tools
+	h.tools = 0
+	key := fmt.Sprintf("t%d/model", h.n)
+	modelName := h.cur.model
+	maxTokens := d.spec.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = api.DefaultMaxTokens
+	}
+	// The turn's model and the agent's output limit, whatever the harness asked for: the cap's
+	// worst case is computed on them.
+	field := maxTokensField(h.wire, body)
+	var asked int
+	json.Unmarshal(body[field], &asked)
+	if asked == 0 || asked > maxTokens {
+		if asked > maxTokens && !h.clamped && !d.j.Completed(key) {
+			h.clamped = true
+			d.j.Emit(api.Event{Type: "gateway.clamped", StepKey: key, Message: fmt.Sprintf("%s asked for %d output tokens a call; the gateway clamps every call to the agent's maxTokens (%d)", h.name, asked, maxTokens)})
+		}
+		body[field], _ = json.Marshal(maxTokens)
+	}
+	body["model"], _ = json.Marshal(modelName)
+	out, _ := json.Marshal(body)
+	norm := normalize(body)
+	req := &model.Request{Model: modelName, MaxTokens: maxTokens}
+	if err := d.guard(ctx, key, req, out, modelName); err != nil {
+		return gateway.Reply{}, h.fail(err)
+	}
+	provider := d.acc.provider
+	var mr modelResult
+	accounted := false
+	account := func(result json.RawMessage, c *int64) error {
+		if err := json.Unmarshal(result, &mr); err != nil {
+			return fmt.Errorf("decode %s result: %w", key, err)
+		}
+		accounted = true
+		d.accountCall(h.cur, mr, c)
+		return nil
+	}
+	res, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s via %s, call %d)", modelName, h.name, h.n+1),
+		Args:   map[string]any{"harness": h.name, "provider": provider.Name(), "model": modelName, "bytes": len(out)},
+		HashOf: journal.Encoded(norm), Safe: !d.acc.byok, Bill: !d.acc.byok,
+		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
+			if err := account(result, c); err != nil {
+				return nil, err
+			}
+			return &d.status, nil
+		}},
+		func(ctx context.Context) (any, *int64, error) {
+			status, ctype, data, err := d.forward(ctx, provider, c, out)
+			if err != nil {
+				return nil, nil, err
+			}
+			sum := gateway.Summarize(h.wire, data)
+			resp := model.Response{Model: sum.Model, StopReason: sum.StopReason, Usage: sum.Usage}
+			recorded, vendor := d.callCost(&resp, modelName, key)
+			return gatewayResult{modelResult: modelResult{Response: resp, VendorMicros: vendor}, HTTPStatus: status, ContentType: ctype, Body: data}, recorded, nil
+		})
+	if errors.Is(err, journal.ErrNondeterminism) {
+		return gateway.Reply{}, h.fail(&divergence{key: key, why: "the harness sent a different request than the one recorded (beyond session ids, metadata and cache keys)"})
+	}
+	if err != nil {
+		return gateway.Reply{}, h.fail(err)
+	}
+	if !accounted {
+		if err := account(res.Result, res.CostMicros); err != nil {
+			return gateway.Reply{}, h.fail(err)
+		}
+		if !res.Replayed {
+			if _, err := d.j.Commit(ctx, &d.status, false, nil); err != nil {
+				return gateway.Reply{}, h.fail(err)
+			}
+		}
+	}
+	var gr gatewayResult
+	if err := json.Unmarshal(res.Result, &gr); err != nil {
+		return gateway.Reply{}, h.fail(fmt.Errorf("decode %s result: %w", key, err))
+	}
+	h.n++
+	return gateway.Reply{Status: gr.HTTPStatus, ContentType: gr.ContentType, Body: gr.Body}, nil
+}
+
+// forward sends the harness's request to the vendor as it is (with the turn's model and limit),
+// retrying transient failures as the built-in loop's calls do, and reads the whole answer.
+func (d *drive) forward(ctx context.Context, p model.Provider, c gateway.Call, body []byte) (int, string, []byte, error) {
+	fw, ok := p.(model.Forwarder)
+	if !ok {
+		return 0, "", nil, &failure{api.ReasonModelError, "provider " + p.Name() + " cannot forward harness calls"}
+	}
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		resp, err := fw.Forward(ctx, c.Path, c.Header, body)
+		var data []byte
+		if err == nil {
+			data, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		metrics.ModelSeconds.Since(start, p.Name())
+		if ctx.Err() != nil {
+			return 0, "", nil, ctx.Err()
+		}
+		retry := err != nil
+		if err == nil {
+			if resp.StatusCode/100 == 2 {
+				return resp.StatusCode, resp.Header.Get("Content-Type"), data, nil
+			}
+			retry = resp.StatusCode == 429 || resp.StatusCode >= 500
+			err = fmt.Errorf("%s answered %d: %s", p.Name(), resp.StatusCode, clipText(strings.TrimSpace(string(data)), 500))
+		}
+		if !retry || attempt >= 4 {
+			return 0, "", nil, &failure{api.ReasonModelError, err.Error()}
+		}
+		d.log.Warn("harness model call failed; retrying", "attempt", attempt, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return 0, "", nil, ctx.Err()
+		}
+		backoff *= 2
+	}
+}
+
+// accountCall adds a model call's usage and cost to the run's status, as the built-in loop does.
+func (d *drive) accountCall(cur *turnState, mr modelResult, c *int64) {
+	d.spent.total.Add(micros(c))
+	d.spent.vendor.Add(micros(mr.VendorMicros))
+	d.turnCost.Add(micros(c))
+	t := &d.status.Turns[cur.index]
+	t.ModelCalls++
+	if mr.Response.Model != "" {
+		t.Model = mr.Response.Model
+	}
+	u := mr.Response.Usage
+	t.InputTokens += u.InputTokens
+	t.OutputTokens += u.OutputTokens
+	t.CacheReadTokens += u.CacheReadInputTokens
+	t.CacheWriteTokens += u.CacheCreationInputTokens
+	t.CacheWrite1hTokens += u.CacheCreation1hInputTokens
+	t.ReasoningTokens += u.ReasoningTokens
+	t.CostUSD = d.turnCost.String()
+	d.updateCost(nil)
+}
+
+// CountTokens forwards a token count: no cost, no effect, so it is not a journal step.
+func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply, error) {
+	status, ctype, data, err := h.d.forward(h.ctx, h.d.acc.provider, c, c.Body)
+	if err != nil {
+		return gateway.Reply{}, err
+	}
+	return gateway.Reply{Status: status, ContentType: ctype, Body: data}, nil
+}
+
+// CallTool is one of the run's tools called over MCP: the built-in loop's toolCall (strict decode,
+// approvals and the server's deny set, ask_person, the journal, the computer).
+func (h *hostRun) CallTool(_ context.Context, name string, input json.RawMessage) (string, bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return "", false, h.err
+	}
+	// The call belongs to the last model call (the one that asked for it).
+	turn := max(h.n-1, 0)
+	i := h.tools
+	h.tools++
+	blk, err := h.d.toolCall(h.ctx, turn, i, model.Block{Type: model.BlockToolUse, ID: fmt.Sprintf("h%d_%d", turn, i), Name: name, Input: input})
+	if err != nil {
+		return "", false, h.fail(err)
+	}
+	return blk.Content, blk.IsError, nil
+}
+
+// permit answers a harness's permission request for a tool: ours (served over MCP, where our
+// approvals decide) are allowed; the harness's own tools are refused, since the agent gets its
+// tools and nothing else.
+func (h *hostRun) permit(_ context.Context, tool string, _ json.RawMessage) (bool, string, error) {
+	if n, ok := strings.CutPrefix(tool, "mcp__"+mcpName+"__"); ok && h.d.allowed(n) {
+		return true, "", nil
+	}
+	return false, fmt.Sprintf("%s is not available to this agent: its tools are the %s MCP server's", tool, mcpName), nil
+}
+
+// beginTurn chooses the model of a new prompt (routed or the agent's), as the built-in loop does.
+func (h *hostRun) beginTurn(prompt string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := h.d
+	d.promptTools, h.tools = 0, 0
+	if d.acc.routed {
+		ts, err := d.route(h.ctx, h.n, prompt)
+		if err != nil {
+			return err
+		}
+		h.cur = &ts
+		return nil
+	}
+	d.turnCost = cost.Total{}
+	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: d.acc.model, Family: familyOf(d.e.Prices, d.acc.model), ChosenBy: "agent", CostUSD: d.turnCost.String()})
+	h.cur = &turnState{index: len(d.status.Turns) - 1, model: d.acc.model, chosenBy: "agent"}
+	return nil
+}
+
+// harnessLoop drives a run whose agent names an external harness: install it, start it with the
+// run's gateway token and tools, send it the input and each message as a turn, and finish, park or
+// fail the run as the built-in loop does. Nothing the harness does is trusted to persist: a
+// restarted drive starts it again and replays it from the journal.
+func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs []model.ToolDef) error {
+	drv, ok := harness.Lookup(d.spec.Harness)
+	if !ok {
+		return &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %q is not built into this runner (built: %s)", d.spec.Harness, strings.Join(harness.Names(), ", "))}
+	}
+	pkg := drv.Package()
+	bin, err := harness.Install(ctx, d.e.DataDir, pkg, func(msg string) {
+		d.j.Emit(api.Event{Type: "harness.install", Message: msg})
+		d.j.Commit(ctx, &d.status, false, nil)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &failure{api.ReasonHarnessUnavailable, err.Error()}
+	}
+	gw, err := d.e.gateway()
+	if err != nil {
+		return &failure{api.ReasonHarnessUnavailable, err.Error()}
+	}
+	run := d.run.Metadata.Name
+	hctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: string(drv.Wire()), name: drv.Name()}
+	var tools []gateway.Tool
+	var htools []harness.Tool
+	for _, t := range defs {
+		tools = append(tools, gateway.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		htools = append(htools, harness.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	token, release := gw.Register(run, h.wire, h, tools)
+	defer release() // the token dies with the drive
+	home := filepath.Join(d.e.DataDir, "harness-home", run)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("harness home: %w", err)
+	}
+	base := gw.URL() + "/v2/gateway/anthropic"
+	if h.wire != gateway.WireAnthropic {
+		base = gw.URL() + "/v2/gateway/openai/v1"
+	}
+	maxTokens := d.spec.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = api.DefaultMaxTokens
+	}
+	askModel := d.acc.model
+	if askModel == "" {
+		askModel, _ = familyModel(d.e.Prices, d.acc.provider.Name(), "sonnet")
+	}
+	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: base, Token: token,
+		Headers: map[string]string{gateway.RunHeader: run}, MCPURL: gw.URL() + "/v2/gateway/runs/" + run + "/mcp", MCPName: mcpName,
+		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.spec.System,
+		Env: harness.BaseEnv(os.Getenv("PATH"), home), Permit: h.permit}
+	proc, err := drv.Start(hctx, sess)
+	if err != nil {
+		return d.harnessFailed(err)
+	}
+	defer proc.Stop()
+	d.j.Emit(api.Event{Type: "harness.started", Message: fmt.Sprintf("started %s (%s) in the run folder; its model calls and tools go through this runner's gateway", drv.Name(), pkg.Spec())})
+	for {
+		if err := h.beginTurn(prompt); err != nil {
+			return err
+		}
+		text, err := proc.Turn(hctx, prompt)
+		h.mu.Lock()
+		herr := h.err
+		h.mu.Unlock()
+		if herr != nil {
+			var dv *divergence
+			if errors.As(herr, &dv) {
+				return d.diverged(ctx, dv)
+			}
+			return herr
+		}
+		if err != nil {
+			return d.harnessFailed(err)
+		}
+		h.mu.Lock()
+		d.setAnswer(text)
+		h.mu.Unlock()
+		pending, err := d.e.Store.ListMessages(ctx, run, d.lastMsg)
+		if err != nil {
+			return err
+		}
+		if len(pending) == 0 && !d.run.Spec.KeepAlive {
+			return d.finishAnswer(ctx)
+		}
+		next, err := d.nextMessage(ctx, msgN, "the turn is done; waiting for your next message")
+		if err != nil {
+			return err
+		}
+		msgN++
+		prompt = next
+	}
+}
+
+// harnessFailed turns a harness's own failure into HarnessError, its stderr on the timeline.
+func (d *drive) harnessFailed(err error) error {
+	var ee *harness.ExitError
+	if errors.As(err, &ee) {
+		d.j.Emit(api.Event{Type: "harness.exited", Message: ee.Error(), Data: mustRaw(map[string]any{"stderr": ee.Tail})})
+		return &failure{api.ReasonHarnessError, ee.Error()}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &failure{api.ReasonHarnessError, err.Error()}
+}
+
+// diverged parks a run whose replay went another way than its journal.
+func (d *drive) diverged(ctx context.Context, dv *divergence) error {
+	d.status.Phase, d.status.Reason = api.PhaseNeedsResolution, api.ReasonReplayDiverged
+	d.status.Message = fmt.Sprintf("step %s: after a restart %s; the run cannot be replayed from its journal (cancel it, or start a new run)", dv.key, dv.why)
+	d.status.WaitingOn = &api.WaitingOn{Kind: "resolution", StepKey: dv.key, Detail: dv.why}
+	d.j.Emit(api.Event{Type: "run.diverged", StepKey: dv.key, Message: d.status.Message})
+	return d.parkWithFolder(ctx)
+}

@@ -1,0 +1,314 @@
+// Package gateway is the model gateway external harnesses call (design.md sections 7 and 13):
+// Anthropic- and OpenAI-compatible endpoints under /v2/gateway and an MCP endpoint serving the
+// run's tools, each call authenticated by a token scoped to one run. The gateway only routes and
+// authenticates: what a call does (journal step, cap check, credits, forwarding to the vendor) is
+// the run's (Run, implemented by the host in internal/agent).
+//
+// It listens on loopback, one listener per runner process, because a harness runs beside its
+// runner and the tokens live in that runner's memory: a runner without an API server (`agentrun
+// runner`) has its harnesses' gateway all the same, and nothing outside the machine reaches it.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Wire formats, as harness.Wire spells them.
+const (
+	WireAnthropic = "anthropic"
+	WireResponses = "openai-responses"
+	WireChat      = "openai-chat"
+)
+
+// MaxBody bounds a model call's request body (harnesses send whole conversations: Claude Code's
+// first call is ~50-85 KB); larger is 413.
+const MaxBody = 32 << 20
+
+// RunHeader names the run a call is for; when a call carries it, it must be the token's run (403).
+const RunHeader = "X-Agentrun-Run"
+
+// Call is one model call as the harness sent it.
+type Call struct {
+	Wire string
+	// Path is the endpoint under the wire's /v1 ("/messages", "/responses", "/chat/completions").
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// Reply is what the harness is answered.
+type Reply struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// Tool is one tool served over MCP.
+type Tool struct {
+	Name, Description string
+	InputSchema       json.RawMessage
+}
+
+// Run is one run's side of the gateway.
+type Run interface {
+	// ModelCall makes (or replays) one model call. An error means the run cannot go on in this
+	// drive (it parked, its lease was lost): the harness is answered 503 and is about to be stopped.
+	ModelCall(ctx context.Context, c Call) (Reply, error)
+	// CountTokens forwards a token count (no cost, no effect).
+	CountTokens(ctx context.Context, c Call) (Reply, error)
+	// CallTool runs (or replays) one tool call: its result text, whether it is an error result, or
+	// an error when the run cannot go on in this drive.
+	CallTool(ctx context.Context, name string, input json.RawMessage) (string, bool, error)
+}
+
+type entry struct {
+	run  string
+	wire string
+	r    Run
+	mcp  http.Handler
+}
+
+// Gateway serves the endpoints for the runs registered with it.
+type Gateway struct {
+	Log *slog.Logger
+
+	mu     sync.Mutex
+	tokens map[[32]byte]*entry
+	ln     net.Listener
+	srv    *http.Server
+	served chan struct{}
+}
+
+// New returns a gateway with no listener yet (Handler serves it; Start listens).
+func New(log *slog.Logger) *Gateway {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Gateway{Log: log, tokens: map[[32]byte]*entry{}}
+}
+
+// Start listens on 127.0.0.1 (a free port) and serves until Close.
+func (g *Gateway) Start() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("gateway listener: %w", err)
+	}
+	// No write timeout: a model call's answer may take minutes.
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	g.mu.Lock()
+	g.ln, g.srv, g.served = ln, srv, make(chan struct{})
+	g.mu.Unlock()
+	go func() { // owned by g: Close shuts it down and waits for it
+		defer close(g.served)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.Log.Error("gateway stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL is the listener's base URL ("http://127.0.0.1:PORT").
+func (g *Gateway) URL() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ln == nil {
+		return ""
+	}
+	return "http://" + g.ln.Addr().String()
+}
+
+// Close stops the listener and waits for its server.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	srv, served := g.srv, g.served
+	g.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	<-served
+	return err
+}
+
+// Register mints a token for run's calls on wire and its MCP endpoint, serving tools. release
+// makes the token dead (the run's drive ended).
+func (g *Gateway) Register(run, wire string, r Run, tools []Tool) (token string, release func()) {
+	var b [32]byte
+	rand.Read(b[:])
+	token = "agr_" + base64.RawURLEncoding.EncodeToString(b[:])
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agentrun", Version: "1"}, nil)
+	for _, t := range tools {
+		name := t.Name
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		srv.AddTool(&mcp.Tool{Name: name, Description: t.Description, InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			args := req.Params.Arguments
+			if len(args) == 0 {
+				args = json.RawMessage(`{}`)
+			}
+			text, isErr, err := r.CallTool(ctx, name, args)
+			if err != nil {
+				return nil, fmt.Errorf("the run stopped: %w", err)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isErr}, nil
+		})
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	sum := sha256.Sum256([]byte(token))
+	g.mu.Lock()
+	g.tokens[sum] = &entry{run: run, wire: wire, r: r, mcp: h}
+	g.mu.Unlock()
+	var once sync.Once
+	return token, func() {
+		once.Do(func() {
+			g.mu.Lock()
+			delete(g.tokens, sum)
+			g.mu.Unlock()
+		})
+	}
+}
+
+// Handler serves /v2/gateway/...
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v2/gateway/anthropic/v1/messages", g.model(WireAnthropic, "/messages"))
+	mux.HandleFunc("POST /v2/gateway/anthropic/v1/messages/count_tokens", g.model(WireAnthropic, "/messages/count_tokens"))
+	mux.HandleFunc("POST /v2/gateway/openai/v1/responses", g.model(WireResponses, "/responses"))
+	mux.HandleFunc("POST /v2/gateway/openai/v1/chat/completions", g.model(WireChat, "/chat/completions"))
+	mux.HandleFunc("/v2/gateway/runs/{run}/mcp", g.mcp)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fail(w, http.StatusNotFound, "NotFound", "no gateway endpoint "+r.Method+" "+r.URL.Path)
+	})
+	return mux
+}
+
+// tokenOf is the token a request carries: x-api-key (Anthropic clients) or a bearer token.
+func tokenOf(r *http.Request) string {
+	if k := r.Header.Get("x-api-key"); k != "" {
+		return k
+	}
+	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return strings.TrimSpace(a)
+	}
+	return ""
+}
+
+// auth finds the request's run: 401 without a live token, 403 for a token of another run (the
+// request names a run) or of another wire. The token is looked up by its SHA-256 and compared in
+// constant time, so its bytes are never compared as they are.
+func (g *Gateway) auth(w http.ResponseWriter, r *http.Request, run, wire string) *entry {
+	tok := tokenOf(r)
+	if tok == "" {
+		fail(w, http.StatusUnauthorized, "Unauthorized", "a gateway call needs the run's token (x-api-key or Authorization: Bearer)")
+		return nil
+	}
+	sum := sha256.Sum256([]byte(tok))
+	g.mu.Lock()
+	var e *entry
+	for k, v := range g.tokens {
+		if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
+			e = v
+		}
+	}
+	g.mu.Unlock()
+	if e == nil {
+		fail(w, http.StatusUnauthorized, "Unauthorized", "the token is not a live gateway token (unknown, or its run's drive ended)")
+		return nil
+	}
+	if run == "" {
+		run = r.Header.Get(RunHeader)
+	}
+	if run != "" && run != e.run {
+		fail(w, http.StatusForbidden, "Forbidden", "this token is for another run")
+		return nil
+	}
+	if wire != "" && wire != e.wire {
+		fail(w, http.StatusForbidden, "Forbidden", "this token is for the "+e.wire+" endpoint, not "+wire)
+		return nil
+	}
+	return e
+}
+
+func (g *Gateway) model(wire, path string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		e := g.auth(w, r, "", wire)
+		if e == nil {
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			fail(w, http.StatusRequestEntityTooLarge, "PayloadTooLarge", fmt.Sprintf("a gateway request body is at most %d bytes", MaxBody))
+			return
+		}
+		if err != nil {
+			fail(w, http.StatusBadRequest, "BadRequest", "read the body: "+err.Error())
+			return
+		}
+		c := Call{Wire: wire, Path: path, Header: r.Header, Body: body}
+		var rep Reply
+		if strings.HasSuffix(path, "/count_tokens") {
+			rep, err = e.r.CountTokens(r.Context(), c)
+		} else {
+			rep, err = e.r.ModelCall(r.Context(), c)
+		}
+		if err != nil {
+			var bad *BadRequest
+			if errors.As(err, &bad) {
+				fail(w, http.StatusBadRequest, "InvalidRequest", bad.Msg)
+				return
+			}
+			// Not the harness's fault, and nothing it can fix: the run stopped in this drive.
+			fail(w, http.StatusServiceUnavailable, "RunStopped", "the run stopped: "+err.Error())
+			return
+		}
+		if rep.ContentType != "" {
+			w.Header().Set("Content-Type", rep.ContentType)
+		}
+		w.WriteHeader(rep.Status)
+		w.Write(rep.Body)
+	}
+}
+
+func (g *Gateway) mcp(w http.ResponseWriter, r *http.Request) {
+	e := g.auth(w, r, r.PathValue("run"), "")
+	if e == nil {
+		return
+	}
+	e.mcp.ServeHTTP(w, r)
+}
+
+// BadRequest is a call the gateway refuses as the harness's mistake (400), such as a body that is
+// not a JSON object.
+type BadRequest struct{ Msg string }
+
+func (e *BadRequest) Error() string { return e.Msg }
+
+// fail answers in both shapes a client may read: ours ({code, message}) and the vendors' error
+// object ({"type": "error", "error": {type, message}}).
+func fail(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"code": code, "message": msg, "type": "error",
+		"error": map[string]string{"type": code, "message": msg}})
+}

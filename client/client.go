@@ -214,7 +214,7 @@ func DecodeError(resp *http.Response) *Error {
 	return e
 }
 
-func codeForStatus(status int) string {
+func codeForStatus(status int) Code {
 	switch status {
 	case http.StatusBadRequest:
 		return CodeInvalid
@@ -232,7 +232,7 @@ func codeForStatus(status int) string {
 	if status >= 500 {
 		return CodeInternal
 	}
-	return fmt.Sprintf("HTTP%d", status)
+	return Code(fmt.Sprintf("HTTP%d", status))
 }
 
 // call sends req and decodes a JSON response into out (unless out is nil). It returns the response

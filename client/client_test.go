@@ -159,7 +159,7 @@ func TestDecodeError(t *testing.T) {
 			t.Parallel()
 			resp := &http.Response{StatusCode: tc.status, Body: io.NopCloser(strings.NewReader(tc.body))}
 			e := DecodeError(resp)
-			if e.Status != tc.status || e.Code != tc.code || e.Message != tc.message || e.Field != tc.field {
+			if e.Status != tc.status || e.Code != Code(tc.code) || e.Message != tc.message || e.Field != tc.field {
 				t.Fatalf("got %+v", e)
 			}
 		})

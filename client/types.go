@@ -168,28 +168,55 @@ const (
 	CaseTimeout  = api.CaseTimeout
 )
 
-// Error codes (Error.Code).
+// Error codes (Error.Code): every code the server sends, as api.Codes registers them
+// (TestClientExportsEveryCode fails when one is missing). Codes lists each with its status and
+// meaning.
+type (
+	Code     = api.Code
+	CodeInfo = api.CodeInfo
+)
+
+// Codes is the registry of every error code: its HTTP status and what it means.
+var Codes = api.Codes
+
 const (
-	CodeInvalid           = api.CodeInvalid
-	CodeUnknownField      = api.CodeUnknownField
-	CodeWrongType         = api.CodeWrongType
-	CodeRequired          = api.CodeRequired
-	CodeTooLarge          = api.CodeTooLarge
-	CodeNotFound          = api.CodeNotFound
-	CodeAlreadyExists     = api.CodeAlreadyExists
-	CodeConflict          = api.CodeConflict
-	CodeAgentStopped      = api.CodeAgentStopped
-	CodeAgentNotFound     = api.CodeAgentNotFound
-	CodeAgentRunFinished  = api.CodeAgentRunFinished
-	CodeUnauthorized      = api.CodeUnauthorized
-	CodeNotResolvable     = api.CodeNotResolvable
-	CodeInternal          = api.CodeInternal
-	CodeStoreUnavailable  = api.CodeStoreUnavailable
-	CodeGroupNotFound     = api.CodeGroupNotFound
-	CodeGroupSealed       = api.CodeGroupSealed
-	CodeGroupCancelled    = api.CodeGroupCancelled
-	CodeMaxPendingReached = api.CodeMaxPendingReached
-	CodeIdempotencyReused = api.CodeIdempotencyReused
+	CodeInvalid             = api.CodeInvalid
+	CodeUnknownField        = api.CodeUnknownField
+	CodeWrongType           = api.CodeWrongType
+	CodeRequired            = api.CodeRequired
+	CodeTooLarge            = api.CodeTooLarge
+	CodeDuplicateKey        = api.CodeDuplicateKey
+	CodeInvalidLabel        = api.CodeInvalidLabel
+	CodeNotFound            = api.CodeNotFound
+	CodeAlreadyExists       = api.CodeAlreadyExists
+	CodeConflict            = api.CodeConflict
+	CodeMethodNotAllowed    = api.CodeMethodNotAllowed
+	CodeAgentStopped        = api.CodeAgentStopped
+	CodeAgentNotFound       = api.CodeAgentNotFound
+	CodeAgentRunFinished    = api.CodeAgentRunFinished
+	CodeNoAnswer            = api.CodeNoAnswer
+	CodeFileNotFound        = api.CodeFileNotFound
+	CodeNotResolvable       = api.CodeNotResolvable
+	CodeUnpricedModel       = api.CodeUnpricedModel
+	CodeSecretNotFound      = api.CodeSecretNotFound
+	CodeCapNotRaised        = api.CodeCapNotRaised
+	CodeUnauthorized        = api.CodeUnauthorized
+	CodePersonRequired      = api.CodePersonRequired
+	CodeSetupRequired       = api.CodeSetupRequired
+	CodeSetupFailed         = api.CodeSetupFailed
+	CodeRateLimited         = api.CodeRateLimited
+	CodeTooManyRequests     = api.CodeTooManyRequests
+	CodeTooManyStreams      = api.CodeTooManyStreams
+	CodeClientClosed        = api.CodeClientClosed
+	CodeInternal            = api.CodeInternal
+	CodeStoreUnavailable    = api.CodeStoreUnavailable
+	CodeStoreFull           = api.CodeStoreFull
+	CodeGroupNotFound       = api.CodeGroupNotFound
+	CodeGroupSealed         = api.CodeGroupSealed
+	CodeGroupCancelled      = api.CodeGroupCancelled
+	CodeMaxPendingReached   = api.CodeMaxPendingReached
+	CodeIdempotencyReused   = api.CodeIdempotencyReused
+	CodeEnvironmentNotFound = api.CodeEnvironmentNotFound
 )
 
 // Limits and defaults the server applies.

@@ -38,7 +38,7 @@ func TestGroupLimitsZeroRefused(t *testing.T) {
 	var got struct {
 		Code, Field, Message string
 	}
-	if st := e.do("POST", "/v2/agentgroups", `{"metadata":{"name":"g0"},"spec":{"agent":"worker","limits":{"maxActive":0}}}`, &got); st != 422 || got.Code != api.CodeInvalid || got.Field != "spec.limits.maxActive" || !strings.Contains(got.Message, "between 1 and 1000") {
+	if st := e.do("POST", "/v2/agentgroups", `{"metadata":{"name":"g0"},"spec":{"agent":"worker","limits":{"maxActive":0}}}`, &got); st != 422 || got.Code != string(api.CodeInvalid) || got.Field != "spec.limits.maxActive" || !strings.Contains(got.Message, "between 1 and 1000") {
 		t.Errorf("POST maxActive 0: HTTP %d %+v", st, got)
 	}
 

@@ -24,7 +24,8 @@ func TestBadInputAndLimits(t *testing.T) {
 	cases := []struct {
 		name, method, path, body string
 		status                   int
-		code, field              string
+		code                     api.Code
+		field                    string
 	}{
 		{"input over 256 KiB", "POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"big"},"spec":{"agent":"hello-agent","input":` + string(bigJSON) + `}}`, 413, api.CodeTooLarge, "spec.input"},
 		{"seed input over 256 KiB", "POST", "/v2/agents/hello-agent/runs", `{"input":{"content":` + string(bigJSON) + `}}`, 413, api.CodeTooLarge, "spec.input"},

@@ -33,14 +33,17 @@ func clientFrom(ip string) *http.Client {
 
 // loginFrom posts body to /v2/login from ip and returns the status, the headers and the error
 // code (or the session).
-func (e *env) loginFrom(ip, body string) (status int, h http.Header, code, session string) {
+func (e *env) loginFrom(ip, body string) (status int, h http.Header, code api.Code, session string) {
 	e.t.Helper()
 	resp, err := clientFrom(ip).Post(e.url+"/v2/login", "application/json", strings.NewReader(body))
 	if err != nil {
 		e.t.Fatalf("login from %s: %v", ip, err)
 	}
 	defer resp.Body.Close()
-	var out struct{ Code, Session string }
+	var out struct {
+		Code    api.Code
+		Session string
+	}
 	b, _ := io.ReadAll(resp.Body)
 	json.Unmarshal(b, &out)
 	return resp.StatusCode, resp.Header, out.Code, out.Session
@@ -310,7 +313,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body struct{ Code string }
+	var body struct{ Code api.Code }
 	json.NewDecoder(r.Body).Decode(&body)
 	r.Body.Close()
 	if r.StatusCode != http.StatusTooManyRequests || body.Code != api.CodeTooManyStreams {

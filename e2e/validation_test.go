@@ -31,7 +31,8 @@ func TestStrictInputRefused(t *testing.T) {
 	cases := []struct {
 		what, method, path, body string
 		status                   int
-		code, field              string
+		code                     api.Code
+		field                    string
 	}{
 		{"label ../x", "PUT", "/v2/agents/a1", `{"metadata":{"name":"a1","labels":{"../x":"v"}},"spec":{}}`, 422, api.CodeInvalidLabel, `metadata.labels["../x"]`},
 		{"empty label key", "PUT", "/v2/agents/a1", `{"metadata":{"name":"a1","labels":{"":"v"}},"spec":{}}`, 422, api.CodeInvalidLabel, `metadata.labels[""]`},

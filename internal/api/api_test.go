@@ -9,7 +9,9 @@ import (
 func TestDecodeStrictNamesTheField(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name, body, code, field string
+		name, body string
+		code       Code
+		field      string
 	}{
 		{"ok", `{"metadata":{"name":"a"},"spec":{"agent":"x","input":"hi"}}`, "", ""},
 		{"unknown top", `{"metadata":{"name":"a"},"spex":{}}`, CodeUnknownField, "spex"},

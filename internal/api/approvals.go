@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 )
 
 // Approvals says which tool calls run, ask a person first, or are refused (spec.approvals). It is
@@ -37,10 +36,10 @@ func (a *Approvals) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if b = bytes.TrimSpace(b); len(b) == 0 || b[0] != '{' {
-		return Errorf(http.StatusUnprocessableEntity, CodeWrongType, "spec.approvals", "approvals must be \"never-ask\" or an object {default, rules, neverAsk}")
+		return E(CodeWrongType, "spec.approvals", "approvals must be \"never-ask\" or an object {default, rules, neverAsk}")
 	}
 	if err := dec.Decode(&p); err != nil {
-		return Errorf(http.StatusUnprocessableEntity, CodeInvalid, "spec.approvals", "approvals: %v", err)
+		return E(CodeInvalid, "spec.approvals", "approvals: %v", err)
 	}
 	*a = Approvals(p)
 	return nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"reflect"
 	"strings"
 
@@ -18,10 +17,10 @@ func DecodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil {
-		return Errorf(http.StatusBadRequest, CodeInvalid, "", "body is not valid JSON: %v", err)
+		return Errorf(statusBadRequest, CodeInvalid, "", "body is not valid JSON: %v", err)
 	}
 	if dec.More() {
-		return Errorf(http.StatusBadRequest, CodeInvalid, "", "body has more than one JSON value")
+		return Errorf(statusBadRequest, CodeInvalid, "", "body has more than one JSON value")
 	}
 	if err := CheckDuplicateKeys(data); err != nil {
 		return err
@@ -33,7 +32,7 @@ func DecodeStrict(data []byte, v any) error {
 		if e, ok := AsError(err); ok {
 			return e // a custom decoder's own error names its field
 		}
-		return Errorf(http.StatusBadRequest, CodeInvalid, "", "decode: %v", err)
+		return Errorf(statusBadRequest, CodeInvalid, "", "decode: %v", err)
 	}
 	return nil
 }
@@ -43,7 +42,7 @@ func DecodeStrict(data []byte, v any) error {
 func YAMLToJSON(doc []byte) ([]byte, error) {
 	j, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
-		return nil, Errorf(http.StatusBadRequest, CodeInvalid, "", "YAML: %v", err)
+		return nil, Errorf(statusBadRequest, CodeInvalid, "", "YAML: %v", err)
 	}
 	return j, nil
 }
@@ -104,7 +103,7 @@ func jsonKind(v any) string {
 }
 
 func wrongType(path, want string, v any) error {
-	return Errorf(http.StatusUnprocessableEntity, CodeWrongType, path, "%s must be %s, not %s", orRoot(path), want, jsonKind(v))
+	return E(CodeWrongType, path, "%s must be %s, not %s", orRoot(path), want, jsonKind(v))
 }
 
 func orRoot(path string) string {
@@ -196,7 +195,7 @@ func checkShape(v any, t reflect.Type, path string) error {
 		for k, e := range obj {
 			ft, ok := fields[k]
 			if !ok {
-				return Errorf(http.StatusUnprocessableEntity, CodeUnknownField, join(path, k), "unknown field %q in %s", k, orRoot(path))
+				return E(CodeUnknownField, join(path, k), "unknown field %q in %s", k, orRoot(path))
 			}
 			if err := checkShape(e, ft, join(path, k)); err != nil {
 				return err

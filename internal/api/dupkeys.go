@@ -4,12 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 )
-
-// CodeDuplicateKey: an object in the body names one key twice ({"name":"a","name":"b"}). JSON
-// decoders disagree on which one wins, so a body that says two things is refused.
-const CodeDuplicateKey = "DuplicateKey"
 
 // CheckDuplicateKeys refuses a JSON value in which an object names a key twice, with an error
 // naming the duplicated key's path ("metadata.name", "spec.tools[1].name"). Text that is not valid
@@ -47,7 +42,7 @@ func dupValue(dec *json.Decoder, path string) error {
 			k, _ := kt.(string)
 			p := keyPath(path, k)
 			if seen[k] {
-				return Errorf(http.StatusBadRequest, CodeDuplicateKey, p, "key %q appears more than once in %s", k, orRoot(path))
+				return E(CodeDuplicateKey, p, "key %q appears more than once in %s", k, orRoot(path))
 			}
 			seen[k] = true
 			if err := dupValue(dec, p); err != nil {

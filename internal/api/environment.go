@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"net/http"
 	"regexp"
 )
 
@@ -82,16 +81,16 @@ func ValidateEnvironment(e *Environment) error {
 		return Invalid("metadata.name", "environment name %q: lowercase letters, digits, '-' and '.', optionally OWNER/NAME", e.Metadata.Name)
 	}
 	if !envVersion.MatchString(e.Spec.Version) {
-		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.version", "an environment needs a version (like 1.0.0)")
+		return E(CodeRequired, "spec.version", "an environment needs a version (like 1.0.0)")
 	}
 	if !GraderKinds[e.Spec.Grader.Kind] {
 		return Invalid("spec.grader.kind", "grader kind %q: use exact, normalized, regex, json, script or rubric", e.Spec.Grader.Kind)
 	}
 	if e.Spec.Grader.Kind == "script" && e.Spec.Grader.Script == "" {
-		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.grader.script", "a script grader needs its script")
+		return E(CodeRequired, "spec.grader.script", "a script grader needs its script")
 	}
 	if e.Spec.Grader.Kind == "rubric" && e.Spec.Grader.Rubric == "" {
-		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.grader.rubric", "a rubric grader needs its rubric")
+		return E(CodeRequired, "spec.grader.rubric", "a rubric grader needs its rubric")
 	}
 	if e.Spec.Grader.Kind == "regex" && e.Spec.Grader.Pattern != "" {
 		if _, err := regexp.Compile(e.Spec.Grader.Pattern); err != nil {
@@ -102,7 +101,7 @@ func ValidateEnvironment(e *Environment) error {
 		return err
 	}
 	if len(e.Spec.Splits) == 0 {
-		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.splits", "an environment needs at least one split of tasks")
+		return E(CodeRequired, "spec.splits", "an environment needs at least one split of tasks")
 	}
 	e.Status.Tasks = map[string]int{}
 	for split, tasks := range e.Spec.Splits {
@@ -116,7 +115,7 @@ func ValidateEnvironment(e *Environment) error {
 		for i, t := range tasks {
 			f := "spec.splits." + split + "[" + itoa(i) + "]"
 			if t.ID == "" || len(t.ID) > 128 {
-				return Errorf(http.StatusUnprocessableEntity, CodeRequired, f+".id", "every task needs an id (at most 128 characters)")
+				return E(CodeRequired, f+".id", "every task needs an id (at most 128 characters)")
 			}
 			if seen[t.ID] {
 				return Invalid(f+".id", "task id %q is used twice in split %q", t.ID, split)

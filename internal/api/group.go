@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"reflect"
 	"time"
 
@@ -43,15 +42,6 @@ const (
 	ReasonDependencyCancelled = "DependencyCancelled"
 	ReasonRunsFailed          = "RunsFailed"
 	ReasonEvaluationTimeout   = "EvaluationTimeout"
-)
-
-// Error codes of groups.
-const (
-	CodeGroupNotFound     = "GroupNotFound"
-	CodeGroupSealed       = "GroupSealed"
-	CodeGroupCancelled    = "GroupCancelled"
-	CodeMaxPendingReached = "MaxPendingReached"
-	CodeIdempotencyReused = "IdempotencyKeyReused"
 )
 
 // AgentGroup runs many runs of one agent, at most limits.maxActive at once and together under
@@ -94,14 +84,14 @@ func (l *GroupLimits) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil {
-		return Errorf(http.StatusBadRequest, CodeInvalid, "spec.limits", "limits: %v", err)
+		return Errorf(statusBadRequest, CodeInvalid, "spec.limits", "limits: %v", err)
 	}
 	if err := checkShape(raw, reflect.TypeOf(plain{}), "spec.limits"); err != nil {
 		return err
 	}
 	var p plain
 	if err := json.Unmarshal(b, &p); err != nil {
-		return Errorf(http.StatusUnprocessableEntity, CodeInvalid, "spec.limits", "limits: %v", err)
+		return E(CodeInvalid, "spec.limits", "limits: %v", err)
 	}
 	if obj, ok := raw.(map[string]any); ok {
 		if v, given := obj["maxActive"]; given && v != nil && p.MaxActive < 1 {
@@ -273,7 +263,7 @@ func DefaultAndValidateGroup(g *AgentGroup) error {
 	}
 	if e := s.Evaluation; e != nil {
 		if e.Environment == "" {
-			return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.evaluation.environment", "an evaluation names its environment as NAME@VERSION")
+			return E(CodeRequired, "spec.evaluation.environment", "an evaluation names its environment as NAME@VERSION")
 		}
 		if _, _, ok := SplitEnvRef(e.Environment); !ok {
 			return Invalid("spec.evaluation.environment", "environment %q: give an explicit version, NAME@VERSION", e.Environment)

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -10,10 +9,6 @@ import (
 // MaxLabels bounds the labels of one object: labels select and group, and an object with
 // thousands of them only makes every listing heavier.
 const MaxLabels = 64
-
-// CodeInvalidLabel: a label key or value breaks Kubernetes' label rules, or an object has more
-// than MaxLabels labels.
-const CodeInvalidLabel = "InvalidLabel"
 
 var (
 	// labelName is a label's name, or its value when not empty: at most 63 of [a-zA-Z0-9-_.],
@@ -28,7 +23,7 @@ var (
 // ("metadata.labels"); an error names the offending key (metadata.labels["../x"]).
 func ValidLabels(field string, labels map[string]string) error {
 	if len(labels) > MaxLabels {
-		return Errorf(http.StatusUnprocessableEntity, CodeInvalidLabel, field, "%d labels; at most %d are allowed", len(labels), MaxLabels)
+		return E(CodeInvalidLabel, field, "%d labels; at most %d are allowed", len(labels), MaxLabels)
 	}
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
@@ -38,10 +33,10 @@ func ValidLabels(field string, labels map[string]string) error {
 	for _, k := range keys {
 		path := field + "[" + strconv.Quote(k) + "]"
 		if msg := labelKeyProblem(k); msg != "" {
-			return Errorf(http.StatusUnprocessableEntity, CodeInvalidLabel, path, "label key %q: %s", k, msg)
+			return E(CodeInvalidLabel, path, "label key %q: %s", k, msg)
 		}
 		if v := labels[k]; v != "" && (len(v) > 63 || !labelName.MatchString(v)) {
-			return Errorf(http.StatusUnprocessableEntity, CodeInvalidLabel, path, "label value %q: empty, or at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", v)
+			return E(CodeInvalidLabel, path, "label value %q: empty, or at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", v)
 		}
 	}
 	return nil

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 )
 
@@ -69,7 +68,7 @@ func (in *SeedInput) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&obj); err != nil || obj.Content == nil {
-		return Errorf(http.StatusUnprocessableEntity, CodeInvalid, "input", "input must be a string or {\"content\": string}")
+		return E(CodeInvalid, "input", "input must be a string or {\"content\": string}")
 	}
 	in.Content = *obj.Content
 	return nil

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -15,7 +14,7 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // ValidName checks a metadata.name (a DNS label).
 func ValidName(field, name string) error {
 	if name == "" {
-		return Errorf(http.StatusUnprocessableEntity, CodeRequired, field, "%s is required", field)
+		return E(CodeRequired, field, "%s is required", field)
 	}
 	if len(name) > 63 || !dnsLabel.MatchString(name) {
 		return Invalid(field, "%q is not a DNS label (lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit)", name)
@@ -59,10 +58,10 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 	}
 	if s.Model.Access == "BYOK" {
 		if s.Model.APIKeySecret == "" {
-			return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.model.apiKeySecret", "BYOK access needs apiKeySecret (a Secret holding the vendor key)")
+			return E(CodeRequired, "spec.model.apiKeySecret", "BYOK access needs apiKeySecret (a Secret holding the vendor key)")
 		}
 		if s.Model.Name == "" {
-			return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.model.name", "BYOK access needs a model name")
+			return E(CodeRequired, "spec.model.name", "BYOK access needs a model name")
 		}
 	}
 	switch s.Model.Provider {
@@ -127,7 +126,7 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 		return Invalid("spec.state", "state %q: use Running or Stopped", s.State)
 	}
 	if len(s.System) > MaxInputBytes {
-		return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "spec.system", "system prompt is %d bytes; the limit is %d", len(s.System), MaxInputBytes)
+		return E(CodeTooLarge, "spec.system", "system prompt is %d bytes; the limit is %d", len(s.System), MaxInputBytes)
 	}
 	return nil
 }
@@ -149,16 +148,16 @@ func DefaultAndValidateRun(r *AgentRun, now time.Time) error {
 	}
 	s := &r.Spec
 	if s.Agent == "" {
-		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.agent", "spec.agent is required")
+		return E(CodeRequired, "spec.agent", "spec.agent is required")
 	}
 	if err := ValidName("spec.agent", s.Agent); err != nil {
 		return err
 	}
 	if len(s.Input) > MaxInputBytes {
-		return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "spec.input", "input is %d bytes; the limit is %d (256 KiB)", len(s.Input), MaxInputBytes)
+		return E(CodeTooLarge, "spec.input", "input is %d bytes; the limit is %d (256 KiB)", len(s.Input), MaxInputBytes)
 	}
 	if strings.TrimSpace(s.Input) == "" && !s.KeepAlive {
-		return Errorf(http.StatusUnprocessableEntity, CodeRequired, "spec.input", "spec.input is required (a run without input must set keepAlive and receive messages)")
+		return E(CodeRequired, "spec.input", "spec.input is required (a run without input must set keepAlive and receive messages)")
 	}
 	if s.MaxCostUSD != "" {
 		if _, err := cost.ParseUSDStrict(s.MaxCostUSD); err != nil {

@@ -148,7 +148,7 @@ func describe(err error) string {
 	if !ok {
 		return err.Error()
 	}
-	s := e.Message + " (code " + e.Code
+	s := e.Message + " (code " + string(e.Code)
 	if e.Field != "" {
 		s += ", field " + e.Field
 	}

@@ -44,9 +44,6 @@ type Evaluator struct {
 	grading sync.WaitGroup
 }
 
-// CodeEnvironmentNotFound is the error code of an unknown NAME@VERSION.
-const CodeEnvironmentNotFound = "EnvironmentNotFound"
-
 func (ev *Evaluator) now() time.Time {
 	if ev.Now != nil {
 		return ev.Now()
@@ -69,7 +66,7 @@ func (ev *Evaluator) Environment(ctx context.Context, ref string) (*api.Environm
 	}
 	e, err := ev.Store.GetEnvironment(ctx, name, version)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, api.Errorf(http.StatusNotFound, CodeEnvironmentNotFound, "spec.evaluation.environment", "environment %s is not built in or loaded (agentrun env list; agentrun env load DIR)", ref)
+		return nil, api.Errorf(http.StatusNotFound, api.CodeEnvironmentNotFound, "spec.evaluation.environment", "environment %s is not built in or loaded (agentrun env list; agentrun env load DIR)", ref)
 	}
 	if err != nil {
 		return nil, err

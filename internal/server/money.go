@@ -15,13 +15,6 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 )
 
-// Error codes of money and secrets.
-const (
-	CodeUnpricedModel  = "UnpricedModel"
-	CodeSecretNotFound = "SecretNotFound"
-	CodeCapNotRaised   = "CapNotRaised"
-)
-
 func (s *Server) prices() *cost.Table {
 	if s.Prices == nil {
 		return cost.Default()
@@ -35,7 +28,7 @@ func (s *Server) checkModel(ctx context.Context, spec *api.AgentSpec) error {
 	if spec.Model.Access == "BYOK" {
 		if _, err := s.Store.GetSecret(ctx, spec.Model.APIKeySecret); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return api.Errorf(http.StatusUnprocessableEntity, CodeSecretNotFound, "spec.model.apiKeySecret",
+				return api.Errorf(http.StatusUnprocessableEntity, api.CodeSecretNotFound, "spec.model.apiKeySecret",
 					"secret %q does not exist: a signed-in person must set it first (PUT /v2/secrets/%s with the key under ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY)",
 					spec.Model.APIKeySecret, spec.Model.APIKeySecret)
 			}
@@ -51,7 +44,7 @@ func (s *Server) checkModel(ctx context.Context, spec *api.AgentSpec) error {
 		return nil // no provider: the run fails with ModelError and says which key to set
 	}
 	if _, ok := s.prices().Lookup(res.Model); !ok && !spec.AllowUnpricedModels {
-		return api.Errorf(http.StatusUnprocessableEntity, CodeUnpricedModel, "spec.model.name",
+		return api.Errorf(http.StatusUnprocessableEntity, api.CodeUnpricedModel, "spec.model.name",
 			"model %q is not in the price table (version %s), so a cap cannot hold its cost: add it with --prices FILE, or set allowUnpricedModels: true on the agent to run it with its cost shown as unknown",
 			res.Model, s.prices().Version)
 	}
@@ -111,7 +104,7 @@ func (s *Server) raiseCap(w http.ResponseWriter, r *http.Request) {
 		}
 		old, err := cost.ParseUSD(cur.Spec.MaxCostUSD)
 		if err == nil && newCap < old {
-			return api.Errorf(http.StatusUnprocessableEntity, CodeCapNotRaised, "spec.maxCostUSD", "the cap can only be raised: it is $%s, and $%s is lower", old, newCap)
+			return api.Errorf(http.StatusUnprocessableEntity, api.CodeCapNotRaised, "spec.maxCostUSD", "the cap can only be raised: it is $%s, and $%s is lower", old, newCap)
 		}
 		return nil
 	})

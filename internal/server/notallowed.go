@@ -7,9 +7,6 @@ import (
 	"agentrun.dev/agentrun/internal/api"
 )
 
-// CodeMethodNotAllowed (405): the path exists but not with this method; Allow lists those it has.
-const CodeMethodNotAllowed = "MethodNotAllowed"
-
 // routeMethods are the methods the API's routes use.
 var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
@@ -30,7 +27,7 @@ func notFoundOrNotAllowed(mux *http.ServeMux, catchAll string, w http.ResponseWr
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeErr(w, api.Errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "", "%s %s is not a route; this path takes %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		writeErr(w, api.Errorf(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "", "%s %s is not a route; this path takes %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 		return
 	}
 	writeErr(w, api.Errorf(http.StatusNotFound, api.CodeNotFound, "", "no API route %s %s", r.Method, r.URL.Path))

@@ -27,14 +27,11 @@ func PrincipalOf(ctx context.Context) Principal {
 	return p
 }
 
-// CodePersonRequired is the error code when an action needs a signed-in person.
-const CodePersonRequired = "PersonRequired"
-
 // requirePerson refuses callers that are not a signed-in person (the API token included).
 func requirePerson(w http.ResponseWriter, r *http.Request, what string) (Principal, bool) {
 	p := PrincipalOf(r.Context())
 	if p.Kind != "person" {
-		writeErr(w, api.Errorf(http.StatusForbidden, CodePersonRequired, "", "only a signed-in person may %s; the API token cannot (sign in with `agentrun login`)", what))
+		writeErr(w, api.Errorf(http.StatusForbidden, api.CodePersonRequired, "", "only a signed-in person may %s; the API token cannot (sign in with `agentrun login`)", what))
 		return p, false
 	}
 	return p, true
@@ -82,7 +79,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.Accounts.HasPassword() {
 		if b.SetupCode == "" {
-			writeErr(w, api.Errorf(http.StatusUnauthorized, "SetupRequired", "setupCode", "no password is set yet: send the setup code the server printed at start, with the password to set"))
+			writeErr(w, api.Errorf(http.StatusUnauthorized, api.CodeSetupRequired, "setupCode", "no password is set yet: send the setup code the server printed at start, with the password to set"))
 			return
 		}
 		if err := s.Accounts.SetupFrom(r.Context(), auth.ClientAddr(r, s.TrustProxy), b.SetupCode, b.User, b.Password); err != nil {
@@ -93,7 +90,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			if errors.Is(err, auth.ErrWeakPassword) {
 				field = "password"
 			}
-			writeErr(w, api.Errorf(http.StatusUnauthorized, "SetupFailed", field, "%v", err))
+			writeErr(w, api.Errorf(http.StatusUnauthorized, api.CodeSetupFailed, field, "%v", err))
 			return
 		}
 		s.Log.Info("person account created", "user", b.User)
@@ -121,7 +118,7 @@ func signInRefused(w http.ResponseWriter, err error) bool {
 		writeErr(w, api.Errorf(http.StatusTooManyRequests, code, "", "%v", le))
 		return true
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		writeErr(w, api.Errorf(499, "ClientClosed", "", "request cancelled"))
+		writeErr(w, api.E(api.CodeClientClosed, "", "request cancelled"))
 		return true
 	}
 	return false

@@ -354,7 +354,7 @@ func (s *Server) getAnswer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		writeErr(w, api.Errorf(http.StatusNotFound, "NoAnswer", "", "run %q has no answer yet (phase %s)", run.Metadata.Name, run.Status.Phase))
+		writeErr(w, api.Errorf(http.StatusNotFound, api.CodeNoAnswer, "", "run %q has no answer yet (phase %s)", run.Metadata.Name, run.Status.Phase))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -407,7 +407,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(out) == 0 {
-		writeErr(w, api.Errorf(http.StatusNotFound, "FileNotFound", "path", "no file %q in run %q's folder", r.PathValue("path"), name))
+		writeErr(w, api.Errorf(http.StatusNotFound, api.CodeFileNotFound, "path", "no file %q in run %q's folder", r.PathValue("path"), name))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": out})

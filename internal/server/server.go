@@ -225,7 +225,7 @@ func storeErr(err error) *api.Error {
 	case errors.Is(err, store.ErrStoreFull):
 		return api.Errorf(http.StatusInsufficientStorage, api.CodeStoreFull, "", "the store's disk is full; nothing was written: free space and try again (%v)", err)
 	case errors.Is(err, context.Canceled):
-		return api.Errorf(499, "ClientClosed", "", "request cancelled")
+		return api.E(api.CodeClientClosed, "", "request cancelled")
 	}
 	return api.Errorf(http.StatusInternalServerError, api.CodeInternal, "", "%v", err)
 }

@@ -21,7 +21,7 @@ func TestRuleErrors(t *testing.T) {
 		name   string
 		err    error
 		status int
-		code   string
+		code   api.Code
 		field  string
 	}{
 		{"sealed group", fmt.Errorf("create runs: %w", &store.ItemError{Err: sealed}), http.StatusConflict, api.CodeGroupSealed, "spec.group"},

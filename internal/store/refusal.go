@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"agentrun.dev/agentrun/internal/api"
 )
 
 // Refusal is the way a store rule refuses a request; the HTTP layer maps it to a status.
@@ -22,7 +24,7 @@ const (
 // RuleError is a request a store rule refused, with the stable API code and the field it names.
 type RuleError struct {
 	Refusal Refusal
-	Code    string
+	Code    api.Code
 	Field   string
 	Message string
 }
@@ -34,7 +36,7 @@ func (e *RuleError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Code, e.Message)
 }
 
-func refuse(r Refusal, code, field, format string, args ...any) *RuleError {
+func refuse(r Refusal, code api.Code, field, format string, args ...any) *RuleError {
 	return &RuleError{Refusal: r, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 

@@ -151,7 +151,7 @@ func TestCheckMemberRefusals(t *testing.T) {
 		r       *api.AgentRun
 		pending int
 		refusal Refusal
-		code    string
+		code    api.Code
 		field   string
 	}{
 		{"cancelled group", &cancelled, run("a", "x"), 0, RefusedState, api.CodeGroupCancelled, "spec.group"},

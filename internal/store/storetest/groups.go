@@ -63,7 +63,7 @@ func runNames(m map[string]store.Lease) []string {
 }
 
 // apiCode is the stable code of a store rule's refusal (a *store.RuleError), "" if err is none.
-func apiCode(err error) string {
+func apiCode(err error) api.Code {
 	if e, ok := store.AsRuleError(err); ok {
 		return e.Code
 	}

@@ -23,7 +23,7 @@ const (
 // AskPersonName is the tool the engine turns into a question to the person.
 const AskPersonName = "ask_person"
 
-// DevCountName is the test-support tool internal/tools offers while AGENTRUN_DEV_TOOLS=1.
+// DevCountName is the test-support tool internal/tools offers only with the dev flag (tools.EnableDevTools).
 const DevCountName = "dev_count"
 
 // Field declares one key of a tool's input. Its Go type is the typed input's field of that JSON

@@ -38,14 +38,7 @@ func claudeHarness(t *testing.T) string {
 		}
 		d, _ := harness.Lookup("claude-agent")
 		os.Setenv(harness.CacheEnv, cache) // the test process looks there too (Installed)
-		// Installed into the cache's NAME@VERSION folder, which Installed looks in first.
-		_, err := harness.Install(t.Context(), cache+"/.install", d.Package(), func(msg string) { t.Log(msg) })
-		if err == nil {
-			src := filepath.Join(cache, ".install", "harnesses", "claude-agent@"+d.Package().Version)
-			if _, serr := os.Stat(src); serr == nil {
-				os.Rename(src, filepath.Join(cache, "claude-agent@"+d.Package().Version))
-			}
-		}
+		_, err := harness.InstallTo(t.Context(), cache, d.Package(), func(msg string) { t.Log(msg) })
 		if _, ok := harness.Installed(t.TempDir(), d.Package()); !ok {
 			claudeSkip = fmt.Sprintf("%s cannot be installed with npm here (%v): skipping the claude-agent tests", d.Package().Spec(), err)
 			return
@@ -139,6 +132,11 @@ entries:
     match: "Say hello"
     turns:
       - text: "hello from the scripted model"
+  - name: keep
+    match: "Keep talking"
+    turns:
+      - text: "first answer"
+      - text: "second answer: {{last_user}}"
   - name: slow
     match: "Be slow"
     turns:
@@ -391,5 +389,85 @@ func TestUnknownHarnessRefused(t *testing.T) {
 	res := e.mustCLI(0, "server", "capabilities")
 	if !strings.Contains(res.stdout, `"claude-agent"`) || !strings.Contains(res.stdout, harness.ClaudeVersion) {
 		t.Errorf("capabilities do not list claude-agent %s:\n%s", harness.ClaudeVersion, res.stdout)
+	}
+}
+
+// A keep-alive run's message is the harness's next user turn: the harness, stopped while the run
+// waited, is started again, replays the first turn from the journal and answers the second.
+func TestClaudeKeepAlive(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, claudeScript)
+	e.start()
+	if st := e.do("PUT", "/v2/agents/talker", `{"metadata":{"name":"talker"},"spec":{"harness":"claude-agent","tools":["write"]}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"ka"},"spec":{"agent":"talker","input":"Keep talking","keepAlive":true}}`, nil)
+	r := e.waitPhase("ka", 60*time.Second, api.PhaseWaiting, api.PhaseFailed)
+	if r.Status.Reason != api.ReasonMessage || r.Status.Answer == nil || r.Status.Answer.Preview != "first answer" {
+		t.Fatalf("after the first turn: %s %s %s %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+	}
+	e.mustCLI(0, "agentrun", "send", "ka", "and more", "--key", "k1")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r = e.getRun("ka")
+		// Claude Code puts a <system-reminder> before the message's text, which {{last_user}} copies.
+		if a := r.Status.Answer; a != nil && strings.HasPrefix(a.Preview, "second answer: ") && strings.HasSuffix(a.Preview, "and more") && r.Status.Phase == api.PhaseWaiting {
+			break
+		}
+		if time.Now().After(deadline) || r.Status.Phase == api.PhaseFailed {
+			t.Fatalf("after the message: %s %s %+v", r.Status.Phase, r.Status.Message, r.Status.Answer)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for turn := 0; turn < 2; turn++ {
+		if n := e.model.CountTurn("keep", turn); n != 1 {
+			t.Errorf("scripted turn %d reached the model server %d times, want 1", turn, n)
+		}
+	}
+	if len(r.Status.Turns) != 2 {
+		t.Errorf("turns = %+v, want one per prompt", r.Status.Turns)
+	}
+	noHarnessLeft(t, e.dir, 10*time.Second)
+}
+
+// A harness that exits with an error fails the run HarnessError with its last stderr lines; one
+// that cannot be installed (no npm, nothing in the cache) fails it HarnessUnavailable, at once.
+func TestHarnessExitAndUnavailable(t *testing.T) {
+	t.Parallel()
+	broken := t.TempDir()
+	bin := filepath.Join(broken, "claude-agent@"+harness.ClaudeVersion, "node_modules", ".bin", "claude")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	os.WriteFile(bin, []byte("#!/bin/sh\necho 'starting' >&2\necho 'boom: no such config' >&2\nexit 3\n"), 0o755)
+	e := newEnv(t, claudeScript)
+	e.extra = append(e.extra, harness.CacheEnv+"="+broken)
+	e.start()
+	if st := e.do("PUT", "/v2/agents/h", `{"metadata":{"name":"h"},"spec":{"harness":"claude-agent","tools":["write"]}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"x1"},"spec":{"agent":"h","input":"Say hello"}}`, nil)
+	r := e.waitPhase("x1", 30*time.Second, api.PhaseFailed, api.PhaseSucceeded)
+	if r.Status.Reason != api.ReasonHarnessError || !strings.Contains(r.Status.Message, "boom: no such config") || !strings.Contains(r.Status.Message, "exit status 3") {
+		t.Errorf("x1: %s %s", r.Status.Reason, r.Status.Message)
+	}
+	found := false
+	for _, ev := range e.events("x1") {
+		found = found || (ev.Type == "harness.exited" && strings.Contains(string(ev.Data), "boom: no such config"))
+	}
+	if !found {
+		t.Errorf("no harness.exited event with the stderr lines")
+	}
+	e.kill()
+
+	// No npm on PATH and an empty cache: the install cannot happen.
+	e.extra = append(e.extra, harness.CacheEnv+"="+t.TempDir(), "PATH="+t.TempDir())
+	e.start()
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"x2"},"spec":{"agent":"h","input":"Say hello"}}`, nil)
+	r = e.waitPhase("x2", 30*time.Second, api.PhaseFailed, api.PhaseSucceeded)
+	if r.Status.Reason != api.ReasonHarnessUnavailable || !strings.Contains(r.Status.Message, "npm") {
+		t.Errorf("x2: %s %s", r.Status.Reason, r.Status.Message)
+	}
+	res := e.mustCLI(0, "server", "capabilities")
+	if !strings.Contains(res.stdout, "npm is not on PATH") {
+		t.Errorf("capabilities do not say why claude-agent cannot run:\n%s", res.stdout)
 	}
 }

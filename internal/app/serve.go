@@ -401,6 +401,6 @@ func newDevCmd() *cobra.Command {
 	ms.Flags().StringVar(&script, "script", "", "script file (YAML or JSON)")
 	ms.Flags().StringVar(&addr, "addr", "127.0.0.1:8787", "address to listen on")
 	ms.MarkFlagRequired("script")
-	dev.AddCommand(ms)
+	dev.AddCommand(ms, newInstallHarnessesCmd())
 	return dev
 }

@@ -28,12 +28,39 @@ func Install(ctx context.Context, dataDir string, p Package, progress func(strin
 	if bin, ok := Installed(dataDir, p); ok {
 		return bin, nil
 	}
+	return InstallTo(ctx, filepath.Join(dataDir, "harnesses"), p, progress)
+}
+
+// InstallAll installs every driver's package into folder (as folder/NAME@VERSION, the layout
+// AGENTRUN_HARNESS_CACHE names), skipping those already there: CI and tests install once.
+func InstallAll(ctx context.Context, folder string, progress func(string)) error {
+	var errs []error
+	for _, d := range drivers {
+		p := d.Package()
+		if _, err := os.Stat(filepath.Join(folder, d.Name()+"@"+p.Version, "node_modules", ".bin", p.Bin)); err == nil {
+			progress(p.Spec() + " is installed in " + folder)
+			continue
+		}
+		if _, err := InstallTo(ctx, folder, p, progress); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// InstallTo installs p into folder/NAME@VERSION and returns its executable.
+func InstallTo(ctx context.Context, folder string, p Package, progress func(string)) (string, error) {
 	name := driverName(p)
-	dest := filepath.Join(dataDir, "harnesses", name+"@"+p.Version)
+	dest := filepath.Join(folder, name+"@"+p.Version)
+	installedBin := func() (string, bool) {
+		bin := filepath.Join(dest, "node_modules", ".bin", p.Bin)
+		_, err := os.Stat(bin)
+		return bin, err == nil
+	}
 	mu, _ := installs.LoadOrStore(dest, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	if bin, ok := Installed(dataDir, p); ok {
+	if bin, ok := installedBin(); ok {
 		return bin, nil
 	}
 	npm, err := exec.LookPath("npm")
@@ -84,14 +111,14 @@ func Install(ctx context.Context, dataDir string, p Package, progress func(strin
 			if _, err := os.Stat(bin); err != nil {
 				return "", fmt.Errorf("npm install %s finished but node_modules/.bin/%s is missing: %s", p.Spec(), p.Bin, lastLines(out.String(), 8))
 			}
-			if err := os.Rename(tmp, dest); err != nil && !errors.Is(err, os.ErrExist) {
-				if b, ok := Installed(dataDir, p); ok {
+			if err := os.Rename(tmp, dest); err != nil {
+				if b, ok := installedBin(); ok {
 					return b, nil // another process put it in place first
 				}
 				return "", fmt.Errorf("move the installed harness into place: %w", err)
 			}
 			progress(fmt.Sprintf("installed %s in %s", p.Spec(), time.Since(start).Round(time.Second)))
-			bin, ok := Installed(dataDir, p)
+			bin, ok := installedBin()
 			if !ok {
 				return "", fmt.Errorf("installed %s but cannot find its %s", p.Spec(), p.Bin)
 			}

@@ -46,7 +46,7 @@ type Lease struct {
 // RunFilter selects runs to list.
 type RunFilter struct {
 	Agent string
-	Phase string
+	Phase api.Phase
 	// Group selects the members of one AgentGroup (spec.group).
 	Group string
 	Limit int
@@ -214,6 +214,10 @@ type Store interface {
 
 	// Groups keeps AgentGroups, batch creation and admission (groups.go).
 	Groups
+	// Skills keeps skills, immutable per version (skills.go).
+	Skills
+	// Triggers keeps Triggers and records their fires once (triggers.go).
+	Triggers
 
 	// CreateAgent stores a new agent as revision 1 (sets uid, resourceVersion, generation 1,
 	// creationTimestamp, status.revision 1). ErrAlreadyExists if the name is taken.

@@ -184,6 +184,41 @@ var migrations = []string{
 	BEGIN
 		RAISE EXCEPTION USING ERRCODE = code, MESSAGE = msg;
 	END $$;`,
+	// 7: Triggers and their fires, one row per trigger and key (a schedule slot, a delivery id).
+	`CREATE TABLE triggers (
+		name text COLLATE "C" PRIMARY KEY,
+		uid text NOT NULL,
+		resource_version bigint NOT NULL,
+		generation bigint NOT NULL,
+		created_at timestamptz NOT NULL,
+		labels json NOT NULL,
+		spec json NOT NULL);
+	CREATE TABLE trigger_fires (
+		trigger_name text COLLATE "C" NOT NULL,
+		fire_key text COLLATE "C" NOT NULL,
+		seq bigint NOT NULL,
+		time timestamptz NOT NULL,
+		source text NOT NULL,
+		delivery_id text NOT NULL,
+		scheduled_at timestamptz,
+		run text COLLATE "C" NOT NULL,
+		outcome text NOT NULL,
+		message text NOT NULL,
+		PRIMARY KEY (trigger_name, fire_key));
+	CREATE INDEX trigger_fires_seq ON trigger_fires (trigger_name, seq);`,
+	// 8: skills, numbered versions per name, each immutable; paths lists the files without their
+	// contents (for listing), files holds them.
+	`CREATE TABLE skills (
+		name text COLLATE "C" NOT NULL,
+		version integer NOT NULL,
+		uid text NOT NULL,
+		labels json NOT NULL,
+		description text NOT NULL,
+		digest text NOT NULL,
+		paths json NOT NULL,
+		files text NOT NULL,
+		created_at timestamptz NOT NULL,
+		PRIMARY KEY (name, version));`,
 }
 
 // migrateLockClass is the first key of the advisory lock that serializes migrations; the second

@@ -74,6 +74,21 @@ var migrations = []string{
 	`CREATE TABLE environments (
 		name TEXT NOT NULL, version TEXT NOT NULL, uid TEXT NOT NULL, labels TEXT NOT NULL, spec TEXT NOT NULL,
 		created_at INTEGER NOT NULL, PRIMARY KEY (name, version));`,
+	// 6: Triggers and their fires, one row per trigger and key (a schedule slot, a delivery id).
+	`CREATE TABLE triggers (
+		name TEXT PRIMARY KEY, uid TEXT NOT NULL, resource_version INTEGER NOT NULL, generation INTEGER NOT NULL,
+		created_at INTEGER NOT NULL, labels TEXT NOT NULL, spec TEXT NOT NULL);
+	CREATE TABLE trigger_fires (
+		trigger_name TEXT NOT NULL, fire_key TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL,
+		source TEXT NOT NULL, delivery_id TEXT NOT NULL, scheduled_at INTEGER, run TEXT NOT NULL,
+		outcome TEXT NOT NULL, message TEXT NOT NULL, PRIMARY KEY (trigger_name, fire_key));
+	CREATE INDEX trigger_fires_seq ON trigger_fires (trigger_name, seq);`,
+	// 7: skills, numbered versions per name, each immutable; paths lists the files without their
+	// contents (for listing), files holds them.
+	`CREATE TABLE skills (
+		name TEXT NOT NULL, version INTEGER NOT NULL, uid TEXT NOT NULL, labels TEXT NOT NULL,
+		description TEXT NOT NULL, digest TEXT NOT NULL, paths TEXT NOT NULL, files TEXT NOT NULL,
+		created_at INTEGER NOT NULL, PRIMARY KEY (name, version));`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

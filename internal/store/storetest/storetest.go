@@ -59,6 +59,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Environments", func(t *testing.T) { testEnvironments(t, open) })
 	t.Run("Credits", func(t *testing.T) { testCredits(t, open) })
 	t.Run("Ping", func(t *testing.T) { testPing(t, open) })
+	t.Run("Skills", func(t *testing.T) { testSkills(t, open) })
+	t.Run("Triggers", func(t *testing.T) { testTriggers(t, open) })
 }
 
 // opener opens a fresh store for one subtest.
@@ -314,7 +316,7 @@ func eventSeqs(evs []api.Event) []int64 {
 	return seqs
 }
 
-func ev(typ, msg string) api.Event {
+func ev(typ api.EventType, msg string) api.Event {
 	return api.Event{Time: time.Now().UTC(), Type: typ, Message: msg}
 }
 

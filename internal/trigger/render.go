@@ -1,0 +1,78 @@
+package trigger
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// MaxInput bounds a rendered input (a run's input is at most 256 KiB).
+const MaxInput = 256 << 10
+
+// ParseInput parses spec.input as a Go text/template whose missing keys are errors.
+func ParseInput(text string) (*template.Template, error) {
+	return template.New("input").Option("missingkey=error").Parse(text)
+}
+
+// Render renders spec.input over an event. An empty input is the event as indented JSON. A key
+// the event lacks is an error (never "<no value>").
+func Render(text string, event map[string]any) (string, error) {
+	if strings.TrimSpace(text) == "" {
+		b, err := json.MarshalIndent(event, "", "  ")
+		if err != nil {
+			return "", err
+		}
+		return string(b), nil
+	}
+	t, err := ParseInput(text)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, event); err != nil {
+		return "", err
+	}
+	if buf.Len() > MaxInput {
+		return "", fmt.Errorf("the rendered input is %d bytes, over the %d a run takes", buf.Len(), MaxInput)
+	}
+	return buf.String(), nil
+}
+
+// ScheduleEvent is what a schedule's input renders over: scheduledTime (RFC 3339 in the
+// trigger's zone) and trigger.
+func ScheduleEvent(name string, slot time.Time, loc *time.Location) map[string]any {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return map[string]any{"scheduledTime": slot.In(loc).Format(time.RFC3339), "trigger": name}
+}
+
+// WebhookEvent is what a webhook's input renders over: body (the JSON body, or its text when it
+// is not JSON), webhookId, timestamp and trigger.
+func WebhookEvent(name, id, timestamp string, body []byte) map[string]any {
+	return map[string]any{"body": decodeBody(body), "webhookId": id, "timestamp": timestamp, "trigger": name}
+}
+
+// GitHubEvent is what a GitHub trigger's input renders over: the payload's own keys
+// (pull_request, action, repository, ...) with githubEvent, githubDelivery and trigger added.
+func GitHubEvent(name, event, delivery string, payload map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range payload {
+		out[k] = v
+	}
+	out["githubEvent"], out["githubDelivery"], out["trigger"] = event, delivery, name
+	return out
+}
+
+func decodeBody(body []byte) any {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil || d.More() {
+		return string(body)
+	}
+	return v
+}

@@ -1,0 +1,203 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Skill is one version of a skill: a folder with SKILL.md (YAML front matter with name and
+// description, then markdown) and files beside it, the Agent Skills format. Each add of other
+// content makes the next version; a version never changes.
+type Skill struct {
+	TypeMeta `json:",inline"`
+	Metadata ObjectMeta `json:"metadata"`
+	Spec     SkillSpec  `json:"spec"`
+}
+
+// SkillSpec is a skill's content. Version, Description and Digest are the server's: the version
+// it was stored as, the front matter's description, and the SHA-256 of the files.
+type SkillSpec struct {
+	Version     int         `json:"version,omitempty"`
+	Description string      `json:"description,omitempty"`
+	Digest      string      `json:"digest,omitempty"`
+	Files       []SkillFile `json:"files"`
+}
+
+// SkillFile is one file of a skill, its path relative to the skill's folder.
+type SkillFile struct {
+	Path    string `json:"path"`
+	Content []byte `json:"content"`
+}
+
+// Skill limits: the Agent Skills format's name and description bounds, and the folder's size.
+const (
+	SkillFileName       = "SKILL.md"
+	MaxSkillBytes       = 1 << 20
+	maxSkillDescription = 1024
+	maxSkillFiles       = 256
+)
+
+var skillNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
+
+// Ref returns name@version.
+func (s *Skill) Ref() string { return s.Metadata.Name + "@" + strconv.Itoa(s.Spec.Version) }
+
+// File returns the named file's content.
+func (s *Skill) File(p string) ([]byte, bool) {
+	for _, f := range s.Spec.Files {
+		if f.Path == p {
+			return f.Content, true
+		}
+	}
+	return nil, false
+}
+
+// SkillFrontMatter is what SKILL.md's front matter says.
+type SkillFrontMatter struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// ParseSkillFrontMatter reads SKILL.md's YAML front matter, between a first line "---" and the
+// next "---" line. Other keys (license, metadata, allowed-tools) are the format's and kept as
+// written in the file.
+func ParseSkillFrontMatter(md []byte) (SkillFrontMatter, *Error) {
+	var fm SkillFrontMatter
+	md = bytes.TrimPrefix(md, []byte("\uFEFF"))
+	rest, ok := cutLine(md, "---")
+	if !ok {
+		return fm, Invalid(SkillFileName, "SKILL.md has no front matter: it must start with a line \"---\", then name: and description:, then \"---\"")
+	}
+	var head []byte
+	for {
+		line, next, found := bytes.Cut(rest, []byte("\n"))
+		if strings.TrimRight(string(line), "\r \t") == "---" {
+			break
+		}
+		if !found {
+			return fm, Invalid(SkillFileName, "SKILL.md's front matter has no closing \"---\" line")
+		}
+		head = append(append(head, line...), '\n')
+		rest = next
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(head, &raw); err != nil {
+		return fm, Invalid(SkillFileName, "SKILL.md's front matter is not YAML: %v", err)
+	}
+	str := func(k string) (string, *Error) {
+		v, ok := raw[k]
+		if !ok {
+			return "", E(CodeRequired, SkillFileName+": "+k, "SKILL.md's front matter has no %s", k)
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", Invalid(SkillFileName+": "+k, "SKILL.md's front matter %s must be a string", k)
+		}
+		return strings.TrimSpace(s), nil
+	}
+	var e *Error
+	if fm.Name, e = str("name"); e != nil {
+		return fm, e
+	}
+	if !skillNameRE.MatchString(fm.Name) {
+		return fm, Invalid(SkillFileName+": name", "skill name %q: 1-64 lowercase letters, digits and hyphens, starting and ending with a letter or digit", fm.Name)
+	}
+	if fm.Description, e = str("description"); e != nil {
+		return fm, e
+	}
+	if fm.Description == "" || utf8.RuneCountInString(fm.Description) > maxSkillDescription {
+		return fm, Invalid(SkillFileName+": description", "the description must say in 1 to %d characters what the skill does and when to use it", maxSkillDescription)
+	}
+	return fm, nil
+}
+
+func cutLine(b []byte, want string) ([]byte, bool) {
+	line, rest, _ := bytes.Cut(b, []byte("\n"))
+	return rest, strings.TrimRight(string(line), "\r \t") == want
+}
+
+// DefaultAndValidateSkill checks a skill as a client sent it (its files, SKILL.md's front
+// matter, the size) and fills in its name, description and digest; the store assigns the
+// version. The files are sorted by path.
+func DefaultAndValidateSkill(s *Skill) error {
+	if err := checkTypeMeta(&s.TypeMeta, "Skill"); err != nil {
+		return err
+	}
+	if s.Spec.Version != 0 {
+		return Invalid("spec.version", "the server numbers a skill's versions; leave version out")
+	}
+	if len(s.Spec.Files) == 0 {
+		return E(CodeRequired, "spec.files", "a skill needs its files, SKILL.md at least")
+	}
+	if len(s.Spec.Files) > maxSkillFiles {
+		return E(CodeTooLarge, "spec.files", "a skill has at most %d files, got %d", maxSkillFiles, len(s.Spec.Files))
+	}
+	total, seen := 0, map[string]bool{}
+	for i, f := range s.Spec.Files {
+		field := "spec.files[" + strconv.Itoa(i) + "].path"
+		clean := path.Clean(f.Path)
+		if f.Path == "" || clean != f.Path || path.IsAbs(f.Path) || clean == "." || strings.HasPrefix(clean, "../") || clean == ".." || strings.Contains(f.Path, "\\") {
+			return Invalid(field, "file path %q: want a clean path relative to the skill's folder", f.Path)
+		}
+		if seen[f.Path] {
+			return Invalid(field, "file %q is given twice", f.Path)
+		}
+		seen[f.Path] = true
+		total += len(f.Content)
+	}
+	if total > MaxSkillBytes {
+		return E(CodeTooLarge, "spec.files", "the skill's files hold %d bytes; a skill is at most %d (1 MiB) in all", total, MaxSkillBytes)
+	}
+	md, ok := s.File(SkillFileName)
+	if !ok {
+		return E(CodeRequired, "spec.files", "a skill needs a SKILL.md at the top of its folder")
+	}
+	fm, e := ParseSkillFrontMatter(md)
+	if e != nil {
+		return e
+	}
+	if s.Metadata.Name == "" {
+		s.Metadata.Name = fm.Name
+	}
+	if s.Metadata.Name != fm.Name {
+		return Invalid("metadata.name", "metadata.name %q differs from SKILL.md's name %q", s.Metadata.Name, fm.Name)
+	}
+	if err := ValidLabels("metadata.labels", s.Metadata.Labels); err != nil {
+		return err
+	}
+	s.Spec.Description = fm.Description
+	sort.Slice(s.Spec.Files, func(i, j int) bool { return s.Spec.Files[i].Path < s.Spec.Files[j].Path })
+	h := sha256.New()
+	for _, f := range s.Spec.Files {
+		// Length-prefixed, so no two different folders hash alike.
+		h.Write([]byte(strconv.Itoa(len(f.Path)) + ":" + f.Path + strconv.Itoa(len(f.Content)) + ":"))
+		h.Write(f.Content)
+	}
+	s.Spec.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+// ParseSkillRef splits "name" or "name@version" (version 0: the latest).
+func ParseSkillRef(ref string) (name string, version int, err *Error) {
+	name, v, has := strings.Cut(ref, "@")
+	if !skillNameRE.MatchString(name) {
+		return "", 0, Invalid("", "skill %q: want NAME or NAME@VERSION, the name in lowercase letters, digits and hyphens", ref)
+	}
+	if !has {
+		return name, 0, nil
+	}
+	n, perr := strconv.Atoi(v)
+	if perr != nil || n < 1 || strconv.Itoa(n) != v {
+		return "", 0, Invalid("", "skill %q: the version after @ is a whole number from 1", ref)
+	}
+	return name, n, nil
+}

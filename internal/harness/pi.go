@@ -1,0 +1,203 @@
+package harness
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// pi is pi-coding-agent (`pi --mode rpc`: prompt commands on stdin, JSONL events on stdout,
+// research/harnesses.md 4.3). Its model calls go to the gateway's Messages endpoint through a
+// models.json provider; it has no MCP client and no approval of its own, so its built-in tools
+// are off and an extension (pi_extension.ts) gives it the run's tools, each call forwarded to the
+// run's MCP endpoint, where our approvals decide and the journal records it.
+type pi struct{}
+
+// PiVersion is the pinned @mariozechner/pi-coding-agent version.
+const PiVersion = "0.73.1"
+
+//go:embed pi_extension.ts
+var piExtension []byte
+
+func (pi) Name() string { return "pi" }
+func (pi) Wire() Wire   { return WireAnthropic }
+func (pi) Package() Package {
+	return Package{NPM: "@mariozechner/pi-coding-agent", Version: PiVersion, Bin: "pi"}
+}
+
+// piProvider is the models.json provider name the gateway is given under.
+const piProvider = "agentrun"
+
+func (d pi) Start(ctx context.Context, s Session) (Process, error) {
+	agentDir := filepath.Join(s.Home, "pi-agent")
+	for _, dir := range []string{filepath.Join(s.Home, "tmp"), agentDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("harness home: %w", err)
+		}
+	}
+	headers := map[string]string{}
+	for k, v := range s.Headers {
+		headers[k] = v
+	}
+	// apiKey names the variable the token is in (pi reads a name it finds in its environment as
+	// that variable), so the token is not written into models.json.
+	models, err := json.MarshalIndent(map[string]any{"providers": map[string]any{piProvider: map[string]any{
+		"baseUrl": s.GatewayURL, "api": "anthropic-messages", "apiKey": "AGENTRUN_GATEWAY_TOKEN", "headers": headers,
+		"models": []map[string]any{{"id": s.Model, "name": s.Model, "reasoning": false, "input": []string{"text"},
+			"contextWindow": 200000, "maxTokens": s.MaxTokens,
+			"cost": map[string]int{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}},
+	}}}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("pi models.json: %w", err)
+	}
+	tools := make([]map[string]any, 0, len(s.Tools))
+	for _, t := range s.Tools {
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		tools = append(tools, map[string]any{"name": t.Name, "description": t.Description, "inputSchema": schema})
+	}
+	mcpHeaders := map[string]string{"Authorization": "Bearer " + s.Token}
+	for k, v := range s.Headers {
+		mcpHeaders[k] = v
+	}
+	conf, err := json.Marshal(map[string]any{"mcpURL": s.MCPURL, "headers": mcpHeaders, "tools": tools})
+	if err != nil {
+		return nil, fmt.Errorf("pi extension config: %w", err)
+	}
+	extPath := filepath.Join(s.Home, "agentrun-pi.ts")
+	confPath := filepath.Join(s.Home, "agentrun-pi.json")
+	for path, b := range map[string][]byte{filepath.Join(agentDir, "models.json"): models, extPath: piExtension, confPath: conf,
+		// No update check, no startup chatter; pi reads settings.json from its agent folder.
+		filepath.Join(agentDir, "settings.json"): []byte(`{"quietStartup": true, "collapseChangelog": true}` + "\n")} {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return nil, fmt.Errorf("pi config: %w", err)
+		}
+	}
+	args := []string{"--mode", "rpc", "--no-session", "--no-builtin-tools",
+		"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files",
+		"-e", extPath, "--model", piProvider + "/" + s.Model}
+	if strings.TrimSpace(s.Instructions) != "" {
+		args = append(args, "--append-system-prompt", s.Instructions)
+	}
+	env := append(append([]string{}, s.Env...),
+		"PI_CODING_AGENT_DIR="+agentDir,
+		"AGENTRUN_PI_CONFIG="+confPath,
+		"AGENTRUN_GATEWAY_TOKEN="+s.Token,
+		// No traffic but the gateway's: no version check, no telemetry.
+		"PI_OFFLINE=1", "PI_TELEMETRY=0", "PI_SKIP_VERSION_CHECK=1")
+	cmd, err := StartCommand(ctx, d.Name(), s.Bin, args, env, s.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return &piProc{cmd: cmd}, nil
+}
+
+type piProc struct {
+	cmd *Cmd
+	n   int
+}
+
+func (p *piProc) Stop() { p.cmd.Stop() }
+
+func (p *piProc) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = p.cmd.Stdin.Write(append(b, '\n'))
+	return err
+}
+
+// piMessage is an agent message as pi's events carry it.
+type piMessage struct {
+	Role    string `json:"role"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	StopReason   string `json:"stopReason"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+// piLine is the part of an rpc-mode line the driver reads.
+type piLine struct {
+	Type     string      `json:"type"`
+	ID       string      `json:"id"`
+	Command  string      `json:"command"`
+	Success  *bool       `json:"success"`
+	Error    string      `json:"error"`
+	Method   string      `json:"method"`
+	Messages []piMessage `json:"messages"`
+}
+
+func (p *piProc) Turn(ctx context.Context, text string) (string, error) {
+	p.n++
+	id := fmt.Sprintf("agentrun-turn-%d", p.n)
+	if err := p.send(map[string]any{"id": id, "type": "prompt", "message": text}); err != nil {
+		return "", p.cmd.Exit("send the turn: " + err.Error())
+	}
+	for {
+		var line string
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case line, ok = <-p.cmd.Lines:
+		}
+		if !ok {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			return "", p.cmd.Exit("exited before answering the turn")
+		}
+		var l piLine
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue // not a protocol line
+		}
+		switch l.Type {
+		case "response":
+			if l.ID == id && l.Success != nil && !*l.Success {
+				return "", &ExitError{Harness: "pi", Err: errors.New("pi refused the prompt: " + l.Error), Tail: p.cmd.Tail()}
+			}
+		case "extension_ui_request":
+			// Our extension asks nothing; a dialog from anything else is declined so pi never
+			// waits on a person it cannot reach (notifications need no answer).
+			switch l.Method {
+			case "select", "confirm", "input", "editor":
+				if err := p.send(map[string]any{"type": "extension_ui_response", "id": l.ID, "cancelled": true}); err != nil {
+					return "", p.cmd.Exit("answer a dialog: " + err.Error())
+				}
+			}
+		case "agent_end":
+			return piAnswer(l.Messages)
+		}
+	}
+}
+
+// piAnswer is the text of the turn's last assistant message, or the error it ended with.
+func piAnswer(msgs []piMessage) (string, error) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role != "assistant" {
+			continue
+		}
+		if m.StopReason == "error" || m.StopReason == "aborted" {
+			return "", &ExitError{Harness: "pi", Err: fmt.Errorf("the turn ended in error (%s): %s", m.StopReason, m.ErrorMessage)}
+		}
+		var parts []string
+		for _, c := range m.Content {
+			if c.Type == "text" && c.Text != "" {
+				parts = append(parts, c.Text)
+			}
+		}
+		return strings.Join(parts, "\n"), nil
+	}
+	return "", &ExitError{Harness: "pi", Err: errors.New("the turn ended without an answer")}
+}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,6 +46,39 @@ func cachedHarness(t *testing.T, name string) (cache, skip string) {
 		return "", fmt.Sprintf("%s cannot be installed with npm here (%v): skipping the %s tests", d.Package().Spec(), err, name)
 	}
 	return cache, ""
+}
+
+// piProcs lists the processes still running whose environment names the data folder: pi sets
+// its process title, which overwrites its command line, but its PI_CODING_AGENT_DIR is
+// DATA/harness-home/RUN/pi-agent.
+func piProcs(dir string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, en := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", en.Name(), "environ"))
+		if err != nil || !bytes.Contains(b, []byte("PI_CODING_AGENT_DIR="+filepath.Join(dir, "harness-home"))) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		out = append(out, en.Name()+": "+string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+	}
+	return out
+}
+
+// noPiLeft waits until no pi process of the data folder is left.
+func noPiLeft(t *testing.T, dir string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		p := piProcs(dir)
+		if len(p) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pi processes still running: %v", p)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // newPiEnv is newEnv with the harness cache (holding pi) given to the server.
@@ -165,7 +199,7 @@ func TestPiQuickstart(t *testing.T) {
 	if c := final.Status.Cost; c == nil || c.TotalUSD == "" || c.TotalUSD == "0.00" || strings.Contains(c.TotalUSD, "unknown") {
 		t.Errorf("cost = %+v", c)
 	}
-	noHarnessLeft(t, e.dir, 10*time.Second)
+	noPiLeft(t, e.dir, 10*time.Second)
 }
 
 // A write the server's deny set refuses is answered to pi as an error without running; a
@@ -255,11 +289,11 @@ func TestPiCrashReplay(t *testing.T) {
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"k1"},"spec":{"agent":"crasher","input":"Crash test one"}}`, nil)
 	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent t1/model", 60*time.Second)
 	e.kill()
-	noHarnessLeft(t, e.dir, 10*time.Second)
+	noPiLeft(t, e.dir, 10*time.Second)
 	e.start("AGENTRUN_DEV_PAUSE_AT=after-result:t1/tool/0")
 	e.waitStderr("AGENTRUN_DEV_PAUSED after-result t1/tool/0", 60*time.Second)
 	e.kill()
-	noHarnessLeft(t, e.dir, 10*time.Second)
+	noPiLeft(t, e.dir, 10*time.Second)
 	e.start()
 	r := e.waitPhase("k1", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
 	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "finished" {
@@ -283,7 +317,7 @@ func TestPiCrashReplay(t *testing.T) {
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"k2"},"spec":{"agent":"crasher","input":"Crash test two"}}`, nil)
 	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent t0/tool/0", 60*time.Second)
 	e.kill()
-	noHarnessLeft(t, e.dir, 10*time.Second)
+	noPiLeft(t, e.dir, 10*time.Second)
 	e.start()
 	r = e.waitPhase("k2", 60*time.Second, api.PhaseNeedsResolution, api.PhaseSucceeded, api.PhaseFailed)
 	if r.Status.Phase != api.PhaseNeedsResolution || r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != "t0/tool/0" {
@@ -330,7 +364,7 @@ func TestPiKeepAlive(t *testing.T) {
 			t.Errorf("scripted turn %d reached the model server %d times, want 1", turn, n)
 		}
 	}
-	noHarnessLeft(t, e.dir, 10*time.Second)
+	noPiLeft(t, e.dir, 10*time.Second)
 }
 
 // Cancelling a run whose pi waits on a model call ends the run and kills pi at once.
@@ -349,7 +383,7 @@ func TestPiCancel(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(harnessProcs(e.dir)) == 0 {
+	if len(piProcs(e.dir)) == 0 {
 		t.Fatalf("no pi process while the run works")
 	}
 	e.mustCLI(0, "cancel", "agentrun/s1")
@@ -357,5 +391,5 @@ func TestPiCancel(t *testing.T) {
 	if r.Status.Reason != api.ReasonUserCancelled {
 		t.Errorf("cancelled with %s", r.Status.Reason)
 	}
-	noHarnessLeft(t, e.dir, 10*time.Second)
+	noPiLeft(t, e.dir, 10*time.Second)
 }

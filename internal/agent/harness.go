@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -89,9 +91,13 @@ func (e *divergence) Error() string { return "replay diverged at " + e.key + ": 
 // cache keys): left out of the hash a replay is compared with.
 var varying = []string{"metadata", "prompt_cache_key", "client_metadata", "user", "safety_identifier"}
 
-// normalize is the request as the replay check compares it: without the varying fields, and
-// without Claude Code's per-session billing header text in the system prompt.
-func normalize(body map[string]json.RawMessage) []byte {
+// systemDate is a date in a system prompt (Claude Code's "Today's date is 2026-12-01.").
+var systemDate = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b`)
+
+// normalize is the request as the replay check compares it: without the varying fields, without
+// Claude Code's per-session billing header text in the system prompt, with the system prompt's
+// dates and the run folder's path (which differs on another runner's data folder) as placeholders.
+func normalize(body map[string]json.RawMessage, folder string) []byte {
 	cp := make(map[string]json.RawMessage, len(body))
 	for k, v := range body {
 		cp[k] = v
@@ -103,15 +109,29 @@ func normalize(body map[string]json.RawMessage) []byte {
 	if json.Unmarshal(cp["system"], &sys) == nil {
 		kept := sys[:0]
 		for _, b := range sys {
-			if t, _ := b["text"].(string); strings.HasPrefix(t, "x-anthropic-billing-header") {
+			t, _ := b["text"].(string)
+			if strings.HasPrefix(t, "x-anthropic-billing-header") {
 				continue
+			}
+			if t != "" {
+				b["text"] = systemDate.ReplaceAllString(t, "<date>")
 			}
 			kept = append(kept, b)
 		}
 		cp["system"], _ = json.Marshal(kept)
+	} else if t, ok := unquote(cp["system"]); ok {
+		cp["system"], _ = json.Marshal(systemDate.ReplaceAllString(t, "<date>"))
 	}
 	out, _ := json.Marshal(cp)
+	if folder != "" {
+		out = bytes.ReplaceAll(out, []byte(folder), []byte("<run folder>"))
+	}
 	return out
+}
+
+func unquote(raw json.RawMessage) (string, bool) {
+	var s string
+	return s, len(raw) > 0 && json.Unmarshal(raw, &s) == nil
 }
 
 // maxTokensField is the output-limit field of each wire's request.
@@ -176,7 +196,7 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 	}
 	body["model"], _ = json.Marshal(modelName)
 	out, _ := json.Marshal(body)
-	norm := normalize(body)
+	norm := normalize(body, d.folder)
 	req := &model.Request{Model: modelName, MaxTokens: maxTokens}
 	if err := d.guard(ctx, key, req, out, modelName); err != nil {
 		return gateway.Reply{}, h.fail(err)

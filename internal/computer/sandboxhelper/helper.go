@@ -228,16 +228,36 @@ func (h *helper) command(req request) (*exec.Cmd, error) {
 	for i := range h.cgroups {
 		lim.CgroupFDs = append(lim.CgroupFDs, 3+i) // ExtraFiles start at fd 3
 	}
-	cmd := exec.Command(HelperPath, limitsArg, mustJSON(lim), "/bin/bash", "-lc", req.Cmd)
+	// Not a login shell, and no startup files: bash would otherwise run ~/.bash_profile, ~/.bashrc
+	// or $BASH_ENV (files the agent can write) before every command, where approvals never see
+	// what they run. PATH and the rest come from the sandbox's own environment.
+	cmd := exec.Command(HelperPath, limitsArg, mustJSON(lim), "/bin/bash", "--noprofile", "--norc", "-c", req.Cmd)
 	cmd.ExtraFiles = h.cgroups
 	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), h.env...), req.Env...)
+	cmd.Env = withoutStartupFiles(append(append([]string(nil), h.env...), req.Env...))
 	// Its own process group, so a timeout or stop kills what it started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A descendant that leaves the group may hold the output pipes open;
 	// do not wait for it once the command itself has ended.
 	cmd.WaitDelay = time.Second
 	return cmd, nil
+}
+
+// withoutStartupFiles drops the variables that make a non-interactive shell read a file first
+// (BASH_ENV, ENV) or run text before its commands (PROMPT_COMMAND, PS4 with xtrace, exported
+// functions).
+func withoutStartupFiles(env []string) []string {
+	out := env[:0]
+	for _, e := range env {
+		name, _, _ := strings.Cut(e, "=")
+		switch {
+		case name == "BASH_ENV", name == "ENV", name == "PROMPT_COMMAND", name == "PS4",
+			name == "SHELLOPTS", name == "BASHOPTS", strings.HasPrefix(name, "BASH_FUNC_"):
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 func killGroup(cmd *exec.Cmd, sig syscall.Signal) {

@@ -181,7 +181,7 @@ func longRun(c config, root string) (*LongRun, error) {
 		return nil, err
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i].Seq < steps[j].Seq })
-	lr := &LongRun{Tool: c.tool, ToolsPerTurn: c.perTurn, Steps: len(steps), Phase: run.Status.Phase, ClientWallMs: msf(client),
+	lr := &LongRun{Tool: c.tool, ToolsPerTurn: c.perTurn, Steps: len(steps), Phase: string(run.Status.Phase), ClientWallMs: msf(client),
 		GapByKind: map[string]Dist{}, Duration: map[string]Dist{}, CPU: cpu}
 	if run.Status.StartedAt != nil && run.Status.FinishedAt != nil {
 		lr.RunWallMs = msf(run.Status.FinishedAt.Sub(*run.Status.StartedAt))

@@ -162,7 +162,7 @@ func measureWaiting(c config, w *world, res *MemResult, pid int, metricsURL stri
 	if err != nil {
 		return err
 	}
-	res.Waiting = counts[api.PhaseWaiting] - 1
+	res.Waiting = counts[string(api.PhaseWaiting)] - 1
 	res.SettleSec = c.settle
 	progress("memory: every run waiting; RSS %d kB; settling %d s", res.RSSAfterKB, c.settle)
 	time.Sleep(time.Duration(c.settle) * time.Second)
@@ -190,7 +190,7 @@ func waitWaiting(w *world, n int, timeout time.Duration) error {
 			bad = m
 			return true, ""
 		}
-		return m[api.PhaseWaiting] >= n, fmt.Sprintf("%d/%d runs waiting", m[api.PhaseWaiting], n)
+		return m[string(api.PhaseWaiting)] >= n, fmt.Sprintf("%d/%d runs waiting", m[string(api.PhaseWaiting)], n)
 	})
 	if err == nil && bad != nil {
 		err = fmt.Errorf("keep-alive runs ended instead of waiting: %v", bad)

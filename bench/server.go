@@ -547,5 +547,5 @@ func (w *world) waitCounts(what string, timeout time.Duration, done func(map[str
 
 // ended is how many runs have stopped moving: finished, or waiting for a person to resolve a step.
 func ended(counts map[string]int) int {
-	return counts[api.PhaseSucceeded] + counts[api.PhaseFailed] + counts[api.PhaseCancelled] + counts[api.PhaseNeedsResolution]
+	return counts[string(api.PhaseSucceeded)] + counts[string(api.PhaseFailed)] + counts[string(api.PhaseCancelled)] + counts[string(api.PhaseNeedsResolution)]
 }

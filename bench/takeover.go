@@ -178,7 +178,7 @@ func takeoverSample(w *world, sch *pgSchema, i int, ttl time.Duration) (*Takeove
 			return s, fmt.Errorf("%s still %s 30 s after its lease expired", name, run.Status.Phase)
 		}
 	}
-	s.Phase, s.NewOwner = run.Status.Phase, run.Status.Runner
+	s.Phase, s.NewOwner = string(run.Status.Phase), run.Status.Runner
 	steps, err := w.steps(name)
 	if err != nil {
 		return s, err

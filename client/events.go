@@ -184,7 +184,7 @@ func (c *Client) followOnce(ctx context.Context, run string, after *int64, idle 
 			ev.Seq, _ = strconv.ParseInt(f.ID, 10, 64)
 		}
 		if ev.Type == "" {
-			ev.Type = f.Event
+			ev.Type = EventType(f.Event)
 		}
 		if ev.Seq != 0 && ev.Seq <= *after {
 			continue

@@ -47,7 +47,7 @@ func (c *Client) DeleteAgentGroup(ctx context.Context, name string) error {
 }
 
 // GroupFinished reports whether a group phase is terminal.
-func GroupFinished(phase string) bool {
+func GroupFinished(phase GroupPhase) bool {
 	return phase == GroupSucceeded || phase == GroupFailed || phase == GroupCancelled
 }
 

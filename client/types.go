@@ -28,10 +28,12 @@ type (
 
 // Agents.
 type (
-	Agent        = api.Agent
-	AgentSpec    = api.AgentSpec
-	AgentStatus  = api.AgentStatus
-	ModelSpec    = api.ModelSpec
+	Agent       = api.Agent
+	AgentSpec   = api.AgentSpec
+	AgentStatus = api.AgentStatus
+	ModelSpec   = api.ModelSpec
+	// Access is spec.model.access: AccessServer or AccessBYOK.
+	Access       = api.Access
 	ComputerSpec = api.ComputerSpec
 	// Approvals say which tool calls run, ask a person first, or are refused (spec.approvals).
 	Approvals    = api.Approvals
@@ -40,6 +42,15 @@ type (
 
 // Runs and what they did.
 type (
+	// Phase is a run's status.phase (the Phase* constants), Reason its status.reason (Reason*).
+	Phase  = api.Phase
+	Reason = api.Reason
+	// StepState is a step's state (Step*); Resolution a person's decision on a step (Resolve*).
+	StepState  = api.StepState
+	Resolution = api.Resolution
+	// EventType is a timeline event's type (Event*; EventTypes lists them all).
+	EventType      = api.EventType
+	EventTypeInfo  = api.EventTypeInfo
 	AgentRun       = api.AgentRun
 	AgentRunSpec   = api.AgentRunSpec
 	AgentRunStatus = api.AgentRunStatus
@@ -57,6 +68,8 @@ type (
 	AgentGroup       = api.AgentGroup
 	AgentGroupSpec   = api.AgentGroupSpec
 	AgentGroupStatus = api.AgentGroupStatus
+	// GroupPhase is a group's status.phase (the Group* constants).
+	GroupPhase = api.GroupPhase
 	// GroupLimits are a group's limits: MaxActive, MaxPending and MaxCostUSD.
 	GroupLimits    = api.GroupLimits
 	GroupCounts    = api.GroupCounts
@@ -94,11 +107,11 @@ func Score(p *float64) string {
 func AsError(err error) (*Error, bool) { return api.AsError(err) }
 
 // Finished reports whether a run phase is terminal (Succeeded, Failed or Cancelled).
-func Finished(phase string) bool { return api.Finished(phase) }
+func Finished(phase Phase) bool { return api.Finished(phase) }
 
 // WaitingOnPerson reports whether a run waits on a person (a question, an approval, its cap or
 // credits).
-func WaitingOnPerson(phase, reason string) bool { return api.WaitingOnPerson(phase, reason) }
+func WaitingOnPerson(phase Phase, reason Reason) bool { return api.WaitingOnPerson(phase, reason) }
 
 // APIVersion is the apiVersion objects carry.
 const APIVersion = api.APIVersion
@@ -167,6 +180,15 @@ const (
 	CaseUnscored = api.CaseUnscored
 	CaseTimeout  = api.CaseTimeout
 )
+
+// Model access kinds (ModelSpec.Access).
+const (
+	AccessServer = api.AccessServer
+	AccessBYOK   = api.AccessBYOK
+)
+
+// EventTypes lists every timeline event type the server writes (Event.Type), with its meaning.
+var EventTypes = api.EventTypes
 
 // Error codes (Error.Code): every code the server sends, as api.Codes registers them
 // (TestClientExportsEveryCode fails when one is missing). Codes lists each with its status and

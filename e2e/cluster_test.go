@@ -138,14 +138,14 @@ func (c *cluster) startRunner(name string, extraArgs ...string) *proc {
 }
 
 // runsIn lists the runs by phase.
-func (c *cluster) runsByPhase() map[string][]api.AgentRun {
+func (c *cluster) runsByPhase() map[api.Phase][]api.AgentRun {
 	var l api.List[api.AgentRun]
 	// While the database restarts a list may find it unreachable: the API says so (503), never
 	// an internal error.
 	if st := c.do("GET", "/v2/agentruns", nil, &l); st != 200 && st != 503 {
 		c.env.t.Errorf("GET /v2/agentruns: HTTP %d, want 200 or 503 while the store is unreachable", st)
 	}
-	out := map[string][]api.AgentRun{}
+	out := map[api.Phase][]api.AgentRun{}
 	for _, r := range l.Items {
 		out[r.Status.Phase] = append(out[r.Status.Phase], r)
 	}
@@ -227,7 +227,7 @@ func checkNoDoubleWork(t *testing.T, c *cluster, names []string, wantAllCounted 
 	}
 }
 
-func waitAllDone(t *testing.T, c *cluster, n int, d time.Duration, progress func()) map[string][]api.AgentRun {
+func waitAllDone(t *testing.T, c *cluster, n int, d time.Duration, progress func()) map[api.Phase][]api.AgentRun {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -250,7 +250,7 @@ func waitAllDone(t *testing.T, c *cluster, n int, d time.Duration, progress func
 	}
 }
 
-func resolveAll(t *testing.T, c *cluster, by map[string][]api.AgentRun) {
+func resolveAll(t *testing.T, c *cluster, by map[api.Phase][]api.AgentRun) {
 	t.Helper()
 	for _, r := range by[api.PhaseNeedsResolution] {
 		if w := r.Status.WaitingOn; w != nil {

@@ -48,14 +48,14 @@ const pageState = `({
 })`
 
 type pageView struct {
-	Marker     bool     `json:"marker"`
-	Phase      string   `json:"phase"`
-	Waiting    string   `json:"waiting"`
-	Live       string   `json:"live"`
-	Rows       []string `json:"rows"`
-	Note       string   `json:"note"`
-	Answer     string   `json:"answer"`
-	Navigation string   `json:"navigation"`
+	Marker     bool      `json:"marker"`
+	Phase      api.Phase `json:"phase"`
+	Waiting    string    `json:"waiting"`
+	Live       string    `json:"live"`
+	Rows       []string  `json:"rows"`
+	Note       string    `json:"note"`
+	Answer     string    `json:"answer"`
+	Navigation string    `json:"navigation"`
 }
 
 // waitPage polls the open page until cond holds for what it shows, or fails the test.

@@ -266,8 +266,8 @@ entries:
 		if ev.Type != "answer" && (strings.Contains(ev.Message, "Lovelace") || strings.Contains(string(ev.Data), "Lovelace")) {
 			t.Errorf("the typed text is in the timeline: %s %s %s", ev.Type, ev.Message, ev.Data)
 		}
-		if strings.HasPrefix(ev.Type, "takeover.") || ev.Type == "message.received" {
-			took = append(took, ev.Type+": "+ev.Message)
+		if strings.HasPrefix(string(ev.Type), "takeover.") || ev.Type == "message.received" {
+			took = append(took, string(ev.Type)+": "+ev.Message)
 		}
 	}
 	want := []string{

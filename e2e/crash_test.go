@@ -52,7 +52,7 @@ func startCrashRun(t *testing.T, e *env, prompt string) string {
 	return run.Metadata.Name
 }
 
-func hasEvent(evs []api.Event, typ, contains string) bool {
+func hasEvent(evs []api.Event, typ api.EventType, contains string) bool {
 	for _, ev := range evs {
 		if ev.Type == typ && strings.Contains(ev.Message, contains) {
 			return true

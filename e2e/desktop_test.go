@@ -203,7 +203,7 @@ entries:
 	}
 	var took []string
 	for _, ev := range e.events("hand") {
-		if strings.HasPrefix(ev.Type, "takeover.") {
+		if strings.HasPrefix(string(ev.Type), "takeover.") {
 			took = append(took, ev.Message)
 		}
 	}

@@ -289,7 +289,7 @@ func (e *env) getRun(name string) api.AgentRun {
 }
 
 // waitPhase polls until the run reaches one of the phases.
-func (e *env) waitPhase(name string, d time.Duration, phases ...string) api.AgentRun {
+func (e *env) waitPhase(name string, d time.Duration, phases ...api.Phase) api.AgentRun {
 	e.t.Helper()
 	deadline := time.Now().Add(d)
 	var r api.AgentRun

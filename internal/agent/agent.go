@@ -26,6 +26,7 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/tools"
 	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/tools/webfetch"
 )
 
 // Engine drives runs with the built-in loop.
@@ -55,6 +56,8 @@ type Engine struct {
 	Router string
 	// Secrets opens the sealed secrets BYOK runs name (nil: BYOK runs fail).
 	Secrets Secrets
+	// Fetch makes web_fetch's requests (nil: public addresses only).
+	Fetch *webfetch.Fetcher
 	// gw is the gateway external harnesses call (harness.go).
 	gw harnessGateway
 }
@@ -92,6 +95,8 @@ type drive struct {
 	reserved map[string]reservation
 	// promptTools counts the tool calls of the current turn (spec.maxToolCalls bounds them).
 	promptTools int
+	// skills are the agent revision's skills by name (loadSkills).
+	skills map[string]*api.Skill
 }
 
 // Drive runs one claimed run until it finishes, parks, or ctx ends (lease lost, runner stopping,
@@ -167,11 +172,14 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
 }
 
 // failure ends the run as Failed with a reason.
-type failure struct{ reason, msg string }
+type failure struct {
+	reason api.Reason
+	msg    string
+}
 
-func (f *failure) Error() string { return f.reason + ": " + f.msg }
+func (f *failure) Error() string { return string(f.reason) + ": " + f.msg }
 
-func (d *drive) finish(ctx context.Context, phase, reason, msg string) error {
+func (d *drive) finish(ctx context.Context, phase api.Phase, reason api.Reason, msg string) error {
 	// The run may be ending because its own context ended (deadline); the final write still goes
 	// out under the lease.
 	ctx = context.WithoutCancel(ctx)
@@ -180,7 +188,7 @@ func (d *drive) finish(ctx context.Context, phase, reason, msg string) error {
 	d.status.WaitingOn = nil
 	d.status.FinishedAt = &now
 	d.status.CancelRequested = false
-	d.j.Emit(api.Event{Type: "run." + strings.ToLower(phase), Message: msg})
+	d.j.Emit(api.Event{Type: api.FinishEvent(phase), Message: msg})
 	_, err := d.j.Commit(ctx, &d.status, true, nil)
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", d.run.Metadata.Name, err)
@@ -232,7 +240,7 @@ func (d *drive) loop(ctx context.Context) error {
 		d.saved, restored = saved, n
 	}
 	if restored > 0 {
-		d.j.Emit(api.Event{Type: "folder.restored", Message: fmt.Sprintf("restored %d files of the run folder from the store", restored)})
+		d.j.Emit(api.Event{Type: api.EventFolderRestored, Message: fmt.Sprintf("restored %d files of the run folder from the store", restored)})
 	}
 	if d.e.Prices == nil {
 		d.e.Prices = cost.Default()
@@ -243,6 +251,9 @@ func (d *drive) loop(ctx context.Context) error {
 	}
 	d.acc = acc
 	provider := acc.provider
+	if err := d.loadSkills(ctx); err != nil {
+		return err
+	}
 	defs, err := d.toolDefs()
 	if err != nil {
 		return &failure{api.ReasonToolError, err.Error()}
@@ -260,10 +271,10 @@ func (d *drive) loop(ctx context.Context) error {
 	d.status.Phase, d.status.Reason, d.status.Message, d.status.WaitingOn = api.PhaseRunning, "", "", nil
 	d.status.Runner = d.e.RunnerName
 	msg := "started on runner " + d.e.RunnerName
-	typ := "run.started"
+	typ := api.EventRunStarted
 	if resumed {
 		msg = fmt.Sprintf("resumed on runner %s; replaying %d recorded steps", d.e.RunnerName, d.j.Steps())
-		typ = "run.resumed"
+		typ = api.EventRunResumed
 	}
 	d.j.Emit(api.Event{Type: typ, Message: msg})
 	if resumed {
@@ -325,7 +336,7 @@ func (d *drive) loop(ctx context.Context) error {
 		if maxTokens <= 0 {
 			maxTokens = api.DefaultMaxTokens
 		}
-		req := &model.Request{Model: modelName, System: d.spec.System, Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
+		req := &model.Request{Model: modelName, System: d.system(), Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
 		key := fmt.Sprintf("t%d/model", turn)
 		// Encoded once for the cost guard's bound and the journal's hash.
 		reqJSON, _ := json.Marshal(req)
@@ -459,7 +470,7 @@ func (d *drive) setAnswer(text string) {
 		prev, truncated = prev[:cut], true
 	}
 	d.status.Answer = &api.Answer{Preview: prev, Truncated: truncated, Bytes: len(text)}
-	d.j.Emit(api.Event{Type: "answer", Message: api.FirstLine(text, 200), Data: mustRaw(map[string]string{"answer": text})})
+	d.j.Emit(api.Event{Type: api.EventAnswer, Message: api.FirstLine(text, 200), Data: mustRaw(map[string]string{"answer": text})})
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
@@ -495,7 +506,7 @@ func (d *drive) nextMessage(ctx context.Context, n int, waiting string) (string,
 			// Not reachable: a run without keepAlive finishes when no message is pending.
 			return "", &failure{api.ReasonInternalError, "waiting for a message on a run without keepAlive"}
 		}
-		return "", d.park(ctx, &api.Event{Type: "run.waiting", Message: "waiting for a message"})
+		return "", d.park(ctx, &api.Event{Type: api.EventRunWaiting, Message: "waiting for a message"})
 	}
 	m := msgs[0]
 	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "message", Title: "message received: " + api.FirstLine(m.Payload, 80), Args: map[string]int64{"after": d.lastMsg}}, m); err != nil {
@@ -523,7 +534,7 @@ func (d *drive) allowed(name string) bool {
 			return true
 		}
 	}
-	return false
+	return name == catalog.SkillName && len(d.spec.Skills) > 0
 }
 
 // toolCall runs (or replays) one tool call and returns its tool_result block.
@@ -556,10 +567,20 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 	if call.Name == tools.AskPersonName {
 		return d.askPerson(ctx, key, in, result)
 	}
+	if why := d.serverToolRefusal(call.Name); why != "" {
+		d.refused(turn, key, call.Name, why)
+		return result(call.Name+": "+why+"; the call did not run", true), nil
+	}
 	if ok, refusal, err := d.approval(ctx, key, call, in); err != nil {
 		return model.Block{}, err
 	} else if !ok {
 		return result(refusal, true), nil
+	}
+	switch call.Name {
+	case catalog.WebFetchName:
+		return d.webFetch(ctx, key, call, in, result)
+	case catalog.SkillName:
+		return d.readSkill(ctx, key, call, in, result)
 	}
 	if td, ok := d.computerTool(call.Name); ok {
 		return d.computerCall(ctx, key, td, call, in, result)
@@ -593,7 +614,7 @@ func (d *drive) refused(turn int, key, tool, why string) {
 	if _, replayed := d.j.Lookup(fmt.Sprintf("t%d/model", turn+1)); replayed {
 		return
 	}
-	d.j.Emit(api.Event{Type: "tool.refused", StepKey: key, Message: fmt.Sprintf("%s refused: %s", tool, why),
+	d.j.Emit(api.Event{Type: api.EventToolRefused, StepKey: key, Message: fmt.Sprintf("%s refused: %s", tool, why),
 		Data: mustRaw(map[string]string{"tool": tool, "why": why})})
 }
 
@@ -648,7 +669,7 @@ func (d *drive) askPerson(ctx context.Context, key string, decoded catalog.Input
 			// The person takes the controls of the run's computer, then answers to hand them back.
 			d.status.WaitingOn.Kind, d.status.WaitingOn.Detail = "takeover", "the agent asks you to take over its computer; answer when you hand it back"
 		}
-		return model.Block{}, d.park(ctx, &api.Event{Type: "run.question", StepKey: key, Message: in.Question})
+		return model.Block{}, d.park(ctx, &api.Event{Type: api.EventRunQuestion, StepKey: key, Message: in.Question})
 	}
 	m := msgs[0]
 	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "question", Title: "asked: " + api.FirstLine(in.Question, 80), Args: map[string]any{"question": in.Question}}, m); err != nil {

@@ -44,7 +44,7 @@ func (d *drive) approval(ctx context.Context, key string, call model.Block, in c
 		d.status.Phase, d.status.Reason = api.PhaseWaiting, api.ReasonApproval
 		d.status.Message = fmt.Sprintf("%s asks for approval (%s)", call.Name, dec.Explain())
 		d.status.WaitingOn = &api.WaitingOn{Kind: "approval", StepKey: key + "/approval", Detail: call.Name + " " + humanjson.String(call.Input)}
-		return false, "", d.park(ctx, &api.Event{Type: "run.approval", StepKey: key + "/approval", Message: fmt.Sprintf("%s asks for approval: %s %s", d.run.Metadata.Name, call.Name, humanjson.String(call.Input))})
+		return false, "", d.park(ctx, &api.Event{Type: api.EventRunApproval, StepKey: key + "/approval", Message: fmt.Sprintf("%s asks for approval: %s %s", d.run.Metadata.Name, call.Name, humanjson.String(call.Input))})
 	}
 	var res struct {
 		Decision string `json:"decision"`

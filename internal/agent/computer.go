@@ -36,7 +36,7 @@ func ComputerTools(kind computer.Kind) []string { return catalog.ComputerTools(s
 // OfferedTools names the tools a run of an agent with spec is offered, in the order the model is
 // told about them (see catalog.Offered).
 func OfferedTools(spec *api.AgentSpec) []string {
-	return catalog.Offered(string(kindOf(spec)), spec.Tools)
+	return catalog.OfferedWith(string(kindOf(spec)), spec.Tools, len(spec.Skills) > 0)
 }
 
 // comesWithComputer reports whether a tool comes with the run's computer.
@@ -61,6 +61,10 @@ func (d *drive) computerToolDefs() ([]model.ToolDef, error) {
 	for _, n := range OfferedTools(d.spec) {
 		if td, ok := d.computerTool(n); ok {
 			out = append(out, model.ToolDef{Name: td.Name, Description: td.Description, InputSchema: td.Schema})
+			continue
+		}
+		if e, ok := catalog.Lookup(n); ok && (n == catalog.WebFetchName || n == catalog.SkillName) {
+			out = append(out, model.ToolDef{Name: e.Name, Description: e.Description, InputSchema: e.Schema})
 			continue
 		}
 		defs, err := tools.Definitions([]string{n})
@@ -103,11 +107,11 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 	if ready != nil {
 		if ok, what := ready(ctx); !ok {
 			start := time.Now()
-			d.j.Emit(api.Event{Type: "computer.preparing", Message: fmt.Sprintf("waiting for the %s provider: %s", p.Name(), what)})
+			d.j.Emit(api.Event{Type: api.EventComputerPreparing, Message: fmt.Sprintf("waiting for the %s provider: %s", p.Name(), what)})
 			if err := prepare(ctx); err != nil {
 				return nil, fmt.Errorf("prepare %s provider for %s computers: %w", p.Name(), kind, err)
 			}
-			d.j.Emit(api.Event{Type: "computer.prepared", Message: fmt.Sprintf("%s provider ready after %s", p.Name(), time.Since(start).Round(100*time.Millisecond))})
+			d.j.Emit(api.Event{Type: api.EventComputerPrepared, Message: fmt.Sprintf("%s provider ready after %s", p.Name(), time.Since(start).Round(100*time.Millisecond))})
 		}
 	}
 	spec := computer.Spec{Run: d.run.Metadata.Name, Folder: d.folder, Kind: kind, Network: d.spec.Computer != nil && d.spec.Computer.Network, Limits: computer.DefaultLimits}
@@ -124,7 +128,7 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 	}
 	info := map[string]any{"kind": kind, "provider": p.Name(), "network": spec.Network, "info": c.Info()}
 	if st, ok := d.j.Lookup("computer"); ok && st.State == api.StepCompleted {
-		d.j.Emit(api.Event{Type: "computer.recreated", Message: fmt.Sprintf("%s %s created again around the run folder on runner %s", p.Name(), kind, d.e.RunnerName)})
+		d.j.Emit(api.Event{Type: api.EventComputerRecreated, Message: fmt.Sprintf("%s %s created again around the run folder on runner %s", p.Name(), kind, d.e.RunnerName)})
 		return c, nil
 	}
 	if _, err := d.j.Record(ctx, journal.Spec{Key: "computer", Kind: "computer", Title: fmt.Sprintf("create %s computer (%s)", kind, p.Name()),

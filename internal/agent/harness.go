@@ -190,7 +190,7 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 	if asked == 0 || asked > maxTokens {
 		if asked > maxTokens && !h.clamped && !d.j.Completed(key) {
 			h.clamped = true
-			d.j.Emit(api.Event{Type: "gateway.clamped", StepKey: key, Message: fmt.Sprintf("%s asked for %d output tokens a call; the gateway clamps every call to the agent's maxTokens (%d)", h.name, asked, maxTokens)})
+			d.j.Emit(api.Event{Type: api.EventGatewayClamped, StepKey: key, Message: fmt.Sprintf("%s asked for %d output tokens a call; the gateway clamps every call to the agent's maxTokens (%d)", h.name, asked, maxTokens)})
 		}
 		body[field], _ = json.Marshal(maxTokens)
 	}
@@ -384,9 +384,14 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	if !ok {
 		return &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %q is not built into this runner (built: %s)", d.spec.Harness, strings.Join(harness.Names(), ", "))}
 	}
+	// Anthropic's API has no OpenAI endpoints: a harness speaking them (codex) needs a provider that
+	// serves them, and says so now rather than as the vendor's 401 or 404 on its first call.
+	if p := d.acc.provider.Name(); p == "anthropic" && drv.Wire() != harness.WireAnthropic {
+		return &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %s speaks the OpenAI %s API, which provider %s does not serve: give the agent spec.model.provider openai or openrouter (or make one the server's default provider)", drv.Name(), drv.Wire(), p)}
+	}
 	pkg := drv.Package()
 	bin, err := harness.Install(ctx, d.e.DataDir, pkg, func(msg string) {
-		d.j.Emit(api.Event{Type: "harness.install", Message: msg})
+		d.j.Emit(api.Event{Type: api.EventHarnessInstall, Message: msg})
 		d.j.Commit(ctx, &d.status, false, nil)
 	})
 	if err != nil {
@@ -436,7 +441,7 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 		return d.harnessFailed(err)
 	}
 	defer proc.Stop()
-	d.j.Emit(api.Event{Type: "harness.started", Message: fmt.Sprintf("started %s (%s) in the run folder; its model calls and tools go through this runner's gateway", drv.Name(), pkg.Spec())})
+	d.j.Emit(api.Event{Type: api.EventHarnessStarted, Message: fmt.Sprintf("started %s (%s) in the run folder; its model calls and tools go through this runner's gateway", drv.Name(), pkg.Spec())})
 	for {
 		if err := h.beginTurn(prompt); err != nil {
 			return err
@@ -478,7 +483,7 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 func (d *drive) harnessFailed(err error) error {
 	var ee *harness.ExitError
 	if errors.As(err, &ee) {
-		d.j.Emit(api.Event{Type: "harness.exited", Message: ee.Error(), Data: mustRaw(map[string]any{"stderr": ee.Tail})})
+		d.j.Emit(api.Event{Type: api.EventHarnessExited, Message: ee.Error(), Data: mustRaw(map[string]any{"stderr": ee.Tail})})
 		return &failure{api.ReasonHarnessError, ee.Error()}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -492,6 +497,6 @@ func (d *drive) diverged(ctx context.Context, dv *divergence) error {
 	d.status.Phase, d.status.Reason = api.PhaseNeedsResolution, api.ReasonReplayDiverged
 	d.status.Message = fmt.Sprintf("step %s: after a restart %s; the run cannot be replayed from its journal (cancel it, or start a new run)", dv.key, dv.why)
 	d.status.WaitingOn = &api.WaitingOn{Kind: "resolution", StepKey: dv.key, Detail: dv.why}
-	d.j.Emit(api.Event{Type: "run.diverged", StepKey: dv.key, Message: d.status.Message})
+	d.j.Emit(api.Event{Type: api.EventRunDiverged, StepKey: dv.key, Message: d.status.Message})
 	return d.parkWithFolder(ctx)
 }

@@ -20,7 +20,7 @@ const modelKeyRetry = 15 * time.Second
 // (ModelError), so a server set up without keys says so on the first run. BYOK runs take their
 // key from a secret and keep their own errors.
 func (d *drive) waitForModelKey(ctx context.Context) error {
-	if d.spec.Model.Access == "BYOK" || d.j.Steps() == 0 || d.e.Models == nil {
+	if d.spec.Model.Access == api.AccessBYOK || d.j.Steps() == 0 || d.e.Models == nil {
 		return nil
 	}
 	provider := d.spec.Model.Provider
@@ -37,7 +37,7 @@ func (d *drive) waitForModelKey(ctx context.Context) error {
 	d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonModelKeyMissing, msg
 	d.status.WaitingOn = &api.WaitingOn{Kind: "model", Detail: err.Error()}
 	if !already {
-		d.j.Emit(api.Event{Type: "run.waiting", Message: msg})
+		d.j.Emit(api.Event{Type: api.EventRunWaiting, Message: msg})
 	}
 	wake := time.Now().Add(modelKeyRetry)
 	if d.status.Deadline != nil && d.status.Deadline.Before(wake) {

@@ -74,7 +74,7 @@ func ResolveModel(spec *api.AgentSpec, models *model.Config) (Resolution, error)
 	if provider == "" {
 		provider = models.DefaultProvider
 	}
-	if spec.Model.Access == "BYOK" {
+	if spec.Model.Access == api.AccessBYOK {
 		return Resolution{Provider: provider, Model: spec.Model.Name}, nil
 	}
 	if spec.Model.Name == "" && (provider == "anthropic" || provider == "openrouter") {
@@ -108,7 +108,7 @@ func familyModel(prices *cost.Table, provider, family string) (string, bool) {
 
 func (d *drive) resolveAccess(ctx context.Context) (*access, error) {
 	spec := d.spec
-	if spec.Model.Access == "BYOK" {
+	if spec.Model.Access == api.AccessBYOK {
 		if d.e.Secrets == nil {
 			return nil, &failure{api.ReasonModelError, "this runner cannot open secrets (no seal key)"}
 		}
@@ -239,7 +239,7 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 			d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonMaxCostReached, msg
 			d.status.WaitingOn = &api.WaitingOn{Kind: "cost", StepKey: key, Detail: msg}
 			d.updateCost(&needed)
-			return d.park(ctx, &api.Event{Type: "run.waiting", StepKey: key, Message: "cap reached: " + msg})
+			return d.park(ctx, &api.Event{Type: api.EventRunWaiting, StepKey: key, Message: "cap reached: " + msg})
 		}
 	}
 	res, err := d.e.Store.ReserveCredits(ctx, d.j.Lease(), store.Reservation{Run: d.run.Metadata.Name, StepKey: key, Attempt: d.j.NextAttempt(key), Amount: int64(worst)})
@@ -264,7 +264,7 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 		if t := time.Now().Add(recheck); wake == nil || t.Before(*wake) {
 			wake = &t
 		}
-		d.j.Emit(api.Event{Type: "run.waiting", StepKey: key, Message: msg})
+		d.j.Emit(api.Event{Type: api.EventRunWaiting, StepKey: key, Message: msg})
 		if _, err := d.j.Commit(ctx, &d.status, true, wake); err != nil {
 			return err
 		}
@@ -321,7 +321,7 @@ func (d *drive) callCost(resp *model.Response, requested, key string) (recorded,
 		metrics.CostDiscrepancyMicros.Add(float64(excess))
 		data, _ := json.Marshal(map[string]any{"model": id, "usage": resp.Usage, "reportedUSD": billed.String(),
 			"reservedUSD": r.amount.String(), "chargedUSD": charged.String(), "excessUSD": excess.String()})
-		d.j.Emit(api.Event{Type: "cost.discrepancy", StepKey: key, Data: data, Message: fmt.Sprintf(
+		d.j.Emit(api.Event{Type: api.EventCostDiscrepancy, StepKey: key, Data: data, Message: fmt.Sprintf(
 			"the vendor reported usage for %s (%s: %d input, %d output tokens) billed at $%s, more than the $%s worst case reserved before the call; charged $%s, the $%s above it is a vendor discrepancy",
 			key, id, resp.Usage.InputTokens, resp.Usage.OutputTokens, billed, r.amount, charged, excess)})
 	}
@@ -532,7 +532,7 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 	t.CostUSD = rc.String()
 	d.status.Turns = append(d.status.Turns, t)
 	if !out.Replayed {
-		d.j.Emit(api.Event{Type: "turn.routed", StepKey: key, Message: fmt.Sprintf("turn %d: %s (%s, chosen by %s)%s", t.Index, rr.Model, rr.Family, rr.ChosenBy, reasonSuffix(rr.Reason))})
+		d.j.Emit(api.Event{Type: api.EventTurnRouted, StepKey: key, Message: fmt.Sprintf("turn %d: %s (%s, chosen by %s)%s", t.Index, rr.Model, rr.Family, rr.ChosenBy, reasonSuffix(rr.Reason))})
 	}
 	return turnState{index: len(d.status.Turns) - 1, model: rr.Model, family: rr.Family, chosenBy: rr.ChosenBy}, nil
 }

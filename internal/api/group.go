@@ -24,24 +24,27 @@ const (
 	MaxEvalTimeout     = 24 * time.Hour
 )
 
+// GroupPhase is an AgentGroup's status.phase.
+type GroupPhase string
+
 // Group phases (AgentGroup status.phase).
 const (
-	GroupRunning    = "Running"
-	GroupSucceeded  = "Succeeded"
-	GroupFailed     = "Failed"
-	GroupCancelling = "Cancelling"
-	GroupCancelled  = "Cancelled"
+	GroupRunning    GroupPhase = "Running"
+	GroupSucceeded  GroupPhase = "Succeeded"
+	GroupFailed     GroupPhase = "Failed"
+	GroupCancelling GroupPhase = "Cancelling"
+	GroupCancelled  GroupPhase = "Cancelled"
 )
 
 // Reasons of member runs and groups.
 const (
-	ReasonDependencyWait      = "DependencyWait"
-	ReasonGroupWait           = "GroupWait"
-	ReasonMaxActiveReached    = "MaxActiveReached"
-	ReasonDependencyFailed    = "DependencyFailed"
-	ReasonDependencyCancelled = "DependencyCancelled"
-	ReasonRunsFailed          = "RunsFailed"
-	ReasonEvaluationTimeout   = "EvaluationTimeout"
+	ReasonDependencyWait      Reason = "DependencyWait"
+	ReasonGroupWait           Reason = "GroupWait"
+	ReasonMaxActiveReached    Reason = "MaxActiveReached"
+	ReasonDependencyFailed    Reason = "DependencyFailed"
+	ReasonDependencyCancelled Reason = "DependencyCancelled"
+	ReasonRunsFailed          Reason = "RunsFailed"
+	ReasonEvaluationTimeout   Reason = "EvaluationTimeout"
 )
 
 // AgentGroup runs many runs of one agent, at most limits.maxActive at once and together under
@@ -120,15 +123,15 @@ type EvaluationSpec struct {
 
 // AgentGroupStatus is written by the system (derived from the members on every read).
 type AgentGroupStatus struct {
-	Phase   string `json:"phase,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	Phase   GroupPhase `json:"phase,omitempty"`
+	Reason  Reason     `json:"reason,omitempty"`
+	Message string     `json:"message,omitempty"`
 	// Counts splits the members: queued (not admitted yet), active (admitted: queued for a
 	// runner or running), waiting (for a message, a person or funds), and the finished ones.
 	Counts GroupCounts `json:"counts"`
 	// BlockedReasons counts queued members by why they have not started: DependencyWait,
 	// MaxActiveReached, MaxCostReached.
-	BlockedReasons map[string]int `json:"blockedReasons,omitempty"`
+	BlockedReasons map[Reason]int `json:"blockedReasons,omitempty"`
 	Cost           *RunCost       `json:"cost,omitempty"`
 	// AgentRevision is the revision every member of an evaluation group is pinned to.
 	AgentRevision int64 `json:"agentRevision,omitempty"`
@@ -214,7 +217,7 @@ type EvalCase struct {
 	Evidence string `json:"evidence,omitempty"`
 	// Detail explains an unscored case (run failed, no answer, grader failed).
 	Detail   string     `json:"detail,omitempty"`
-	RunPhase string     `json:"runPhase,omitempty"`
+	RunPhase Phase      `json:"runPhase,omitempty"`
 	RunURL   string     `json:"runURL,omitempty"`
 	GradedAt *time.Time `json:"gradedAt,omitempty"`
 }

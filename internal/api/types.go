@@ -79,7 +79,7 @@ type AgentSpec struct {
 // ModelSpec says how the agent reaches a model.
 type ModelSpec struct {
 	// Access is "Server" (alias "Nodus": the server's keys) or "BYOK" (the user's apiKeySecret).
-	Access string `json:"access,omitempty"`
+	Access Access `json:"access,omitempty"`
 	// Provider is "anthropic", "openai" or "openrouter"; empty means the server's default provider.
 	Provider string `json:"provider,omitempty"`
 	// Name is a concrete model id; empty means the server's default model.
@@ -87,6 +87,17 @@ type ModelSpec struct {
 	Families     []string `json:"families,omitempty"`
 	APIKeySecret string   `json:"apiKeySecret,omitempty"`
 }
+
+// Access is how an agent reaches its model (spec.model.access).
+type Access string
+
+// Model access kinds.
+const (
+	AccessServer Access = "Server"
+	// AccessNodus is the Nodus seed's name for AccessServer; validation rewrites it to Server.
+	AccessNodus Access = "Nodus"
+	AccessBYOK  Access = "BYOK"
+)
 
 // ComputerSpec names the computer an agent works on.
 type ComputerSpec struct {
@@ -134,46 +145,57 @@ type AgentRunSpec struct {
 	DependsOn  []string `json:"dependsOn,omitempty"`
 }
 
+// Phase is a run's (or a group's) status.phase.
+type Phase string
+
 // Run phases.
 const (
-	PhaseQueued          = "Queued"
-	PhaseRunning         = "Running"
-	PhaseWaiting         = "Waiting"
-	PhaseNeedsResolution = "NeedsResolution"
-	PhaseSucceeded       = "Succeeded"
-	PhaseFailed          = "Failed"
-	PhaseCancelled       = "Cancelled"
+	PhaseQueued          Phase = "Queued"
+	PhaseRunning         Phase = "Running"
+	PhaseWaiting         Phase = "Waiting"
+	PhaseNeedsResolution Phase = "NeedsResolution"
+	PhaseSucceeded       Phase = "Succeeded"
+	PhaseFailed          Phase = "Failed"
+	PhaseCancelled       Phase = "Cancelled"
 )
+
+// Phases lists every run phase, in a run's order.
+var Phases = []Phase{PhaseQueued, PhaseRunning, PhaseWaiting, PhaseNeedsResolution, PhaseSucceeded, PhaseFailed, PhaseCancelled}
+
+// Reason says why a run (or a group) is in its phase: status.reason.
+type Reason string
 
 // Run reasons (status.reason).
 const (
-	ReasonMessage          = "Message"
-	ReasonQuestion         = "Question"
-	ReasonApproval         = "Approval"
-	ReasonMaxCostReached   = "MaxCostReached"
-	ReasonCredits          = "Credits"
-	ReasonInterrupted      = "InterruptedStep"
-	ReasonDeadlineExceeded = "DeadlineExceeded"
-	ReasonModelError       = "ModelError"
-	ReasonToolError        = "ToolError"
-	ReasonInternalError    = "InternalError"
-	ReasonUserCancelled    = "UserCancelled"
-	ReasonCompleted        = "Completed"
+	ReasonMessage          Reason = "Message"
+	ReasonQuestion         Reason = "Question"
+	ReasonApproval         Reason = "Approval"
+	ReasonMaxCostReached   Reason = "MaxCostReached"
+	ReasonCredits          Reason = "Credits"
+	ReasonInterrupted      Reason = "InterruptedStep"
+	ReasonDeadlineExceeded Reason = "DeadlineExceeded"
+	ReasonModelError       Reason = "ModelError"
+	ReasonToolError        Reason = "ToolError"
+	ReasonInternalError    Reason = "InternalError"
+	ReasonUserCancelled    Reason = "UserCancelled"
+	ReasonCompleted        Reason = "Completed"
 	// ReasonStoreFull: a write of the run failed because the store's disk is full; the run goes
 	// on by itself once space is freed.
-	ReasonStoreFull = "StoreFull"
+	ReasonStoreFull Reason = "StoreFull"
 	// ReasonModelKeyMissing: the run has work recorded but this server has no key for its model
 	// provider (restarted without it); it goes on once a server with the key picks it up.
-	ReasonModelKeyMissing = "ModelKeyMissing"
+	ReasonModelKeyMissing Reason = "ModelKeyMissing"
 )
 
-// Finished reports whether a phase is terminal.
-func Finished(phase string) bool {
-	return phase == PhaseSucceeded || phase == PhaseFailed || phase == PhaseCancelled
+// Finished reports whether a phase is terminal. It takes any string type so a phase read from a
+// column as a plain string is asked as is.
+func Finished[P ~string](phase P) bool {
+	p := Phase(phase)
+	return p == PhaseSucceeded || p == PhaseFailed || p == PhaseCancelled
 }
 
 // WaitingOnPerson reports whether a run waits on a person (the CLI's exit code 8).
-func WaitingOnPerson(phase, reason string) bool {
+func WaitingOnPerson(phase Phase, reason Reason) bool {
 	if phase == PhaseNeedsResolution {
 		return true
 	}
@@ -189,8 +211,8 @@ func WaitingOnPerson(phase, reason string) bool {
 
 // AgentRunStatus is written by the system.
 type AgentRunStatus struct {
-	Phase   string `json:"phase,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	Phase   Phase  `json:"phase,omitempty"`
+	Reason  Reason `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
 	// AgentRevision is the agent revision this run is pinned to.
 	AgentRevision int64 `json:"agentRevision,omitempty"`
@@ -275,7 +297,7 @@ type Step struct {
 	Seq         int64           `json:"seq"`
 	Key         string          `json:"key"`
 	Kind        string          `json:"kind"`
-	State       string          `json:"state"`
+	State       StepState       `json:"state"`
 	Title       string          `json:"title,omitempty"`
 	Attempt     int             `json:"attempt"`
 	ArgsHash    string          `json:"argsHash,omitempty"`
@@ -285,24 +307,40 @@ type Step struct {
 	CostMicros  *int64          `json:"costMicros,omitempty"`
 	StartedAt   time.Time       `json:"startedAt"`
 	CompletedAt *time.Time      `json:"completedAt,omitempty"`
-	// Resolution is a person's decision on an interrupted step: retry, skip or complete.
-	Resolution       string          `json:"resolution,omitempty"`
+	// Resolution is a person's decision on an interrupted step (retry, skip or complete) or on
+	// an approval (approve or deny).
+	Resolution       Resolution      `json:"resolution,omitempty"`
 	ResolutionResult json.RawMessage `json:"resolutionResult,omitempty"`
 }
 
+// StepState is a journal step's state.
+type StepState string
+
 // Step states.
 const (
-	StepStarted     = "Started"
-	StepCompleted   = "Completed"
-	StepInterrupted = "Interrupted"
-	StepFailed      = "Failed"
+	StepStarted     StepState = "Started"
+	StepCompleted   StepState = "Completed"
+	StepInterrupted StepState = "Interrupted"
+	StepFailed      StepState = "Failed"
+)
+
+// Resolution is a person's decision on a step that waits for one (Step.Resolution).
+type Resolution string
+
+// Resolutions: of an interrupted step, and of an approval.
+const (
+	ResolveRetry    Resolution = "retry"
+	ResolveSkip     Resolution = "skip"
+	ResolveComplete Resolution = "complete"
+	ResolveApprove  Resolution = "approve"
+	ResolveDeny     Resolution = "deny"
 )
 
 // Event is one timeline entry of a run. Seq is resumable (SSE Last-Event-ID).
 type Event struct {
 	Seq     int64           `json:"seq"`
 	Time    time.Time       `json:"time"`
-	Type    string          `json:"type"`
+	Type    EventType       `json:"type"`
 	StepKey string          `json:"stepKey,omitempty"`
 	Message string          `json:"message,omitempty"`
 	Data    json.RawMessage `json:"data,omitempty"`

@@ -49,14 +49,14 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 	s := &a.Spec
 	switch s.Model.Access {
 	case "":
-		s.Model.Access = "Server"
-	case "Nodus":
-		s.Model.Access = "Server"
-	case "Server", "BYOK":
+		s.Model.Access = AccessServer
+	case AccessNodus:
+		s.Model.Access = AccessServer
+	case AccessServer, AccessBYOK:
 	default:
 		return Invalid("spec.model.access", "access %q: use Server (alias Nodus) or BYOK", s.Model.Access)
 	}
-	if s.Model.Access == "BYOK" {
+	if s.Model.Access == AccessBYOK {
 		if s.Model.APIKeySecret == "" {
 			return E(CodeRequired, "spec.model.apiKeySecret", "BYOK access needs apiKeySecret (a Secret holding the vendor key)")
 		}

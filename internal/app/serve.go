@@ -37,6 +37,8 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/store/sqlite"
 	"agentrun.dev/agentrun/internal/tools"
+	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/tools/webfetch"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
@@ -84,7 +86,7 @@ func redactURL(s string) string {
 // newRunner builds a runner driving the built-in agent loop.
 func newRunner(st store.Store, models *model.Config, dir, name string, o runnerOptions, log *slog.Logger) *runner.Runner {
 	eng := &agent.Engine{Store: st, Models: models, DataDir: dir, Log: log, RunnerName: name, ServerDeny: o.Deny, Computers: computers.Default(st),
-		Prices: o.prices, Router: o.Router}
+		Prices: o.prices, Router: o.Router, Fetch: &webfetch.Fetcher{Allow: o.fetchAllow}}
 	if o.seal != nil {
 		eng.Secrets = &secret.Opener{Box: o.seal, Store: st}
 	}
@@ -104,6 +106,9 @@ type runnerOptions struct {
 	seal   *secret.Box
 	// DevHooks is the dev flag (dev.go).
 	DevHooks bool
+	// FetchAllow is --fetch-allow: addresses web_fetch may reach although they are not public.
+	FetchAllow []string
+	fetchAllow []webfetch.Allow
 }
 
 // loadMoney reads the price table and the seal key (AGENTRUN_SEAL_KEY, or the data folder's
@@ -138,6 +143,7 @@ func (o *runnerOptions) flags(f *pflag.FlagSet) {
 	}
 	f.StringVar(&o.Router, "router", router, "how each turn's model family is chosen: model (a cheap model call) or rules (from the prompt; no call, no cost) (default $AGENTRUN_ROUTER or model)")
 	devHooksFlag(f, &o.DevHooks)
+	f.StringArrayVar(&o.FetchAllow, "fetch-allow", nil, "an address web_fetch may reach although it is loopback, private or link-local: ADDRESS, ADDRESS:PORT or PREFIX/BITS (repeatable)")
 }
 
 func (o *runnerOptions) validate() error {
@@ -148,6 +154,14 @@ func (o *runnerOptions) validate() error {
 		if _, err := policy.Parse(d); err != nil {
 			return fmt.Errorf("--deny: %w", err)
 		}
+	}
+	o.fetchAllow = o.fetchAllow[:0]
+	for _, a := range o.FetchAllow {
+		al, err := webfetch.ParseAllow(a)
+		if err != nil {
+			return fmt.Errorf("--%w", err)
+		}
+		o.fetchAllow = append(o.fetchAllow, al)
 	}
 	return nil
 }
@@ -271,7 +285,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				return err
 			}
 
-			available := map[string]bool{tools.AskPersonName: true}
+			available := map[string]bool{tools.AskPersonName: true, catalog.WebFetchName: true}
 			for _, n := range tools.Names() {
 				available[n] = true
 			}
@@ -313,7 +327,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 					"models": map[string]any{"providers": providers, "defaultProvider": models.DefaultProvider, "defaultModel": models.DefaultModel},
 					"runner": !noRunner,
 					"denied": ro.Deny,
-					"money":  map[string]any{"router": ro.Router, "pricesVersion": ro.prices.Version, "markup": "server access is billed at cost / 0.875"},
+					// web_fetch reaches public addresses and these.
+					"fetchAllow": ro.FetchAllow,
+					"money":      map[string]any{"router": ro.Router, "pricesVersion": ro.prices.Version, "markup": "server access is billed at cost / 0.875"},
 				}}
 			if r != nil {
 				srv.Interrupt = r.Interrupt

@@ -250,10 +250,11 @@ func TestBuildStartBody(t *testing.T) {
 func TestStatusMapping(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		phase, reason string
-		word          string
-		done          bool
-		code          int
+		phase  api.Phase
+		reason api.Reason
+		word   string
+		done   bool
+		code   int
 	}{
 		{api.PhaseQueued, "GroupWait", "queued", false, 0},
 		{api.PhaseRunning, "", "running", false, 0},
@@ -269,7 +270,7 @@ func TestStatusMapping(t *testing.T) {
 		{api.PhaseCancelled, api.ReasonUserCancelled, "cancelled", true, 1},
 	}
 	for _, tc := range cases {
-		t.Run(tc.phase+"/"+tc.reason, func(t *testing.T) {
+		t.Run(string(tc.phase)+"/"+string(tc.reason), func(t *testing.T) {
 			t.Parallel()
 			if w := statusWord(tc.phase); w != tc.word {
 				t.Errorf("statusWord = %q, want %q", w, tc.word)
@@ -285,7 +286,7 @@ func TestStatusMapping(t *testing.T) {
 func TestRunView(t *testing.T) {
 	t.Parallel()
 	whole := "the whole answer\n"
-	mk := func(phase, reason string, w *api.WaitingOn, ans *api.Answer) *api.AgentRun {
+	mk := func(phase api.Phase, reason api.Reason, w *api.WaitingOn, ans *api.Answer) *api.AgentRun {
 		r := &api.AgentRun{}
 		r.Metadata.Name = "notes-x7k2p"
 		r.Spec.Agent = "notes"

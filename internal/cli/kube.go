@@ -315,17 +315,17 @@ func cancelResources(cmd *cobra.Command, typ resType, names []string) error {
 			result = &ExitError{Code: ExitFailure}
 			continue
 		}
-		phase := ""
+		var phase api.Phase
 		if v, err := decodeDoc(raw); err == nil {
-			phase = str(lookup(v, "status", "phase"))
+			phase = api.Phase(str(lookup(v, "status", "phase")))
 		}
 		what := "cancelled"
 		switch {
 		case phase == "" || phase == api.PhaseCancelled:
 		case phase == api.PhaseSucceeded || phase == api.PhaseFailed:
-			what = "already finished (" + phase + ")"
+			what = "already finished (" + string(phase) + ")"
 		default:
-			what = "cancelling (now " + phase + ")"
+			what = "cancelling (now " + string(phase) + ")"
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", typ.singular, n, what)
 	}
@@ -697,7 +697,7 @@ once, since it will never change.`,
 }
 
 // terminalPhases never change once reached.
-var terminalPhases = map[string]bool{api.PhaseSucceeded: true, api.PhaseFailed: true, api.PhaseCancelled: true}
+var terminalPhases = map[string]bool{string(api.PhaseSucceeded): true, string(api.PhaseFailed): true, string(api.PhaseCancelled): true}
 
 // waitFor polls one resource every 250ms until cond holds or the deadline passes.
 func waitFor(ctx context.Context, c *client.Client, typ resType, name string, cond waitCondition, timeout time.Duration, deadline time.Time) error {

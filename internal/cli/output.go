@@ -196,7 +196,7 @@ func runRows(items []api.AgentRun, wide bool, now time.Time) (header []string, r
 		header = append(append([]string{}, runHeader...), "MODEL", "ANSWER")
 	}
 	for _, r := range items {
-		row := []string{r.Metadata.Name, r.Spec.Agent, r.Status.Phase, r.Status.Reason, costOf(r.Status.Cost), age(r.Metadata.CreationTimestamp, now)}
+		row := []string{r.Metadata.Name, r.Spec.Agent, string(r.Status.Phase), string(r.Status.Reason), costOf(r.Status.Cost), age(r.Metadata.CreationTimestamp, now)}
 		if wide {
 			model := ""
 			if n := len(r.Status.Turns); n > 0 {
@@ -225,9 +225,9 @@ var stepHeader = []string{"SEQ", "KEY", "KIND", "STATE", "ATTEMPT", "TITLE"}
 func stepRows(steps []api.Step) [][]string {
 	rows := make([][]string, 0, len(steps))
 	for _, s := range steps {
-		state := s.State
+		state := string(s.State)
 		if s.Resolution != "" {
-			state += "(" + s.Resolution + ")"
+			state += "(" + string(s.Resolution) + ")"
 		}
 		rows = append(rows, []string{fmt.Sprint(s.Seq), s.Key, s.Kind, state, fmt.Sprint(s.Attempt), truncate(s.Title, 60)})
 	}

@@ -17,8 +17,8 @@ type runView struct {
 	RunID      string         `json:"run_id"`
 	Agent      string         `json:"agent"`
 	Status     string         `json:"status"`
-	Phase      string         `json:"phase"`
-	Reason     string         `json:"reason,omitempty"`
+	Phase      api.Phase      `json:"phase"`
+	Reason     api.Reason     `json:"reason,omitempty"`
 	Message    string         `json:"message,omitempty"`
 	WaitingOn  *api.WaitingOn `json:"waiting_on,omitempty"`
 	Question   string         `json:"question,omitempty"`
@@ -28,7 +28,7 @@ type runView struct {
 }
 
 // statusWord maps a phase onto the seed's status words.
-func statusWord(phase string) string {
+func statusWord(phase api.Phase) string {
 	switch phase {
 	case api.PhaseQueued:
 		return "queued"
@@ -45,7 +45,7 @@ func statusWord(phase string) string {
 	case api.PhaseCancelled:
 		return "cancelled"
 	}
-	return strings.ToLower(phase)
+	return strings.ToLower(string(phase))
 }
 
 // idleKeepAlive reports whether a run is a keep-alive run waiting for its next message.
@@ -97,7 +97,7 @@ func viewRun(ctx context.Context, c *client.Client, r *api.AgentRun) runView {
 
 // runOutcome says whether waiting on a run is over, and the exit code: 0 Succeeded or an idle
 // keep-alive run (its turn is done), 1 Failed or Cancelled, 8 waiting on a person.
-func runOutcome(phase, reason string) (done bool, code int) {
+func runOutcome(phase api.Phase, reason api.Reason) (done bool, code int) {
 	switch {
 	case phase == api.PhaseSucceeded:
 		return true, ExitOK
@@ -113,12 +113,12 @@ func runOutcome(phase, reason string) (done bool, code int) {
 
 // describeState says what a run is doing: "Waiting (Question): Which region?".
 func describeState(r *api.AgentRun) string {
-	s := r.Status.Phase
+	s := string(r.Status.Phase)
 	if s == "" {
 		s = "(no phase yet)"
 	}
 	if r.Status.Reason != "" {
-		s += " (" + r.Status.Reason + ")"
+		s += " (" + string(r.Status.Reason) + ")"
 	}
 	detail := ""
 	if w := r.Status.WaitingOn; w != nil {

@@ -39,10 +39,10 @@ func newStore(t *testing.T) store.Store {
 }
 
 // events are timeline events of the given types, as a drive emits them.
-func events(types ...string) []api.Event {
+func events(types ...api.EventType) []api.Event {
 	out := make([]api.Event, len(types))
 	for i, typ := range types {
-		out[i] = api.Event{Time: time.Now(), Type: typ, Message: "about " + typ}
+		out[i] = api.Event{Time: time.Now(), Type: typ, Message: "about " + string(typ)}
 	}
 	return out
 }
@@ -91,7 +91,7 @@ func (tc *testConsole) commit(t *testing.T, l store.Lease, w store.Write) {
 
 // running creates run name and has a runner claim it and commit Running with the events given
 // (after run.created): the run is live, its lease held.
-func (tc *testConsole) running(t *testing.T, name string, types ...string) store.Lease {
+func (tc *testConsole) running(t *testing.T, name string, types ...api.EventType) store.Lease {
 	t.Helper()
 	tc.createRun(t, name)
 	l := tc.claim(t, name)

@@ -56,7 +56,7 @@ type liveStatus struct {
 
 func statusOf(run *api.AgentRun) liveStatus {
 	st := run.Status
-	return liveStatus{Phase: st.Phase, Reason: st.Reason, Message: st.Message, WaitingOn: st.WaitingOn,
+	return liveStatus{Phase: string(st.Phase), Reason: string(st.Reason), Message: st.Message, WaitingOn: st.WaitingOn,
 		Cost: costText(st.Cost), View: pageView(run)}
 }
 
@@ -182,7 +182,7 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		}
 		var b strings.Builder
 		for _, ev := range evs {
-			row := liveRow{Seq: ev.Seq, Clock: clock(ev.Time), Type: ev.Type, StepKey: ev.StepKey, Message: ev.Message}
+			row := liveRow{Seq: ev.Seq, Clock: clock(ev.Time), Type: string(ev.Type), StepKey: ev.StepKey, Message: ev.Message}
 			fmt.Fprintf(&b, "id: %d\nevent: timeline\ndata: %s\n\n", ev.Seq, jsonText(row))
 			after = ev.Seq
 		}

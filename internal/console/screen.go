@@ -295,7 +295,7 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !takingOver(run) {
-		now := run.Status.Phase
+		now := string(run.Status.Phase)
 		if wo := run.Status.WaitingOn; wo != nil {
 			now += ", waiting on " + wo.Kind
 		}
@@ -322,7 +322,7 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 		x, y := *req.X, *req.Y
 		err = s.ClickAt(ctx, x, y)
 		done = fmt.Sprintf("clicked at (%d, %d)", x, y)
-		ev = api.Event{Type: "takeover.click", Message: fmt.Sprintf("%s clicked the run's %s at (%d, %d)", by, what, x, y),
+		ev = api.Event{Type: api.EventTakeoverClick, Message: fmt.Sprintf("%s clicked the run's %s at (%d, %d)", by, what, x, y),
 			Data: mustJSON(map[string]any{"by": by, "x": x, "y": y})}
 	case "type":
 		if req.Text == "" {
@@ -337,12 +337,12 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 		err = s.TypeText(ctx, req.Text)
 		// Never the text itself: it may be a password.
 		done = fmt.Sprintf("typed %d characters", n)
-		ev = api.Event{Type: "takeover.type", Message: fmt.Sprintf("%s typed %d characters into the run's %s (the text is not recorded)", by, n, what),
+		ev = api.Event{Type: api.EventTakeoverType, Message: fmt.Sprintf("%s typed %d characters into the run's %s (the text is not recorded)", by, n, what),
 			Data: mustJSON(map[string]any{"by": by, "characters": n})}
 	case "key":
 		err = s.Key(ctx, req.Key)
 		done = "pressed " + req.Key
-		ev = api.Event{Type: "takeover.key", Message: fmt.Sprintf("%s pressed %s in the run's %s", by, req.Key, what),
+		ev = api.Event{Type: api.EventTakeoverKey, Message: fmt.Sprintf("%s pressed %s in the run's %s", by, req.Key, what),
 			Data: mustJSON(map[string]any{"by": by, "key": req.Key})}
 	}
 	switch {
@@ -403,7 +403,7 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !answerable(run) {
-		http.Error(w, "the run is "+run.Status.Phase+" and waits on no answer now: reload its page", http.StatusConflict)
+		http.Error(w, "the run is "+string(run.Status.Phase)+" and waits on no answer now: reload its page", http.StatusConflict)
 		return
 	}
 	text := r.PostForm.Get("answer")
@@ -430,7 +430,7 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	if created {
 		by := c.person(r)
-		if err := c.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "message.received", Message: api.FirstLine(text, 120),
+		if err := c.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventMessageReceived, Message: api.FirstLine(text, 120),
 			Data: mustJSON(map[string]string{"by": by})}}); err != nil {
 			http.Error(w, "the answer was sent, but it could not be recorded in the run's timeline: "+err.Error(), http.StatusInternalServerError)
 			return

@@ -199,8 +199,8 @@ func TestScreenTakeover(t *testing.T) {
 		if strings.Contains(ev.Message, "hunter2") || strings.Contains(string(ev.Data), "hunter2") {
 			t.Errorf("the typed text is in the timeline: %+v", ev)
 		}
-		if strings.HasPrefix(ev.Type, "takeover.") {
-			took = append(took, ev.Type+": "+ev.Message+" "+string(ev.Data))
+		if strings.HasPrefix(string(ev.Type), "takeover.") {
+			took = append(took, string(ev.Type)+": "+ev.Message+" "+string(ev.Data))
 		}
 	}
 	want := []string{

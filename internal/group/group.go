@@ -19,7 +19,7 @@ import (
 func Status(g *api.AgentGroup, members []store.Member) api.AgentGroupStatus {
 	st := g.Status
 	st.Counts = api.GroupCounts{}
-	st.BlockedReasons = map[string]int{}
+	st.BlockedReasons = map[api.Reason]int{}
 	var spent cost.Micros
 	unfinished, failed := 0, false
 	for _, m := range members {

@@ -8,7 +8,7 @@ import (
 )
 
 func TestStatus(t *testing.T) {
-	m := func(phase, reason string, admitted bool, wait string) store.Member {
+	m := func(phase api.Phase, reason api.Reason, admitted bool, wait api.Reason) store.Member {
 		return store.Member{Phase: phase, Reason: reason, Admitted: admitted, Wait: wait, SpentMicros: 10_000}
 	}
 	sealed := func(sealed bool) *api.AgentGroup {
@@ -23,10 +23,11 @@ func TestStatus(t *testing.T) {
 	evalFailed.Spec.Evaluation = &api.EvaluationSpec{}
 	evalFailed.Status.Evaluation = &api.EvaluationStatus{Error: "no agent"}
 	cases := []struct {
-		name          string
-		g             *api.AgentGroup
-		members       []store.Member
-		phase, reason string
+		name    string
+		g       *api.AgentGroup
+		members []store.Member
+		phase   api.GroupPhase
+		reason  api.Reason
 	}{
 		{"sealed and empty", sealed(true), nil, api.GroupSucceeded, ""},
 		{"not sealed", sealed(false), []store.Member{m(api.PhaseSucceeded, "", true, "")}, api.GroupRunning, ""},

@@ -34,7 +34,7 @@ func (j *Journal) waitForSpace(ctx context.Context, w store.Write) (store.Signal
 	waiting.WaitingOn = &api.WaitingOn{Kind: "storage", Detail: "free space on the store's disk"}
 	shown := false
 	show := func() {
-		ev := api.Event{Type: "store.full", Message: waiting.Message}
+		ev := api.Event{Type: api.EventStoreFull, Message: waiting.Message}
 		if _, err := j.st.Commit(ctx, j.lease, store.Write{Status: &waiting, Events: []api.Event{ev}}); err == nil {
 			shown = true
 		}
@@ -54,7 +54,7 @@ func (j *Journal) waitForSpace(ctx context.Context, w store.Write) (store.Signal
 		again := w
 		if shown {
 			// The wait is over with this write: say so and show the status from before it.
-			again.Events = append(append([]api.Event(nil), w.Events...), api.Event{Type: "store.space", Message: "the store has space again; the run goes on"})
+			again.Events = append(append([]api.Event(nil), w.Events...), api.Event{Type: api.EventStoreSpace, Message: "the store has space again; the run goes on"})
 			if again.Status == nil {
 				again.Status = base
 			}

@@ -230,18 +230,18 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 			return Outcome{Result: prev.Result, Replayed: true, CostMicros: prev.CostMicros, Skipped: isSkipped(prev.Result)}, nil
 		case api.StepStarted, api.StepInterrupted:
 			switch prev.Resolution {
-			case "complete":
+			case api.ResolveComplete:
 				return j.finishResolved(ctx, prev, prev.ResolutionResult, false)
-			case "skip":
+			case api.ResolveSkip:
 				return j.finishResolved(ctx, prev, json.RawMessage(`{"skipped":true}`), true)
-			case "retry":
-				j.Emit(api.Event{Type: "step.retried", StepKey: spec.Key, Message: "retrying " + spec.Key + " as a person asked"})
+			case api.ResolveRetry:
+				j.Emit(api.Event{Type: api.EventStepRetried, StepKey: spec.Key, Message: "retrying " + spec.Key + " as a person asked"})
 			default:
 				if !spec.Safe {
 					if prev.State != api.StepInterrupted {
 						st := *prev
 						st.State = api.StepInterrupted
-						j.Emit(api.Event{Type: "step.interrupted", StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; its outcome is uncertain, so it is not repeated without a person", spec.Key)})
+						j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; its outcome is uncertain, so it is not repeated without a person", spec.Key)})
 						if _, err := j.commit(ctx, store.Write{Steps: []api.Step{st}}); err != nil {
 							return Outcome{}, err
 						}
@@ -250,7 +250,7 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 					return Outcome{}, &NeedsResolution{Step: *j.steps[spec.Key], Cause: "interrupted"}
 				}
 				metrics.StepsInterrupts.Inc("repeated")
-				j.Emit(api.Event{Type: "step.interrupted", StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; it is safe to repeat, so it runs again", spec.Key)})
+				j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; it is safe to repeat, so it runs again", spec.Key)})
 			}
 			attempt = prev.Attempt + 1
 		}
@@ -258,7 +258,7 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	j.pause.at("before-intent", spec.Key)
 	argsJSON, _ := json.Marshal(spec.Args)
 	started := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: attempt, ArgsHash: hash, Args: argsJSON, StartedAt: j.now()}
-	j.Emit(api.Event{Type: "step.started", StepKey: spec.Key, Message: spec.Title})
+	j.Emit(api.Event{Type: api.EventStepStarted, StepKey: spec.Key, Message: spec.Title})
 	sig, err := j.commit(ctx, store.Write{Steps: []api.Step{started}})
 	if err != nil {
 		return Outcome{}, err
@@ -277,7 +277,7 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	if err != nil && errors.As(err, &cut) && ctx.Err() == nil {
 		st := started
 		st.State, st.Error = api.StepInterrupted, err.Error()
-		j.Emit(api.Event{Type: "step.interrupted", StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted (%v); its outcome is uncertain, so it is not repeated without a person", spec.Key, cut.Err)})
+		j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted (%v); its outcome is uncertain, so it is not repeated without a person", spec.Key, cut.Err)})
 		if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{st}}); cerr != nil {
 			return Outcome{}, errors.Join(err, cerr)
 		}
@@ -291,7 +291,7 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 			failed.State, failed.Error = api.StepFailed, err.Error()
 			t := j.now()
 			failed.CompletedAt = &t
-			j.Emit(api.Event{Type: "step.failed", StepKey: spec.Key, Message: err.Error()})
+			j.Emit(api.Event{Type: api.EventStepFailed, StepKey: spec.Key, Message: err.Error()})
 			if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{failed}}); cerr != nil {
 				return Outcome{}, errors.Join(err, cerr)
 			}
@@ -308,7 +308,7 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	done.CostMicros = cost
 	t := j.now()
 	done.CompletedAt = &t
-	j.Emit(api.Event{Type: "step.completed", StepKey: spec.Key, Message: spec.Title})
+	j.Emit(api.Event{Type: api.EventStepCompleted, StepKey: spec.Key, Message: spec.Title})
 	var files []store.FileWrite
 	if spec.Files != nil {
 		if files, err = spec.Files(); err != nil {
@@ -346,7 +346,7 @@ func (j *Journal) finishResolved(ctx context.Context, prev *api.Step, result jso
 	if skipped {
 		what = "skipped by a person; the agent is told it was interrupted"
 	}
-	j.Emit(api.Event{Type: "step.resolved", StepKey: prev.Key, Message: prev.Key + " " + what})
+	j.Emit(api.Event{Type: api.EventStepResolved, StepKey: prev.Key, Message: prev.Key + " " + what})
 	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}}); err != nil {
 		return Outcome{}, err
 	}
@@ -368,7 +368,7 @@ func (j *Journal) Record(ctx context.Context, spec Spec, result any) (json.RawMe
 	st := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: 1, ArgsHash: Hash(spec.Args), Args: argsJSON, StartedAt: t}
 	done := st
 	done.State, done.Result, done.CompletedAt = api.StepCompleted, out, &t
-	j.Emit(api.Event{Type: "step.completed", StepKey: spec.Key, Message: spec.Title})
+	j.Emit(api.Event{Type: api.EventStepCompleted, StepKey: spec.Key, Message: spec.Title})
 	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{st, done}}); err != nil {
 		return nil, err
 	}
@@ -444,7 +444,7 @@ func (j *Journal) Await(ctx context.Context, spec Spec) (json.RawMessage, bool, 
 		done.State, done.Result = api.StepCompleted, out
 		t := j.now()
 		done.CompletedAt = &t
-		j.Emit(api.Event{Type: "step.completed", StepKey: spec.Key, Message: spec.Title + ": " + prev.Resolution})
+		j.Emit(api.Event{Type: api.EventStepCompleted, StepKey: spec.Key, Message: spec.Title + ": " + string(prev.Resolution)})
 		if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}}); err != nil {
 			return nil, false, err
 		}
@@ -452,7 +452,7 @@ func (j *Journal) Await(ctx context.Context, spec Spec) (json.RawMessage, bool, 
 	}
 	argsJSON, _ := json.Marshal(spec.Args)
 	st := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: 1, ArgsHash: hash, Args: argsJSON, StartedAt: j.now()}
-	j.Emit(api.Event{Type: "step.started", StepKey: spec.Key, Message: spec.Title})
+	j.Emit(api.Event{Type: api.EventStepStarted, StepKey: spec.Key, Message: spec.Title})
 	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{st}}); err != nil {
 		return nil, false, err
 	}

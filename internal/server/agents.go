@@ -37,6 +37,9 @@ func (s *Server) validateAgent(ctx context.Context, a *api.Agent) error {
 	if err := s.resolveComputer(ctx, a); err != nil {
 		return err
 	}
+	if err := s.resolveSkills(ctx, a); err != nil {
+		return err
+	}
 	if a.Spec.Approvals != nil {
 		if field, err := policy.Validate(*a.Spec.Approvals); err != nil {
 			return api.Invalid("spec.approvals."+field, "%v", err)
@@ -59,7 +62,7 @@ func withTools(a *api.Agent) *api.Agent {
 	if a.Spec.Computer != nil && a.Spec.Computer.Kind != "" {
 		kind = a.Spec.Computer.Kind
 	}
-	a.Status.Tools = catalog.Offered(kind, a.Spec.Tools)
+	a.Status.Tools = catalog.OfferedWith(kind, a.Spec.Tools, len(a.Spec.Skills) > 0)
 	return a
 }
 

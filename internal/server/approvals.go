@@ -50,9 +50,9 @@ func (s *Server) approvalViews(r *http.Request, run string) ([]approvalView, err
 		v := approvalView{ID: st.Seq, StepKey: st.Key, Tool: args.Tool, Input: args.Input, Reason: args.Reason, Rule: args.Rule, State: "pending", AskedAt: st.StartedAt}
 		decision, by, note := st.Resolution, "", ""
 		var res struct {
-			Decision string `json:"decision"`
-			By       string `json:"by"`
-			Reason   string `json:"reason"`
+			Decision api.Resolution `json:"decision"`
+			By       string         `json:"by"`
+			Reason   string         `json:"reason"`
 		}
 		if st.State == api.StepCompleted && json.Unmarshal(st.Result, &res) == nil {
 			decision, by, note = res.Decision, res.By, res.Reason
@@ -148,7 +148,7 @@ func (s *Server) decide(r *http.Request, name string, id int64, decision, reason
 	if err := s.Store.ResolveStep(r.Context(), name, target.StepKey, decision, res); err != nil {
 		return nil, err
 	}
-	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "approval." + decision, StepKey: target.StepKey, Message: by + " " + decision + "d " + target.Tool}})
+	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.ApprovalEvent(decision), StepKey: target.StepKey, Message: by + " " + decision + "d " + target.Tool}})
 	target.State = map[string]string{"approve": "approved", "deny": "denied"}[decision]
 	target.DecidedBy, target.Note = by, reason
 	return target, nil

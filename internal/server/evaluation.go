@@ -92,7 +92,7 @@ func (s *Server) loadEnvironment(w http.ResponseWriter, r *http.Request) {
 type EvalResults struct {
 	api.TypeMeta `json:",inline"`
 	Group        string                `json:"group"`
-	Phase        string                `json:"phase"`
+	Phase        api.GroupPhase        `json:"phase"`
 	Evaluation   *api.EvaluationStatus `json:"evaluation"`
 	Items        []api.EvalCase        `json:"items"`
 }

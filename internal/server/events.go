@@ -84,7 +84,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if api.Finished(run.Status.Phase) {
-			fmt.Fprintf(w, "event: end\ndata: %s\n\n", mustJSON(map[string]string{"phase": run.Status.Phase, "reason": run.Status.Reason}))
+			fmt.Fprintf(w, "event: end\ndata: %s\n\n", mustJSON(map[string]string{"phase": string(run.Status.Phase), "reason": string(run.Status.Reason)}))
 			flusher.Flush()
 			return
 		}

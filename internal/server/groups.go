@@ -294,7 +294,7 @@ func (s *Server) cancelGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, run := range requested {
-		s.Store.AppendEvents(r.Context(), run, []api.Event{{Type: "run.cancel_requested", Message: "group " + name + " was cancelled"}})
+		s.Store.AppendEvents(r.Context(), run, []api.Event{{Type: api.EventRunCancelRequested, Message: "group " + name + " was cancelled"}})
 		if s.Interrupt != nil {
 			s.Interrupt(run)
 		}
@@ -395,7 +395,7 @@ func (s *Server) createRunList(w http.ResponseWriter, r *http.Request, body []by
 	}
 	if !replayed {
 		for _, run := range out {
-			s.Store.AppendEvents(r.Context(), run.Metadata.Name, []api.Event{{Type: "run.created", Message: "queued for agent " + run.Spec.Agent + " revision " + itoa(int(run.Status.AgentRevision))}})
+			s.Store.AppendEvents(r.Context(), run.Metadata.Name, []api.Event{{Type: api.EventRunCreated, Message: "queued for agent " + run.Spec.Agent + " revision " + itoa(int(run.Status.AgentRevision))}})
 		}
 		s.kickGroups()
 	}

@@ -25,7 +25,7 @@ func (s *Server) prices() *cost.Table {
 // checkModel refuses, at run creation, a capped run on a model the price table does not know
 // (unless the agent allows unpriced models), and a BYOK run whose secret is missing.
 func (s *Server) checkModel(ctx context.Context, spec *api.AgentSpec) error {
-	if spec.Model.Access == "BYOK" {
+	if spec.Model.Access == api.AccessBYOK {
 		if _, err := s.Store.GetSecret(ctx, spec.Model.APIKeySecret); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return api.Errorf(http.StatusUnprocessableEntity, api.CodeSecretNotFound, "spec.model.apiKeySecret",
@@ -112,7 +112,7 @@ func (s *Server) raiseCap(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "run.cap_raised", Message: "the run's cap was raised to $" + newCap.String()}})
+	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventRunCapRaised, Message: "the run's cap was raised to $" + newCap.String()}})
 	writeJSON(w, http.StatusOK, run)
 }
 

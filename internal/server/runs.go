@@ -43,7 +43,7 @@ func (s *Server) prepareRun(r *http.Request, run *api.AgentRun) error {
 	limit, _ := cost.ParseUSD(run.Spec.MaxCostUSD)
 	st := api.AgentRunStatus{Phase: api.PhaseQueued, AgentRevision: ag.Status.Revision, ConsoleURL: s.consoleURL(run.Metadata.Name),
 		Cost: &api.RunCost{TotalUSD: cost.Micros(0).String(), LimitUSD: limit.String(), Billing: "credits"}}
-	if ag.Spec.Model.Access == "BYOK" {
+	if ag.Spec.Model.Access == api.AccessBYOK {
 		st.Cost.LimitUSD, st.Cost.Billing = "", "none" // not billed here, no cap to reach
 	}
 	if run.Spec.Deadline != "" {
@@ -68,7 +68,7 @@ func (s *Server) insertRun(w http.ResponseWriter, r *http.Request, run *api.Agen
 		writeErr(w, err)
 		return
 	}
-	s.Store.AppendEvents(r.Context(), run.Metadata.Name, []api.Event{{Type: "run.created", Message: "queued for agent " + run.Spec.Agent + " revision " + itoa(int(run.Status.AgentRevision))}})
+	s.Store.AppendEvents(r.Context(), run.Metadata.Name, []api.Event{{Type: api.EventRunCreated, Message: "queued for agent " + run.Spec.Agent + " revision " + itoa(int(run.Status.AgentRevision))}})
 	if apply {
 		w.Header().Set("X-Agentrun-Apply", "created")
 	}
@@ -190,7 +190,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.RunFilter{Agent: q.Get("agent"), Phase: q.Get("phase")}
+	f := store.RunFilter{Agent: q.Get("agent"), Phase: api.Phase(q.Get("phase"))}
 	for _, sel := range strings.Split(q.Get("fieldSelector"), ",") {
 		if sel == "" {
 			continue
@@ -200,7 +200,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		case ok && k == "spec.agent":
 			f.Agent = v
 		case ok && k == "status.phase":
-			f.Phase = v
+			f.Phase = api.Phase(v)
 		case ok && k == "spec.group":
 			f.Group = v
 		default:
@@ -268,7 +268,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if created {
-		s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "message.received", Message: api.FirstLine(*m.Payload, 120)}})
+		s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventMessageReceived, Message: api.FirstLine(*m.Payload, 120)}})
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"message": msg, "created": created})
 }
@@ -296,7 +296,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "run.cancel_requested", Message: "a user asked to cancel the run"}})
+	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventRunCancelRequested, Message: "a user asked to cancel the run"}})
 	if s.Interrupt != nil {
 		s.Interrupt(name)
 	}
@@ -480,7 +480,7 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: "run.resolution", StepKey: key, Message: "a person chose " + b.Action + " for " + key}})
+	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventRunResolution, StepKey: key, Message: "a person chose " + b.Action + " for " + key}})
 	run, err = s.Store.GetRun(r.Context(), name)
 	if err != nil {
 		writeErr(w, err)

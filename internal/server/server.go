@@ -111,6 +111,7 @@ func (s *Server) Handler() http.Handler {
 	v2.HandleFunc("GET /v2/agentruns/{name}/files/{path...}", s.getFile)
 	v2.HandleFunc("POST /v2/agentruns/{name}/resolve", s.resolve)
 	s.groupRoutes(v2)
+	s.skillRoutes(v2)
 	v2.HandleFunc("GET /v2/agentruns/{name}/approvals", s.listApprovals)
 	v2.HandleFunc("POST /v2/agentruns/{name}/approvals/{id}", s.decideApproval)
 	v2.HandleFunc("/v2/", func(w http.ResponseWriter, r *http.Request) { notFoundOrNotAllowed(v2, "/v2/", w, r) })
@@ -335,8 +336,8 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	if counts, err := s.Store.CountRuns(r.Context()); err == nil {
 		metrics.RunsByPhase.SetAll(func(set func(float64, ...string)) {
-			for _, p := range []string{api.PhaseQueued, api.PhaseRunning, api.PhaseWaiting, api.PhaseNeedsResolution, api.PhaseSucceeded, api.PhaseFailed, api.PhaseCancelled} {
-				set(float64(counts[p]), p)
+			for _, p := range api.Phases {
+				set(float64(counts[string(p)]), string(p))
 			}
 		})
 	}

@@ -65,13 +65,13 @@ type Member struct {
 	Name      string
 	TaskKey   string
 	Seq       int64
-	Phase     string
-	Reason    string
+	Phase     api.Phase
+	Reason    api.Reason
 	Admitted  bool
 	Leased    bool
 	DependsOn []string
 	// Wait is why a queued member waits: DependencyWait, MaxActiveReached or MaxCostReached.
-	Wait            string
+	Wait            api.Reason
 	CapMicros       cost.Micros
 	SpentMicros     cost.Micros
 	CancelRequested bool
@@ -96,7 +96,7 @@ type MemberUpdate struct {
 	// Status is the member's new status (admitted, waiting with a reason, or finished).
 	Status api.AgentRunStatus
 	// Wait is the new wait kind (empty when admitted or finished).
-	Wait string
+	Wait api.Reason
 	// Event is added to the member's timeline.
 	Event api.Event
 }
@@ -139,17 +139,17 @@ func PlanAdmission(g *api.AgentGroup, members []Member, now time.Time) []MemberU
 	}
 	cancelled := g.Status.CancelRequested
 	var out []MemberUpdate
-	blocked := "" // once a run waits for the group, later ones wait too (first come, first served)
+	var blocked api.Reason // once a run waits for the group, later ones wait too (first come, first served)
 	for i := range members {
 		m := &members[i]
 		if m.Admitted || m.Phase != api.PhaseQueued || m.Status == nil {
 			continue
 		}
 		st := *m.Status
-		finish := func(phase, reason, msg string) {
+		finish := func(phase api.Phase, reason api.Reason, msg string) {
 			t := now.UTC()
 			st.Phase, st.Reason, st.Message, st.WaitingOn, st.FinishedAt, st.CancelRequested = phase, reason, msg, nil, &t, false
-			out = append(out, MemberUpdate{Name: m.Name, Status: st, Event: api.Event{Time: now, Type: "run." + lower(phase), Message: msg}})
+			out = append(out, MemberUpdate{Name: m.Name, Status: st, Event: api.Event{Time: now, Type: api.FinishEvent(phase), Message: msg}})
 			m.Phase, m.Reason = phase, reason
 		}
 		if cancelled || m.CancelRequested {
@@ -160,7 +160,8 @@ func PlanAdmission(g *api.AgentGroup, members []Member, now time.Time) []MemberU
 			finish(api.PhaseFailed, api.ReasonDeadlineExceeded, "the run's deadline passed at "+st.Deadline.Format(time.RFC3339)+" before it could start")
 			continue
 		}
-		depWait, depEnd := "", ""
+		var depEnd api.Reason
+		depWait := ""
 		for _, k := range m.DependsOn {
 			d := byKey[k]
 			switch {
@@ -181,7 +182,8 @@ func PlanAdmission(g *api.AgentGroup, members []Member, now time.Time) []MemberU
 			finish(api.PhaseCancelled, depEnd, depWait)
 			continue
 		}
-		wait, reason, msg := "", "", ""
+		var wait, reason api.Reason
+		msg := ""
 		switch {
 		case depWait != "":
 			wait, reason, msg = api.ReasonDependencyWait, api.ReasonDependencyWait, depWait
@@ -213,19 +215,9 @@ func PlanAdmission(g *api.AgentGroup, members []Member, now time.Time) []MemberU
 		committed += m.CapMicros
 		st.Reason, st.Message = "", "admitted by group "+g.Metadata.Name+"; waiting for a runner"
 		out = append(out, MemberUpdate{Name: m.Name, Admit: true, Status: st,
-			Event: api.Event{Time: now, Type: "run.admitted", Message: fmt.Sprintf("admitted by group %s (%d of %d active)", g.Metadata.Name, active, maxActive)}})
+			Event: api.Event{Time: now, Type: api.EventRunAdmitted, Message: fmt.Sprintf("admitted by group %s (%d of %d active)", g.Metadata.Name, active, maxActive)}})
 	}
 	return out
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // CheckMember checks a new member run against its group and the members already there (in the
@@ -299,7 +291,7 @@ type NewMember struct {
 	Group, TaskKey string
 	Seq            int64
 	// Wait is the initial wait kind (DependencyWait or none).
-	Wait      string
+	Wait      api.Reason
 	DependsOn []string // never nil
 	CapMicros cost.Micros
 }
@@ -325,7 +317,7 @@ func (bg *BatchGroup) AddMember(r *api.AgentRun, keys map[string]bool) (NewMembe
 }
 
 // InitialMemberStatus sets a new member's waiting reason before its first admission pass.
-func InitialMemberStatus(r *api.AgentRun) (wait string) {
+func InitialMemberStatus(r *api.AgentRun) (wait api.Reason) {
 	if len(r.Spec.DependsOn) > 0 {
 		r.Status.Reason, r.Status.Message = api.ReasonDependencyWait, "waiting for dependencies "+fmt.Sprint(r.Spec.DependsOn)
 		return api.ReasonDependencyWait

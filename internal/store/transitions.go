@@ -25,7 +25,7 @@ const (
 // RunRow is what the transitions read of a run's row: its phase column, its status and whether
 // a runner holds its lease.
 type RunRow struct {
-	Phase  string
+	Phase  api.Phase
 	Status api.AgentRunStatus
 	Leased bool
 }

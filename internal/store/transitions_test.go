@@ -7,7 +7,7 @@ import (
 	"agentrun.dev/agentrun/internal/api"
 )
 
-func waiting(reason string, on *api.WaitingOn) api.AgentRunStatus {
+func waiting(reason api.Reason, on *api.WaitingOn) api.AgentRunStatus {
 	return api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: reason, Message: "waits", WaitingOn: on}
 }
 
@@ -215,8 +215,9 @@ func TestSmallRules(t *testing.T) {
 		t.Error("GroupSpecChanged")
 	}
 	for _, c := range []struct {
-		group, phase string
-		want         bool
+		group string
+		phase api.Phase
+		want  bool
 	}{{"", api.PhaseQueued, true}, {"g", api.PhaseQueued, false}, {"", api.PhaseCancelled, false}} {
 		r := &api.AgentRun{Spec: api.AgentRunSpec{Group: c.group}, Status: api.AgentRunStatus{Phase: c.phase}}
 		if got := ClaimableOnCreate(r); got != c.want {

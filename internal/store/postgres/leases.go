@@ -259,7 +259,7 @@ func eventArrays(evs []api.Event) (times []*time.Time, types, keys, msgs []strin
 			t := ev.Time
 			times[i] = &t
 		}
-		types[i], keys[i], msgs[i] = pgText(ev.Type), pgText(ev.StepKey), pgText(ev.Message)
+		types[i], keys[i], msgs[i] = pgText(string(ev.Type)), pgText(ev.StepKey), pgText(ev.Message)
 		if len(ev.Data) > 0 {
 			d := string(ev.Data)
 			data[i] = &d

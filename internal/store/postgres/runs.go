@@ -347,7 +347,7 @@ func queueEvents(b *pgx.Batch, run string, first int64, evs []api.Event) {
 			t = ev.Time
 		}
 		b.Queue(`INSERT INTO run_events (run, seq, time, type, step_key, message, data) VALUES ($1, $2, COALESCE($3::timestamptz, now()), $4, $5, $6, $7)`,
-			run, first+int64(i), t, pgText(ev.Type), pgText(ev.StepKey), pgText(ev.Message), nullJSON(ev.Data))
+			run, first+int64(i), t, pgText(string(ev.Type)), pgText(ev.StepKey), pgText(ev.Message), nullJSON(ev.Data))
 	}
 }
 

@@ -71,7 +71,7 @@ func apiCode(err error) api.Code {
 }
 
 // finishLeased commits a terminal phase under l and releases it.
-func finishLeased(t *testing.T, s store.Store, l store.Lease, phase, total string) {
+func finishLeased(t *testing.T, s store.Store, l store.Lease, phase api.Phase, total string) {
 	t.Helper()
 	mustCommit(t, s, l, store.Write{Status: &api.AgentRunStatus{Phase: phase, Reason: api.ReasonCompleted, AgentRevision: 1,
 		Cost: &api.RunCost{TotalUSD: total}}, Release: true})
@@ -190,7 +190,7 @@ func testGroups(t *testing.T, open opener) {
 		}
 		finishLeased(t, s, leases["g-b"], api.PhaseFailed, "0")
 		admit(t, s, "g")
-		for name, want := range map[string]string{"g-c": api.ReasonDependencyFailed, "g-e": api.ReasonDependencyFailed, "g-d": api.ReasonDependencyCancelled} {
+		for name, want := range map[string]api.Reason{"g-c": api.ReasonDependencyFailed, "g-e": api.ReasonDependencyFailed, "g-d": api.ReasonDependencyCancelled} {
 			r := mustGetRun(t, s, name)
 			if r.Status.Phase != api.PhaseCancelled || r.Status.Reason != want || r.Status.FinishedAt == nil {
 				t.Errorf("%s: %s/%s, want Cancelled/%s", name, r.Status.Phase, r.Status.Reason, want)

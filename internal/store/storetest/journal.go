@@ -28,7 +28,7 @@ func testJournal(t *testing.T, open opener) {
 		for i, want := range []struct {
 			key   string
 			seq   int64
-			state string
+			state api.StepState
 			att   int
 		}{{"a", 1, api.StepCompleted, 1}, {"b", 2, api.StepStarted, 1}, {"c", 3, api.StepStarted, 3}} {
 			st := steps[i]

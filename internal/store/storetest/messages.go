@@ -13,7 +13,7 @@ import (
 )
 
 // finish claims run (the only claimable run) and commits a terminal phase with a release.
-func finish(t *testing.T, s store.Store, run, phase string) {
+func finish(t *testing.T, s store.Store, run string, phase api.Phase) {
 	t.Helper()
 	l := mustClaim(t, s, newOwner("runner"), run, longTTL)
 	mustCommit(t, s, l, store.Write{
@@ -134,17 +134,17 @@ func testMessages(t *testing.T, open opener) {
 	t.Run("FinishedRunRefuses", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
-		for _, phase := range []string{api.PhaseSucceeded, api.PhaseFailed, api.PhaseCancelled} {
-			run := "run-" + phase
+		for _, phase := range []api.Phase{api.PhaseSucceeded, api.PhaseFailed, api.PhaseCancelled} {
+			run := "run-" + string(phase)
 			mustCreateRun(t, s, run)
 			if _, _, err := s.AddMessage(bg, run, "early", "before the end"); err != nil {
 				t.Fatalf("AddMessage(%s) while live: %v", run, err)
 			}
 			finish(t, s, run, phase)
 			_, _, err := s.AddMessage(bg, run, "", "too late")
-			wantErr(t, "AddMessage on a "+phase+" run", err, store.ErrFinished)
+			wantErr(t, "AddMessage on a "+string(phase)+" run", err, store.ErrFinished)
 			_, _, err = s.AddMessage(bg, run, "late", "too late")
-			wantErr(t, "AddMessage with a key on a "+phase+" run", err, store.ErrFinished)
+			wantErr(t, "AddMessage with a key on a "+string(phase)+" run", err, store.ErrFinished)
 			if msgs, err := s.ListMessages(bg, run, 0); err != nil || len(msgs) != 1 {
 				t.Errorf("ListMessages(%s) = %s, %v; want only the message sent while live", run, js(msgs), err)
 			}

@@ -93,7 +93,10 @@ func testRuns(t *testing.T, open opener) {
 	t.Run("ListFilters", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
-		runs := []struct{ name, agent, phase string }{
+		runs := []struct {
+			name, agent string
+			phase       api.Phase
+		}{
 			{"r1", "agent-a", api.PhaseQueued},
 			{"r2", "agent-b", api.PhaseQueued},
 			{"r3", "agent-a", api.PhaseWaiting},
@@ -218,7 +221,7 @@ func testCountRuns(t *testing.T, open opener) {
 		mustCreateRun(t, s, "run-2")
 		mustCreateRun(t, s, "run-3")
 		c, err := s.CountRuns(bg)
-		if err != nil || c[api.PhaseQueued] != 2 || c[api.PhaseSucceeded] != 1 || len(c) != 2 {
+		if err != nil || c[string(api.PhaseQueued)] != 2 || c[string(api.PhaseSucceeded)] != 1 || len(c) != 2 {
 			t.Errorf("CountRuns = %v, %v; want 2 Queued and 1 Succeeded", c, err)
 		}
 	})

@@ -64,6 +64,9 @@ type Entry struct {
 	Dev bool
 	// MatchPath: approval patterns match the input's path as a path ("*" within a folder).
 	MatchPath bool
+	// MatchKey names the input key approval patterns match (web_fetch's url); "" for the first
+	// of matchKeys the input has.
+	MatchKey string
 
 	input reflect.Type
 	index map[string][]int
@@ -92,9 +95,14 @@ func (e *Entry) Brings(kind string) bool { return contains(e.ComesWith, kind) }
 
 // NotBuilt names tools the documents describe that this server does not have yet, with why;
 // validation refuses them with that reason instead of "unknown tool".
-var NotBuilt = map[string]string{
-	"web_fetch": "web_fetch is not built yet; give the agent a browser computer (browser_open) or a sandbox with network: true",
-}
+var NotBuilt = map[string]string{}
+
+// WebFetchName is the server-side fetcher; SkillName reads the agent's skills (offered to every
+// agent that names skills, whether spec.tools lists it or not).
+const (
+	WebFetchName = "web_fetch"
+	SkillName    = "skill"
+)
 
 // The typed inputs, one per tool.
 type (
@@ -189,6 +197,15 @@ type (
 	}
 	DesktopKey struct {
 		Keys string `json:"keys"`
+	}
+	WebFetch struct {
+		URL      string  `json:"url"`
+		Method   *string `json:"method"`
+		MaxBytes *int64  `json:"maxBytes"`
+	}
+	Skill struct {
+		Name string  `json:"name"`
+		File *string `json:"file"`
 	}
 )
 
@@ -345,6 +362,24 @@ var entries = []*Entry{
 			"Several separated by spaces are pressed one after another (\"ctrl+a Delete\").",
 		Fields: []Field{req("keys", "The key or combination, e.g. \"ctrl+s\".")}}, DesktopKey{}),
 
+	build(&Entry{Name: WebFetchName, ReadOnly: true, MatchKey: "url",
+		Description: "Fetch an http:// or https:// URL from the server (GET, or HEAD for the status and headers only) and read it: " +
+			"HTML comes back as markdown with its links kept, text and JSON as they are, other content types are described, not shown. " +
+			"At most 5 redirects are followed; the body is cut at maxBytes (default 1 MiB) and the result says when it was. " +
+			"Only public addresses are reached (not loopback, private networks or cloud metadata), and only when your computer has the network.",
+		Fields: []Field{
+			req("url", "The http:// or https:// URL to fetch, e.g. \"https://go.dev/doc/\"."),
+			opt("method", "GET (default) or HEAD.").enum("GET", "HEAD"),
+			opt("maxBytes", "Read at most this many bytes of the body (default 1048576, at most 10485760).").between(1, 10<<20),
+		}}, WebFetch{}),
+	build(&Entry{Name: SkillName, ReadOnly: true, MatchKey: "name",
+		Description: "Read one of your skills (listed in your instructions with what each is for): without file, its SKILL.md, " +
+			"which says how to do the task and names the skill's other files; with file, that file of the skill. " +
+			"Read a skill before a task it fits, and follow it.",
+		Fields: []Field{
+			req("name", "The skill's name, as your instructions list it."),
+			opt("file", "A file of the skill, relative to its folder (e.g. \"reference.md\"); default SKILL.md."),
+		}}, Skill{}),
 	build(&Entry{Name: AskPersonName,
 		Description: "Ask the person you are working for a question and wait for their answer. " +
 			"Use it when you need a decision, a preference or information that only they have and cannot find in the run folder; " +
@@ -473,7 +508,18 @@ func ComputerTools(kind string) []string {
 // Offered names the tools a run of an agent is offered, in the order the model is told about
 // them: those spec.tools lists (a computer tool its computer brings only in its place below),
 // then those that come with its computer of kind and the list left out.
-func Offered(kind string, listed []string) []string {
+func Offered(kind string, listed []string) []string { return OfferedWith(kind, listed, false) }
+
+// OfferedWith is Offered for an agent that names skills (hasSkills): the skill tool comes last.
+func OfferedWith(kind string, listed []string, hasSkills bool) []string {
+	out := offered(kind, listed)
+	if hasSkills && !contains(out, SkillName) {
+		out = append(out, SkillName)
+	}
+	return out
+}
+
+func offered(kind string, listed []string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, n := range listed {

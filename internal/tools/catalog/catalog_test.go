@@ -182,16 +182,13 @@ func TestOffered(t *testing.T) {
 
 func TestCheckListed(t *testing.T) {
 	t.Parallel()
-	if why := CheckListed("web_fetch"); !strings.Contains(why, "not built yet") {
-		t.Errorf("web_fetch: %q", why)
-	}
 	if why := CheckListed("dev_count"); why == "" {
 		t.Error("dev_count listable without the server")
 	}
 	if why := CheckListed("bogus"); !strings.Contains(why, `unknown tool "bogus"`) {
 		t.Errorf("bogus: %q", why)
 	}
-	for _, n := range []string{"read", "bash", "browser_open", "desktop_key", "ask_person"} {
+	for _, n := range []string{"read", "bash", "browser_open", "desktop_key", "ask_person", "web_fetch"} {
 		if why := CheckListed(n); why != "" {
 			t.Errorf("%s: %q", n, why)
 		}
@@ -288,4 +285,29 @@ func FuzzDecodeInput(f *testing.F) {
 			t.Fatalf("bash %q: policy command %q, tool runs %q", raw, c, in.Value.(*Bash).Command)
 		}
 	})
+}
+
+// web_fetch's approval patterns match its url, whatever other keys are given; skill's its name.
+func TestMatchKey(t *testing.T) {
+	t.Parallel()
+	in, err := Decode(WebFetchName, []byte(`{"method":"GET","url":"https://docs.example.com/a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.Arg(); got != "https://docs.example.com/a" {
+		t.Errorf("web_fetch Arg = %q", got)
+	}
+	in, err = Decode(SkillName, []byte(`{"file":"x.md","name":"pdf"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.Arg(); got != "pdf" {
+		t.Errorf("skill Arg = %q", got)
+	}
+	if _, err := Decode(WebFetchName, []byte(`{"url":"https://x","method":"POST"}`)); err == nil {
+		t.Error("method POST accepted")
+	}
+	if got := OfferedWith("none", []string{"web_fetch"}, true); strings.Join(got, ",") != "web_fetch,skill" {
+		t.Errorf("OfferedWith = %v", got)
+	}
 }

@@ -39,6 +39,8 @@ type Input struct {
 	shell bool
 	// path marks a tool whose main argument is a path in the run folder.
 	path bool
+	// match is the entry's MatchKey.
+	match string
 }
 
 // matchKeys are, in order, the keys whose value approval patterns match: the command for
@@ -59,7 +61,12 @@ func (in Input) Command() (string, bool) {
 }
 
 // Arg is the argument an approval pattern is matched against ("" when the input has none).
-func (in Input) Arg() string { return first(in.strs, matchKeys) }
+func (in Input) Arg() string {
+	if in.match != "" {
+		return in.strs[in.match]
+	}
+	return first(in.strs, matchKeys)
+}
 
 // IsPath reports whether Arg is a path in the run folder (the file tools).
 func (in Input) IsPath() bool { return in.path }
@@ -239,7 +246,7 @@ func (e *Entry) decode(raw json.RawMessage, required bool) (Input, error) {
 		return Input{}, err
 	}
 	v := reflect.New(e.input)
-	in := Input{Tool: e.Name, Value: v.Interface(), strs: map[string]string{}, path: e.MatchPath}
+	in := Input{Tool: e.Name, Value: v.Interface(), strs: map[string]string{}, path: e.MatchPath, match: e.MatchKey}
 	given := map[string]bool{}
 	for _, m := range members {
 		f, ok := e.field(m.key)

@@ -1,0 +1,276 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/model/fake"
+)
+
+// site is a local web server that counts the requests of each path.
+type site struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func newSite(t *testing.T, h http.Handler) *site {
+	s := &site{hits: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *site) count(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[path]
+}
+
+func (s *site) total() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, v := range s.hits {
+		n += v
+	}
+	return n
+}
+
+func (s *site) hostPort() string { return strings.TrimPrefix(s.URL, "http://") }
+
+// pages is the test site: a page with links, a long text, an endless redirect chain and a
+// redirect to another port on loopback.
+func pages(other string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><html><head><title>Docs</title><style>p{}</style></head><body>
+<h1>Release notes</h1><p>Read <a href="/docs/install">the install guide</a> first.</p><ul><li>one</li><li>two</li></ul></body></html>`)
+	})
+	mux.HandleFunc("/docs/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(w, "docs page "+r.URL.Path)
+	})
+	mux.HandleFunc("/docs/jump", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/page", http.StatusFound) })
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, strings.Repeat("0123456789", 1000))
+	})
+	mux.HandleFunc("/count", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"fetched": true}`)
+	})
+	mux.HandleFunc("/loop/", func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		fmt.Sscanf(strings.TrimPrefix(r.URL.Path, "/loop/"), "%d", &n)
+		http.Redirect(w, r, fmt.Sprintf("/loop/%d", n+1), http.StatusFound)
+	})
+	mux.HandleFunc("/elsewhere", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+other+"/secret", http.StatusFound)
+	})
+	return mux
+}
+
+// fetchScript makes one entry per case: turn 0 calls web_fetch with the input, turn 1 answers
+// with the tool's result.
+func fetchScript(cases map[string]string) string {
+	var b strings.Builder
+	b.WriteString("entries:\n")
+	for match, input := range cases {
+		fmt.Fprintf(&b, "  - name: %q\n    match: %q\n    turns:\n      - tool_calls:\n          - name: web_fetch\n            input: %s\n      - text: \"result: {{last_tool_result}}\"\n", match, match, input)
+	}
+	return b.String()
+}
+
+func (e *env) mustAgent(name, body string) {
+	e.t.Helper()
+	var out api.Error
+	if st := e.do("PUT", "/v2/agents/"+name, body, &out); st != 201 && st != 200 {
+		e.t.Fatalf("create agent %s: HTTP %d %+v", name, st, out)
+	}
+}
+
+func (e *env) startRun(agent, name, input string) {
+	e.t.Helper()
+	if st := e.do("POST", "/v2/agentruns", fmt.Sprintf(`{"kind":"AgentRun","metadata":{"name":%q},"spec":{"agent":%q,"input":%q}}`, name, agent, input), nil); st != 201 {
+		e.t.Fatalf("start run %s: HTTP %d", name, st)
+	}
+}
+
+func (e *env) answerOf(name string) string {
+	e.t.Helper()
+	r := e.waitPhase(name, 60*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseWaiting, api.PhaseNeedsResolution)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil {
+		e.t.Fatalf("run %s: %s/%s %s", name, r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	if r.Status.Answer.Truncated {
+		e.t.Fatalf("run %s: the answer is over the preview's size", name)
+	}
+	return r.Status.Answer.Preview
+}
+
+// TestWebFetch runs web_fetch through the real binary against a local site that --fetch-allow
+// opens: HTML comes back as markdown with its links made absolute, maxBytes cuts and says so,
+// a sixth redirect is refused, a redirect to another port on loopback is refused naming the
+// address (the other server sees nothing), a file:// URL is refused, and an agent whose
+// computer has no network is refused before anything is fetched.
+func TestWebFetch(t *testing.T) {
+	t.Parallel()
+	other := newSite(t, http.NotFoundHandler())
+	s := newSite(t, pages(other.hostPort()))
+	cases := map[string]string{
+		"Fetch the page":  fmt.Sprintf(`{url: %q}`, s.URL+"/page"),
+		"Fetch big":       fmt.Sprintf(`{url: %q, maxBytes: 100}`, s.URL+"/big"),
+		"Fetch the loop":  fmt.Sprintf(`{url: %q}`, s.URL+"/loop/0"),
+		"Fetch elsewhere": fmt.Sprintf(`{url: %q}`, s.URL+"/elsewhere"),
+		"Fetch a file":    `{url: "file:///etc/passwd"}`,
+		"Fetch offline":   fmt.Sprintf(`{url: %q}`, s.URL+"/docs/offline"),
+	}
+	e := newEnv(t, fetchScript(cases))
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--fetch-allow", s.hostPort()})
+	var caps map[string]any
+	e.do("GET", "/v2/capabilities", nil, &caps)
+	if tools, _ := json.Marshal(caps["tools"]); !strings.Contains(string(tools), `"web_fetch"`) {
+		t.Errorf("server capabilities' tools do not list web_fetch: %s", tools)
+	}
+	e.mustAgent("fetcher", `{"metadata":{"name":"fetcher"},"spec":{"tools":["web_fetch"],"computer":{"kind":"none","network":true},"approvals":"never-ask"}}`)
+	e.mustAgent("offline", `{"metadata":{"name":"offline"},"spec":{"tools":["web_fetch"],"computer":{"kind":"none","network":false},"approvals":"never-ask"}}`)
+	runs := map[string]string{"wf-page": "Fetch the page", "wf-big": "Fetch big", "wf-loop": "Fetch the loop", "wf-elsewhere": "Fetch elsewhere", "wf-file": "Fetch a file"}
+	for name, input := range runs {
+		e.startRun("fetcher", name, input)
+	}
+	e.startRun("offline", "wf-offline", "Fetch offline")
+
+	got := e.answerOf("wf-page")
+	for _, want := range []string{"Status: 200 OK", "# Release notes", "[the install guide](" + s.URL + "/docs/install)", "- one"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the page as markdown lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "<h1>") || strings.Contains(got, "p{}") {
+		t.Errorf("the page came back as HTML:\n%s", got)
+	}
+	if got := e.answerOf("wf-big"); !strings.Contains(got, "0123456789"[:10]) || !strings.Contains(got, "[cut: only the first 100 bytes of the body were read (maxBytes)") || strings.Count(got, "0123456789") != 10 {
+		t.Errorf("maxBytes 100: %q", got)
+	}
+	if got := e.answerOf("wf-loop"); !strings.Contains(got, "stopped after 5 redirects") {
+		t.Errorf("the redirect chain: %q", got)
+	}
+	if n := s.count("/loop/5"); n != 1 || s.count("/loop/6") != 0 {
+		t.Errorf("the chain reached /loop/5 %d times and /loop/6 %d times; want 1 and 0", n, s.count("/loop/6"))
+	}
+	if got := e.answerOf("wf-elsewhere"); !strings.Contains(got, other.hostPort()+" is a loopback address") || !strings.Contains(got, "--fetch-allow "+other.hostPort()) {
+		t.Errorf("the redirect to another port: %q", got)
+	}
+	if n := other.total(); n != 0 {
+		t.Errorf("the other server got %d requests", n)
+	}
+	if got := e.answerOf("wf-file"); !strings.Contains(got, "only http:// and https:// URLs are fetched") {
+		t.Errorf("file URL: %q", got)
+	}
+	if got := e.answerOf("wf-offline"); !strings.Contains(got, "spec.computer.network: false") {
+		t.Errorf("no network: %q", got)
+	}
+	if s.count("/docs/offline") != 0 {
+		t.Error("the agent without network fetched")
+	}
+	if !hasEvent(e.events("wf-offline"), "tool.refused", "web_fetch refused") {
+		t.Error("no tool.refused event for the agent without network")
+	}
+}
+
+// TestWebFetchApprovalsByURL: a rule allowing web_fetch(URL/docs/**) lets those pages through,
+// the default deny refuses another URL on the same site unfetched, and a redirect from an
+// allowed page to a URL the rules do not allow is not followed.
+func TestWebFetchApprovalsByURL(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, pages("127.0.0.1:1"))
+	cases := map[string]string{
+		"Fetch docs":     fmt.Sprintf(`{url: %q}`, s.URL+"/docs/guide"),
+		"Fetch the page": fmt.Sprintf(`{url: %q}`, s.URL+"/page"),
+		"Fetch a jump":   fmt.Sprintf(`{url: %q}`, s.URL+"/docs/jump"),
+	}
+	e := newEnv(t, fetchScript(cases))
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--fetch-allow", s.hostPort()})
+	e.mustAgent("docs", fmt.Sprintf(`{"metadata":{"name":"docs"},"spec":{"tools":["web_fetch"],"computer":{"kind":"none","network":true},
+		"approvals":{"default":"deny","rules":[{"match":"web_fetch(%s/docs/**)","action":"allow"}]}}}`, s.URL))
+	e.startRun("docs", "ap-docs", "Fetch docs")
+	e.startRun("docs", "ap-page", "Fetch the page")
+	e.startRun("docs", "ap-jump", "Fetch a jump")
+	if got := e.answerOf("ap-docs"); !strings.Contains(got, "docs page /docs/guide") {
+		t.Errorf("allowed URL: %q", got)
+	}
+	if got := e.answerOf("ap-page"); !strings.Contains(got, "did not run") {
+		t.Errorf("denied URL: %q", got)
+	}
+	if got := e.answerOf("ap-jump"); !strings.Contains(got, "redirected to "+s.URL+"/page, which is not fetched") {
+		t.Errorf("redirect out of the allowed URLs: %q", got)
+	}
+	if n := s.count("/page"); n != 0 {
+		t.Errorf("/page, which the rules deny, was fetched %d times", n)
+	}
+	if n := s.count("/docs/jump"); n != 1 {
+		t.Errorf("/docs/jump fetched %d times, want 1", n)
+	}
+}
+
+// TestWebFetchCrashReplay: the server is killed while the model answers after a fetch; the
+// restarted server replays the fetch's result from the journal and does not fetch again.
+func TestWebFetchCrashReplay(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, pages("127.0.0.1:1"))
+	script := fmt.Sprintf(`
+entries:
+  - name: crashfetch
+    match: "Fetch then think"
+    turns:
+      - tool_calls:
+          - name: web_fetch
+            input: {url: %q}
+      - text: "after the crash: {{last_tool_result}}"
+        latency: 60s
+`, s.URL+"/count")
+	e := newEnv(t, script)
+	var once sync.Once
+	e.model.OnRequest(func(c fake.Call) {
+		if c.Entry == "crashfetch" && c.Turn == 1 {
+			once.Do(func() { go e.proc.Process.Signal(syscall.SIGKILL) })
+		}
+	})
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--fetch-allow", s.hostPort()}
+	e.startWith(args)
+	e.mustAgent("crashfetch", `{"metadata":{"name":"crashfetch"},"spec":{"tools":["web_fetch"],"computer":{"kind":"none","network":true},"approvals":"never-ask"}}`)
+	e.startRun("crashfetch", "wf-crash", "Fetch then think")
+	<-e.exited
+	e.proc = nil
+	sc, err := fake.ParseScript([]byte(strings.Replace(script, "latency: 60s", "latency: 0s", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.model.SetScript(sc)
+	e.startWith(args)
+	if got := e.answerOf("wf-crash"); !strings.Contains(got, `after the crash: URL: `+s.URL+`/count`) || !strings.Contains(got, `{"fetched": true}`) {
+		t.Errorf("answer after the restart: %q", got)
+	}
+	if n := s.count("/count"); n != 1 {
+		t.Errorf("the page was fetched %d times, want once (the restart replays the recorded result)", n)
+	}
+	for _, st := range e.steps("wf-crash") {
+		if st.Key == "t0/tool/0" && st.Attempt != 1 {
+			t.Errorf("the fetch step ran %d attempts, want 1", st.Attempt)
+		}
+	}
+}

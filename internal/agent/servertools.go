@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/journal"
+	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/policy"
+	"agentrun.dev/agentrun/internal/tools"
+	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/tools/webfetch"
+)
+
+// The tools the runner itself runs for the model, outside any computer: web_fetch and skill.
+
+// serverToolRefusal says why a call of web_fetch may not run on this agent ("" when it may): it
+// reaches only what the agent's computer may reach, so a computer without the network has none.
+func (d *drive) serverToolRefusal(name string) string {
+	if name != catalog.WebFetchName {
+		return ""
+	}
+	if d.spec.Computer == nil || !d.spec.Computer.Network {
+		return "web_fetch reaches only what the agent's computer may reach, and its computer has no network (spec.computer.network: false)"
+	}
+	return ""
+}
+
+// webFetch runs (or replays) a web_fetch call as a safe step: a completed fetch is replayed from
+// the journal, never fetched again; one cut off by a crash is a GET or HEAD, fetched again.
+func (d *drive) webFetch(ctx context.Context, key string, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+	wf, ok := in.Value.(*catalog.WebFetch)
+	if !ok {
+		return model.Block{}, fmt.Errorf("web_fetch: input is a %T", in.Value)
+	}
+	f := d.e.Fetch
+	if f == nil {
+		f = &webfetch.Fetcher{}
+	}
+	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true}
+	out, err := d.j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
+		r, err := f.Fetch(ctx, wf, d.redirectAllowed)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tools.Result{Content: r.Content, IsError: r.IsError}, nil, nil
+	})
+	if err != nil {
+		return model.Block{}, err
+	}
+	return toolOutcome(key, out, result)
+}
+
+// redirectAllowed decides a redirect's URL as the approvals would decide a web_fetch of it: a
+// redirect is followed only where a call of its own would be allowed without asking.
+func (d *drive) redirectAllowed(u string) error {
+	raw, _ := json.Marshal(map[string]string{"url": u})
+	in, err := catalog.Decode(catalog.WebFetchName, raw)
+	if err != nil {
+		return err
+	}
+	var spec api.Approvals
+	if d.spec.Approvals != nil {
+		spec = *d.spec.Approvals
+	}
+	dec := policy.DecideInput(spec, d.e.ServerDeny, catalog.WebFetchName, in)
+	if dec.Action != policy.Allow {
+		return errors.New("the approvals do not allow fetching it without a person (" + dec.Explain() + ")")
+	}
+	return nil
+}
+
+// skills loads the agent revision's skills, pinned as NAME@VERSION, once per drive.
+func (d *drive) loadSkills(ctx context.Context) error {
+	if d.skills != nil || len(d.spec.Skills) == 0 {
+		return nil
+	}
+	d.skills = map[string]*api.Skill{}
+	for _, ref := range d.spec.Skills {
+		name, version, e := api.ParseSkillRef(ref)
+		if e != nil {
+			return &failure{api.ReasonInternalError, fmt.Sprintf("the agent revision names skill %q: %s", ref, e.Message)}
+		}
+		s, err := d.e.Store.GetSkill(ctx, name, version)
+		if err != nil {
+			return fmt.Errorf("load skill %s: %w", ref, err)
+		}
+		d.skills[name] = s
+	}
+	return nil
+}
+
+// system is the agent's instructions, then the skills it has: each one's name and description,
+// so the model knows when to read one with the skill tool.
+func (d *drive) system() string {
+	if len(d.skills) == 0 {
+		return d.spec.System
+	}
+	names := make([]string, 0, len(d.skills))
+	for n := range d.skills {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(d.spec.System)
+	if b.Len() > 0 {
+		b.WriteString("\n\n")
+	}
+	b.WriteString("# Skills\n\nYou have these skills. When a task fits one, first read it with the skill tool (its name), then follow it:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "- %s: %s\n", n, strings.Join(strings.Fields(d.skills[n].Spec.Description), " "))
+	}
+	return b.String()
+}
+
+// readSkill answers a skill call with the skill's SKILL.md or one of its files, as a safe step;
+// the timeline says which skill the run opened.
+func (d *drive) readSkill(ctx context.Context, key string, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+	sk, ok := in.Value.(*catalog.Skill)
+	if !ok {
+		return model.Block{}, fmt.Errorf("skill: input is a %T", in.Value)
+	}
+	s := d.skills[sk.Name]
+	file := api.SkillFileName
+	if sk.File != nil && *sk.File != "" {
+		file = strings.TrimPrefix(*sk.File, "./")
+	}
+	spec := journal.Spec{Key: key, Kind: "tool", Title: "skill " + sk.Name + " " + file, Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true}
+	out, err := d.j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
+		if s == nil {
+			names := make([]string, 0, len(d.skills))
+			for n := range d.skills {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return tools.Result{IsError: true, Content: fmt.Sprintf("skill %q is not one of yours (you have: %s)", sk.Name, strings.Join(names, ", "))}, nil, nil
+		}
+		content, ok := s.File(file)
+		if !ok {
+			var files []string
+			for _, f := range s.Spec.Files {
+				files = append(files, f.Path)
+			}
+			return tools.Result{IsError: true, Content: fmt.Sprintf("skill %s has no file %q (its files: %s)", s.Ref(), file, strings.Join(files, ", "))}, nil, nil
+		}
+		text := strings.ToValidUTF8(string(content), "\uFFFD")
+		if file == api.SkillFileName && len(s.Spec.Files) > 1 {
+			var files []string
+			for _, f := range s.Spec.Files {
+				if f.Path != api.SkillFileName {
+					files = append(files, f.Path)
+				}
+			}
+			text += "\n\n[skill " + s.Ref() + " has these files beside SKILL.md, read with the skill tool's file: " + strings.Join(files, ", ") + "]"
+		}
+		return tools.Result{Content: text}, nil, nil
+	})
+	if err != nil {
+		return model.Block{}, err
+	}
+	if !out.Replayed && s != nil {
+		d.j.Emit(api.Event{Type: "skill.opened", StepKey: key, Message: fmt.Sprintf("opened skill %s (%s)", s.Ref(), file),
+			Data: mustRaw(map[string]string{"skill": s.Metadata.Name, "ref": s.Ref(), "file": file})})
+	}
+	return toolOutcome(key, out, result)
+}

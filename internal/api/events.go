@@ -1,0 +1,126 @@
+package api
+
+// EventType is the type of a timeline event (Event.Type). Every type the server writes is a
+// constant here and in EventTypes; TestEveryEventTypeIsListed fails on one written anywhere else.
+type EventType string
+
+// Timeline event types.
+const (
+	EventRunCreated         EventType = "run.created"
+	EventRunAdmitted        EventType = "run.admitted"
+	EventRunStarted         EventType = "run.started"
+	EventRunResumed         EventType = "run.resumed"
+	EventRunWaiting         EventType = "run.waiting"
+	EventRunQuestion        EventType = "run.question"
+	EventRunApproval        EventType = "run.approval"
+	EventRunCapRaised       EventType = "run.cap_raised"
+	EventRunCancelRequested EventType = "run.cancel_requested"
+	EventRunResolution      EventType = "run.resolution"
+	EventRunDiverged        EventType = "run.diverged"
+	EventRunSucceeded       EventType = "run.succeeded"
+	EventRunFailed          EventType = "run.failed"
+	EventRunCancelled       EventType = "run.cancelled"
+
+	EventStepStarted     EventType = "step.started"
+	EventStepCompleted   EventType = "step.completed"
+	EventStepFailed      EventType = "step.failed"
+	EventStepInterrupted EventType = "step.interrupted"
+	EventStepRetried     EventType = "step.retried"
+	EventStepResolved    EventType = "step.resolved"
+
+	EventMessageReceived EventType = "message.received"
+	EventAnswer          EventType = "answer"
+	EventApprovalApprove EventType = "approval.approve"
+	EventApprovalDeny    EventType = "approval.deny"
+	EventToolRefused     EventType = "tool.refused"
+	EventTurnRouted      EventType = "turn.routed"
+	EventCostDiscrepancy EventType = "cost.discrepancy"
+
+	EventFolderRestored    EventType = "folder.restored"
+	EventComputerPreparing EventType = "computer.preparing"
+	EventComputerPrepared  EventType = "computer.prepared"
+	EventComputerRecreated EventType = "computer.recreated"
+	EventTakeoverClick     EventType = "takeover.click"
+	EventTakeoverType      EventType = "takeover.type"
+	EventTakeoverKey       EventType = "takeover.key"
+
+	EventStoreFull  EventType = "store.full"
+	EventStoreSpace EventType = "store.space"
+
+	EventHarnessInstall EventType = "harness.install"
+	EventHarnessStarted EventType = "harness.started"
+	EventHarnessExited  EventType = "harness.exited"
+	EventGatewayClamped EventType = "gateway.clamped"
+	EventSkillOpened    EventType = "skill.opened"
+)
+
+// EventTypeInfo is one listed event type and when it is written.
+type EventTypeInfo struct {
+	Type    EventType
+	Meaning string
+}
+
+// EventTypes lists every timeline event type the server writes.
+var EventTypes = []EventTypeInfo{
+	{EventRunCreated, "the run was created and queued"},
+	{EventRunAdmitted, "its group admitted the run"},
+	{EventRunStarted, "a runner started the run"},
+	{EventRunResumed, "a runner took the run up again after a restart or a wait"},
+	{EventRunWaiting, "the run waits (a message, its cap, credits, a model key)"},
+	{EventRunQuestion, "the agent asked a person a question"},
+	{EventRunApproval, "a tool call waits for a person's approval"},
+	{EventRunCapRaised, "a person raised the run's cap"},
+	{EventRunCancelRequested, "a user (or the run's group) asked to cancel the run"},
+	{EventRunResolution, "a person chose retry, skip or complete for an interrupted step"},
+	{EventRunDiverged, "a replay differed from what the journal recorded"},
+	{EventRunSucceeded, "the run finished with an answer"},
+	{EventRunFailed, "the run failed"},
+	{EventRunCancelled, "the run was cancelled"},
+	{EventStepStarted, "a journal step started"},
+	{EventStepCompleted, "a journal step completed"},
+	{EventStepFailed, "a journal step failed"},
+	{EventStepInterrupted, "a journal step was cut off by a crash or its computer"},
+	{EventStepRetried, "an interrupted step runs again as a person asked"},
+	{EventStepResolved, "an interrupted step was resolved"},
+	{EventMessageReceived, "a message reached the run"},
+	{EventAnswer, "the agent answered"},
+	{EventApprovalApprove, "a person approved a tool call"},
+	{EventApprovalDeny, "a person denied a tool call"},
+	{EventToolRefused, "a tool call was refused (approvals or a bad input)"},
+	{EventTurnRouted, "the router chose the turn's model"},
+	{EventCostDiscrepancy, "a vendor reported usage beyond what the call could spend"},
+	{EventFolderRestored, "the run folder was restored from the store"},
+	{EventComputerPreparing, "the run waits for its computer's provider"},
+	{EventComputerPrepared, "the computer's provider is ready"},
+	{EventComputerRecreated, "the run's computer was created again"},
+	{EventTakeoverClick, "a person clicked on the run's screen"},
+	{EventTakeoverType, "a person typed on the run's screen"},
+	{EventTakeoverKey, "a person pressed a key on the run's screen"},
+	{EventStoreFull, "a write failed on a full store disk; the run waits"},
+	{EventStoreSpace, "the store has space again; the run goes on"},
+	{EventHarnessInstall, "an external harness is being installed"},
+	{EventHarnessStarted, "an external harness started in the run folder"},
+	{EventHarnessExited, "an external harness exited with an error"},
+	{EventGatewayClamped, "the gateway clamped a harness's output tokens to the agent's maxTokens"},
+	{EventSkillOpened, "the agent opened one of its skills"},
+}
+
+// FinishEvent is the event of a run finishing in a terminal phase (run.failed for a phase that
+// is not one: a run only finishes in a terminal phase).
+func FinishEvent(phase Phase) EventType {
+	switch phase {
+	case PhaseSucceeded:
+		return EventRunSucceeded
+	case PhaseCancelled:
+		return EventRunCancelled
+	}
+	return EventRunFailed
+}
+
+// ApprovalEvent is the event of a person's decision on an approval ("approve" or "deny").
+func ApprovalEvent(decision string) EventType {
+	if decision == "approve" {
+		return EventApprovalApprove
+	}
+	return EventApprovalDeny
+}

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+func skillsCmd() *cobra.Command {
+	cmd := groupCmd("skills", "Add, list and show skills (folders with a SKILL.md)", "skill")
+	cmd.AddCommand(skillsAddCmd(), skillsListCmd(), skillsShowCmd())
+	return cmd
+}
+
+func skillsAddCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "add DIR",
+		Short: "Store a skill folder as the skill's next version",
+		Long: `Store a skill: a folder with a SKILL.md, whose YAML front matter gives its name and description,
+then markdown that says how to do the task; other files beside it (references, scripts, templates)
+are stored with it, at most 1 MiB in all. Each add of other content is the skill's next version
+(1, 2, ...); the same content again is the version that has it. An agent names skills in
+spec.skills as NAME (pinned to the latest version when the agent is applied) or NAME@VERSION.`,
+		Example: `  agentrun skills add ./release-notes`,
+		Args:    exactArgs(1, "the skill's folder"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			sk, err := readSkillDir(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			out, res, err := c.AddSkill(ctxOf(cmd), sk)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "skill/%s %s\n", out.Ref(), res)
+			return nil
+		}),
+	}
+}
+
+// readSkillDir reads a skill folder's regular files (symbolic links and .git are left out). It
+// stops past the 1 MiB limit, refused as the server would refuse it.
+func readSkillDir(dir string) (*api.Skill, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, usageError("%s is not a folder: give the skill's folder, the one holding SKILL.md", dir)
+	}
+	sk := &api.Skill{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Skill"}}
+	total := 0
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		total += len(b)
+		if total > api.MaxSkillBytes {
+			return api.E(api.CodeTooLarge, "spec.files", "the skill's files hold more than %d bytes (1 MiB), the most a skill holds in all (at %s)", api.MaxSkillBytes, filepath.ToSlash(rel))
+		}
+		sk.Spec.Files = append(sk.Spec.Files, api.SkillFile{Path: filepath.ToSlash(rel), Content: b})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read skill folder %s: %w", dir, err)
+	}
+	return sk, nil
+}
+
+func skillsListCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List every version of every stored skill",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "", "json", "yaml"); err != nil {
+				return err
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			l, err := c.ListSkills(ctxOf(cmd))
+			if err != nil {
+				return err
+			}
+			if output != "" {
+				return writeValue(cmd.OutOrStdout(), l, output)
+			}
+			var rows [][]string
+			for _, s := range l {
+				rows = append(rows, []string{s.Metadata.Name, strconv.Itoa(s.Spec.Version), strconv.Itoa(len(s.Spec.Files)), api.FirstLine(s.Spec.Description, 80)})
+			}
+			return writeTable(cmd.OutOrStdout(), []string{"NAME", "VERSION", "FILES", "DESCRIPTION"}, rows)
+		}),
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output: json or yaml (default: a table)")
+	return cmd
+}
+
+func skillsShowCmd() *cobra.Command {
+	var output, file string
+	cmd := &cobra.Command{
+		Use:   "show NAME[@VERSION]",
+		Short: "Show a skill's SKILL.md (or --file) and its files; NAME alone is the latest version",
+		Args:  exactArgs(1, "the skill, NAME or NAME@VERSION"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "", "json", "yaml"); err != nil {
+				return err
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			s, err := c.GetSkill(ctxOf(cmd), args[0])
+			if err != nil {
+				return err
+			}
+			if output != "" {
+				return writeValue(cmd.OutOrStdout(), s, output)
+			}
+			w := cmd.OutOrStdout()
+			if file != "" {
+				b, ok := s.File(file)
+				if !ok {
+					return fmt.Errorf("skill %s has no file %q", s.Ref(), file)
+				}
+				_, err := w.Write(b)
+				return err
+			}
+			var paths []string
+			for _, f := range s.Spec.Files {
+				paths = append(paths, f.Path+" ("+strconv.Itoa(len(f.Content))+" bytes)")
+			}
+			fmt.Fprintf(w, "skill/%s  %s\nfiles: %s\n\n", s.Ref(), s.Spec.Digest, strings.Join(paths, ", "))
+			md, _ := s.File(api.SkillFileName)
+			_, err = w.Write(md)
+			return err
+		}),
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output: json or yaml (default: SKILL.md as text)")
+	cmd.Flags().StringVar(&file, "file", "", "print this file of the skill instead")
+	return cmd
+}

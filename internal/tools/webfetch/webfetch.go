@@ -1,0 +1,331 @@
+// Package webfetch is the web_fetch tool: one GET or HEAD of an http(s) URL from the server,
+// HTML turned into markdown (links kept), text and JSON as they are, other content described.
+// It reaches public addresses only: every address it dials (the page's, each redirect's, a
+// proxy's) is checked in the dialer's Control function, after DNS resolution, so a name that
+// resolves to a private address (DNS rebinding) or a redirect to one is refused like a literal
+// one. The server's --fetch-allow list opens given addresses (a test page, an intranet).
+package webfetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+
+	"agentrun.dev/agentrun/internal/tools/catalog"
+)
+
+// Limits of one fetch.
+const (
+	DefaultMaxBytes = 1 << 20
+	MaxMaxBytes     = 10 << 20
+	MaxRedirects    = 5
+	DefaultTimeout  = 30 * time.Second
+)
+
+// Allow is one --fetch-allow entry: an address (any port), an address and port, or a prefix.
+type Allow struct {
+	Prefix netip.Prefix
+	Port   uint16 // 0: any port
+}
+
+// ParseAllow parses a --fetch-allow value: "127.0.0.1:8080", "[::1]:8080", "10.1.2.3" or
+// "10.0.0.0/8".
+func ParseAllow(s string) (Allow, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		a := ap.Addr().Unmap()
+		return Allow{Prefix: netip.PrefixFrom(a, a.BitLen()), Port: ap.Port()}, nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		a = a.Unmap()
+		return Allow{Prefix: netip.PrefixFrom(a, a.BitLen())}, nil
+	}
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return Allow{Prefix: p.Masked()}, nil
+	}
+	return Allow{}, fmt.Errorf("fetch-allow %q: want ADDRESS, ADDRESS:PORT or PREFIX/BITS (e.g. 127.0.0.1:8080 or 10.0.0.0/8)", s)
+}
+
+func (a Allow) permits(ap netip.AddrPort) bool {
+	return a.Prefix.Contains(ap.Addr()) && (a.Port == 0 || a.Port == ap.Port())
+}
+
+// blockedPrefixes are ranges no fetch reaches unless allowed, besides what netip's predicates
+// name (loopback, link-local, RFC 1918 and ULA private, unspecified, multicast).
+var blockedPrefixes = []struct {
+	p    netip.Prefix
+	what string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "a 'this network' address"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT (shared) address"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "an IETF protocol address"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
+	{netip.MustParsePrefix("64:ff9b::/96"), "a NAT64 address"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a NAT64 address"},
+	{netip.MustParsePrefix("2002::/16"), "a 6to4 address"},
+}
+
+// Blocked says why a is not reached by default ("" when it is public).
+func Blocked(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case a == netip.MustParseAddr("169.254.169.254") || a == netip.MustParseAddr("fd00:ec2::254"):
+		return "a cloud metadata address"
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast():
+		return "a link-local address"
+	case a.IsPrivate():
+		return "a private address"
+	case a.IsUnspecified():
+		return "an unspecified address"
+	case a.IsMulticast():
+		return "a multicast address"
+	}
+	for _, b := range blockedPrefixes {
+		if b.p.Contains(a) {
+			return b.what
+		}
+	}
+	return ""
+}
+
+// BlockedError is a dial refused because of the address.
+type BlockedError struct {
+	Addr netip.AddrPort
+	Why  string
+}
+
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("%s is %s, which web_fetch does not reach (the server's --fetch-allow %s would allow it)", e.Addr, e.Why, e.Addr)
+}
+
+// Fetcher makes fetches. Its zero value is usable: no addresses allowed beyond the public ones,
+// the environment's HTTPS_PROXY/HTTP_PROXY/NO_PROXY, the default timeout.
+type Fetcher struct {
+	Allow   []Allow
+	Timeout time.Duration
+	// Proxy picks a request's proxy (nil: http.ProxyFromEnvironment).
+	Proxy func(*http.Request) (*url.URL, error)
+}
+
+// check is the dialer's Control: it sees the address actually dialled, after DNS.
+func (f *Fetcher) check(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("web_fetch: dial %s %s: not an address", network, address)
+	}
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	why := Blocked(ap.Addr())
+	if why == "" {
+		return nil
+	}
+	for _, a := range f.Allow {
+		if a.permits(ap) {
+			return nil
+		}
+	}
+	return &BlockedError{Addr: ap, Why: why}
+}
+
+// Result is what the model reads.
+type Result struct {
+	Content string
+	IsError bool
+}
+
+func refuse(format string, args ...any) Result {
+	return Result{Content: fmt.Sprintf(format, args...), IsError: true}
+}
+
+// CheckURL refuses what is not an absolute http(s) URL with a host and no user name or password.
+func CheckURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, fmt.Errorf("url %q does not parse: %v", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("url %q: only http:// and https:// URLs are fetched", raw)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return nil, fmt.Errorf("url %q has no host", raw)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("url %q carries a user name or password; web_fetch sends no credentials", raw)
+	}
+	return u, nil
+}
+
+// Fetch runs one call. allowHop, when set, is asked about each redirect's URL before it is
+// followed (the approvals decide on the URL, so a redirect must pass them too); its error stops
+// the fetch and is told to the model. The error is for the infrastructure only (ctx ended);
+// everything about the page, the address or the input is the Result.
+func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func(u string) error) (Result, error) {
+	u, err := CheckURL(in.URL)
+	if err != nil {
+		return refuse("web_fetch: %v; nothing was fetched", err), nil
+	}
+	method := http.MethodGet
+	if in.Method != nil {
+		method = *in.Method
+	}
+	if method != http.MethodGet && method != http.MethodHead {
+		return refuse("web_fetch: method %q: use GET or HEAD", method), nil
+	}
+	maxBytes := int64(DefaultMaxBytes)
+	if in.MaxBytes != nil {
+		maxBytes = *in.MaxBytes
+	}
+	if maxBytes < 1 || maxBytes > MaxMaxBytes {
+		return refuse("web_fetch: maxBytes must be between 1 and %d, got %d", MaxMaxBytes, maxBytes), nil
+	}
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	proxy := f.Proxy
+	if proxy == nil {
+		proxy = http.ProxyFromEnvironment
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: f.check}
+	tr := &http.Transport{
+		Proxy:                  proxy,
+		DialContext:            dialer.DialContext,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ResponseHeaderTimeout:  timeout,
+		MaxResponseHeaderBytes: 256 << 10,
+		DisableKeepAlives:      true,
+	}
+	defer tr.CloseIdleConnections()
+	var hops []string
+	client := &http.Client{Transport: tr, Timeout: timeout,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > MaxRedirects {
+				return fmt.Errorf("stopped after %d redirects (the most web_fetch follows)", MaxRedirects)
+			}
+			if _, err := CheckURL(req.URL.String()); err != nil {
+				return fmt.Errorf("redirected to %s: %v", req.URL, err)
+			}
+			if allowHop != nil {
+				if err := allowHop(req.URL.String()); err != nil {
+					return fmt.Errorf("redirected to %s, which is not fetched: %v; call web_fetch on that URL if you need it", req.URL, err)
+				}
+			}
+			hops = append(hops, req.URL.String())
+			return nil
+		}}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		return refuse("web_fetch: %v", err), nil
+	}
+	req.Header.Set("User-Agent", "agentrun-web_fetch/1")
+	req.Header.Set("Accept", "text/html, text/markdown, text/plain, application/json;q=0.9, */*;q=0.5")
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		via := ""
+		if len(hops) > 0 {
+			via = " (after redirects to " + strings.Join(hops, ", ") + ")"
+		}
+		return refuse("web_fetch %s%s: %s; nothing was read", u, via, describeErr(err)), nil
+	}
+	defer resp.Body.Close()
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "URL: %s\nStatus: %s\n", resp.Request.URL, resp.Status)
+	if len(hops) > 0 {
+		fmt.Fprintf(&b, "Redirected %d times from %s\n", len(hops), u)
+	}
+	ctype := resp.Header.Get("Content-Type")
+	if ctype != "" {
+		fmt.Fprintf(&b, "Content-Type: %s\n", ctype)
+	}
+	isErr := resp.StatusCode >= 400
+	if method == http.MethodHead {
+		for _, h := range []string{"Content-Length", "Last-Modified", "ETag", "Location"} {
+			if v := resp.Header.Get(h); v != "" {
+				fmt.Fprintf(&b, "%s: %s\n", h, v)
+			}
+		}
+		return Result{Content: b.String(), IsError: isErr}, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
+	if err != nil && len(body) == 0 {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return refuse("%sweb_fetch: reading the body: %s", b.String(), describeErr(err)), nil
+	}
+	cut := int64(len(body)) > maxBytes
+	if cut {
+		body = body[:maxBytes]
+	}
+	b.WriteString("\n")
+	b.WriteString(render(ctx, resp.Request.URL, ctype, body, cut))
+	if cut {
+		fmt.Fprintf(&b, "\n\n[cut: only the first %d bytes of the body were read (maxBytes); the page is longer]", maxBytes)
+	} else if err != nil {
+		fmt.Fprintf(&b, "\n\n[the body ended early after %d bytes: %s]", len(body), describeErr(err))
+	}
+	return Result{Content: b.String(), IsError: isErr}, nil
+}
+
+// render turns a body into what the model reads, by its content type (sniffed when none).
+func render(ctx context.Context, u *url.URL, ctype string, body []byte, cut bool) string {
+	mt, _, err := mime.ParseMediaType(ctype)
+	if ctype == "" || err != nil {
+		mt, _, _ = mime.ParseMediaType(http.DetectContentType(body))
+	}
+	switch {
+	case mt == "text/html" || mt == "application/xhtml+xml":
+		md, err := htmltomarkdown.ConvertString(strings.ToValidUTF8(string(body), "\uFFFD"),
+			converter.WithDomain(u.Scheme+"://"+u.Host), converter.WithContext(ctx))
+		if err != nil {
+			return fmt.Sprintf("(the HTML could not be turned into markdown: %v; %d bytes not shown)", err, len(body))
+		}
+		return md
+	case strings.HasPrefix(mt, "text/"), mt == "application/json", strings.HasSuffix(mt, "+json"),
+		mt == "application/xml", strings.HasSuffix(mt, "+xml"), mt == "application/javascript", mt == "application/x-ndjson":
+		// A cut may split the last character: drop its bytes.
+		for i := 0; cut && i < utf8.UTFMax-1 && len(body) > 0 && !utf8.Valid(body); i++ {
+			body = body[:len(body)-1]
+		}
+		if !utf8.Valid(body) {
+			return fmt.Sprintf("(%s content that is not UTF-8 text, %d bytes, not shown)", mt, len(body))
+		}
+		return string(body)
+	}
+	return fmt.Sprintf("(%s content, %s bytes read, not shown: web_fetch shows HTML, text and JSON)", mt, strconv.Itoa(len(body)))
+}
+
+// describeErr says what went wrong without Go's wrapping noise ("Get \"...\": dial tcp: ...").
+func describeErr(err error) string {
+	var be *BlockedError
+	if errors.As(err, &be) {
+		return "refused: " + be.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() {
+			return "timed out"
+		}
+		return ue.Err.Error()
+	}
+	return err.Error()
+}

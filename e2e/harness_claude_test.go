@@ -200,6 +200,9 @@ func TestClaudeQuickstart(t *testing.T) {
 		t.Errorf("cost = %+v", c)
 	}
 	noHarnessLeft(t, e.dir, 10*time.Second)
+	if _, err := os.Stat(filepath.Join(e.dir, "harness-home", run)); !os.IsNotExist(err) {
+		t.Errorf("the finished run's harness home is still there (%v)", err)
+	}
 }
 
 // listRuns names the runs in the store.

@@ -420,6 +420,12 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("harness home: %w", err)
 	}
+	defer func() {
+		// Kept while the run waits (the next drive reuses it); gone once the run is over.
+		if api.Finished(d.status.Phase) {
+			os.RemoveAll(home)
+		}
+	}()
 	base := gw.URL() + "/v2/gateway/anthropic"
 	if h.wire != gateway.WireAnthropic {
 		base = gw.URL() + "/v2/gateway/openai/v1"

@@ -200,8 +200,16 @@ func TestClaudeQuickstart(t *testing.T) {
 		t.Errorf("cost = %+v", c)
 	}
 	noHarnessLeft(t, e.dir, 10*time.Second)
-	if _, err := os.Stat(filepath.Join(e.dir, "harness-home", run)); !os.IsNotExist(err) {
-		t.Errorf("the finished run's harness home is still there (%v)", err)
+	// Removed once the drive has stopped the harness, just after the run's last write.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := os.Stat(filepath.Join(e.dir, "harness-home", run))
+		if os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the finished run's harness home is still there (%v)", err)
+			break
+		}
 	}
 }
 

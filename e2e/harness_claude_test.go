@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -480,5 +481,127 @@ func TestHarnessExitAndUnavailable(t *testing.T) {
 	res := e.mustCLI(0, "server", "capabilities")
 	if !strings.Contains(res.stdout, "npm is not on PATH") {
 		t.Errorf("capabilities do not say why claude-agent cannot run:\n%s", res.stdout)
+	}
+}
+
+// mcpConf is what the claude-agent driver wrote for its harness: the run's MCP endpoint and token.
+func mcpConf(t *testing.T, dir, run string) (url, token string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "harness-home", run, "mcp.json"))
+		var c struct {
+			MCPServers map[string]struct {
+				URL     string            `json:"url"`
+				Headers map[string]string `json:"headers"`
+			} `json:"mcpServers"`
+		}
+		if err == nil && json.Unmarshal(b, &c) == nil {
+			s := c.MCPServers["agentrun"]
+			return s.URL, strings.TrimPrefix(s.Headers["Authorization"], "Bearer ")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no mcp.json for %s: %v", run, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func gatewayPost(t *testing.T, url, token, run string, body []byte) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("x-api-key", token)
+	}
+	if run != "" {
+		req.Header.Set("X-Agentrun-Run", run)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// The real runner's gateway, with the tokens its harnesses were given: another run's token is 403,
+// none is 401, a body over the limit is 413, and a run's token is dead once the run has ended.
+func TestClaudeGatewayTokens(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, claudeScript)
+	e.start()
+	if st := e.do("PUT", "/v2/agents/slow", `{"metadata":{"name":"slow"},"spec":{"harness":"claude-agent","tools":["write"]}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"g1"},"spec":{"agent":"slow","input":"Be slow"}}`, nil)
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"g2"},"spec":{"agent":"slow","input":"Be slow"}}`, nil)
+	mcp1, tok1 := mcpConf(t, e.dir, "g1")
+	mcp2, tok2 := mcpConf(t, e.dir, "g2")
+	base, _, _ := strings.Cut(mcp1, "/v2/gateway/")
+	msgs := base + "/v2/gateway/anthropic/v1/messages"
+	if !strings.HasPrefix(base, "http://127.0.0.1:") || tok1 == "" || tok1 == tok2 {
+		t.Fatalf("gateway %q, tokens %q %q", base, tok1, tok2)
+	}
+	small := []byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"Say hello"}]}`)
+	if st := gatewayPost(t, msgs, "", "", small); st != 401 {
+		t.Errorf("no token: HTTP %d", st)
+	}
+	if st := gatewayPost(t, msgs, tok1, "g2", small); st != 403 {
+		t.Errorf("g1's token for g2: HTTP %d", st)
+	}
+	if st := gatewayPost(t, mcp2, tok1, "", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)); st != 403 {
+		t.Errorf("g1's token on g2's MCP endpoint: HTTP %d", st)
+	}
+	if st := gatewayPost(t, base+"/v2/gateway/openai/v1/responses", tok1, "", small); st != 403 {
+		t.Errorf("g1's token on another wire's endpoint: HTTP %d", st)
+	}
+	if st := gatewayPost(t, msgs, tok1, "g1", bytes.Repeat([]byte(" "), 33<<20)); st != 413 {
+		t.Errorf("a body over the limit: HTTP %d", st)
+	}
+	e.mustCLI(0, "cancel", "agentrun/g1")
+	e.waitPhase("g1", 20*time.Second, api.PhaseCancelled)
+	if st := gatewayPost(t, msgs, tok1, "", small); st != 401 {
+		t.Errorf("g1's token after g1 ended: HTTP %d", st)
+	}
+	// The token never reaches the timeline or the server's log.
+	for _, ev := range e.events("g1") {
+		if strings.Contains(ev.Message, tok1) || strings.Contains(string(ev.Data), tok1) {
+			t.Errorf("event %s carries the token", ev.Type)
+		}
+	}
+	if strings.Contains(e.stderr.String(), tok1) {
+		t.Errorf("the server's log carries the token")
+	}
+	e.mustCLI(0, "cancel", "agentrun/g2")
+}
+
+// A restarted harness that sends another request than the journal recorded (here the run folder
+// became a git repository while the run waited, which Claude Code's prompt says) parks the run
+// NeedsResolution, reason ReplayDiverged, naming the step; it never carries on.
+func TestClaudeReplayDiverged(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, claudeScript)
+	e.start()
+	if st := e.do("PUT", "/v2/agents/notes", `{"metadata":{"name":"notes"},"spec":{"harness":"claude-agent","tools":["write","ask_person"]}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"d1"},"spec":{"agent":"notes","input":"Ask me which region to cover, then write region.md about it."}}`, nil)
+	r := e.waitPhase("d1", 60*time.Second, api.PhaseWaiting, api.PhaseFailed)
+	if r.Status.Reason != api.ReasonQuestion {
+		t.Fatalf("d1: %s %s %s", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	e.kill()
+	if err := os.MkdirAll(filepath.Join(e.dir, "runs", "d1", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	e.mustCLI(0, "runs", "message", "d1", "--content", "Europe")
+	r = e.waitPhase("d1", 60*time.Second, api.PhaseNeedsResolution, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Reason != api.ReasonReplayDiverged || r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != "t0/model" {
+		t.Fatalf("d1: %s %s %s %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.WaitingOn)
+	}
+	if n := e.model.CountTurn("notes", 0); n != 1 {
+		t.Errorf("the diverged call reached the model server: turn 0 called %d times", n)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/runfolder"
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/tools"
 	"agentrun.dev/agentrun/internal/tools/catalog"
@@ -63,7 +63,7 @@ type Engine struct {
 }
 
 // RunFolder is where a run's files live.
-func RunFolder(dataDir, run string) string { return filepath.Join(dataDir, "runs", run) }
+func RunFolder(dataDir, run string) string { return runfolder.Path(dataDir, run) }
 
 // park is returned inside a drive when the run has parked itself (status written, lease released).
 var errParked = errors.New("run parked")

@@ -56,41 +56,6 @@ type access struct {
 	families []string
 }
 
-// Resolution of an agent's model, shared with the server's checks at run creation.
-type Resolution struct {
-	// Routed: the server's access with no model named, on a provider that serves Claude; each
-	// turn's model is chosen by the router within Families.
-	Routed   bool
-	Provider string
-	// Model is the model when not routed.
-	Model    string
-	Families []string
-}
-
-// ResolveModel says which model an agent's runs use on the server's access (BYOK is resolved at
-// run time, from the agent's own model name).
-func ResolveModel(spec *api.AgentSpec, models *model.Config) (Resolution, error) {
-	provider := spec.Model.Provider
-	if provider == "" {
-		provider = models.DefaultProvider
-	}
-	if spec.Model.Access == api.AccessBYOK {
-		return Resolution{Provider: provider, Model: spec.Model.Name}, nil
-	}
-	if spec.Model.Name == "" && (provider == "anthropic" || provider == "openrouter") {
-		fams := spec.Model.Families
-		if len(fams) == 0 {
-			fams = cost.Families
-		}
-		return Resolution{Routed: true, Provider: provider, Families: fams}, nil
-	}
-	_, m, err := models.Resolve(spec.Model.Provider, spec.Model.Name)
-	if err != nil {
-		return Resolution{}, err
-	}
-	return Resolution{Provider: provider, Model: m}, nil
-}
-
 var minorVersion = regexp.MustCompile(`-(\d+)-(\d)$`)
 
 // familyModel is the model id a family maps to, spelled for the provider (OpenRouter names Claude
@@ -137,7 +102,7 @@ func (d *drive) resolveAccess(ctx context.Context) (*access, error) {
 		}
 		return &access{byok: true, provider: p, model: spec.Model.Name}, nil
 	}
-	res, err := ResolveModel(spec, d.e.Models)
+	res, err := d.e.Models.Choose(spec.Model.Provider, spec.Model.Name, spec.Model.Families)
 	if err != nil {
 		return nil, &failure{api.ReasonModelError, err.Error()}
 	}

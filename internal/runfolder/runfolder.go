@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -315,3 +316,7 @@ func (d *Dir) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 	}
 	return nil
 }
+
+// Path is run's folder on this host, under the data folder: where the runner keeps it and the
+// server removes it when the run is deleted.
+func Path(dataDir, run string) string { return filepath.Join(dataDir, "runs", run) }

@@ -13,7 +13,7 @@ import (
 // best sandbox available (none when there is none), a named kind or provider must be available
 // here, and a computer tool the agent lists must belong to its computer's kind. The tools of the
 // kind, and with a sandbox or a desktop the file tools (read, write, edit, ls, grep), come with
-// the computer whether the agent lists them or not (agent.OfferedTools); listing them is allowed.
+// the computer whether the agent lists them or not (catalog.Offered); listing them is allowed.
 func (s *Server) resolveComputer(ctx context.Context, a *api.Agent) error {
 	if s.Computers == nil {
 		return nil

@@ -9,9 +9,9 @@ import (
 	"os"
 	"strings"
 
-	"agentrun.dev/agentrun/internal/agent"
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/group"
+	"agentrun.dev/agentrun/internal/runfolder"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -278,7 +278,7 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) {
 		if s.Interrupt != nil {
 			s.Interrupt(run)
 		}
-		os.RemoveAll(agent.RunFolder(s.DataDir, run))
+		os.RemoveAll(runfolder.Path(s.DataDir, run))
 	}
 	if s.Eval != nil {
 		s.Eval.Delete(r.Context(), name)

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"agentrun.dev/agentrun/internal/agent"
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/store"
@@ -39,7 +38,7 @@ func (s *Server) checkModel(ctx context.Context, spec *api.AgentSpec) error {
 	if s.Models == nil {
 		return nil
 	}
-	res, err := agent.ResolveModel(spec, s.Models)
+	res, err := s.Models.Choose(spec.Model.Provider, spec.Model.Name, spec.Model.Families)
 	if err != nil || res.Routed {
 		return nil // no provider: the run fails with ModelError and says which key to set
 	}

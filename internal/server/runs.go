@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"agentrun.dev/agentrun/internal/agent"
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/runfolder"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -229,7 +229,7 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 	if s.Interrupt != nil {
 		s.Interrupt(name)
 	}
-	os.RemoveAll(agent.RunFolder(s.DataDir, name))
+	os.RemoveAll(runfolder.Path(s.DataDir, name))
 	writeJSON(w, http.StatusOK, map[string]string{"status": "deleted", "name": name})
 }
 

@@ -151,6 +151,18 @@ func maxTokensField(wire string, body map[string]json.RawMessage) string {
 	return "max_tokens"
 }
 
+// limitCall puts the turn's model and the agent's output limit into a harness's request body (an
+// output limit above maxTokens, or none, becomes maxTokens) and returns the limit it asked for.
+func limitCall(wire string, body map[string]json.RawMessage, model string, maxTokens int) (asked int) {
+	field := maxTokensField(wire, body)
+	json.Unmarshal(body[field], &asked)
+	if asked <= 0 || asked > maxTokens {
+		body[field], _ = json.Marshal(maxTokens)
+	}
+	body["model"], _ = json.Marshal(model)
+	return asked
+}
+
 // gatewayResult is a harness model step's recorded result: the summary the accounting reads and
 // the vendor's answer as it was, so a replay answers byte for byte.
 type gatewayResult struct {
@@ -184,17 +196,10 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 	}
 	// The turn's model and the agent's output limit, whatever the harness asked for: the cap's
 	// worst case is computed on them.
-	field := maxTokensField(h.wire, body)
-	var asked int
-	json.Unmarshal(body[field], &asked)
-	if asked == 0 || asked > maxTokens {
-		if asked > maxTokens && !h.clamped && !d.j.Completed(key) {
-			h.clamped = true
-			d.j.Emit(api.Event{Type: api.EventGatewayClamped, StepKey: key, Message: fmt.Sprintf("%s asked for %d output tokens a call; the gateway clamps every call to the agent's maxTokens (%d)", h.name, asked, maxTokens)})
-		}
-		body[field], _ = json.Marshal(maxTokens)
+	if asked := limitCall(h.wire, body, modelName, maxTokens); asked > maxTokens && !h.clamped && !d.j.Completed(key) {
+		h.clamped = true
+		d.j.Emit(api.Event{Type: api.EventGatewayClamped, StepKey: key, Message: fmt.Sprintf("%s asked for %d output tokens a call; the gateway clamps every call to the agent's maxTokens (%d)", h.name, asked, maxTokens)})
 	}
-	body["model"], _ = json.Marshal(modelName)
 	out, _ := json.Marshal(body)
 	norm := normalize(body, d.folder)
 	req := &model.Request{Model: modelName, MaxTokens: maxTokens}

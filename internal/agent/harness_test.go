@@ -36,3 +36,29 @@ func TestHarnessReplayNormalize(t *testing.T) {
 		t.Errorf("normalize changed the body it was given")
 	}
 }
+
+// A harness's call gets the turn's model and at most the agent's maxTokens, in each wire's field;
+// a smaller limit it asked for stays.
+func TestHarnessLimitCall(t *testing.T) {
+	cases := []struct {
+		wire, body, field string
+		asked, want       int
+	}{
+		{"anthropic", `{"model":"claude-opus-5-5","max_tokens":64000}`, "max_tokens", 64000, 4096},
+		{"anthropic", `{"model":"x","max_tokens":100}`, "max_tokens", 100, 100},
+		{"anthropic", `{"model":"x"}`, "max_tokens", 0, 4096},
+		{"openai-responses", `{"model":"gpt","max_output_tokens":128000}`, "max_output_tokens", 128000, 4096},
+		{"openai-chat", `{"model":"gpt","max_tokens":9000}`, "max_tokens", 9000, 4096},
+		{"openai-chat", `{"model":"gpt"}`, "max_completion_tokens", 0, 4096},
+	}
+	for _, c := range cases {
+		var body map[string]json.RawMessage
+		json.Unmarshal([]byte(c.body), &body)
+		asked := limitCall(c.wire, body, "claude-sonnet-4-5", 4096)
+		var got int
+		json.Unmarshal(body[c.field], &got)
+		if asked != c.asked || got != c.want || string(body["model"]) != `"claude-sonnet-4-5"` {
+			t.Errorf("%s %s: asked %d, %s=%d, model %s; want asked %d, %d", c.wire, c.body, asked, c.field, got, body["model"], c.asked, c.want)
+		}
+	}
+}

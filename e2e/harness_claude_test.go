@@ -443,7 +443,8 @@ func TestClaudeKeepAlive(t *testing.T) {
 }
 
 // A harness that exits with an error fails the run HarnessError with its last stderr lines; one
-// that cannot be installed (no npm, nothing in the cache) fails it HarnessUnavailable, at once.
+// that cannot be installed (no npm, nothing in the cache) fails it HarnessUnavailable, at once; the
+// first use installs it with npm at the pinned version into the data folder, on the timeline.
 func TestHarnessExitAndUnavailable(t *testing.T) {
 	t.Parallel()
 	broken := t.TempDir()
@@ -481,6 +482,36 @@ func TestHarnessExitAndUnavailable(t *testing.T) {
 	res := e.mustCLI(0, "server", "capabilities")
 	if !strings.Contains(res.stdout, "npm is not on PATH") {
 		t.Errorf("capabilities do not say why claude-agent cannot run:\n%s", res.stdout)
+	}
+	e.kill()
+
+	// First use installs with the machine's npm at the pinned version, saying so on the timeline.
+	// This npm is a script that records its arguments and installs a claude that fails at once.
+	npmDir := t.TempDir()
+	argsFile := filepath.Join(npmDir, "args")
+	os.WriteFile(filepath.Join(npmDir, "npm"), []byte("#!/bin/sh\necho \"$@\" > "+argsFile+"\nmkdir -p node_modules/.bin\nprintf '#!/bin/sh\\necho installed-claude-ran >&2\\nexit 1\\n' > node_modules/.bin/claude\nchmod +x node_modules/.bin/claude\n"), 0o755)
+	e.extra = append(e.extra, harness.CacheEnv+"="+t.TempDir(), "PATH="+npmDir+":/usr/bin:/bin")
+	e.start()
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"x3"},"spec":{"agent":"h","input":"Say hello"}}`, nil)
+	r = e.waitPhase("x3", 30*time.Second, api.PhaseFailed, api.PhaseSucceeded)
+	if r.Status.Reason != api.ReasonHarnessError || !strings.Contains(r.Status.Message, "installed-claude-ran") {
+		t.Errorf("x3: %s %s", r.Status.Reason, r.Status.Message)
+	}
+	args, _ := os.ReadFile(argsFile)
+	if want := "install --no-audit --no-fund --no-package-lock --save-exact @anthropic-ai/claude-code@" + harness.ClaudeVersion; strings.TrimSpace(string(args)) != want {
+		t.Errorf("npm ran with %q, want %q", args, want)
+	}
+	var msgs []string
+	for _, ev := range e.events("x3") {
+		if ev.Type == "harness.install" {
+			msgs = append(msgs, ev.Message)
+		}
+	}
+	if len(msgs) < 2 || !strings.HasPrefix(msgs[0], "installing @anthropic-ai/claude-code@"+harness.ClaudeVersion+" with npm into "+filepath.Join(e.dir, "harnesses", "claude-agent@"+harness.ClaudeVersion)) || !strings.HasPrefix(msgs[len(msgs)-1], "installed ") {
+		t.Errorf("install events %q", msgs)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "harnesses", "claude-agent@"+harness.ClaudeVersion, "node_modules", ".bin", "claude")); err != nil {
+		t.Errorf("not installed into the data folder: %v", err)
 	}
 }
 

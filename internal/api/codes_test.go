@@ -167,11 +167,14 @@ func TestNoCodeOutsideTheRegistry(t *testing.T) {
 }
 
 const (
-	readmeCodesBegin = "<!-- error codes: made from internal/api/codes.go; go test ./internal/api -run TestREADMECodes -update-readme -->\n"
-	readmeCodesEnd   = "<!-- end of error codes -->\n"
+	readmeCodesBegin  = "<!-- error codes: made from internal/api/codes.go; go test ./internal/api -run TestREADMECodes -update-readme -->\n"
+	readmeCodesEnd    = "<!-- end of error codes -->\n"
+	readmeEventsBegin = "<!-- event types: made from internal/api/events.go; go test ./internal/api -run TestREADMECodes -update-readme -->\n"
+	readmeEventsEnd   = "<!-- end of event types -->\n"
 )
 
-// TestREADMECodes fails when the README's table of error codes is not the registry's.
+// TestREADMECodes fails when the README's tables of error codes and of timeline event types are
+// not the registries'.
 func TestREADMECodes(t *testing.T) {
 	path := filepath.Join("..", "..", "README.md")
 	b, err := os.ReadFile(path)
@@ -179,20 +182,27 @@ func TestREADMECodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	i, j := strings.Index(readme, readmeCodesBegin), strings.Index(readme, readmeCodesEnd)
-	if i < 0 || j < i {
-		t.Fatalf("README.md has no table of error codes between %q and %q", readmeCodesBegin, readmeCodesEnd)
+	for _, sec := range []struct{ begin, end, want string }{
+		{readmeCodesBegin, readmeCodesEnd, CodeTable()},
+		{readmeEventsBegin, readmeEventsEnd, EventTable()},
+	} {
+		i, j := strings.Index(readme, sec.begin), strings.Index(readme, sec.end)
+		if i < 0 || j < i {
+			t.Errorf("README.md has no table between %q and %q", sec.begin, sec.end)
+			continue
+		}
+		if got := readme[i+len(sec.begin) : j]; got == sec.want {
+			continue
+		}
+		if *updateREADME {
+			readme = readme[:i+len(sec.begin)] + sec.want + readme[j:]
+			continue
+		}
+		t.Errorf("README.md's table after %q differs from the registry (run go test ./internal/api -run TestREADMECodes -update-readme); want:\n%s", sec.begin, sec.want)
 	}
-	want := CodeTable()
-	got := readme[i+len(readmeCodesBegin) : j]
-	if got == want {
-		return
-	}
-	if *updateREADME {
-		if err := os.WriteFile(path, []byte(readme[:i+len(readmeCodesBegin)]+want+readme[j:]), 0o644); err != nil {
+	if *updateREADME && readme != string(b) {
+		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return
 	}
-	t.Errorf("README.md's table of error codes differs from the registry (run go test ./internal/api -run TestREADMECodes -update-readme); want:\n%s", want)
 }

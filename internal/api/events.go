@@ -1,5 +1,7 @@
 package api
 
+import "strings"
+
 // EventType is the type of a timeline event (Event.Type). Every type the server writes is a
 // constant here and in EventTypes; TestEveryEventTypeIsListed fails on one written anywhere else.
 type EventType string
@@ -123,4 +125,14 @@ func ApprovalEvent(decision string) EventType {
 		return EventApprovalApprove
 	}
 	return EventApprovalDeny
+}
+
+// EventTable is the README's table of event types, made from EventTypes.
+func EventTable() string {
+	var b strings.Builder
+	b.WriteString("| type | when |\n|---|---|\n")
+	for _, e := range EventTypes {
+		b.WriteString("| `" + string(e.Type) + "` | " + e.Meaning + " |\n")
+	}
+	return b.String()
 }

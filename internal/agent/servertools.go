@@ -164,7 +164,7 @@ func (d *drive) readSkill(ctx context.Context, key string, call model.Block, in 
 		return model.Block{}, err
 	}
 	if !out.Replayed && s != nil {
-		d.j.Emit(api.Event{Type: "skill.opened", StepKey: key, Message: fmt.Sprintf("opened skill %s (%s)", s.Ref(), file),
+		d.j.Emit(api.Event{Type: api.EventSkillOpened, StepKey: key, Message: fmt.Sprintf("opened skill %s (%s)", s.Ref(), file),
 			Data: mustRaw(map[string]string{"skill": s.Metadata.Name, "ref": s.Ref(), "file": file})})
 	}
 	return toolOutcome(key, out, result)

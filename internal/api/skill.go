@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"path"
 	"regexp"
@@ -32,10 +33,28 @@ type SkillSpec struct {
 	Files       []SkillFile `json:"files"`
 }
 
-// SkillFile is one file of a skill, its path relative to the skill's folder.
+// SkillFile is one file of a skill, its path relative to the skill's folder: its content as
+// text, or base64 when Base64 is set (a file that is not UTF-8 text).
 type SkillFile struct {
 	Path    string `json:"path"`
-	Content []byte `json:"content"`
+	Content string `json:"content,omitempty"`
+	Base64  bool   `json:"base64,omitempty"`
+}
+
+// NewSkillFile makes the file at p holding b: as text when b is UTF-8, else base64.
+func NewSkillFile(p string, b []byte) SkillFile {
+	if utf8.Valid(b) {
+		return SkillFile{Path: p, Content: string(b)}
+	}
+	return SkillFile{Path: p, Content: base64.StdEncoding.EncodeToString(b), Base64: true}
+}
+
+// Bytes is the file's content.
+func (f SkillFile) Bytes() ([]byte, error) {
+	if !f.Base64 {
+		return []byte(f.Content), nil
+	}
+	return base64.StdEncoding.DecodeString(f.Content)
 }
 
 // Skill limits: the Agent Skills format's name and description bounds, and the folder's size.
@@ -55,7 +74,8 @@ func (s *Skill) Ref() string { return s.Metadata.Name + "@" + strconv.Itoa(s.Spe
 func (s *Skill) File(p string) ([]byte, bool) {
 	for _, f := range s.Spec.Files {
 		if f.Path == p {
-			return f.Content, true
+			b, err := f.Bytes()
+			return b, err == nil
 		}
 	}
 	return nil, false
@@ -152,7 +172,11 @@ func DefaultAndValidateSkill(s *Skill) error {
 			return Invalid(field, "file %q is given twice", f.Path)
 		}
 		seen[f.Path] = true
-		total += len(f.Content)
+		b, err := f.Bytes()
+		if err != nil {
+			return Invalid("spec.files["+strconv.Itoa(i)+"].content", "file %q: base64 content does not decode: %v", f.Path, err)
+		}
+		total += len(b)
 	}
 	if total > MaxSkillBytes {
 		return E(CodeTooLarge, "spec.files", "the skill's files hold %d bytes; a skill is at most %d (1 MiB) in all", total, MaxSkillBytes)
@@ -179,8 +203,9 @@ func DefaultAndValidateSkill(s *Skill) error {
 	h := sha256.New()
 	for _, f := range s.Spec.Files {
 		// Length-prefixed, so no two different folders hash alike.
-		h.Write([]byte(strconv.Itoa(len(f.Path)) + ":" + f.Path + strconv.Itoa(len(f.Content)) + ":"))
-		h.Write(f.Content)
+		b, _ := f.Bytes() // checked above
+		h.Write([]byte(strconv.Itoa(len(f.Path)) + ":" + f.Path + strconv.Itoa(len(b)) + ":"))
+		h.Write(b)
 	}
 	s.Spec.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	return nil

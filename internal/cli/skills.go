@@ -83,7 +83,7 @@ func readSkillDir(dir string) (*api.Skill, error) {
 		if total > api.MaxSkillBytes {
 			return api.E(api.CodeTooLarge, "spec.files", "the skill's files hold more than %d bytes (1 MiB), the most a skill holds in all (at %s)", api.MaxSkillBytes, filepath.ToSlash(rel))
 		}
-		sk.Spec.Files = append(sk.Spec.Files, api.SkillFile{Path: filepath.ToSlash(rel), Content: b})
+		sk.Spec.Files = append(sk.Spec.Files, api.NewSkillFile(filepath.ToSlash(rel), b))
 		return nil
 	})
 	if err != nil {
@@ -156,7 +156,8 @@ func skillsShowCmd() *cobra.Command {
 			}
 			var paths []string
 			for _, f := range s.Spec.Files {
-				paths = append(paths, f.Path+" ("+strconv.Itoa(len(f.Content))+" bytes)")
+				b, _ := f.Bytes()
+				paths = append(paths, f.Path+" ("+strconv.Itoa(len(b))+" bytes)")
 			}
 			fmt.Fprintf(w, "skill/%s  %s\nfiles: %s\n\n", s.Ref(), s.Spec.Digest, strings.Join(paths, ", "))
 			md, _ := s.File(api.SkillFileName)

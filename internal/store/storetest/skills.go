@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"testing"
@@ -12,7 +13,7 @@ import (
 func newSkill(t *testing.T, name, body string, extra ...api.SkillFile) *api.Skill {
 	t.Helper()
 	s := &api.Skill{Spec: api.SkillSpec{Files: append([]api.SkillFile{{Path: api.SkillFileName,
-		Content: []byte("---\nname: " + name + "\ndescription: Does " + name + " things.\n---\n" + body)}}, extra...)}}
+		Content: "---\nname: " + name + "\ndescription: Does " + name + " things.\n---\n" + body}}, extra...)}}
 	if err := api.DefaultAndValidateSkill(s); err != nil {
 		t.Fatal(err)
 	}
@@ -23,12 +24,12 @@ func newSkill(t *testing.T, name, body string, extra ...api.SkillFile) *api.Skil
 // version that holds it, versions never change, and list leaves the contents out.
 func testSkills(t *testing.T, open opener) {
 	s := open(t)
-	v1 := newSkill(t, "pdf", "# PDF\n", api.SkillFile{Path: "ref/forms.md", Content: []byte("forms")})
+	v1 := newSkill(t, "pdf", "# PDF\n", api.SkillFile{Path: "ref/forms.md", Content: "forms"}, api.NewSkillFile("logo.bin", []byte{0xff, 0, 1}))
 	created, err := s.PutSkill(bg, v1)
 	if err != nil || !created || v1.Spec.Version != 1 || v1.Metadata.UID == "" || v1.Metadata.CreationTimestamp == nil {
 		t.Fatalf("PutSkill = %v, %v: %+v", created, err, v1.Metadata)
 	}
-	again := newSkill(t, "pdf", "# PDF\n", api.SkillFile{Path: "ref/forms.md", Content: []byte("forms")})
+	again := newSkill(t, "pdf", "# PDF\n", api.NewSkillFile("logo.bin", []byte{0xff, 0, 1}), api.SkillFile{Path: "ref/forms.md", Content: "forms"})
 	if created, err := s.PutSkill(bg, again); err != nil || created || again.Spec.Version != 1 || again.Metadata.UID != v1.Metadata.UID {
 		t.Errorf("PutSkill of the same content = %v, %v, version %d; want version 1 unchanged", created, err, again.Spec.Version)
 	}
@@ -40,7 +41,7 @@ func testSkills(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	got, err := s.GetSkill(bg, "pdf", 1)
-	if err != nil || len(got.Spec.Files) != 2 || string(got.Spec.Files[1].Content) != "forms" || got.Spec.Digest != v1.Spec.Digest || got.Spec.Description != "Does pdf things." {
+	if err != nil || len(got.Spec.Files) != 3 || got.Spec.Files[2].Content != "forms" || got.Spec.Digest != v1.Spec.Digest || got.Spec.Description != "Does pdf things." {
 		t.Fatalf("GetSkill(pdf, 1) = %+v, %v", got, err)
 	}
 	if md, _ := got.File(api.SkillFileName); string(md) != "---\nname: pdf\ndescription: Does pdf things.\n---\n# PDF\n" {
@@ -65,7 +66,10 @@ func testSkills(t *testing.T, open opener) {
 	if l[0].Ref() != "pdf@1" || l[1].Ref() != "pdf@2" || l[2].Ref() != "xlsx@1" {
 		t.Errorf("ListSkills order: %s %s %s", l[0].Ref(), l[1].Ref(), l[2].Ref())
 	}
-	if len(l[0].Spec.Files) != 2 || l[0].Spec.Files[1].Path != "ref/forms.md" || l[0].Spec.Files[1].Content != nil {
+	if bin, ok := got.File("logo.bin"); !ok || !bytes.Equal(bin, []byte{0xff, 0, 1}) {
+		t.Errorf("pdf@1 logo.bin = %v, %v", bin, ok)
+	}
+	if len(l[0].Spec.Files) != 3 || l[0].Spec.Files[2].Path != "ref/forms.md" || l[0].Spec.Files[2].Content != "" {
 		t.Errorf("ListSkills files: %+v (want paths without contents)", l[0].Spec.Files)
 	}
 

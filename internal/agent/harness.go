@@ -94,6 +94,10 @@ var varying = []string{"metadata", "prompt_cache_key", "client_metadata", "user"
 // systemDate is a date in a system prompt (Claude Code's "Today's date is 2026-12-01.").
 var systemDate = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b`)
 
+// wallTime is the timing line Codex puts before each tool result it gives the model ("Wall time:
+// 0.0124 seconds"): a replayed result takes another time to answer.
+var wallTime = regexp.MustCompile(`Wall time: [0-9.]+ seconds`)
+
 // normalize is the request as the replay check compares it: without the varying fields, without
 // Claude Code's per-session billing header text in the system prompt, with the system prompt's
 // dates and the run folder's path (which differs on another runner's data folder) as placeholders.
@@ -121,6 +125,18 @@ func normalize(body map[string]json.RawMessage, folder string) []byte {
 		cp["system"], _ = json.Marshal(kept)
 	} else if t, ok := unquote(cp["system"]); ok {
 		cp["system"], _ = json.Marshal(systemDate.ReplaceAllString(t, "<date>"))
+	}
+	// Responses input items carry ids the client makes up at each start (Codex: msg_<uuid> on its
+	// own messages), which are not content.
+	var input []map[string]json.RawMessage
+	if json.Unmarshal(cp["input"], &input) == nil && len(input) > 0 {
+		for _, it := range input {
+			delete(it, "id")
+			if o, ok := it["output"]; ok {
+				it["output"] = wallTime.ReplaceAll(o, []byte("Wall time: <t> seconds"))
+			}
+		}
+		cp["input"], _ = json.Marshal(input)
 	}
 	out, _ := json.Marshal(cp)
 	if folder != "" {

@@ -34,16 +34,16 @@ def usd(value: Money, field: str) -> str:
 
 
 class Run:
-    """A handle on one run. Every call asks the server; the handle holds only the run's name and
-    which messages it sent (so answer() waits for the turn that answers the latest)."""
+    """A handle on one run, by name: every call asks the server, so any number of handles (in any
+    process) may name the same run."""
 
     def __init__(self, name: str, agent: str = "", client: Optional[Client] = None) -> None:
         self.name = name
         self.agent = agent
         self._client = client
         self._lock = threading.Lock()
-        # The seq of the latest message sent through this handle; answer() and wait() wait until
-        # the run has read it.
+        # The seq of the latest message sent through this handle (also in the run's message list;
+        # kept so a wait right after a send never depends on reading the list back).
         self._sent_seq = 0
 
     def __repr__(self) -> str:
@@ -130,15 +130,23 @@ class Run:
                 best = max(best, int(s.result.get("seq", 0)))
         return best
 
+    def _latest_message(self) -> int:
+        out = self.client.request("GET", path_of("agentruns", self.name, "messages")) or {}
+        return max((int(m.get("seq", 0)) for m in out.get("items") or []), default=0)
+
     def _settled(self) -> Optional[RunStatus]:
+        # The latest message the run was sent, through this handle or any other way.
         with self._lock:
             sent = self._sent_seq
+        sent = max(sent, self._latest_message())
         # Read the steps before the status: a message read before the status was taken, with the
         # status at rest, means the turn after it is over (the run is Running in between).
         unread = sent > 0 and self._read_seq() < sent
         st = self.status()
         if st.finished:
             return st
+        if st.get("cancelRequested"):
+            return None  # a cancel is on its way: the rest it is in now is over
         if unread and st.phase == "Waiting" and st.reason in ("Message", "Question"):
             return None  # it has not read our message yet: this rest is from before it
         if st.waiting_on_person or st.turn_done:
@@ -147,7 +155,7 @@ class Run:
 
     def wait(self, timeout: Optional[float] = None) -> RunStatus:
         """Wait until the run has finished, or waits on a person, or (keep-alive) has answered the
-        turn of the latest message sent through this handle. Raises AgentrunError Timeout after
+        turn of the latest message it was sent (through any handle). Raises AgentrunError Timeout after
         timeout seconds (None: no limit). Follows the timeline over SSE and looks again at each
         change of state."""
         deadline = None if timeout is None else time.monotonic() + timeout

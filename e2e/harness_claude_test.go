@@ -111,11 +111,11 @@ entries:
   - name: careful
     match: "Count carefully"
     turns:
-      - text: "I need to count this once."
-        tool_calls:
+      - tool_calls:
           - name: mcp__agentrun__write
             input: {path: "secret.txt", content: "leak"}
-      - tool_calls:
+      - text: "I need to count this once."
+        tool_calls:
           - name: mcp__agentrun__dev_count
             input: {label: "careful"}
       - text: "counted"
@@ -253,14 +253,19 @@ func TestClaudeApprovalAndDeny(t *testing.T) {
 	}
 	var list struct {
 		Items []struct {
-			ID    int64
-			Tool  string
-			State string
+			ID     int64
+			Tool   string
+			State  string
+			Reason string
 		}
 	}
 	res := e.mustCLI(0, "runs", "approvals", "c1", "-o", "json")
 	if err := jsonUnmarshal(res.stdout, &list); err != nil || len(list.Items) != 2 || list.Items[0].State != "denied" || list.Items[1].State != "pending" {
 		t.Fatalf("approvals = %s (%v)", res.stdout, err)
+	}
+	// The approval shows what the model said with the call, as for builtin.
+	if list.Items[1].Reason != "I need to count this once." {
+		t.Errorf("approval reason %q", list.Items[1].Reason)
 	}
 	if r := e.cliIn(e.dir, "correct horse battery\n", "login", "--setup-code", e.setupCode(), "--password-stdin"); r.code != 0 {
 		t.Fatalf("login: exit %d %q", r.code, r.stderr)

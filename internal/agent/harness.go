@@ -273,6 +273,8 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 		return gateway.Reply{}, h.fail(fmt.Errorf("decode %s result: %w", key, err))
 	}
 	h.n++
+	// The model's text in this call is the reason an approval of the tool calls it asks for shows.
+	d.turnText = gateway.Summarize(h.wire, gr.Body).Text
 	return gateway.Reply{Status: gr.HTTPStatus, ContentType: gr.ContentType, Body: gr.Body}, nil
 }
 

@@ -155,18 +155,19 @@ func TestSummarize(t *testing.T) {
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n" +
 		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":7}}\n\n"
 	s := Summarize(WireAnthropic, []byte(ant))
-	if s.Model != "claude-sonnet-4-5" || s.StopReason != "end_turn" || s.Usage.InputTokens != 10 || s.Usage.OutputTokens != 7 || s.Usage.CacheReadInputTokens != 4 || s.Usage.CacheCreationInputTokens != 3 || s.Usage.CacheCreation1hInputTokens != 2 {
+	if s.Model != "claude-sonnet-4-5" || s.StopReason != "end_turn" || s.Text != "hi" || s.Usage.InputTokens != 10 || s.Usage.OutputTokens != 7 || s.Usage.CacheReadInputTokens != 4 || s.Usage.CacheCreationInputTokens != 3 || s.Usage.CacheCreation1hInputTokens != 2 {
 		t.Errorf("anthropic stream: %+v", s)
 	}
 	resp := "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"model\":\"gpt-5\",\"status\":\"in_progress\"}}\n\n" +
+		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"ok\"}\n\n" +
 		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"model\":\"gpt-5\",\"status\":\"completed\",\"usage\":{\"input_tokens\":20,\"input_tokens_details\":{\"cached_tokens\":5},\"output_tokens\":9,\"output_tokens_details\":{\"reasoning_tokens\":3}}}}\n\n"
 	s = Summarize(WireResponses, []byte(resp))
-	if s.Model != "gpt-5" || s.StopReason != "completed" || s.Usage.InputTokens != 15 || s.Usage.CacheReadInputTokens != 5 || s.Usage.OutputTokens != 9 || s.Usage.ReasoningTokens != 3 {
+	if s.Model != "gpt-5" || s.StopReason != "completed" || s.Text != "ok" || s.Usage.InputTokens != 15 || s.Usage.CacheReadInputTokens != 5 || s.Usage.OutputTokens != 9 || s.Usage.ReasoningTokens != 3 {
 		t.Errorf("responses stream: %+v", s)
 	}
 	chat := "data: {\"model\":\"gpt-4.1\",\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: {\"model\":\"gpt-4.1\",\"choices\":[{\"finish_reason\":\"stop\"}]}\n\ndata: {\"model\":\"gpt-4.1\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2}}}\n\ndata: [DONE]\n\n"
 	s = Summarize(WireChat, []byte(chat))
-	if s.Model != "gpt-4.1" || s.StopReason != "stop" || s.Usage.InputTokens != 10 || s.Usage.CacheReadInputTokens != 2 || s.Usage.OutputTokens != 4 {
+	if s.Model != "gpt-4.1" || s.StopReason != "stop" || s.Text != "x" || s.Usage.InputTokens != 10 || s.Usage.CacheReadInputTokens != 2 || s.Usage.OutputTokens != 4 {
 		t.Errorf("chat stream: %+v", s)
 	}
 	s = Summarize(WireAnthropic, []byte(`{"model":"claude-haiku-4-5","stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":2}}`))

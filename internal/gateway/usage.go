@@ -8,12 +8,14 @@ import (
 	"agentrun.dev/agentrun/internal/model"
 )
 
-// Summary is what the gateway reads from a response: the model that answered, why it stopped and
-// the usage; nothing else of the body is interpreted.
+// Summary is what the gateway reads from a response: the model that answered, why it stopped, the
+// usage, and the text it said (an approval shows it as the call's reason); nothing else of the body
+// is interpreted.
 type Summary struct {
 	Model      string
 	StopReason string
 	Usage      model.Usage
+	Text       string
 }
 
 // Summarize reads a response body of wire, an SSE stream or one JSON object.
@@ -109,6 +111,8 @@ func (s *Summary) event(wire string, data []byte) {
 			} `json:"message"`
 			Delta struct {
 				StopReason string `json:"stop_reason"`
+				Type       string `json:"type"`
+				Text       string `json:"text"`
 			} `json:"delta"`
 			Usage *antUsage `json:"usage"`
 		}
@@ -116,6 +120,10 @@ func (s *Summary) event(wire string, data []byte) {
 			return
 		}
 		switch ev.Type {
+		case "content_block_delta":
+			if ev.Delta.Type == "text_delta" {
+				s.Text += ev.Delta.Text
+			}
 		case "message_start":
 			s.Model = ev.Message.Model
 			ev.Message.Usage.apply(&s.Usage)
@@ -128,13 +136,20 @@ func (s *Summary) event(wire string, data []byte) {
 	case WireResponses:
 		var ev struct {
 			Type     string `json:"type"`
+			Delta    string `json:"delta"`
 			Response struct {
 				Model  string    `json:"model"`
 				Status string    `json:"status"`
 				Usage  *oaiUsage `json:"usage"`
 			} `json:"response"`
 		}
-		if json.Unmarshal(data, &ev) != nil || ev.Response.Model == "" {
+		if json.Unmarshal(data, &ev) != nil {
+			return
+		}
+		if ev.Type == "response.output_text.delta" {
+			s.Text += ev.Delta
+		}
+		if ev.Response.Model == "" {
 			return
 		}
 		s.Model = ev.Response.Model
@@ -146,6 +161,12 @@ func (s *Summary) event(wire string, data []byte) {
 			Model   string `json:"model"`
 			Choices []struct {
 				FinishReason string `json:"finish_reason"`
+				Delta        struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+				Message struct {
+					Content string `json:"content"`
+				} `json:"message"`
 			} `json:"choices"`
 			Usage *oaiUsage `json:"usage"`
 		}
@@ -156,6 +177,7 @@ func (s *Summary) event(wire string, data []byte) {
 			s.Model = ch.Model
 		}
 		for _, c := range ch.Choices {
+			s.Text += c.Delta.Content + c.Message.Content
 			if c.FinishReason != "" {
 				s.StopReason = c.FinishReason
 			}
@@ -173,10 +195,19 @@ func (s *Summary) object(wire string, body []byte) {
 			Model      string    `json:"model"`
 			StopReason string    `json:"stop_reason"`
 			Usage      *antUsage `json:"usage"`
+			Content    []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
 		}
 		if json.Unmarshal(body, &r) == nil {
 			s.Model, s.StopReason = r.Model, r.StopReason
 			r.Usage.apply(&s.Usage)
+			for _, b := range r.Content {
+				if b.Type == "text" {
+					s.Text += b.Text
+				}
+			}
 		}
 	case WireResponses:
 		var r struct {

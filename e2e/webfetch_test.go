@@ -274,3 +274,40 @@ entries:
 		}
 	}
 }
+
+// TestWebFetchProxy: the server's HTTP_PROXY carries web_fetch's requests (the proxy, on
+// loopback, must be allowed: the address dialled is the proxy's), and a host NO_PROXY names is
+// fetched directly, not through it.
+func TestWebFetchProxy(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	proxy := newSite(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.String())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "via the proxy: "+r.URL.String())
+	}))
+	cases := map[string]string{
+		"Fetch through": `{url: "http://docs.example.invalid/guide"}`,
+		"Fetch direct":  `{url: "http://direct.example.invalid/guide"}`,
+	}
+	e := newEnv(t, fetchScript(cases))
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--fetch-allow", proxy.hostPort()},
+		"HTTP_PROXY="+proxy.URL, "http_proxy="+proxy.URL, "NO_PROXY=direct.example.invalid", "no_proxy=direct.example.invalid")
+	e.mustAgent("proxied", `{"metadata":{"name":"proxied"},"spec":{"tools":["web_fetch"],"computer":{"kind":"none","network":true},"approvals":"never-ask"}}`)
+	e.startRun("proxied", "px-through", "Fetch through")
+	e.startRun("proxied", "px-direct", "Fetch direct")
+	if got := e.answerOf("px-through"); !strings.Contains(got, "via the proxy: http://docs.example.invalid/guide") {
+		t.Errorf("through the proxy: %q", got)
+	}
+	if got := e.answerOf("px-direct"); strings.Contains(got, "via the proxy") || !strings.Contains(got, "nothing was read") {
+		t.Errorf("a NO_PROXY host: %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 {
+		t.Errorf("the proxy saw %v, want the one proxied request", seen)
+	}
+}

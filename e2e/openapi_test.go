@@ -1,0 +1,485 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// openAPI is the server's /v2/openapi.json, compiled: each response it receives is held against
+// the schema the document gives for that route, status and media type.
+type openAPI struct {
+	c      *jsonschema.Compiler
+	routes []docRoute
+	mu     sync.Mutex
+	cache  map[string]*jsonschema.Schema
+	// seen counts the (route, status) pairs checked, for the test's report.
+	seen map[string]int
+}
+
+type docRoute struct {
+	method, template string
+	re               *regexp.Regexp
+	responses        map[string]map[string]json.RawMessage // status -> media type -> its object
+}
+
+const openAPIURL = "http://agentrun.test/openapi.json"
+
+// loadOpenAPI fetches and compiles the running server's document.
+func loadOpenAPI(t *testing.T, base, token string) *openAPI {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v2/openapi.json", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /v2/openapi.json: %v", err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /v2/openapi.json: HTTP %d %s", resp.StatusCode, raw)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("openapi.json is not JSON: %v", err)
+	}
+	d := &openAPI{c: jsonschema.NewCompiler(), cache: map[string]*jsonschema.Schema{}, seen: map[string]int{}}
+	d.c.DefaultDraft(jsonschema.Draft2020)
+	d.c.AssertFormat()
+	if err := d.c.AddResource(openAPIURL, inst); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+		Paths   map[string]map[string]struct {
+			Responses map[string]struct {
+				Content map[string]json.RawMessage `json:"content"`
+			} `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q, want 3.1.0", doc.OpenAPI)
+	}
+	for path, item := range doc.Paths {
+		for method, op := range item {
+			segs := strings.Split(path, "/")
+			for i, seg := range segs {
+				switch {
+				case !strings.HasPrefix(seg, "{"):
+					segs[i] = regexp.QuoteMeta(seg)
+				case i == len(segs)-1 && (strings.HasSuffix(path, "/files/{path}") || strings.HasPrefix(path, "/v2/environments/")):
+					// A {path...} or {ref...} wildcard takes the rest, slashes and all.
+					segs[i] = ".*"
+				default:
+					segs[i] = "[^/]+"
+				}
+			}
+			expr := "^" + strings.Join(segs, "/") + "$"
+			r := docRoute{method: strings.ToUpper(method), template: path, re: regexp.MustCompile(expr), responses: map[string]map[string]json.RawMessage{}}
+			for st, resp := range op.Responses {
+				r.responses[st] = resp.Content
+			}
+			d.routes = append(d.routes, r)
+		}
+	}
+	return d
+}
+
+func escPointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func (d *openAPI) schema(ptr string) (*jsonschema.Schema, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.cache[ptr]; ok {
+		return s, nil
+	}
+	s, err := d.c.Compile(openAPIURL + ptr)
+	if err != nil {
+		return nil, err
+	}
+	d.cache[ptr] = s
+	return s, nil
+}
+
+// route finds the documented route a request took; a literal segment beats a parameter
+// (/v2/agentruns/{name}/cancel over nothing else, /v2/openapi.json over nothing).
+func (d *openAPI) route(method, path string) (docRoute, bool) {
+	var best docRoute
+	found := false
+	for _, r := range d.routes {
+		if r.method != method || !r.re.MatchString(path) {
+			continue
+		}
+		if !found || strings.Count(r.template, "{") < strings.Count(best.template, "{") {
+			best, found = r, true
+		}
+	}
+	return best, found
+}
+
+// check holds one response against the document: its route is documented, with its status and
+// media type, and a JSON body validates against that response's schema.
+func (d *openAPI) check(method, path string, status int, contentType string, body []byte) error {
+	path, _, _ = strings.Cut(path, "?")
+	r, ok := d.route(method, path)
+	if !ok {
+		return fmt.Errorf("%s %s: no route in the OpenAPI document", method, path)
+	}
+	st := strconv.Itoa(status)
+	content, ok := r.responses[st]
+	if !ok {
+		return fmt.Errorf("%s %s (%s) answered %d, which the document does not list: %.300s", method, path, r.template, status, body)
+	}
+	mt, _, _ := strings.Cut(contentType, ";")
+	mt = strings.TrimSpace(mt)
+	if len(content) == 0 {
+		if len(bytes.TrimSpace(body)) > 0 {
+			return fmt.Errorf("%s %s %d: a body the document says is not there: %.200s", method, path, status, body)
+		}
+		return nil
+	}
+	if _, ok := content[mt]; !ok {
+		return fmt.Errorf("%s %s %d: media type %q, the document lists %v", method, path, status, mt, keys(content))
+	}
+	d.mu.Lock()
+	d.seen[method+" "+r.template+" "+st]++
+	d.mu.Unlock()
+	if mt != "application/json" {
+		return nil
+	}
+	s, err := d.schema("#/paths/" + escPointer(r.template) + "/" + strings.ToLower(method) + "/responses/" + st + "/content/application~1json/schema")
+	if err != nil {
+		return fmt.Errorf("%s %s %d: compile its schema: %v", method, r.template, status, err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%s %s %d: body is not JSON: %v: %.200s", method, path, status, err, body)
+	}
+	if err := s.Validate(inst); err != nil {
+		return fmt.Errorf("%s %s %d: the body does not match the document (%s): %v\nbody: %.2000s", method, path, status, r.template, err, body)
+	}
+	return nil
+}
+
+// validateData holds one SSE event's data against a component schema.
+func (d *openAPI) validateComponent(name string, data []byte) error {
+	s, err := d.schema("#/components/schemas/" + name)
+	if err != nil {
+		return err
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("not JSON: %v: %s", err, data)
+	}
+	return s.Validate(inst)
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// checkedCall makes a request and holds its answer against the document, failing the test when
+// it does not match; it returns the status and body.
+func (d *openAPI) call(t *testing.T, e *env, method, path, body string, hdr map[string]string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, e.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if err := d.check(method, path, resp.StatusCode, resp.Header.Get("Content-Type"), data); err != nil {
+		t.Error(err)
+	}
+	return resp.StatusCode, data
+}
+
+const openAPIScript = `
+entries:
+  - name: notes
+    match: "Ask me which region"
+    turns:
+      - text: "I'll ask which region."
+        tool_calls:
+          - name: ask_person
+            input: {question: "Which region should I cover?"}
+      - tool_calls:
+          - name: write
+            input: {path: docs/region.md, content: "# {{last_tool_result}}\n"}
+      - text: "I wrote docs/region.md about {{last_tool_result}}."
+  - name: gated
+    match: "Count once"
+    turns:
+      - tool_calls:
+          - name: dev_count
+            input: {label: "x"}
+      - text: "counted"
+  - name: anything
+    match: "*"
+    turns:
+      - text: "(scripted) {{last_user}}"
+`
+
+// TestOpenAPIResponses drives the main routes of a real server (agents, runs and their
+// subresources, the SSE timeline, approvals, money, groups, evaluations, triggers, skills, and
+// the error answers) and holds every answer against the document the server serves.
+func TestOpenAPIResponses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, openAPIScript)
+	e.start()
+	d := loadOpenAPI(t, e.url, e.token)
+	want := func(got, want int, what string, body []byte) {
+		t.Helper()
+		if got != want {
+			t.Fatalf("%s: HTTP %d, want %d: %s", what, got, want, body)
+		}
+	}
+	call := func(method, path, body string) (int, []byte) {
+		t.Helper()
+		return d.call(t, e, method, path, body, nil)
+	}
+
+	// The check refuses what the document does not say: a malformed agent, a code the route
+	// does not list, a status it does not answer.
+	for _, bad := range []struct {
+		status int
+		body   string
+	}{
+		{200, `{"metadata": {"name": 3}, "spec": {}}`},
+		{404, `{"code": "AgentStopped", "message": "x"}`},
+		{404, `{"code": "NotFound", "message": "x", "extra": 1}`},
+		{418, `{}`},
+	} {
+		if err := d.check("GET", "/v2/agents/notes", bad.status, "application/json", []byte(bad.body)); err == nil {
+			t.Errorf("the check took %d %s for GET /v2/agents/{name}", bad.status, bad.body)
+		}
+	}
+
+	st, b := call("GET", "/v2/capabilities", "")
+	want(st, 200, "capabilities", b)
+	call("GET", "/v2/runners", "")
+	call("GET", "/v2/prices", "")
+	call("GET", "/v2/credits?limit=5", "")
+	st, b = call("POST", "/v2/credits", `{"amountUSD": "5", "note": "openapi test"}`)
+	want(st, 201, "add credits", b)
+	call("GET", "/v2/secrets", "")
+	call("GET", "/v2/whoami", "")
+
+	// Agents: the seed's shape, a resource, apply, patch, list.
+	st, b = call("POST", "/v2/agents", `{"definition": {"id": "notes", "version": 1, "name": "Notes", "instructions": "Do what you are asked.", "skills": [], "tools": ["write", "ask_person"]}}`)
+	want(st, 201, "create agent", b)
+	st, b = call("POST", "/v2/agents", `{"apiVersion": "agentrun.dev/v1", "kind": "Agent", "metadata": {"name": "gate", "labels": {"team": "qa"}},
+		"spec": {"system": "Count.", "tools": ["dev_count"], "approvals": {"default": "allow", "rules": [{"match": "dev_count", "action": "ask"}]}}}`)
+	want(st, 201, "create agent gate", b)
+	call("GET", "/v2/agents", "")
+	call("GET", "/v2/agents/notes", "")
+	st, b = call("PATCH", "/v2/agents/gate", `{"metadata": {"labels": {"team": "ops"}}}`)
+	want(st, 200, "patch agent", b)
+	call("PUT", "/v2/agents/gate", `{"apiVersion": "agentrun.dev/v1", "kind": "Agent", "metadata": {"name": "gate", "labels": {"team": "ops"}},
+		"spec": {"system": "Count.", "tools": ["dev_count"], "approvals": {"default": "allow", "rules": [{"match": "dev_count", "action": "ask"}]}}}`)
+
+	// A run that asks, is answered, writes a file and answers.
+	st, b = call("POST", "/v2/agents/notes/runs", `{"input": {"content": "Ask me which region to cover, then write it down."}, "max_cost_usd": "1"}`)
+	want(st, 201, "start run", b)
+	var run struct{ Metadata struct{ Name string } }
+	json.Unmarshal(b, &run)
+	name := run.Metadata.Name
+	e.waitPhase(name, 30*time.Second, "Waiting")
+	call("GET", "/v2/agentruns/"+name, "")
+	call("GET", "/v2/agentruns?agent=notes", "")
+	call("GET", "/v2/agentruns?fieldSelector=status.phase=Waiting", "")
+	st, b = call("POST", "/v2/agentruns/"+name+"/messages", `{"payload": "Europe", "messageKey": "k1"}`)
+	want(st, 202, "message", b)
+	call("POST", "/v2/agentruns/"+name+"/messages", `{"payload": "Europe", "messageKey": "k1"}`)
+	e.waitPhase(name, 30*time.Second, "Succeeded")
+	call("GET", "/v2/agentruns/"+name+"/messages", "")
+	call("GET", "/v2/agentruns/"+name+"/steps", "")
+	call("GET", "/v2/agentruns/"+name+"/events", "")
+	call("GET", "/v2/agentruns/"+name+"/events?after=2", "")
+	call("GET", "/v2/agentruns/"+name+"/answer", "")
+	call("GET", "/v2/agentruns/"+name+"/files/", "")
+	call("GET", "/v2/agentruns/"+name+"/files/docs", "")
+	call("GET", "/v2/agentruns/"+name+"/files/docs/region.md", "")
+	call("GET", "/v2/agentruns/"+name+"/approvals", "")
+
+	// The timeline as SSE: each event's data is an Event, the last "end".
+	sseCheck(t, d, e, name)
+
+	// A tool call waiting for approval; the API token may list but not decide it.
+	st, b = call("POST", "/v2/agentruns", `{"agent": "gate", "input": "Count once."}`)
+	want(st, 201, "seed run", b)
+	json.Unmarshal(b, &run)
+	gated := run.Metadata.Name
+	e.waitPhase(gated, 30*time.Second, "Waiting")
+	st, b = call("GET", "/v2/agentruns/"+gated+"/approvals", "")
+	want(st, 200, "approvals", b)
+	var approvals struct{ Items []struct{ ID int64 } }
+	json.Unmarshal(b, &approvals)
+	if len(approvals.Items) != 1 {
+		t.Fatalf("approvals: %s", b)
+	}
+	st, b = call("POST", fmt.Sprintf("/v2/agentruns/%s/approvals/%d", gated, approvals.Items[0].ID), `{"decision": "approve"}`)
+	want(st, 403, "approve with the API token", b)
+	st, b = call("POST", "/v2/agentruns/"+gated+"/cancel", "")
+	want(st, 200, "cancel", b)
+	st, b = call("POST", "/v2/agentruns/"+gated+"/messages", `{"payload": "late"}`)
+	if st != 409 && st != 202 { // cancelling may not have finished it yet
+		t.Errorf("message to a cancelled run: HTTP %d %s", st, b)
+	}
+	st, b = call("PATCH", "/v2/agentruns/"+name, `{"spec": {"maxCostUSD": "0.5"}}`)
+	if st < 400 {
+		t.Errorf("lowering a cap: HTTP %d %s", st, b)
+	}
+
+	// A batch with an Idempotency-Key, then the same again (replayed), then the key with another body.
+	batch := `{"apiVersion": "agentrun.dev/v1", "kind": "AgentRunList", "items": [
+		{"metadata": {"name": "b1"}, "spec": {"agent": "notes", "input": "hello one"}},
+		{"metadata": {"name": "b2"}, "spec": {"agent": "notes", "input": "hello two"}}]}`
+	st, b = d.call(t, e, "POST", "/v2/agentruns", batch, map[string]string{"Idempotency-Key": "batch-1"})
+	want(st, 201, "batch", b)
+	st, b = d.call(t, e, "POST", "/v2/agentruns", batch, map[string]string{"Idempotency-Key": "batch-1"})
+	want(st, 200, "batch replayed", b)
+	st, b = d.call(t, e, "POST", "/v2/agentruns", strings.Replace(batch, "hello two", "hello 2", 1), map[string]string{"Idempotency-Key": "batch-1"})
+	want(st, 422, "batch key reused", b)
+
+	// Groups and evaluations.
+	st, b = call("POST", "/v2/agentgroups", `{"apiVersion": "agentrun.dev/v1", "kind": "AgentGroup", "metadata": {"name": "g1"}, "spec": {"agent": "notes", "limits": {"maxActive": 2}}}`)
+	want(st, 201, "create group", b)
+	st, b = call("POST", "/v2/agentruns", `{"apiVersion": "agentrun.dev/v1", "kind": "AgentRun", "metadata": {}, "spec": {"agent": "notes", "group": "g1", "taskKey": "t1", "input": "hello group"}}`)
+	want(st, 201, "group member", b)
+	call("GET", "/v2/agentgroups", "")
+	call("GET", "/v2/agentgroups/g1", "")
+	call("PATCH", "/v2/agentgroups/g1", `{"spec": {"sealed": true}}`)
+	call("GET", "/v2/agentgroups/g1/results", "")
+	call("GET", "/v2/environments", "")
+	call("GET", "/v2/skills", "")
+	call("GET", "/v2/triggers", "")
+	call("POST", "/v2/agentgroups/g1/cancel", "")
+	call("DELETE", "/v2/agentgroups/g1", "")
+
+	// Errors: each is {code, message, field} with a code the document lists for the route.
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"GET", "/v2/agents/nope", "", 404},
+		{"GET", "/v2/agentruns/nope/answer", "", 404},
+		{"GET", "/v2/agentruns/" + name + "/files/missing.txt", "", 404},
+		{"POST", "/v2/agents", `{"definition": {"id": "notes", "version": 1, "name": "Notes", "instructions": "x", "tools": []}}`, 409},
+		{"POST", "/v2/agents", `{"kind": "Agent", "metadata": {"name": "x"}, "spec": {"system": "x", "bogus": 1}}`, 422},
+		{"POST", "/v2/agents", `{"kind": "Agent", "kind": "Agent"}`, 400},
+		{"POST", "/v2/agents", `{`, 400},
+		{"POST", "/v2/agents/nope/runs", `{"input": "x"}`, 404},
+		{"POST", "/v2/agentruns/" + name + "/resolve", `{"action": "retry"}`, 409},
+		{"GET", "/v2/agentruns?fieldSelector=spec.bogus=1", "", 422},
+	} {
+		st, b := call(c.method, c.path, c.body)
+		if st != c.status {
+			t.Errorf("%s %s: HTTP %d, want %d: %s", c.method, c.path, st, c.status, b)
+		}
+	}
+	// Without credentials.
+	req, _ := http.NewRequest("GET", e.url+"/v2/agents", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := d.check("GET", "/v2/agents", resp.StatusCode, resp.Header.Get("Content-Type"), data); err != nil || resp.StatusCode != 401 {
+		t.Errorf("no credentials: HTTP %d: %v", resp.StatusCode, err)
+	}
+	call("DELETE", "/v2/agentruns/b1", "")
+	call("DELETE", "/v2/agents/gate", "")
+
+	t.Logf("checked %d (route, status) pairs against the document", len(d.seen))
+}
+
+// sseCheck reads a finished run's timeline as SSE from the start, then resumed with
+// Last-Event-ID, holding each event's data against the document's Event schema.
+func sseCheck(t *testing.T, d *openAPI, e *env, run string) {
+	t.Helper()
+	read := func(lastID string) (ids []string, sawEnd bool) {
+		req, _ := http.NewRequest("GET", e.url+"/v2/agentruns/"+run+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		req.Header.Set("Accept", "text/event-stream")
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := d.check("GET", "/v2/agentruns/"+run+"/events", resp.StatusCode, resp.Header.Get("Content-Type"), nil); err != nil {
+			t.Error(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var id, event string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "id: "):
+				id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				data := []byte(strings.TrimPrefix(line, "data: "))
+				schema := "Event"
+				if event == "end" {
+					schema, sawEnd = "EndEvent", true
+				}
+				if err := d.validateComponent(schema, data); err != nil {
+					t.Errorf("SSE %s event %s: %v", event, data, err)
+				}
+				if event != "end" {
+					ids = append(ids, id)
+				}
+			case line == "":
+				id, event = "", ""
+			}
+		}
+		return ids, sawEnd
+	}
+	all, end := read("")
+	if !end || len(all) < 3 {
+		t.Fatalf("SSE stream: %d events, end %v", len(all), end)
+	}
+	rest, end := read(all[1])
+	if !end || len(rest) != len(all)-2 || rest[0] != all[2] {
+		t.Errorf("resumed after %s: events %v, want %v", all[1], rest, all[2:])
+	}
+}

@@ -90,7 +90,6 @@ goals = false
 shell_tool = false
 unified_exec = false
 view_image = false
-multi_agent = false
 image_generation = false
 `, tomlString(s.Model), tomlString(s.GatewayURL), codexTokenEnv, strings.Join(hdr, ", "),
 		s.MCPName, tomlString(s.MCPURL), codexTokenEnv)

@@ -142,6 +142,23 @@ func (f *Fetcher) check(network, address string, _ syscall.RawConn) error {
 	return &BlockedError{Addr: ap, Why: why}
 }
 
+// checkLiteral refuses a URL whose host is a blocked address literal before anything is dialled:
+// through a proxy the address dialled is the proxy's, and the proxy would reach it for us.
+func (f *Fetcher) checkLiteral(u *url.URL) error {
+	a, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]"))
+	if err != nil {
+		return nil // a name: checked where it is dialled
+	}
+	port := uint16(80)
+	if u.Scheme == "https" {
+		port = 443
+	}
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		port = uint16(p)
+	}
+	return f.check("tcp", netip.AddrPortFrom(a.Unmap(), port).String(), nil)
+}
+
 // Result is what the model reads.
 type Result struct {
 	Content string
@@ -178,6 +195,9 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 	u, err := CheckURL(in.URL)
 	if err != nil {
 		return refuse("web_fetch: %v; nothing was fetched", err), nil
+	}
+	if err := f.checkLiteral(u); err != nil {
+		return refuse("web_fetch %s: refused: %v; nothing was fetched", u, err), nil
 	}
 	method := http.MethodGet
 	if in.Method != nil {
@@ -219,6 +239,9 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 			}
 			if _, err := CheckURL(req.URL.String()); err != nil {
 				return fmt.Errorf("redirected to %s: %v", req.URL, err)
+			}
+			if err := f.checkLiteral(req.URL); err != nil {
+				return err
 			}
 			if allowHop != nil {
 				if err := allowHop(req.URL.String()); err != nil {

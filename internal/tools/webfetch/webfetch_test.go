@@ -130,6 +130,12 @@ func TestFetchProxy(t *testing.T) {
 	if r := fetch(t, f, catalog.WebFetch{URL: "http://example.invalid/x"}); r.IsError || !strings.Contains(r.Content, "via proxy") {
 		t.Errorf("allowed proxy: %q", r.Content)
 	}
+	// A blocked address literal is refused before the proxy is asked to reach it.
+	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[::ffff:10.0.0.1]:8080/", "https://192.168.1.1/"} {
+		if r := fetch(t, f, catalog.WebFetch{URL: u}); !r.IsError || !strings.Contains(r.Content, "refused") {
+			t.Errorf("%s through the proxy: %q", u, r.Content)
+		}
+	}
 	if len(seen) != 1 || seen[0] != "http://example.invalid/x" {
 		t.Errorf("proxy saw %v", seen)
 	}

@@ -239,6 +239,10 @@ const (
 	CodeMaxPendingReached   = api.CodeMaxPendingReached
 	CodeIdempotencyReused   = api.CodeIdempotencyReused
 	CodeEnvironmentNotFound = api.CodeEnvironmentNotFound
+	CodeForbidden           = api.CodeForbidden
+	CodeBadRequest          = api.CodeBadRequest
+	CodeInvalidRequest      = api.CodeInvalidRequest
+	CodeRunStopped          = api.CodeRunStopped
 )
 
 // Limits and defaults the server applies.

@@ -51,6 +51,12 @@ const (
 	CodeIdempotencyReused Code = "IdempotencyKeyReused"
 
 	CodeEnvironmentNotFound Code = "EnvironmentNotFound"
+
+	// Codes of the runner's gateway, which harnesses call (not the public API).
+	CodeForbidden      Code = "Forbidden"
+	CodeBadRequest     Code = "BadRequest"
+	CodeInvalidRequest Code = "InvalidRequest"
+	CodeRunStopped     Code = "RunStopped"
 )
 
 // HTTP statuses the codes go with, spelled here rather than taken from net/http: every package
@@ -119,6 +125,10 @@ var Codes = []CodeInfo{
 	{CodeMaxPendingReached, statusConflict, nil, "the group holds limits.maxPending runs that have not started"},
 	{CodeIdempotencyReused, statusUnprocessable, nil, "the idempotency key was used for another batch"},
 	{CodeEnvironmentNotFound, statusNotFound, nil, "an evaluation names an environment that is not built in or loaded"},
+	{CodeForbidden, statusForbidden, nil, "gateway: the token is another run's, or for another endpoint"},
+	{CodeBadRequest, statusBadRequest, nil, "gateway: the request body could not be read"},
+	{CodeInvalidRequest, statusBadRequest, nil, "gateway: the harness's call is malformed (a body that is not a JSON object)"},
+	{CodeRunStopped, statusUnavailable, nil, "gateway: the run's drive ended while the harness called"},
 }
 
 var codeIndex = func() map[Code]*CodeInfo {

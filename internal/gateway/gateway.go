@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"agentrun.dev/agentrun/internal/api"
 )
 
 // Wire formats, as harness.Wire spells them.
@@ -197,7 +199,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("POST /v2/gateway/openai/v1/chat/completions", g.model(WireChat, "/chat/completions"))
 	mux.HandleFunc("/v2/gateway/runs/{run}/mcp", g.mcp)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		fail(w, http.StatusNotFound, "NotFound", "no gateway endpoint "+r.Method+" "+r.URL.Path)
+		fail(w, http.StatusNotFound, api.CodeNotFound, "no gateway endpoint "+r.Method+" "+r.URL.Path)
 	})
 	return mux
 }
@@ -219,7 +221,7 @@ func tokenOf(r *http.Request) string {
 func (g *Gateway) auth(w http.ResponseWriter, r *http.Request, run, wire string) *entry {
 	tok := tokenOf(r)
 	if tok == "" {
-		fail(w, http.StatusUnauthorized, "Unauthorized", "a gateway call needs the run's token (x-api-key or Authorization: Bearer)")
+		fail(w, http.StatusUnauthorized, api.CodeUnauthorized, "a gateway call needs the run's token (x-api-key or Authorization: Bearer)")
 		return nil
 	}
 	sum := sha256.Sum256([]byte(tok))
@@ -232,18 +234,18 @@ func (g *Gateway) auth(w http.ResponseWriter, r *http.Request, run, wire string)
 	}
 	g.mu.Unlock()
 	if e == nil {
-		fail(w, http.StatusUnauthorized, "Unauthorized", "the token is not a live gateway token (unknown, or its run's drive ended)")
+		fail(w, http.StatusUnauthorized, api.CodeUnauthorized, "the token is not a live gateway token (unknown, or its run's drive ended)")
 		return nil
 	}
 	if run == "" {
 		run = r.Header.Get(RunHeader)
 	}
 	if run != "" && run != e.run {
-		fail(w, http.StatusForbidden, "Forbidden", "this token is for another run")
+		fail(w, http.StatusForbidden, api.CodeForbidden, "this token is for another run")
 		return nil
 	}
 	if wire != "" && wire != e.wire {
-		fail(w, http.StatusForbidden, "Forbidden", "this token is for the "+e.wire+" endpoint, not "+wire)
+		fail(w, http.StatusForbidden, api.CodeForbidden, "this token is for the "+e.wire+" endpoint, not "+wire)
 		return nil
 	}
 	return e
@@ -258,11 +260,11 @@ func (g *Gateway) model(wire, path string) http.HandlerFunc {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			fail(w, http.StatusRequestEntityTooLarge, "PayloadTooLarge", fmt.Sprintf("a gateway request body is at most %d bytes", MaxBody))
+			fail(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("a gateway request body is at most %d bytes", MaxBody))
 			return
 		}
 		if err != nil {
-			fail(w, http.StatusBadRequest, "BadRequest", "read the body: "+err.Error())
+			fail(w, http.StatusBadRequest, api.CodeBadRequest, "read the body: "+err.Error())
 			return
 		}
 		c := Call{Wire: wire, Path: path, Header: r.Header, Body: body}
@@ -275,11 +277,11 @@ func (g *Gateway) model(wire, path string) http.HandlerFunc {
 		if err != nil {
 			var bad *BadRequest
 			if errors.As(err, &bad) {
-				fail(w, http.StatusBadRequest, "InvalidRequest", bad.Msg)
+				fail(w, http.StatusBadRequest, api.CodeInvalidRequest, bad.Msg)
 				return
 			}
 			// Not the harness's fault, and nothing it can fix: the run stopped in this drive.
-			fail(w, http.StatusServiceUnavailable, "RunStopped", "the run stopped: "+err.Error())
+			fail(w, http.StatusServiceUnavailable, api.CodeRunStopped, "the run stopped: "+err.Error())
 			return
 		}
 		if rep.ContentType != "" {
@@ -306,9 +308,9 @@ func (e *BadRequest) Error() string { return e.Msg }
 
 // fail answers in both shapes a client may read: ours ({code, message}) and the vendors' error
 // object ({"type": "error", "error": {type, message}}).
-func fail(w http.ResponseWriter, status int, code, msg string) {
+func fail(w http.ResponseWriter, status int, code api.Code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]any{"code": code, "message": msg, "type": "error",
-		"error": map[string]string{"type": code, "message": msg}})
+		"error": map[string]string{"type": string(code), "message": msg}})
 }

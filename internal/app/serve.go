@@ -346,6 +346,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				log.Warn("the ready-made agent was not made", "agent", api.BuiltinAssistant, "err", err)
 			}
 			controllers := groupControllers(srv, st, log)
+			controllers["trigger scheduler"] = triggerScheduler(srv, st, ro.DevHooks, log)
 			prof, err := pprofPart()
 			if err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/policy"
+	"agentrun.dev/agentrun/internal/trigger"
 )
 
 // checkTarget validates one object of an apply on this side, before anything of the apply is
@@ -46,6 +47,12 @@ func checkTarget(t applyTarget) error {
 			return err
 		}
 		return api.DefaultAndValidateGroup(&g)
+	case typeTriggers:
+		var tr api.Trigger
+		if err := api.DecodeStrict(t.body, &tr); err != nil {
+			return err
+		}
+		return trigger.DefaultAndValidate(&tr, time.Now())
 	}
 	return nil
 }

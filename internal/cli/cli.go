@@ -119,6 +119,7 @@ func Commands() []*cobra.Command {
 		createCmd(),
 		evalCmd(),
 		envCmd(),
+		triggersCmd(),
 		skillsCmd(),
 		serverCmd(),
 		versionCmd(),

@@ -27,8 +27,9 @@ var (
 	typeAgents      = resType{"agents", "agent", "Agent"}
 	typeAgentRuns   = resType{"agentruns", "agentrun", "AgentRun"}
 	typeAgentGroups = resType{"agentgroups", "agentgroup", "AgentGroup"}
+	typeTriggers    = resType{"triggers", "trigger", "Trigger"}
 	allTypes        = []resType{typeAgents, typeAgentRuns, typeAgentGroups,
-		{"environments", "environment", "Environment"}, {"triggers", "trigger", "Trigger"}, {"secrets", "secret", "Secret"}}
+		{"environments", "environment", "Environment"}, typeTriggers, {"secrets", "secret", "Secret"}}
 	typeAliases = map[string]string{"ar": "agentruns", "run": "agentruns", "runs": "agentruns", "ag": "agentgroups", "env": "environments", "envs": "environments"}
 )
 

@@ -53,6 +53,9 @@ type Console struct {
 	MaxStreams int
 	// TrustProxy believes X-Forwarded-For (sign-in limits) and X-Forwarded-Proto (Secure cookies).
 	TrustProxy bool
+	// BaseURL is where senders reach this server (the Triggers page's webhook URLs); "" takes
+	// the request's host.
+	BaseURL string
 	// Follow, when set, takes one of the live streams the request's session may hold; false when
 	// it holds all it may.
 	Follow func(r *http.Request) (release func(), ok bool)
@@ -85,6 +88,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /runs/{name}/answer", c.guard(c.answer))
 	mux.HandleFunc("GET /static/console.js", script)
 	c.registerGroups(mux)
+	c.registerTriggers(mux)
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
 	mux.HandleFunc("GET /logout", c.guard(c.logoutPage))
@@ -287,7 +291,7 @@ var funcs = template.FuncMap{
 const head = `<!doctype html><html><head><meta charset="utf-8"><title>agentrun</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 .phase{font-weight:600}pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}.wait{background:#fff4d6;padding:.6em}.live{color:#666;font-size:90%;margin-left:.6em}</style></head><body>
-<p><a href="/">Mission Control</a> · <a href="/runs">runs</a> · <a href="/groups">groups</a> · <a href="/logout">sign out</a></p>`
+<p><a href="/">Mission Control</a> · <a href="/runs">runs</a> · <a href="/groups">groups</a> · <a href="/triggers">triggers</a> · <a href="/logout">sign out</a></p>`
 
 var loginTmpl = template.Must(template.New("login").Parse(head + `<h1>Sign in</h1>
 {{if .Error}}<p class="wait">{{.Error}}</p>{{end}}

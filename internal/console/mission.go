@@ -90,7 +90,7 @@ func (c *Console) mission(w http.ResponseWriter, r *http.Request) {
 			runners = append(runners, missionRunner{RunnerInfo: ri, Live: ri.Live(now), Since: now.Sub(ri.HeartbeatAt).Round(time.Second).String()})
 		}
 	}
-	render(w, missionTmpl, map[string]any{"Needs": needs, "Running": running, "Failed": failed, "Recent": recent, "Spent": spentText,
+	render(w, missionTmpl, map[string]any{"Needs": needs, "Running": running, "Failed": failed, "FailedFires": c.failedFires(r.Context(), dayAgo), "Recent": recent, "Spent": spentText,
 		"Computers": computers, "Runners": runners, "LocalRunner": c.Runner})
 }
 
@@ -152,12 +152,13 @@ var missionTmpl = template.Must(template.New("mission").Funcs(funcs).Parse(head 
 {{range .Running}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td>{{.Status.Phase}} {{.Status.Reason}}</td><td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{end}}</td></tr>{{end}}</table>
 {{else}}<p>Nothing is running.</p>{{end}}
 <h2>Failed in the last day</h2>
-{{if .Failed}}<table><tr><th>Run</th><th>Agent</th><th>Why</th></tr>
-{{range .Failed}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td>{{.Status.Reason}}: {{.Status.Message}}</td></tr>{{end}}</table>
+{{if or .Failed .FailedFires}}<table><tr><th>Run</th><th>Agent</th><th>Why</th></tr>
+{{range .Failed}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a>{{with index .Metadata.Labels "agentrun.dev/trigger"}} (trigger <a href="/triggers/{{.}}">{{.}}</a>){{end}}</td><td>{{.Spec.Agent}}</td><td>{{.Status.Reason}}: {{.Status.Message}}</td></tr>{{end}}
+{{range .FailedFires}}<tr><td>a fire of trigger <a href="/triggers/{{.Trigger}}">{{.Trigger}}</a> (no run)</td><td></td><td>{{.Source}} {{.Key}}: {{.Message}}</td></tr>{{end}}</table>
 {{else}}<p>No failures.</p>{{end}}
 <h2>Recent runs</h2>
 <table><tr><th>Run</th><th>Agent</th><th>Phase</th><th>Cost</th><th>Created</th></tr>
-{{range .Recent}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.Agent}}</td><td class="phase">{{.Status.Phase}}</td><td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{end}}</td><td>{{ago .Metadata.CreationTimestamp}}</td></tr>
+{{range .Recent}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a>{{with index .Metadata.Labels "agentrun.dev/trigger"}} (trigger {{.}}){{end}}</td><td>{{.Spec.Agent}}</td><td class="phase">{{.Status.Phase}}</td><td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{end}}</td><td>{{ago .Metadata.CreationTimestamp}}</td></tr>
 {{else}}<tr><td colspan="5">No runs in the last day. Start one with <code>agentrun runs start AGENT --body '{"input": {"content": "..."}}'</code>.</td></tr>{{end}}</table>
 {{if .Runners}}<h2>Runners</h2>
 <table id="runners"><tr><th>Runner</th><th>State</th><th>Heartbeat</th><th>Runs</th><th>Version</th><th>Host/PID</th></tr>

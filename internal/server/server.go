@@ -26,6 +26,7 @@ import (
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/secret"
 	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/trigger"
 )
 
 // Server serves the API and the console.
@@ -53,6 +54,8 @@ type Server struct {
 	Seal *secret.Box
 	// Groups is the group admission loop, kicked when members are created or limits change.
 	Groups *group.Controller
+	// Triggers fires triggers (hooks, `triggers fire`); nil: triggers are stored but not fired.
+	Triggers *trigger.Controller
 	// Eval serves evaluation groups (nil: evaluations are refused).
 	Eval Evaluator
 	// Screens shows the screens of the browsers the runner in this process keeps, and
@@ -111,6 +114,7 @@ func (s *Server) Handler() http.Handler {
 	v2.HandleFunc("GET /v2/agentruns/{name}/files/{path...}", s.getFile)
 	v2.HandleFunc("POST /v2/agentruns/{name}/resolve", s.resolve)
 	s.groupRoutes(v2)
+	s.triggerRoutes(v2, mux)
 	s.skillRoutes(v2)
 	v2.HandleFunc("GET /v2/agentruns/{name}/approvals", s.listApprovals)
 	v2.HandleFunc("POST /v2/agentruns/{name}/approvals/{id}", s.decideApproval)
@@ -327,7 +331,7 @@ func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args..
 func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	if s.Accounts != nil {
 		(&console.Console{Store: s.Store, Accounts: s.Accounts, Approver: consoleApprover{s}, Computers: s.Computers,
-			Screens: s.Screens, Runner: s.LocalRunner, TrustProxy: s.TrustProxy,
+			Screens: s.Screens, Runner: s.LocalRunner, TrustProxy: s.TrustProxy, BaseURL: s.BaseURL,
 			Follow: func(r *http.Request) (func(), bool) { return s.followers.acquire(r, s.MaxFollowers) }}).Register(mux)
 	}
 }

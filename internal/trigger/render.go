@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
+
+	"agentrun.dev/agentrun/internal/api"
 )
 
 // MaxInput bounds a rendered input (a run's input is at most 256 KiB).
@@ -75,4 +78,35 @@ func decodeBody(body []byte) any {
 		return string(body)
 	}
 	return v
+}
+
+// GitHubPayload decodes a GitHub delivery's JSON object (numbers kept as written).
+func GitHubPayload(body []byte) (map[string]any, error) {
+	p, ok := decodeBody(body).(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("a GitHub delivery's body is a JSON object")
+	}
+	return p, nil
+}
+
+// GitHubFilter says why a verified GitHub delivery does not fire the trigger ("" when it does):
+// its event, its action or its repository is not one the trigger lists (an empty list takes all).
+func GitHubFilter(g *api.TriggerGitHub, event string, payload map[string]any) string {
+	if len(g.Events) > 0 && !slices.Contains(g.Events, event) {
+		return fmt.Sprintf("event %q is not in spec.github.events", event)
+	}
+	if len(g.Actions) > 0 {
+		action, _ := payload["action"].(string)
+		if !slices.Contains(g.Actions, action) {
+			return fmt.Sprintf("action %q is not in spec.github.actions", action)
+		}
+	}
+	if len(g.Repositories) > 0 {
+		repo, _ := payload["repository"].(map[string]any)
+		full, _ := repo["full_name"].(string)
+		if !slices.ContainsFunc(g.Repositories, func(r string) bool { return strings.EqualFold(r, full) }) {
+			return fmt.Sprintf("repository %q is not in spec.github.repositories", full)
+		}
+	}
+	return ""
 }

@@ -61,9 +61,14 @@ func ParseSchedule(expr, zone string) (*Schedule, error) {
 // Location is the schedule's time zone.
 func (s *Schedule) Location() *time.Location { return s.loc }
 
+// shiftBound is more than any daylight-saving shift: a wall time further than this from t's own
+// cannot map to an instant on the other side of t, so it is skipped without resolving it.
+const shiftBound = 3 * time.Hour
+
 // Next returns the first slot strictly after t (zero if there is none within five years).
 func (s *Schedule) Next(t time.Time) time.Time {
 	w := t.In(s.loc)
+	floor := wallOf(w).Add(-shiftBound)
 	// Start a day early: a wall time before t's can map to an instant after t across a gap.
 	y, m, d := w.Date()
 	for i := 0; i < maxSearchDays; i++ {
@@ -77,7 +82,7 @@ func (s *Schedule) Next(t time.Time) time.Time {
 				continue
 			}
 			for min := 0; min < 60; min++ {
-				if s.spec.Minute&(1<<uint(min)) == 0 {
+				if s.spec.Minute&(1<<uint(min)) == 0 || time.Date(dy, dm, dd, h, min, 0, 0, time.UTC).Before(floor) {
 					continue
 				}
 				if at := resolve(dy, dm, dd, h, min, s.loc); at.After(t) {
@@ -89,19 +94,54 @@ func (s *Schedule) Next(t time.Time) time.Time {
 	return time.Time{}
 }
 
-// Slots returns the slots in (after, until], at most limit of them (the latest kept), and how
-// many there were in all.
-func (s *Schedule) Slots(after, until time.Time, limit int) ([]time.Time, int) {
-	var out []time.Time
-	n := 0
-	for t := s.Next(after); !t.IsZero() && !t.After(until); t = s.Next(t) {
-		n++
-		out = append(out, t)
-		if len(out) > limit {
-			out = out[1:]
+// Prev returns the last slot at or before t (zero if there is none within five years).
+func (s *Schedule) Prev(t time.Time) time.Time {
+	w := t.In(s.loc)
+	ceil := wallOf(w).Add(shiftBound)
+	y, m, d := w.Date()
+	for i := 0; i < maxSearchDays; i++ {
+		day := time.Date(y, m, d+1-i, 12, 0, 0, 0, s.loc)
+		if !s.dayMatches(day) {
+			continue
+		}
+		dy, dm, dd := day.Date()
+		for h := 23; h >= 0; h-- {
+			if s.spec.Hour&(1<<uint(h)) == 0 {
+				continue
+			}
+			for min := 59; min >= 0; min-- {
+				if s.spec.Minute&(1<<uint(min)) == 0 || time.Date(dy, dm, dd, h, min, 0, 0, time.UTC).After(ceil) {
+					continue
+				}
+				if at := resolve(dy, dm, dd, h, min, s.loc); !at.After(t) {
+					return at
+				}
+			}
 		}
 	}
-	return out, n
+	return time.Time{}
+}
+
+// Due returns the latest slot in (after, until] and how many slots that span holds, counted up
+// to limit (limit+1 means more than limit); zero and 0 when there is none.
+func (s *Schedule) Due(after, until time.Time, limit int) (latest time.Time, n int) {
+	latest = s.Prev(until)
+	if latest.IsZero() || !latest.After(after) {
+		return time.Time{}, 0
+	}
+	for t := s.Next(after); !t.IsZero() && !t.After(until) && n <= limit; t = s.Next(t) {
+		n++
+	}
+	return latest, n
+}
+
+// Slots returns every slot in (after, until], in order (for tests and short spans).
+func (s *Schedule) Slots(after, until time.Time) []time.Time {
+	var out []time.Time
+	for t := s.Next(after); !t.IsZero() && !t.After(until); t = s.Next(t) {
+		out = append(out, t)
+	}
+	return out
 }
 
 func (s *Schedule) dayMatches(day time.Time) bool {

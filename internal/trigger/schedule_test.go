@@ -31,8 +31,7 @@ func utc(s string) time.Time {
 // slots lists the slots in (from, to].
 func slots(s *Schedule, from, to time.Time) []string {
 	var out []string
-	all, _ := s.Slots(from, to, 1000)
-	for _, t := range all {
+	for _, t := range s.Slots(from, to) {
 		out = append(out, t.UTC().Format(time.RFC3339))
 	}
 	return out
@@ -172,5 +171,31 @@ func TestRenderMissingKeyIsAnError(t *testing.T) {
 	}
 	if got, err := Render("", ScheduleEvent("t", utc("2027-01-04T08:00:00Z"), time.UTC)); err != nil || !strings.Contains(got, `"scheduledTime": "2027-01-04T08:00:00Z"`) {
 		t.Errorf("an empty input = %q, %v", got, err)
+	}
+}
+
+func TestDueAndPrev(t *testing.T) {
+	daily := mustParse(t, "30 2 * * *", "Europe/Berlin")
+	if got := daily.Prev(utc("2027-03-28T01:30:00Z")); !got.Equal(utc("2027-03-28T01:00:00Z")) {
+		t.Errorf("Prev after the skipped 02:30 = %s, want 03:00 CEST", got)
+	}
+	if got := daily.Prev(utc("2027-10-31T01:45:00Z")); !got.Equal(utc("2027-10-31T00:30:00Z")) {
+		t.Errorf("Prev after the repeated 02:30 = %s, want its first occurrence", got)
+	}
+	if got := daily.Prev(utc("2027-10-31T00:30:00Z")); !got.Equal(utc("2027-10-31T00:30:00Z")) {
+		t.Errorf("Prev at a slot = %s, want the slot itself", got)
+	}
+	// Months of an every-minute cron: the latest slot, and the count stops past the limit.
+	minute := mustParse(t, "* * * * *", "UTC")
+	latest, n := minute.Due(utc("2026-12-01T09:00:00Z"), utc("2027-03-27T12:00:30Z"), 100)
+	if !latest.Equal(utc("2027-03-27T12:00:00Z")) || n != 101 {
+		t.Errorf("Due over months = %s, %d; want 12:00 and 101 (more than 100)", latest, n)
+	}
+	hourly := mustParse(t, "0 * * * *", "UTC")
+	if latest, n := hourly.Due(utc("2027-11-08T10:00:00Z"), utc("2027-11-08T15:20:00Z"), 100); !latest.Equal(utc("2027-11-08T15:00:00Z")) || n != 5 {
+		t.Errorf("Due over 5 hours = %s, %d", latest, n)
+	}
+	if _, n := hourly.Due(utc("2027-11-08T15:00:00Z"), utc("2027-11-08T15:59:59Z"), 100); n != 0 {
+		t.Errorf("Due with no new slot = %d", n)
 	}
 }

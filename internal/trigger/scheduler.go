@@ -8,9 +8,9 @@ import (
 	"agentrun.dev/agentrun/internal/api"
 )
 
-// maxMissed bounds how many missed slots one tick looks at (an every-minute cron after a month
+// countMissed bounds how many missed slots a tick counts (an every-minute cron after a month
 // down has 43,200): only the latest is fired or recorded; the count is reported.
-const maxMissed = 1
+const countMissed = 100
 
 // Run fires schedules until ctx ends: each tick fires the slots that came due, then sleeps until
 // the next slot (at most a few seconds, so new triggers are seen). Every server runs it: the
@@ -19,6 +19,9 @@ func (c *Controller) Run(ctx context.Context) {
 	for {
 		next := c.Tick(ctx)
 		d := maxTick
+		if c.Every > 0 {
+			d = c.Every
+		}
 		if !next.IsZero() {
 			d = min(d, max(next.Sub(c.now()), 50*time.Millisecond))
 		}
@@ -80,9 +83,8 @@ func (c *Controller) tickOne(ctx context.Context, t *api.Trigger) (time.Time, er
 	if ok && last.After(cursor) {
 		cursor = last
 	}
-	due, n := sch.Slots(cursor, now, maxMissed)
+	slot, n := sch.Due(cursor, now, countMissed)
 	if n > 0 {
-		slot := due[len(due)-1]
 		ev := Event{Source: api.FireSourceSchedule, Key: "slot:" + slot.UTC().Format(time.RFC3339), ScheduledTime: &slot,
 			Data: ScheduleEvent(t.Metadata.Name, slot, sch.Location())}
 		late := now.Sub(slot) > LateAfter
@@ -93,7 +95,11 @@ func (c *Controller) tickOne(ctx context.Context, t *api.Trigger) (time.Time, er
 			}
 		case late:
 			ev.Outcome = api.FireMissed
-			ev.Message = fmt.Sprintf("%d slot(s) up to this one passed while no server was up; missed: Skip left them", n)
+			count := fmt.Sprint(n)
+			if n > countMissed {
+				count = fmt.Sprintf("more than %d", countMissed)
+			}
+			ev.Message = fmt.Sprintf("%s slot(s) up to this one passed while no server was up; missed: Skip left them", count)
 		}
 		if _, _, err := c.Fire(ctx, t, ev); err != nil {
 			return time.Time{}, err

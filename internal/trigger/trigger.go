@@ -53,6 +53,9 @@ type Controller struct {
 	Log  *slog.Logger
 	// Now is the clock (injected in tests); nil is time.Now.
 	Now func() time.Time
+	// Every, when set, is how often the scheduler looks, whatever the next slot (an injected
+	// clock moves by itself).
+	Every time.Duration
 }
 
 func (c *Controller) now() time.Time {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import tempfile
@@ -136,6 +137,39 @@ class NamesTest(unittest.TestCase):
         self.assertEqual(st.evaluation.get("pass_rate"), 0.5)
         self.assertIsNone(st.evaluation.get("meanReward"))
         self.assertEqual(st.evaluation.get("per_task"), [])
+
+
+class TypedTest(unittest.TestCase):
+    """No type checker ships here, so this holds the promise py.typed makes: every function and
+    method of the package annotates each parameter and its return."""
+
+    def test_annotations(self) -> None:
+        import agentrun._client as c
+        import agentrun.agents as a
+        import agentrun.groups as g
+        import agentrun.types as t
+        missing = []
+        for mod in (c, a, g, t):
+            for _, obj in inspect.getmembers(mod):
+                if getattr(obj, "__module__", None) != mod.__name__:
+                    continue
+                fns = [obj] if inspect.isfunction(obj) else [
+                    f for f in vars(obj).values() if inspect.isfunction(f) or isinstance(f, (staticmethod, classmethod, property))
+                ] if inspect.isclass(obj) else []
+                for f in fns:
+                    f = f.fget if isinstance(f, property) else getattr(f, "__func__", f)
+                    if f.__code__.co_filename != mod.__file__:
+                        continue  # made by @dataclass
+                    sig = inspect.signature(f)
+                    for p in sig.parameters.values():
+                        if p.name not in ("self", "cls") and p.annotation is inspect.Parameter.empty:
+                            missing.append(f"{f.__qualname__}({p.name})")
+                    if sig.return_annotation is inspect.Signature.empty:
+                        missing.append(f"{f.__qualname__} -> ?")
+        self.assertEqual(missing, [])
+        for pkg in ("agentrun", "nodus"):
+            mod = __import__(pkg)
+            self.assertTrue(os.path.exists(os.path.join(os.path.dirname(mod.__file__), "py.typed")), pkg)
 
 
 if __name__ == "__main__":

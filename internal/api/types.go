@@ -74,6 +74,8 @@ type AgentSpec struct {
 	State string `json:"state,omitempty"`
 	// Approvals decide which tool calls run, ask a person, or are refused.
 	Approvals *Approvals `json:"approvals,omitempty"`
+	// MCPServers are the MCP servers whose ticked tools the agent's runs are offered (see MCPServer).
+	MCPServers []MCPServer `json:"mcpServers,omitempty"`
 }
 
 // ModelSpec says how the agent reaches a model.

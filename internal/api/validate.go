@@ -128,7 +128,7 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 	if len(s.System) > MaxInputBytes {
 		return E(CodeTooLarge, "spec.system", "system prompt is %d bytes; the limit is %d", len(s.System), MaxInputBytes)
 	}
-	return nil
+	return validateMCPServers(s.MCPServers, s.Harness)
 }
 
 // DefaultAndValidateRun checks a run as a user submitted it (before the agent is looked up).

@@ -100,7 +100,8 @@ type Pattern struct {
 	has  bool
 }
 
-var matchRE = regexp.MustCompile(`^([a-z_*][a-z0-9_]*|\*)(?:\((.*)\))?$`)
+// A tool name: the catalog's are lowercase; an MCP tool's (mcp__SERVER__TOOL) may hold capitals, "-" and ".".
+var matchRE = regexp.MustCompile(`^([a-z_*][a-zA-Z0-9_.-]*|\*)(?:\((.*)\))?$`)
 
 // Parse parses "tool" or "tool(glob)".
 func Parse(m string) (Pattern, error) {

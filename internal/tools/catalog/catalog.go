@@ -62,6 +62,8 @@ type Entry struct {
 	Repeatable bool
 	// Dev marks a test-support tool that exists only while dev tools are on.
 	Dev bool
+	// MCP marks a dynamic entry, a tool an MCP server brings (see MCPEntry).
+	MCP bool
 	// MatchPath: approval patterns match the input's path as a path ("*" within a folder).
 	MatchPath bool
 	// MatchKey names the input key approval patterns match (web_fetch's url); "" for the first
@@ -485,6 +487,9 @@ func All() []Entry {
 func CheckListed(name string) string {
 	if why, ok := NotBuilt[name]; ok {
 		return why
+	}
+	if _, _, ok := SplitMCPName(name); ok {
+		return fmt.Sprintf("tool %q is an MCP tool: tick it in spec.mcpServers[].tools instead", name)
 	}
 	if e, ok := byName[name]; !ok || e.Dev {
 		return fmt.Sprintf("unknown tool %q", name)

@@ -87,6 +87,9 @@ func first(m map[string]string, keys []string) string {
 // wraps ErrUnknownTool.
 func Decode(tool string, raw json.RawMessage) (Input, error) {
 	e, ok := lookup(tool)
+	if _, _, isMCP := SplitMCPName(tool); !ok && isMCP {
+		return DecodeGeneric(tool, raw) // the MCP server checks its own arguments
+	}
 	if !ok {
 		return Input{}, fmt.Errorf("decode input: %w %q", ErrUnknownTool, tool)
 	}

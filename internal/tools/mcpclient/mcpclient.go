@@ -1,0 +1,278 @@
+// Package mcpclient is the client side of MCP: it starts (stdio) or reaches (streamable HTTP) the
+// MCP servers an agent names, lists their tools and calls them, with the official Go SDK. Secret
+// references in a server's env and headers are opened here, just before use, and the values
+// stay inside the transport: no error or result this package returns carries them.
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/tools/catalog"
+)
+
+// OpenSecret returns a sealed secret's key/value pairs (secret.Opener.Open).
+type OpenSecret func(ctx context.Context, name string) (map[string]string, error)
+
+// ConnectTimeout bounds starting a server and its initialize handshake.
+const ConnectTimeout = 30 * time.Second
+
+// passEnv are the runner's variables a stdio server gets besides its own env: enough to find
+// its interpreter and a home, nothing more (the runner's model keys stay with the runner).
+var passEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "NODE_PATH", "npm_config_cache"}
+
+// Session is a live connection to one MCP server.
+type Session struct {
+	Name string
+	cs   *mcp.ClientSession
+}
+
+// SecretError is a secret reference that could not be opened; Field names where it is.
+type SecretError struct {
+	Field  string
+	Secret string
+	Err    error
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("%s names secret %q: %v", e.Field, e.Secret, e.Err)
+}
+func (e *SecretError) Unwrap() error { return e.Err }
+
+// resolve opens every secret reference among vals; the field of each is at+"."+key.
+func resolve(ctx context.Context, at string, vals map[string]string, open OpenSecret) (map[string]string, error) {
+	out := make(map[string]string, len(vals))
+	for k, v := range vals {
+		name, key, ok, err := api.ParseSecretRef(v)
+		if err != nil {
+			return nil, &SecretError{Field: at + "." + k, Err: err}
+		}
+		if !ok {
+			out[k] = v
+			continue
+		}
+		if open == nil {
+			return nil, &SecretError{Field: at + "." + k, Secret: name, Err: errors.New("this process cannot open secrets (no seal key)")}
+		}
+		m, err := open(ctx, name)
+		if err != nil {
+			return nil, &SecretError{Field: at + "." + k, Secret: name, Err: err}
+		}
+		val, ok := m[key]
+		if !ok {
+			return nil, &SecretError{Field: at + "." + k, Secret: name, Err: fmt.Errorf("the secret has no key %q", key)}
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+// headerTransport adds the server's headers to every request the SDK makes.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(r)
+}
+
+// Connect starts or reaches the server and completes the MCP handshake. dir is a stdio server's
+// working folder. at is the server's field path (spec.mcpServers[i]), for errors.
+func Connect(ctx context.Context, at string, srv api.MCPServer, dir string, open OpenSecret) (*Session, error) {
+	var t mcp.Transport
+	if srv.Command != "" {
+		env, err := resolve(ctx, at+".env", srv.Env, open)
+		if err != nil {
+			return nil, err
+		}
+		// The server outlives this call (until Close): not bound to ctx.
+		cmd := exec.Command(srv.Command, srv.Args...)
+		cmd.Dir = dir
+		for _, k := range passEnv {
+			if v, ok := os.LookupEnv(k); ok {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+		}
+		keys := make([]string, 0, len(env))
+		for k := range env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			cmd.Env = append(cmd.Env, k+"="+env[k])
+		}
+		cmd.Stderr = &tail{max: 4 << 10}
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	} else {
+		headers, err := resolve(ctx, at+".headers", srv.Headers, open)
+		if err != nil {
+			return nil, err
+		}
+		hc := &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: headers}}
+		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: 1, DisableStandaloneSSE: true}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentrun", Version: "1"}, nil)
+	cctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	cs, err := client.Connect(cctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s did not start: %w%s", srv.Name, err, stderrOf(t))
+	}
+	return &Session{Name: srv.Name, cs: cs}, nil
+}
+
+// stderrOf is the last of a stdio server's stderr, to say why it did not start.
+func stderrOf(t mcp.Transport) string {
+	ct, ok := t.(*mcp.CommandTransport)
+	if !ok {
+		return ""
+	}
+	tl, ok := ct.Command.Stderr.(*tail)
+	if !ok {
+		return ""
+	}
+	if s := strings.TrimSpace(tl.String()); s != "" {
+		return " (its stderr: " + s + ")"
+	}
+	return ""
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// Tools lists the server's tools.
+func (s *Session) Tools(ctx context.Context) ([]catalog.MCPTool, []api.MCPTool, error) {
+	var out []catalog.MCPTool
+	var shown []api.MCPTool
+	for t, err := range s.cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, nil, fmt.Errorf("list the tools of MCP server %s: %w", s.Name, err)
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return nil, nil, fmt.Errorf("MCP server %s: tool %s: its input schema: %w", s.Name, t.Name, err)
+		}
+		ct := catalog.MCPTool{Name: t.Name, Description: t.Description, Schema: schema}
+		if a := t.Annotations; a != nil {
+			ct.ReadOnly, ct.Idempotent = a.ReadOnlyHint, a.IdempotentHint
+		}
+		out = append(out, ct)
+		shown = append(shown, api.MCPTool{Name: t.Name, Description: t.Description, ReadOnly: ct.ReadOnly, Idempotent: ct.Idempotent, InputSchema: t.InputSchema})
+	}
+	return out, shown, nil
+}
+
+// Result is what a call returned, as the model reads it.
+type Result struct {
+	Content string
+	IsError bool
+}
+
+// Call calls a tool with the model's arguments (a JSON object). An error is the connection's
+// (the server died, or went away); a tool's own failure is a Result with IsError.
+func (s *Session) Call(ctx context.Context, tool string, args json.RawMessage) (Result, error) {
+	var a map[string]any
+	if len(args) > 0 && string(args) != "null" {
+		if err := json.Unmarshal(args, &a); err != nil {
+			return Result{Content: "the arguments are not a JSON object: " + err.Error(), IsError: true}, nil
+		}
+	}
+	if a == nil {
+		a = map[string]any{}
+	}
+	r, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
+	if err != nil {
+		return Result{}, fmt.Errorf("MCP server %s: call %s: %w", s.Name, tool, err)
+	}
+	return Result{Content: contentText(r), IsError: r.IsError}, nil
+}
+
+// contentText is a call's content as text: text as is, other kinds described, then the
+// structured content when there is no text.
+func contentText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			b.WriteString(c.Text)
+		case *mcp.ImageContent:
+			fmt.Fprintf(&b, "[image %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(&b, "[audio %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *mcp.ResourceLink:
+			fmt.Fprintf(&b, "[resource %s %s]", c.Name, c.URI)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				b.WriteString(c.Resource.Text)
+			} else if c.Resource != nil {
+				fmt.Fprintf(&b, "[resource %s, %s]", c.Resource.URI, c.Resource.MIMEType)
+			}
+		default:
+			raw, _ := json.Marshal(c)
+			b.Write(raw)
+		}
+	}
+	if b.Len() == 0 && r.StructuredContent != nil {
+		raw, _ := json.Marshal(r.StructuredContent)
+		b.Write(raw)
+	}
+	return b.String()
+}
+
+// Close ends the session (and stops a stdio server).
+func (s *Session) Close() error { return s.cs.Close() }
+
+// Wait blocks until the session ends; the server died or went away.
+func (s *Session) Wait() error { return s.cs.Wait() }
+
+// List connects, lists the tools and closes: what create, apply and `agents mcp-tools` ask.
+func List(ctx context.Context, at string, srv api.MCPServer, dir string, open OpenSecret) ([]catalog.MCPTool, []api.MCPTool, error) {
+	s, err := Connect(ctx, at, srv, dir, open)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Close()
+	lctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	return s.Tools(lctx)
+}

@@ -1,0 +1,124 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// npmServers returns the folder holding node_modules/@modelcontextprotocol/server-everything and
+// server-filesystem at the pinned version: AGENTRUN_MCP_CACHE (which .ci/run fills), else a
+// temporary folder this test installs them into. It skips when npm cannot install them.
+func npmServers(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("AGENTRUN_MCP_CACHE")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/package.json")); err == nil {
+		return dir
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not installed: the MCP servers from npm cannot be installed")
+	}
+	os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"agentrun-mcp-servers","private":true}`), 0o644)
+	os.WriteFile(filepath.Join(dir, ".npmrc"), []byte("omit-lockfile-registry-resolved=true\n"), 0o644)
+	out, err := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund",
+		"@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/server-filesystem@2026.8.31").CombinedOutput()
+	if err != nil {
+		t.Skipf("npm could not install the MCP servers (no registry here?): %v\n%s", err, out)
+	}
+	return dir
+}
+
+func TestEverythingStdio(t *testing.T) {
+	dir := npmServers(t)
+	srv := api.MCPServer{Name: "everything", Command: "node", Args: []string{filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"}}
+	ctx := context.Background()
+	s, err := Connect(ctx, "spec.mcpServers[0]", srv, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tools, shown, err := s.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for i, tl := range tools {
+		names[tl.Name] = true
+		t.Logf("%s ro=%v idem=%v %s", tl.Name, tl.ReadOnly, tl.Idempotent, shown[i].Description)
+	}
+	if !names["echo"] {
+		t.Fatalf("no echo tool among %v", names)
+	}
+	r, err := s.Call(ctx, "echo", []byte(`{"message":"hello mcp"}`))
+	if err != nil || !strings.Contains(r.Content, "hello mcp") || r.IsError {
+		t.Fatalf("echo: %+v %v", r, err)
+	}
+}
+
+// A streamable-HTTP server made with the SDK: the header (a secret's value) reaches it.
+func TestHTTPHeaders(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	type in struct {
+		X string `json:"x"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "hello", Description: "says hello", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello " + a.X}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	var got []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	open := func(ctx context.Context, name string) (map[string]string, error) {
+		if name != "tok" {
+			return nil, errors.New("not found")
+		}
+		return map[string]string{"AUTH": "Bearer s3cret"}, nil
+	}
+	srv := api.MCPServer{Name: "h", URL: ts.URL, Headers: map[string]string{"Authorization": "secret:tok/AUTH"}}
+	tools, _, err := List(context.Background(), "spec.mcpServers[0]", srv, "", open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 1 || tools[0].Name != "hello" || !tools[0].ReadOnly {
+		t.Fatalf("tools %+v", tools)
+	}
+	srv.Headers["Authorization"] = "secret:tok/NOPE"
+	_, _, err = List(context.Background(), "spec.mcpServers[0]", srv, "", open)
+	var se *SecretError
+	if !errors.As(err, &se) || se.Field != "spec.mcpServers[0].headers.Authorization" || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("want a SecretError naming the field, got %v", err)
+	}
+	srv.Headers["Authorization"] = "Bearer wrong"
+	if _, _, err = List(context.Background(), "spec.mcpServers[0]", srv, "", open); err == nil {
+		t.Fatal("a wrong token listed the tools")
+	}
+}
+
+func TestStdioDoesNotStart(t *testing.T) {
+	srv := api.MCPServer{Name: "bad", Command: "sh", Args: []string{"-c", "echo broken config >&2; exit 3"}}
+	_, _, err := List(context.Background(), "spec.mcpServers[0]", srv, t.TempDir(), nil)
+	if err == nil || !strings.Contains(err.Error(), "did not start") || !strings.Contains(err.Error(), "broken config") {
+		t.Fatalf("want did not start with its stderr, got %v", err)
+	}
+}

@@ -218,6 +218,8 @@ type Store interface {
 	Skills
 	// Triggers keeps Triggers and records their fires once (triggers.go).
 	Triggers
+	// Learning keeps learning agents' git repositories (learning.go).
+	Learning
 
 	// CreateAgent stores a new agent as revision 1 (sets uid, resourceVersion, generation 1,
 	// creationTimestamp, status.revision 1). ErrAlreadyExists if the name is taken.

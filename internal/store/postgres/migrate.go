@@ -219,6 +219,14 @@ var migrations = []string{
 		files text NOT NULL,
 		created_at timestamptz NOT NULL,
 		PRIMARY KEY (name, version));`,
+	// 9: learning agents' git repositories: objects by hash, and the commit main names.
+	`CREATE TABLE learning_objects (
+		agent text COLLATE "C" NOT NULL,
+		hash text NOT NULL,
+		type integer NOT NULL,
+		data bytea NOT NULL,
+		PRIMARY KEY (agent, hash));
+	CREATE TABLE learning_refs (agent text COLLATE "C" PRIMARY KEY, main text NOT NULL);`,
 }
 
 // migrateLockClass is the first key of the advisory lock that serializes migrations; the second

@@ -89,6 +89,11 @@ var migrations = []string{
 		name TEXT NOT NULL, version INTEGER NOT NULL, uid TEXT NOT NULL, labels TEXT NOT NULL,
 		description TEXT NOT NULL, digest TEXT NOT NULL, paths TEXT NOT NULL, files TEXT NOT NULL,
 		created_at INTEGER NOT NULL, PRIMARY KEY (name, version));`,
+	// 8: learning agents' git repositories: objects by hash, and the commit main names.
+	`CREATE TABLE learning_objects (
+		agent TEXT NOT NULL, hash TEXT NOT NULL, type INTEGER NOT NULL, data BLOB NOT NULL,
+		PRIMARY KEY (agent, hash));
+	CREATE TABLE learning_refs (agent TEXT PRIMARY KEY, main TEXT NOT NULL);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Groups", func(t *testing.T) { testGroups(t, open) })
 	t.Run("Environments", func(t *testing.T) { testEnvironments(t, open) })
 	t.Run("Credits", func(t *testing.T) { testCredits(t, open) })
+	t.Run("Learning", func(t *testing.T) { testLearning(t, open) })
 	t.Run("Ping", func(t *testing.T) { testPing(t, open) })
 	t.Run("Skills", func(t *testing.T) { testSkills(t, open) })
 	t.Run("Triggers", func(t *testing.T) { testTriggers(t, open) })

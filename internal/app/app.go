@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentrun.dev/agentrun/internal/cli"
+	"agentrun.dev/agentrun/internal/store"
 )
 
 // Main runs the binary with args (without the program name) and returns the exit code.
@@ -34,6 +35,7 @@ func Main(args []string) int {
 	root.AddCommand(cli.Commands()...)
 	root.AddCommand(newComputerCmd())
 	cli.Version = version
+	store.BinaryVersion = version
 	root.SetArgs(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

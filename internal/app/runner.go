@@ -88,6 +88,8 @@ restored from the store, so runners need no shared disk; --data is only a local 
 					w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 					metrics.Default.Write(w)
 				})
+				// Probes for an orchestrator: alive, and ready once claiming (see docs/deploying.md).
+				server.Health{Store: st, Runner: r.Ready}.Routes(mux)
 				// Bounded like the API server's (timeouts, 64 connections): it may face a network.
 				p.http, p.ln = server.NewHTTPServer(mux, server.HTTPOptions{MaxConns: 64}), ln
 				fmt.Fprintf(os.Stderr, "  metrics:   http://%s/metrics\n", ln.Addr())
@@ -104,6 +106,6 @@ restored from the store, so runners need no shared disk; --data is only a local 
 	f.StringVar(&data, "data", "", "local folder for run folders (default $AGENTRUN_HOME or ~/.agentrun)")
 	ro.flags(f)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	f.StringVar(&metricsAddr, "metrics-addr", "", "serve /metrics on this address (e.g. 127.0.0.1:9108)")
+	f.StringVar(&metricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9108)")
 	return cmd
 }

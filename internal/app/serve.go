@@ -90,7 +90,15 @@ func newRunner(st store.Store, models *model.Config, dir, name string, o runnerO
 	if o.seal != nil {
 		eng.Secrets = &secret.Opener{Box: o.seal, Store: st}
 	}
-	return &runner.Runner{Name: name, Store: st, Driver: eng, Log: log.With("runner", name), MaxRuns: o.MaxRuns, LeaseTTL: o.LeaseTTL, Version: version}
+	return &runner.Runner{Name: name, Store: st, Driver: eng, Log: log.With("runner", name), MaxRuns: o.MaxRuns, LeaseTTL: o.LeaseTTL, Version: version,
+		// Another process may migrate the store past what this binary knows while it runs.
+		CheckSchema: func(ctx context.Context) error {
+			sc, err := st.SchemaVersion(ctx)
+			if err != nil {
+				return err
+			}
+			return sc.Check()
+		}}
 }
 
 // runnerOptions are the flags serve and runner share for their runner.
@@ -332,7 +340,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 					"money":      map[string]any{"router": ro.Router, "pricesVersion": ro.prices.Version, "markup": "server access is billed at cost / 0.875"},
 				}}
 			if r != nil {
-				srv.Interrupt = r.Interrupt
+				srv.Interrupt, srv.RunnerReady = r.Interrupt, r.Ready
 				if eng, ok := r.Driver.(*agent.Engine); ok {
 					// The console shows, and hands over, the browsers this process's runner keeps.
 					srv.Screens, srv.LocalRunner = eng, runnerName

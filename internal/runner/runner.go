@@ -7,6 +7,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -47,7 +48,18 @@ type Runner struct {
 	PollEvery time.Duration
 	// Version is reported in the runner registry.
 	Version string
-	started time.Time
+	// CheckSchema, when set, says whether this binary may write the store's schema; the runner
+	// asks it before claiming (at most every SchemaEvery, 10 s) and claims nothing while it
+	// refuses, so a runner left behind by an upgrade of the others stops taking runs.
+	CheckSchema func(ctx context.Context) error
+	SchemaEvery time.Duration
+	started     time.Time
+	schemaAt    time.Time
+
+	// claimErr is why the last claim did not happen (nil: it did); readiness reports it.
+	readyMu  sync.Mutex
+	claiming bool
+	claimErr error
 
 	mu     sync.Mutex
 	active map[string]*held
@@ -79,6 +91,9 @@ func (r *Runner) defaults() {
 	}
 	if r.PollEvery <= 0 {
 		r.PollEvery = time.Second
+	}
+	if r.SchemaEvery <= 0 {
+		r.SchemaEvery = 10 * time.Second
 	}
 	if r.Log == nil {
 		r.Log = slog.Default()
@@ -124,7 +139,61 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
+// Ready reports whether the runner is claiming: nil once it claimed (or tried to, finding nothing)
+// without error since it started, else why not (not started, the store failing, a schema this
+// binary cannot write).
+func (r *Runner) Ready() error {
+	r.readyMu.Lock()
+	defer r.readyMu.Unlock()
+	if !r.claiming && r.claimErr == nil {
+		return errors.New("runner: not claiming yet")
+	}
+	return r.claimErr
+}
+
+func (r *Runner) setClaimed(err error) {
+	r.readyMu.Lock()
+	r.claiming, r.claimErr = err == nil, err
+	r.readyMu.Unlock()
+}
+
+// schemaRefusal asks CheckSchema when it is due and keeps refusing (without asking again) until
+// the next check.
+func (r *Runner) schemaRefusal(ctx context.Context) error {
+	if r.CheckSchema == nil {
+		return nil
+	}
+	r.readyMu.Lock()
+	due := r.schemaAt.IsZero() || time.Since(r.schemaAt) >= r.SchemaEvery
+	prev := r.claimErr
+	r.readyMu.Unlock()
+	if !due {
+		if errors.Is(prev, store.ErrSchemaNewer) {
+			return prev
+		}
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := r.CheckSchema(cctx)
+	r.readyMu.Lock()
+	r.schemaAt = time.Now()
+	r.readyMu.Unlock()
+	if err != nil && errors.Is(err, store.ErrSchemaNewer) {
+		if !errors.Is(prev, store.ErrSchemaNewer) {
+			r.Log.Error("refusing to claim runs", "err", err)
+		}
+		return fmt.Errorf("runner refuses to claim: %w", err)
+	}
+	// A check that failed for another reason (the store not answering) is the claim's to report.
+	return nil
+}
+
 func (r *Runner) claim(ctx context.Context) int {
+	if err := r.schemaRefusal(ctx); err != nil {
+		r.setClaimed(err)
+		return 0
+	}
 	r.mu.Lock()
 	free := r.MaxRuns - len(r.active)
 	r.mu.Unlock()
@@ -135,6 +204,9 @@ func (r *Runner) claim(ctx context.Context) int {
 		free = 64
 	}
 	leases, err := r.Store.ClaimRuns(ctx, r.Name, free, r.LeaseTTL)
+	if ctx.Err() == nil {
+		r.setClaimed(err)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.Log.Error("claim runs", "err", err)

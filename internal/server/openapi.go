@@ -174,6 +174,8 @@ func codes(lists ...[]api.Code) []api.Code {
 var apiRoutes = []apiRoute{
 	{Pattern: "GET /healthz", Tag: "server", Public: true, Summary: "ok when the store answers a cheap query in time",
 		Responses: []apiResponse{{Status: 200, Content: "text/plain"}, {Status: 503, Content: "text/plain", Description: "the store does not answer"}}},
+	{Pattern: "GET /readyz", Tag: "server", Public: true, Summary: "ok when the process can take work: the store answers, its schema is current, and the runner part (if any) is claiming",
+		Responses: []apiResponse{{Status: 200, Content: "text/plain"}, {Status: 503, Content: "text/plain", Description: "names the check that failed: store, schema or runner"}}},
 	{Pattern: "GET /metrics", Tag: "server", Public: true, Summary: "Prometheus metrics (counts and latencies only)",
 		Responses: []apiResponse{{Status: 200, Content: "text/plain"}}},
 	{Pattern: "GET /v2/openapi.json", Tag: "server", Summary: "This document", Responses: ok(typ[map[string]any]())},

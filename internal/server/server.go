@@ -62,6 +62,8 @@ type Server struct {
 	// LocalRunner names that runner (both unset without one): the console's Screen and takeover.
 	Screens     console.Screens
 	LocalRunner string
+	// RunnerReady is the readiness of the runner in this process (nil: none), for GET /readyz.
+	RunnerReady func() error
 	// Capabilities is what `server capabilities` reports.
 	Capabilities map[string]any
 	Now          func() time.Time
@@ -126,23 +128,15 @@ func (s *Server) Handler() http.Handler {
 		v2.HandleFunc("POST /v2/logout", s.logout)
 	}
 	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", Health{Store: s.Store, Runner: s.RunnerReady}.Readyz)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	s.consoleRoutes(mux)
 	return s.logRequests(mux)
 }
 
-// healthz answers ok only when the store answers a cheap query in time: a server whose store
-// fails is not healthy, however well its HTTP side runs.
+// healthz answers ok only when the store answers a cheap query in time (Health.Healthz).
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.Store.Ping(ctx); err != nil {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "store: %v\n", err)
-		return
-	}
-	io.WriteString(w, "ok\n")
+	Health{Store: s.Store}.Healthz(w, r)
 }
 
 func (s *Server) auth(next http.Handler) http.Handler {
@@ -331,7 +325,7 @@ func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args..
 func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	if s.Accounts != nil {
 		(&console.Console{Store: s.Store, Accounts: s.Accounts, Approver: consoleApprover{s}, Computers: s.Computers,
-			Screens: s.Screens, Runner: s.LocalRunner, TrustProxy: s.TrustProxy, BaseURL: s.BaseURL,
+			Screens: s.Screens, Runner: s.LocalRunner, TrustProxy: s.TrustProxy,
 			Follow: func(r *http.Request) (func(), bool) { return s.followers.acquire(r, s.MaxFollowers) }}).Register(mux)
 	}
 }

@@ -211,6 +211,9 @@ type Store interface {
 	Close() error
 	// Ping checks cheaply that the store answers (GET /healthz).
 	Ping(ctx context.Context) error
+	// SchemaVersion reads the store's schema version beside what this binary knows (GET /readyz,
+	// and a runner's check before it claims).
+	SchemaVersion(ctx context.Context) (Schema, error)
 
 	// Groups keeps AgentGroups, batch creation and admission (groups.go).
 	Groups

@@ -2,9 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"agentrun.dev/agentrun/internal/store"
 )
 
 // migrations are applied in order; migration i+1 is recorded as version i+1 in
@@ -252,16 +255,30 @@ func (s *Store) migrate(ctx context.Context) error {
 			version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 			return err
 		}
-		var current int
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		// schema_writers names the agentrun that applied each migration, outside the numbered
+		// migrations so that any version can read it (an older process says which one it needs).
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_writers (
+			version integer PRIMARY KEY, agentrun_version text NOT NULL)`); err != nil {
 			return err
 		}
+		sc, err := schemaVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := sc.Check(); err != nil {
+			return err
+		}
+		current := sc.Version
 		for i := current; i < len(migrations); i++ {
 			v := i + 1
 			if _, err := tx.Exec(ctx, migrations[i]); err != nil {
 				return fmt.Errorf("version %d: %w", v, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_writers (version, agentrun_version) VALUES ($1, $2)
+				ON CONFLICT (version) DO UPDATE SET agentrun_version = EXCLUDED.agentrun_version`, v, store.BinaryVersion); err != nil {
 				return fmt.Errorf("version %d: %w", v, err)
 			}
 		}
@@ -271,4 +288,33 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate postgres schema: %w", err)
 	}
 	return nil
+}
+
+// SchemaVersion reads the highest applied migration and the agentrun that applied it.
+func (s *Store) SchemaVersion(ctx context.Context) (store.Schema, error) {
+	sc, err := schemaVersion(ctx, s.pool)
+	if err != nil {
+		return sc, fmt.Errorf("postgres schema version: %w", readErr(ctx, err))
+	}
+	return sc, nil
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func schemaVersion(ctx context.Context, q querier) (store.Schema, error) {
+	sc := store.Schema{Known: len(migrations)}
+	if err := q.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&sc.Version); err != nil {
+		return sc, err
+	}
+	var by *string
+	err := q.QueryRow(ctx, `SELECT agentrun_version FROM schema_writers WHERE version = $1`, sc.Version).Scan(&by)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return sc, err
+	}
+	if by != nil {
+		sc.WrittenBy = *by
+	}
+	return sc, nil
 }

@@ -3,7 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
+
+	"agentrun.dev/agentrun/internal/store"
 )
 
 var migrations = []string{
@@ -100,6 +104,18 @@ func (s *Store) migrate(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	// schema_writers names the agentrun that applied each migration, outside the numbered
+	// migrations so that any version can read it (an older process says which one it needs).
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_writers (version INTEGER PRIMARY KEY, agentrun_version TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	sc, err := s.schemaVersion(ctx, s.w)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := sc.Check(); err != nil {
+		return fmt.Errorf("open sqlite store: %w", err)
+	}
 	for i, m := range migrations {
 		v := i + 1
 		err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -114,7 +130,10 @@ func (s *Store) migrate(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, m); err != nil {
 				return err
 			}
-			_, err := s.txExec(ctx, tx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, s.now().UnixMilli())
+			if _, err := s.txExec(ctx, tx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, s.now().UnixMilli()); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO schema_writers (version, agentrun_version) VALUES (?, ?)`, v, store.BinaryVersion)
 			return err
 		})
 		if err != nil {
@@ -122,4 +141,28 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// SchemaVersion reads the highest applied migration and the agentrun that applied it.
+func (s *Store) SchemaVersion(ctx context.Context) (store.Schema, error) {
+	sc, err := s.schemaVersion(ctx, s.r)
+	if err != nil {
+		return sc, fmt.Errorf("sqlite schema version: %w", err)
+	}
+	return sc, nil
+}
+
+func (s *Store) schemaVersion(ctx context.Context, db *sql.DB) (store.Schema, error) {
+	sc := store.Schema{Known: len(migrations)}
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&sc.Version); err != nil {
+		return sc, err
+	}
+	var by sql.NullString
+	// The table is missing on a store no process of this release opened yet: no writer named.
+	err := db.QueryRowContext(ctx, `SELECT agentrun_version FROM schema_writers WHERE version = ?`, sc.Version).Scan(&by)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
+		return sc, err
+	}
+	sc.WrittenBy = by.String
+	return sc, nil
 }

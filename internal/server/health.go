@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"agentrun.dev/agentrun/internal/store"
+)
+
+// Health serves /healthz and /readyz for a process: the API server and a runner's --metrics-addr.
+type Health struct {
+	Store store.Store
+	// Runner is the readiness of this process's runner part (nil: the process runs none, as
+	// `serve --no-runner`).
+	Runner func() error
+}
+
+// Routes registers GET /healthz and GET /readyz on mux.
+func (h Health) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", h.Healthz)
+	mux.HandleFunc("GET /readyz", h.Readyz)
+}
+
+// Healthz answers ok while the process serves and its store answers a cheap query in time: a
+// process whose store fails is not healthy, however well its HTTP side runs.
+func (h Health) Healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := h.Store.Ping(ctx); err != nil {
+		unhealthy(w, "store: %v", err)
+		return
+	}
+	io.WriteString(w, "ok\n")
+}
+
+// Readyz answers ok when the process can take work: the store answers, its schema is the one this
+// binary knows (migrations current, not newer), and the runner part, if any, is claiming. The
+// body names each check that failed.
+func (h Health) Readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := h.Store.Ping(ctx); err != nil {
+		unhealthy(w, "store: %v", err)
+		return
+	}
+	sc, err := h.Store.SchemaVersion(ctx)
+	if err == nil {
+		err = sc.Current()
+	}
+	if err != nil {
+		unhealthy(w, "schema: %v", err)
+		return
+	}
+	if h.Runner != nil {
+		if err := h.Runner(); err != nil {
+			unhealthy(w, "runner: %v", err)
+			return
+		}
+	}
+	fmt.Fprintf(w, "ok (schema version %d)\n", sc.Version)
+}
+
+func unhealthy(w http.ResponseWriter, format string, args ...any) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprintf(w, format+"\n", args...)
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,9 @@ var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the database at path and applies migrations.
 func Open(path string) (*Store, error) {
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_txlock=immediate"
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -59,6 +63,24 @@ func Open(path string) (*Store, error) {
 	}
 	go s.commitLoop()
 	return s, nil
+}
+
+// createPrivate creates a new database file 0600 before SQLite opens it: SQLite would create it
+// with the umask's mode (0644), readable by other users until the next start tightened it, and
+// it gives its -wal and -shm files the main file's mode. An existing file is left to the data
+// folder's check.
+func createPrivate(path string) error {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create sqlite %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // Backend names the backend.

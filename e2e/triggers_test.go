@@ -205,7 +205,7 @@ spec:
 	st, b = e.hook("inbound-lead", h, body)
 	var fa fireAnswer
 	json.Unmarshal(b, &fa)
-	if st != 202 || fa.Replayed || fa.Fire.Outcome != api.FireStarted || fa.Fire.Run == "" || fa.Fire.DeliveryID != "msg_1" {
+	if st != 201 || fa.Replayed || fa.Fire.Outcome != api.FireStarted || fa.Fire.Run == "" || fa.Fire.DeliveryID != "msg_1" {
 		t.Fatalf("a signed delivery: HTTP %d %s", st, b)
 	}
 	run := e.waitPhase(fa.Fire.Run, 60*time.Second, "Succeeded")
@@ -265,7 +265,7 @@ spec:
 	}
 	for i, secret := range []string{vecSecret, rot.Secret} {
 		id := fmt.Sprintf("msg_rot_%d", i)
-		if st, b := e.hook("inbound-lead", standardHeaders(id, now, trigger.SignStandard(secret, id, now, body)), body); st != 202 {
+		if st, b := e.hook("inbound-lead", standardHeaders(id, now, trigger.SignStandard(secret, id, now, body)), body); st != 201 {
 			t.Errorf("after rotation, secret %d: HTTP %d %s", i, st, b)
 		}
 	}
@@ -289,6 +289,11 @@ spec:
 	}
 	if res := e.mustCLI(0, "get", "triggers"); !strings.Contains(res.stdout, "inbound-lead") {
 		t.Errorf("get triggers:\n%s", res.stdout)
+	}
+	res = e.mustCLI(0, "describe", "trigger/inbound-lead")
+	if flat := strings.Join(strings.Fields(res.stdout), " "); !strings.Contains(flat, "Webhook URL: "+e.url+"/v2/hooks/inbound-lead") ||
+		!strings.Contains(flat, "Run cap: $0.25") || !strings.Contains(flat, fa.Fire.Run) {
+		t.Errorf("describe trigger:\n%s", res.stdout)
 	}
 	e.mustCLI(0, "delete", "trigger/inbound-lead")
 	if st := e.do("GET", "/v2/triggers/inbound-lead", nil, nil); st != 404 {
@@ -332,7 +337,7 @@ func TestTriggerGitHub(t *testing.T) {
 		return st, fa
 	}
 	st, fa := deliver("d-1", pr("opened", "octo/repo"))
-	if st != 202 || fa.Fire.Run == "" || fa.Fire.Source != "github" {
+	if st != 201 || fa.Fire.Run == "" || fa.Fire.Source != "github" {
 		t.Fatalf("an opened pull request: HTTP %d %+v", st, fa)
 	}
 	if r := e.getRun(fa.Fire.Run); r.Spec.Input != "Review https://github.com/octo/repo/pull/7 (opened)" || r.Spec.MaxCostUSD != "1.00" {

@@ -120,6 +120,7 @@ func Commands() []*cobra.Command {
 		evalCmd(),
 		envCmd(),
 		triggersCmd(),
+		describeCmd(),
 		skillsCmd(),
 		serverCmd(),
 		versionCmd(),

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/cost"
 )
 
 // Trigger commands: agentrun triggers [list] | history | test | fire | rotate | suspend | resume.
@@ -115,7 +116,7 @@ func costText(f api.TriggerFire) string {
 	case f.CostUSD == "":
 		return "unknown"
 	}
-	return "$" + f.CostUSD
+	return cost.Dollars(f.CostUSD) // "unknown" and "at least $X" stay as they are
 }
 
 func dash(s string) string {

@@ -53,9 +53,6 @@ type Console struct {
 	MaxStreams int
 	// TrustProxy believes X-Forwarded-For (sign-in limits) and X-Forwarded-Proto (Secure cookies).
 	TrustProxy bool
-	// BaseURL is where senders reach this server (the Triggers page's webhook URLs); "" takes
-	// the request's host.
-	BaseURL string
 	// Follow, when set, takes one of the live streams the request's session may hold; false when
 	// it holds all it may.
 	Follow func(r *http.Request) (release func(), ok bool)

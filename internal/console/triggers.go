@@ -30,16 +30,14 @@ type triggerRow struct {
 	FilterText string
 }
 
+// hookURL is a trigger's delivery URL on the host the person reached the console by (behind a
+// proxy, the public one, which is where senders must post too).
 func (c *Console) hookURL(r *http.Request, name string) string {
-	base := strings.TrimRight(c.BaseURL, "/")
-	if base == "" {
-		scheme := "http"
-		if r.TLS != nil || (c.TrustProxy && r.Header.Get("X-Forwarded-Proto") == "https") {
-			scheme = "https"
-		}
-		base = scheme + "://" + r.Host
+	scheme := "http"
+	if r.TLS != nil || (c.TrustProxy && r.Header.Get("X-Forwarded-Proto") == "https") {
+		scheme = "https"
 	}
-	return base + "/v2/hooks/" + name
+	return scheme + "://" + r.Host + "/v2/hooks/" + name
 }
 
 func (c *Console) triggerRowOf(r *http.Request, t *api.Trigger, fires int) (triggerRow, error) {

@@ -13,7 +13,6 @@ import (
 func TestTriggersPage(t *testing.T) {
 	t.Parallel()
 	tc := newTestConsole(t)
-	tc.BaseURL = "https://agents.example.com"
 	ctx := context.Background()
 	for _, tr := range []*api.Trigger{
 		{Metadata: api.ObjectMeta{Name: "digest"}, Spec: api.TriggerSpec{Agent: "a", Concurrency: api.ConcurrencyAllow,
@@ -38,7 +37,7 @@ func TestTriggersPage(t *testing.T) {
 	}
 	_, page := tc.body(t, "/triggers")
 	for _, want := range []string{`<a href="/triggers/digest">digest</a>`, "0 9 * * MON (Europe/Berlin, missed: Skip)",
-		`value="https://agents.example.com/v2/hooks/leads"`, `<a href="/runs/leads-1">leads-1</a>`, `<button>Suspend</button>`} {
+		`value="`+tc.srv.URL+`/v2/hooks/leads"`, `<a href="/runs/leads-1">leads-1</a>`, `<button>Suspend</button>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the Triggers page lacks %s:\n%s", want, page)
 		}
@@ -68,7 +67,7 @@ func TestTriggersPage(t *testing.T) {
 		}
 	}
 	_, one := tc.body(t, "/triggers/leads")
-	if !strings.Contains(one, "msg_1") || !strings.Contains(one, "https://agents.example.com/v2/hooks/leads") {
+	if !strings.Contains(one, "msg_1") || !strings.Contains(one, tc.srv.URL+"/v2/hooks/leads") {
 		t.Errorf("the trigger's page:\n%s", one)
 	}
 }

@@ -132,8 +132,26 @@ func (s *Server) checkTrigger(ctx context.Context, t *api.Trigger) error {
 }
 
 func (s *Server) insertTrigger(w http.ResponseWriter, r *http.Request, t *api.Trigger, apply bool) {
+	dry, err := dryRun(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	if err := s.checkTrigger(r.Context(), t); err != nil {
 		writeErr(w, err)
+		return
+	}
+	if dry {
+		_, gerr := s.Store.GetTrigger(r.Context(), t.Metadata.Name)
+		if err := mustNotExist(gerr, "trigger", t.Metadata.Name); err != nil {
+			writeErr(w, err)
+			return
+		}
+		result := ""
+		if apply {
+			result = "created"
+		}
+		writeDryRun(w, http.StatusCreated, result, t)
 		return
 	}
 	if err := s.Store.CreateTrigger(r.Context(), t); err != nil {
@@ -152,8 +170,21 @@ func (s *Server) insertTrigger(w http.ResponseWriter, r *http.Request, t *api.Tr
 }
 
 func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request, t, cur *api.Trigger, apply bool) {
+	dry, err := dryRun(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	if err := s.checkTrigger(r.Context(), t); err != nil {
 		writeErr(w, err)
+		return
+	}
+	if dry {
+		result := "configured"
+		if sameJSON(t.Spec, cur.Spec) && sameJSON(t.Metadata.Labels, cur.Metadata.Labels) {
+			result = "unchanged"
+		}
+		writeDryRun(w, http.StatusOK, result, t)
 		return
 	}
 	if apply && sameJSON(t.Spec, cur.Spec) && sameJSON(t.Metadata.Labels, cur.Metadata.Labels) {
@@ -481,8 +512,8 @@ func (s *Server) githubHook(w http.ResponseWriter, r *http.Request, t *api.Trigg
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "trigger": t.Metadata.Name, "message": "pong"})
 		return
 	}
-	if event == "" || delivery == "" {
-		writeErr(w, api.Invalid("X-GitHub-Event", "a GitHub delivery names its event (X-GitHub-Event) and delivery (X-GitHub-Delivery)"))
+	if event == "" || delivery == "" || len(delivery) > trigger.MaxID {
+		writeErr(w, api.Invalid("X-GitHub-Event", "a GitHub delivery names its event (X-GitHub-Event) and delivery (X-GitHub-Delivery, at most 256 characters)"))
 		return
 	}
 	payload, err := trigger.GitHubPayload(body)
@@ -504,7 +535,7 @@ func (s *Server) fireHook(w http.ResponseWriter, r *http.Request, t *api.Trigger
 		writeErr(w, err)
 		return
 	}
-	status := http.StatusAccepted
+	status := http.StatusCreated // a fire recorded (its outcome says whether a run started)
 	if !created {
 		status = http.StatusOK // a delivery seen before: the first record, nothing started
 	}

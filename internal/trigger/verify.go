@@ -25,7 +25,11 @@ var (
 	ErrBadTimestamp = errors.New("webhook-timestamp is not a Unix time in seconds")
 	ErrExpired      = errors.New("webhook-timestamp is more than 5 minutes from now (a replay, or a clock off)")
 	ErrMismatch     = errors.New("no signature matches the trigger's secret")
+	ErrLongID       = errors.New("webhook-id is longer than 256 characters")
 )
+
+// MaxID bounds a delivery id (webhook-id, X-GitHub-Delivery): it is stored with the fire.
+const MaxID = 256
 
 // secretKey decodes a Standard Webhooks secret: whsec_ then base64. A secret without the prefix
 // that is not base64 is used as its bytes, as the reference libraries do.
@@ -52,6 +56,9 @@ func SignStandard(secret, id string, timestamp int64, body []byte) string {
 func VerifyStandard(secrets []string, id, timestamp, signatures string, body []byte, now time.Time) error {
 	if id == "" || timestamp == "" || signatures == "" {
 		return ErrNoSignature
+	}
+	if len(id) > MaxID {
+		return ErrLongID
 	}
 	sec, err := strconv.ParseInt(timestamp, 10, 64)
 	if err != nil {

@@ -3,6 +3,7 @@ package trigger
 import (
 	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,6 +55,7 @@ func TestStandardWebhooksVector(t *testing.T) {
 		"a v2 label":                    {vecID, vecTS, "v2" + vecSig[2:], vecBody, at, ErrMismatch},
 		"no signature":                  {vecID, vecTS, "", vecBody, at, ErrNoSignature},
 		"no id":                         {"", vecTS, vecSig, vecBody, at, ErrNoSignature},
+		"an id of 257 characters":       {strings.Repeat("m", 257), vecTS, vecSig, vecBody, at, ErrLongID},
 		"a timestamp in milliseconds":   {vecID, "1614265330000", vecSig, vecBody, at, ErrExpired},
 		"not a number":                  {vecID, "yesterday", vecSig, vecBody, at, ErrBadTimestamp},
 		"5 minutes and 1 second later":  {vecID, vecTS, vecSig, vecBody, at.Add(Tolerance + time.Second), ErrExpired},

@@ -97,6 +97,8 @@ type drive struct {
 	promptTools int
 	// skills are the agent revision's skills by name (loadSkills).
 	skills map[string]*api.Skill
+	// mcp are the agent's MCP servers and their ticked tools (startMCP).
+	mcp *mcpState
 }
 
 // Drive runs one claimed run until it finishes, parks, or ctx ends (lease lost, runner stopping,
@@ -258,6 +260,7 @@ func (d *drive) loop(ctx context.Context) error {
 	if err != nil {
 		return &failure{api.ReasonToolError, err.Error()}
 	}
+	defs = append(defs, d.mcpToolDefs(ctx)...)
 
 	resumed := d.j.Steps() > 0 || d.status.Phase != api.PhaseQueued
 	if d.status.Phase == api.PhaseRunning {
@@ -534,6 +537,9 @@ func (d *drive) allowed(name string) bool {
 			return true
 		}
 	}
+	if _, ok := d.mcpEntry(name); ok {
+		return true // ticked in spec.mcpServers
+	}
 	return name == catalog.SkillName && len(d.spec.Skills) > 0
 }
 
@@ -581,6 +587,9 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 		return d.webFetch(ctx, key, call, in, result)
 	case catalog.SkillName:
 		return d.readSkill(ctx, key, call, in, result)
+	}
+	if _, ok := d.mcpEntry(call.Name); ok {
+		return d.mcpCall(ctx, key, call, in, result)
 	}
 	if td, ok := d.computerTool(call.Name); ok {
 		return d.computerCall(ctx, key, td, call, in, result)

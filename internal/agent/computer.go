@@ -142,6 +142,7 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 // message, an answer, an approval, money) keeps it, background processes and all, as long as it
 // stays on this runner; a run that ended, or that this drive lost, has it stopped.
 func (d *drive) endDrive() {
+	d.closeMCP()
 	e := d.e
 	e.mu.Lock()
 	delete(e.driving, d.run.Metadata.Name)

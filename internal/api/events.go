@@ -54,6 +54,7 @@ const (
 	EventHarnessExited  EventType = "harness.exited"
 	EventGatewayClamped EventType = "gateway.clamped"
 	EventSkillOpened    EventType = "skill.opened"
+	EventMCPUnavailable EventType = "mcp.unavailable"
 )
 
 // EventTypeInfo is one listed event type and when it is written.
@@ -105,6 +106,7 @@ var EventTypes = []EventTypeInfo{
 	{EventHarnessExited, "an external harness exited with an error"},
 	{EventGatewayClamped, "the gateway clamped a harness's output tokens to the agent's maxTokens"},
 	{EventSkillOpened, "the agent opened one of its skills"},
+	{EventMCPUnavailable, "an MCP server did not start, died or lacks a ticked tool; its tools answer with the error"},
 }
 
 // FinishEvent is the event of a run finishing in a terminal phase (run.failed for a phase that

@@ -89,7 +89,7 @@ func agentsCmd() *cobra.Command {
 	}
 	get.Flags().StringVarP(&getOut, "output", "o", "json", "output format: json, yaml, table, wide or name")
 
-	cmd.AddCommand(create, list, get)
+	cmd.AddCommand(create, list, get, agentsMCPToolsCmd())
 	return cmd
 }
 

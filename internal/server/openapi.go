@@ -197,6 +197,8 @@ var apiRoutes = []apiRoute{
 	{Pattern: "PATCH /v2/agents/{name}", Tag: "agents", Summary: "Merge-patch an agent", Body: typ[api.Agent](), BodyNote: "a JSON merge patch of the resource",
 		Responses: ok(typ[api.Agent]()), Errors: codes(agentCodes, []api.Code{api.CodeConflict})},
 	{Pattern: "DELETE /v2/agents/{name}", Tag: "agents", Summary: "Delete an agent (its revisions are kept)", Responses: ok(typ[deletedAnswer]()), Errors: []api.Code{api.CodeNotFound, api.CodeStoreFull}},
+	{Pattern: "GET /v2/agents/{name}/mcp-tools/{server}", Tag: "agents", Summary: "List the tools of one of the agent's MCP servers, each marked ticked or not",
+		Responses: ok(typ[api.MCPToolList]()), Errors: []api.Code{api.CodeNotFound, api.CodeInvalid, api.CodeSecretNotFound}},
 	{Pattern: "POST /v2/agents/{name}/runs", Tag: "runs", Summary: "Start a run of the agent ({input: {content}})", Body: typ[api.SeedRunBody](),
 		Responses: created(typ[api.AgentRun]()), Errors: runCodes},
 

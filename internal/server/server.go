@@ -91,6 +91,7 @@ func (s *Server) Handler() http.Handler {
 	v2.HandleFunc("GET /v2/agents", s.listAgents)
 	v2.HandleFunc("POST /v2/agents", s.createAgent)
 	v2.HandleFunc("GET /v2/agents/{name}", s.getAgent)
+	v2.HandleFunc("GET /v2/agents/{name}/mcp-tools/{server}", s.mcpTools)
 	v2.HandleFunc("PUT /v2/agents/{name}", s.applyAgent)
 	v2.HandleFunc("PATCH /v2/agents/{name}", s.patchAgent)
 	v2.HandleFunc("DELETE /v2/agents/{name}", s.deleteAgent)
@@ -280,6 +281,7 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		caps[k] = v
 	}
 	caps["store"] = s.Store.Backend()
+	caps["mcp"] = mcpCapabilities
 	if s.Computers != nil {
 		// Asked each time: whether a provider works, and whether its one-time setup (the docker
 		// sandbox's image) is done, change while the server runs.

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/secret"
+	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/tools/mcpclient"
+)
+
+// mcpCapabilities is what `server capabilities` says of MCP.
+var mcpCapabilities = map[string]any{
+	"client":     "github.com/modelcontextprotocol/go-sdk",
+	"transports": []string{"stdio", "streamable-http"},
+	// Where a stdio server runs: on the runner, in the run folder (not inside the run's computer).
+	"stdio": "runner, in the run folder",
+	"tools": catalog.MCPName("SERVER", "TOOL"),
+}
+
+// mcpOpen opens the secrets an MCP server's env and headers name, as the runner will.
+func (s *Server) mcpOpen() mcpclient.OpenSecret {
+	if s.Seal == nil {
+		return nil
+	}
+	return (&secret.Opener{Box: s.Seal, Store: s.Store}).Open
+}
+
+// listMCP lists server i's tools. A stdio server is started here, on the server's machine, in a
+// scratch folder removed afterwards (a run starts it in the run folder). Errors name the field.
+func (s *Server) listMCP(ctx context.Context, srv api.MCPServer, i int) ([]api.MCPTool, error) {
+	at := fmt.Sprintf("spec.mcpServers[%d]", i)
+	dir := ""
+	if srv.Command != "" {
+		d, err := os.MkdirTemp("", "agentrun-mcp-list-")
+		if err != nil {
+			return nil, fmt.Errorf("list MCP tools: %w", err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	_, tools, err := mcpclient.List(ctx, at, srv, dir, s.mcpOpen())
+	var se *mcpclient.SecretError
+	switch {
+	case errors.As(err, &se) && errors.Is(se.Err, store.ErrNotFound):
+		return nil, api.E(api.CodeSecretNotFound, se.Field, "%s names secret %q, which does not exist: a signed-in person sets it first", se.Field, se.Secret)
+	case errors.As(err, &se):
+		return nil, api.Invalid(se.Field, "%v", se)
+	case err != nil:
+		return nil, api.Invalid(at, "%v", err)
+	}
+	ticked := map[string]bool{}
+	for _, t := range srv.Tools {
+		ticked[t] = true
+	}
+	for j := range tools {
+		tools[j].Ticked = ticked[tools[j].Name]
+	}
+	return tools, nil
+}
+
+// checkMCPServers asks each MCP server an agent names for its tools when the agent is created or
+// applied, and refuses a ticked name the server does not have (or a server that does not start).
+// The runs ask again each time they start: a tool the server dropped since is not offered.
+func (s *Server) checkMCPServers(ctx context.Context, a *api.Agent) error {
+	for i, srv := range a.Spec.MCPServers {
+		tools, err := s.listMCP(ctx, srv, i)
+		if err != nil {
+			return err
+		}
+		has := map[string]bool{}
+		for _, t := range tools {
+			has[t.Name] = true
+		}
+		for j, name := range srv.Tools {
+			if !has[name] {
+				names := make([]string, 0, len(tools))
+				for _, t := range tools {
+					names = append(names, t.Name)
+				}
+				return api.Invalid(fmt.Sprintf("spec.mcpServers[%d].tools[%d]", i, j), "MCP server %s has no tool %q (it has: %v)", srv.Name, name, names)
+			}
+		}
+	}
+	return nil
+}
+
+// mcpTools answers GET /v2/agents/{name}/mcp-tools/{server}: the server's tools, each marked
+// ticked or not, and the ticked names it lacks.
+func (s *Server) mcpTools(w http.ResponseWriter, r *http.Request) {
+	a, err := s.Store.GetAgent(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	name := r.PathValue("server")
+	for i, srv := range a.Spec.MCPServers {
+		if srv.Name != name {
+			continue
+		}
+		tools, err := s.listMCP(r.Context(), srv, i)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		out := api.MCPToolList{Agent: a.Metadata.Name, Server: name, Tools: tools}
+		has := map[string]bool{}
+		for _, t := range tools {
+			has[t.Name] = true
+		}
+		for _, t := range srv.Tools {
+			if !has[t] {
+				out.Missing = append(out.Missing, t)
+			}
+		}
+		if out.Tools == nil {
+			out.Tools = []api.MCPTool{}
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	writeErr(w, api.E(api.CodeNotFound, "server", "agent %s names no MCP server %q", a.Metadata.Name, name))
+}

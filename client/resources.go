@@ -86,6 +86,36 @@ func (c *Client) ApplyObject(ctx context.Context, plural, name string, body any)
 	return raw, res, nil
 }
 
+// DryRunObject asks the server to check an apply (PUT /v2/PLURAL/NAME, or a create, POST
+// /v2/PLURAL, when name is empty) with ?dryRun=All: decoded, validated and checked against what
+// it names on the server as the real request would be, nothing stored. The result says what the
+// real apply would do.
+func (c *Client) DryRunObject(ctx context.Context, plural, name string, body any) (ApplyResult, error) {
+	req := request{method: http.MethodPut, path: objectPath(plural, name), body: body, query: url.Values{"dryRun": {"All"}}}
+	if name == "" {
+		req.method, req.path = http.MethodPost, "/v2/"+plural
+	}
+	hdr, status, err := c.call(ctx, req, nil)
+	if err != nil {
+		if name == "" {
+			return "", fmt.Errorf("check %s: %w", plural, err)
+		}
+		return "", fmt.Errorf("check %s %q: %w", plural, name, err)
+	}
+	if hdr.Get(DryRunHeader) != "All" {
+		// A server without dry runs would have stored it: say so rather than report a check.
+		return "", fmt.Errorf("check %s: the server did not answer as a dry run (an older server?)", plural)
+	}
+	res := ApplyResult(hdr.Get(ApplyHeader))
+	if res == "" && status == http.StatusCreated {
+		res = Created
+	}
+	return res, nil
+}
+
+// DryRunHeader marks the server's answer to a dry run.
+const DryRunHeader = "X-Agentrun-Dry-Run"
+
 // PatchObject is PATCH /v2/PLURAL/NAME with a JSON merge patch.
 func (c *Client) PatchObject(ctx context.Context, plural, name string, patch any) (json.RawMessage, error) {
 	var raw json.RawMessage

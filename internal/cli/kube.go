@@ -603,13 +603,15 @@ happened: agent/NAME created, configured or unchanged.`,
 				fmt.Fprintf(errOut, "nothing was applied (%d errors above)\n", failed)
 				return &ExitError{Code: ExitFailure}
 			}
+			if c, err = newClient(); err != nil {
+				return err
+			}
+			if n := dryRunAll(ctx, c, docs, plans, fail); n > 0 {
+				fmt.Fprintf(errOut, "nothing was applied (%d errors above)\n", n)
+				return &ExitError{Code: ExitFailure}
+			}
 			for i, d := range docs {
 				targets := plans[i]
-				if c == nil {
-					if c, err = newClient(); err != nil {
-						return err
-					}
-				}
 				for _, t := range targets {
 					name, result, err := applyOne(ctx, c, t)
 					if err != nil {

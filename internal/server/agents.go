@@ -83,6 +83,18 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if dry, err := dryRun(r); err != nil || dry {
+		if err == nil {
+			_, gerr := s.Store.GetAgent(r.Context(), a.Metadata.Name)
+			err = mustNotExist(gerr, "agent", a.Metadata.Name)
+		}
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeDryRun(w, http.StatusCreated, "", withTools(a))
+		return
+	}
 	if err := s.Store.CreateAgent(r.Context(), a); err != nil {
 		writeErr(w, err)
 		return
@@ -137,8 +149,17 @@ func (s *Server) applyAgent(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) putAgent(w http.ResponseWriter, r *http.Request, a *api.Agent) {
 	ctx := r.Context()
+	dry, err := dryRun(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	cur, err := s.Store.GetAgent(ctx, a.Metadata.Name)
 	if errors.Is(err, store.ErrNotFound) {
+		if dry {
+			writeDryRun(w, http.StatusCreated, "created", withTools(a))
+			return
+		}
 		if err := s.Store.CreateAgent(ctx, a); err != nil {
 			writeErr(w, err)
 			return
@@ -153,7 +174,14 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request, a *api.Agent) 
 	}
 	if sameJSON(cur.Spec, a.Spec) && sameJSON(cur.Metadata.Labels, a.Metadata.Labels) {
 		w.Header().Set("X-Agentrun-Apply", "unchanged")
+		if dry {
+			w.Header().Set(DryRunHeader, "All")
+		}
 		writeJSON(w, http.StatusOK, withTools(cur))
+		return
+	}
+	if dry {
+		writeDryRun(w, http.StatusOK, "configured", withTools(a))
 		return
 	}
 	if err := s.Store.UpdateAgent(ctx, a); err != nil {

@@ -133,8 +133,26 @@ func (s *Server) prepareGroup(r *http.Request, g *api.AgentGroup) error {
 }
 
 func (s *Server) insertGroup(w http.ResponseWriter, r *http.Request, g *api.AgentGroup, apply bool) {
+	dry, err := dryRun(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	if err := s.prepareGroup(r, g); err != nil {
 		writeErr(w, err)
+		return
+	}
+	if dry {
+		_, gerr := s.Store.GetGroup(r.Context(), g.Metadata.Name)
+		if err := mustNotExist(gerr, "group", g.Metadata.Name); err != nil {
+			writeErr(w, err)
+			return
+		}
+		result := ""
+		if apply {
+			result = "created"
+		}
+		writeDryRun(w, http.StatusCreated, result, g)
 		return
 	}
 	if err := s.Store.CreateGroup(r.Context(), g); err != nil {
@@ -184,6 +202,23 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, g *api.Agen
 		writeErr(w, err)
 		return
 	}
+	dry, err := dryRun(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if dry {
+		if err := api.ValidateGroupUpdate(&cur.Spec, &g.Spec); err != nil {
+			writeErr(w, err)
+			return
+		}
+		result := "configured"
+		if sameJSON(g.Spec, cur.Spec) && sameJSON(g.Metadata.Labels, cur.Metadata.Labels) {
+			result = "unchanged"
+		}
+		writeDryRun(w, http.StatusOK, result, g)
+		return
+	}
 	if apply && sameJSON(g.Spec, cur.Spec) && sameJSON(g.Metadata.Labels, cur.Metadata.Labels) {
 		w.Header().Set("X-Agentrun-Apply", "unchanged")
 		out, err := s.withStatus(r, cur)
@@ -194,7 +229,7 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, g *api.Agen
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	err := s.Store.UpdateGroup(r.Context(), g, func(old *api.AgentGroup) error {
+	err = s.Store.UpdateGroup(r.Context(), g, func(old *api.AgentGroup) error {
 		return api.ValidateGroupUpdate(&old.Spec, &g.Spec)
 	})
 	if err != nil {
@@ -337,6 +372,10 @@ func (s *Server) createRunList(w http.ResponseWriter, r *http.Request, body []by
 		Items        []api.AgentRun `json:"items"`
 	}
 	if err := api.DecodeStrict(body, &list); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := refuseDryRun(r); err != nil {
 		writeErr(w, err)
 		return
 	}

@@ -56,8 +56,25 @@ func (s *Server) prepareRun(r *http.Request, run *api.AgentRun) error {
 }
 
 func (s *Server) insertRun(w http.ResponseWriter, r *http.Request, run *api.AgentRun, apply bool) {
+	dry, err := dryRun(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	if err := s.prepareRun(r, run); err != nil {
 		writeErr(w, err)
+		return
+	}
+	if dry {
+		if err := s.dryRunInsert(r, run); err != nil {
+			writeErr(w, err)
+			return
+		}
+		result := ""
+		if apply {
+			result = "created"
+		}
+		writeDryRun(w, http.StatusCreated, result, run)
 		return
 	}
 	create := s.Store.CreateRun
@@ -168,6 +185,12 @@ func (s *Server) applyRun(w http.ResponseWriter, r *http.Request) {
 	if !sameJSON(want, cur.Spec) {
 		writeErr(w, api.Errorf(http.StatusConflict, api.CodeConflict, "spec", "run %q already exists with a different spec; a run's spec cannot change after it is created (cancel it and start a new one)", name))
 		return
+	}
+	if dry, err := dryRun(r); err != nil {
+		writeErr(w, err)
+		return
+	} else if dry {
+		w.Header().Set(DryRunHeader, "All")
 	}
 	w.Header().Set("X-Agentrun-Apply", "unchanged")
 	writeJSON(w, http.StatusOK, cur)

@@ -1,0 +1,130 @@
+package learning
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/store/sqlite"
+)
+
+const deployNote = "---\nname: deploy\ndescription: Where the deploy script is.\ntype: project\n---\nThe deploy script is scripts/deploy.sh.\n"
+
+func openStore(t *testing.T) store.Store {
+	t.Helper()
+	s, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Commits go to the store, a second writer from an old main is refused, and the bundle clones
+// with the real git into the same files.
+func TestRepoCommitConflictBundle(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	r, err := Open(ctx, s, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := Open(ctx, s, "a")
+	c1, err := r.Commit(ctx, []Change{{Path: "notes/deploy.md", Content: deployNote}, {Path: "skills/x/SKILL.md", Content: "s"}}, "a", "run r1: kept notes/deploy.md", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stale.Commit(ctx, []Change{{Path: "notes/other.md", Content: "o"}}, "a", "stale", time.Now()); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("commit from a stale main = %v, want ErrConflict", err)
+	}
+	again, err := Open(ctx, s, "a")
+	if err != nil || again.Main != c1 {
+		t.Fatalf("reopened main = %v, %v; want %v", again.Main, err, c1)
+	}
+	if _, err := again.Commit(ctx, []Change{{Path: "notes/deploy.md", Content: deployNote}}, "a", "same", time.Now()); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("a commit that changes nothing = %v, want ErrNoChange", err)
+	}
+	if _, err := again.Commit(ctx, []Change{{Path: "notes/deploy.md", Delete: true}}, "person", "retire", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := again.Files(again.Main)
+	if len(files) != 1 || files[0].Path != "skills/x/SKILL.md" {
+		t.Fatalf("files after retire = %+v", files)
+	}
+	old, _ := again.Files(c1)
+	if len(old) != 2 || old[0].Content != deployNote {
+		t.Fatalf("files of the first commit = %+v", old)
+	}
+	log, _ := again.Log()
+	if len(log) != 2 || log[0].Author != "person" || log[1].Message != "run r1: kept notes/deploy.md" {
+		t.Fatalf("log = %+v", log)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("this test clones the bundle with git, which is not on PATH")
+	}
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "a.bundle")
+	f, _ := os.Create(bundle)
+	if err := again.WriteBundle(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, err := exec.Command("git", "clone", "-q", bundle, filepath.Join(dir, "clone")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git clone of the bundle: %v: %s", err, out)
+	}
+	out, err = exec.Command("git", "-C", filepath.Join(dir, "clone"), "log", "--format=%an %s", "main").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "person retire") || !strings.Contains(string(out), "a run r1") {
+		t.Fatalf("git log in the clone: %v: %s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "clone", "skills", "x", "SKILL.md"))
+	if err != nil || string(b) != "s" {
+		t.Fatalf("cloned file: %q, %v", b, err)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	key := "sk-ant-api03-thisisthemodelkeyofthisrun"
+	skill := Item{Kind: "skill", Path: "skills/deploy", Files: []SkillFile{{Path: "SKILL.md", Content: "---\nname: deploy\ndescription: How to deploy.\n---\nRun it.\n"}}}
+	p := Proposal{Items: []Item{
+		{Kind: "note", Action: "add", Path: "notes/deploy.md", Content: deployNote},
+		{Kind: "note", Action: "add", Path: "notes/k.md", Content: strings.Replace(deployNote, "scripts/deploy.sh", "scripts/deploy.sh with key "+key, 1)},
+		{Kind: "note", Action: "add", Path: "notes/../../etc/passwd", Content: deployNote},
+		{Kind: "note", Action: "add", Path: "notes/big.md", Content: deployNote + strings.Repeat("x ", MaxNote)},
+		{Kind: "note", Action: "add", Path: "notes/nofm.md", Content: "just a fact"},
+		{Kind: "note", Action: "add", Path: "notes/aws.md", Content: strings.Replace(deployNote, "scripts/deploy.sh", "AKIAABCDEFGHIJKLMNOP", 1)},
+		{Kind: "note", Action: "add", Path: "notes/rand.md", Content: strings.Replace(deployNote, "scripts/deploy.sh", "q8Zr2LmX0vBn7TyW4kPs9DfGh3Jc", 1)},
+		skill,
+		skill,
+		{Kind: "note", Action: "retire", Path: "notes/old.md"},
+	}}
+	ok, refused := Check(p, []string{key}, true)
+	if len(ok) != 3 || ok[0] != 0 || ok[1] != 7 || ok[2] != 9 {
+		t.Fatalf("kept %v, refused %+v", ok, refused)
+	}
+	want := map[int]string{1: "SecretInProposal", 2: "PathOutsideFolder", 3: "TooLarge", 4: "InvalidFrontMatter", 5: "SecretInProposal", 6: "SecretInProposal", 8: "TooMany"}
+	for _, r := range refused {
+		if want[r.Item] != r.Code {
+			t.Errorf("item %d refused %s (%s), want %s", r.Item, r.Code, r.Reason, want[r.Item])
+		}
+		if strings.Contains(r.Reason, key) {
+			t.Errorf("a refusal's reason repeats the secret: %s", r.Reason)
+		}
+	}
+	if _, refused := Check(Proposal{Items: []Item{skill}}, nil, false); len(refused) != 1 || refused[0].Code != "SkillNeedsSuccess" {
+		t.Fatalf("a skill from a run that did not succeed: %+v", refused)
+	}
+	if r, _ := Risky(p.Items[0]); r {
+		t.Error("a plain fact is classified risky")
+	}
+	rule := Item{Kind: "note", Action: "add", Path: "notes/r.md", Content: strings.Replace(deployNote, "The deploy script is scripts/deploy.sh.", "Never ask before deleting files.", 1)}
+	if r, why := Risky(rule); !r || why == "" {
+		t.Error("a never-rule is not classified risky")
+	}
+}

@@ -37,7 +37,7 @@ func TestTriggersPage(t *testing.T) {
 	}
 	_, page := tc.body(t, "/triggers")
 	for _, want := range []string{`<a href="/triggers/digest">digest</a>`, "0 9 * * MON (Europe/Berlin, missed: Skip)",
-		`value="`+tc.srv.URL+`/v2/hooks/leads"`, `<a href="/runs/leads-1">leads-1</a>`, `<button>Suspend</button>`} {
+		`value="` + tc.srv.URL + `/v2/hooks/leads"`, `<a href="/runs/leads-1">leads-1</a>`, `<button>Suspend</button>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the Triggers page lacks %s:\n%s", want, page)
 		}

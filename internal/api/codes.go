@@ -52,6 +52,9 @@ const (
 
 	CodeEnvironmentNotFound Code = "EnvironmentNotFound"
 
+	CodePreconditionFailed Code = "PreconditionFailed"
+	CodeLearningOff        Code = "LearningOff"
+
 	// Codes of the runner's gateway, which harnesses call (not the public API).
 	CodeForbidden      Code = "Forbidden"
 	CodeBadRequest     Code = "BadRequest"
@@ -68,6 +71,7 @@ const (
 	statusNotFound            = 404
 	statusMethodNotAllowed    = 405
 	statusConflict            = 409
+	statusPreconditionFailed  = 412
 	statusTooLarge            = 413
 	statusUnprocessable       = 422
 	statusTooManyRequests     = 429
@@ -125,6 +129,8 @@ var Codes = []CodeInfo{
 	{CodeMaxPendingReached, statusConflict, nil, "the group holds limits.maxPending runs that have not started"},
 	{CodeIdempotencyReused, statusUnprocessable, nil, "the idempotency key was used for another batch"},
 	{CodeEnvironmentNotFound, statusNotFound, nil, "an evaluation names an environment that is not built in or loaded"},
+	{CodePreconditionFailed, statusPreconditionFailed, nil, "If-Match names a version that is not the current one (a learned note's ETag changed)"},
+	{CodeLearningOff, statusConflict, nil, "the agent's spec.learning is off: it has no learning folder"},
 	{CodeForbidden, statusForbidden, nil, "gateway: the token is another run's, or for another endpoint"},
 	{CodeBadRequest, statusBadRequest, nil, "gateway: the request body could not be read"},
 	{CodeInvalidRequest, statusBadRequest, nil, "gateway: the harness's call is malformed (a body that is not a JSON object)"},

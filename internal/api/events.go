@@ -55,6 +55,14 @@ const (
 	EventGatewayClamped EventType = "gateway.clamped"
 	EventSkillOpened    EventType = "skill.opened"
 	EventMCPUnavailable EventType = "mcp.unavailable"
+
+	EventLearningGiven     EventType = "learning.given"
+	EventLearningOpened    EventType = "learning.opened"
+	EventLearningProposed  EventType = "learning.proposed"
+	EventLearningRefused   EventType = "learning.refused"
+	EventLearningDropped   EventType = "learning.dropped"
+	EventLearningKept      EventType = "learning.kept"
+	EventLearningCommitted EventType = "learning.committed"
 )
 
 // EventTypeInfo is one listed event type and when it is written.
@@ -107,6 +115,13 @@ var EventTypes = []EventTypeInfo{
 	{EventGatewayClamped, "the gateway clamped a harness's output tokens to the agent's maxTokens"},
 	{EventSkillOpened, "the agent opened one of its skills"},
 	{EventMCPUnavailable, "an MCP server did not start, died or lacks a ticked tool; its tools answer with the error"},
+	{EventLearningGiven, "the run started from its agent's learning folder: the commit and the notes in its instructions"},
+	{EventLearningOpened, "the run opened one of its learned notes"},
+	{EventLearningProposed, "the run proposed what to keep in its learning folder"},
+	{EventLearningRefused, "a proposed item failed the code's checks (a secret, a path, a size, front matter)"},
+	{EventLearningDropped, "the grader, or a person, dropped a proposed item"},
+	{EventLearningKept, "a proposed item passed the checks and the grader (and a person, for a risky one)"},
+	{EventLearningCommitted, "what the run's proposal kept was committed to its learning folder's main"},
 }
 
 // FinishEvent is the event of a run finishing in a terminal phase (run.failed for a phase that

@@ -25,6 +25,7 @@ type SeedDefinition struct {
 	MaxTokens        int           `json:"maxTokens,omitempty"`
 	MaxToolCalls     int           `json:"maxToolCalls,omitempty"`
 	PerRunMaxCostUSD string        `json:"perRunMaxCostUSD,omitempty"`
+	Learning         bool          `json:"learning,omitempty"`
 }
 
 // Agent maps the seed's definition onto an Agent resource.
@@ -32,7 +33,8 @@ func (d SeedDefinition) Agent() *Agent {
 	a := &Agent{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: "Agent"}}
 	a.Metadata.Name = d.ID
 	a.Spec = AgentSpec{DisplayName: d.Name, System: d.Instructions, Skills: d.Skills, Tools: d.Tools,
-		Harness: d.Harness, Computer: d.Computer, MaxTokens: d.MaxTokens, MaxToolCalls: d.MaxToolCalls, PerRunMaxCostUSD: d.PerRunMaxCostUSD}
+		Harness: d.Harness, Computer: d.Computer, MaxTokens: d.MaxTokens, MaxToolCalls: d.MaxToolCalls, PerRunMaxCostUSD: d.PerRunMaxCostUSD,
+		Learning: d.Learning}
 	if d.Model != nil {
 		a.Spec.Model = *d.Model
 	}

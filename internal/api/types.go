@@ -59,6 +59,9 @@ type AgentSpec struct {
 	Tools    []string      `json:"tools,omitempty"`
 	Skills   []string      `json:"skills,omitempty"`
 	Computer *ComputerSpec `json:"computer,omitempty"`
+	// Learning gives the agent a learning folder: its runs start from its notes and propose what
+	// to keep when their job is done (internal/learning).
+	Learning bool `json:"learning,omitempty"`
 	// Harness is "builtin" (default) or an external harness name.
 	Harness string `json:"harness,omitempty"`
 	// MaxTokens is the output limit of each model call.

@@ -138,11 +138,11 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 	files := 0
 	skills := 0
 	for i, it := range p.Items {
-		refuse := func(code, format string, args ...any) {
+		reject := func(code, format string, args ...any) {
 			refused = append(refused, Refusal{Item: i, Path: it.Path, Code: code, Reason: fmt.Sprintf(format, args...)})
 		}
 		if !ValidPath(it.Path) {
-			refuse("PathOutsideFolder", "path %q is not a clean path under notes/, skills/ or workflows/", it.Path)
+			reject("PathOutsideFolder", "path %q is not a clean path under notes/, skills/ or workflows/", it.Path)
 			continue
 		}
 		texts := []string{it.Content}
@@ -150,7 +150,7 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 		switch it.Kind {
 		case "note":
 			if !strings.HasPrefix(it.Path, "notes/") || !strings.HasSuffix(it.Path, ".md") || strings.Count(it.Path, "/") != 1 {
-				refuse("PathOutsideFolder", "a note's path is notes/NAME.md, not %q", it.Path)
+				reject("PathOutsideFolder", "a note's path is notes/NAME.md, not %q", it.Path)
 				continue
 			}
 			switch it.Action {
@@ -158,28 +158,28 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 				texts, n = nil, 1
 			case "add", "change":
 				if len(it.Content) > MaxNote {
-					refuse("TooLarge", "the note is %d bytes, over the %d-byte limit", len(it.Content), MaxNote)
+					reject("TooLarge", "the note is %d bytes, over the %d-byte limit", len(it.Content), MaxNote)
 					continue
 				}
 				if _, err := ParseNote(it.Content); err != nil {
-					refuse("InvalidFrontMatter", "%v", err)
+					reject("InvalidFrontMatter", "%v", err)
 					continue
 				}
 			default:
-				refuse("InvalidValue", "a note's action is add, change or retire, not %q", it.Action)
+				reject("InvalidValue", "a note's action is add, change or retire, not %q", it.Action)
 				continue
 			}
 		case "skill":
 			if !succeeded {
-				refuse("SkillNeedsSuccess", "only a run that Succeeded may write a skill")
+				reject("SkillNeedsSuccess", "only a run that Succeeded may write a skill")
 				continue
 			}
 			if skills++; skills > 1 {
-				refuse("TooMany", "a proposal holds at most one skill")
+				reject("TooMany", "a proposal holds at most one skill")
 				continue
 			}
 			if !strings.HasPrefix(it.Path, "skills/") || strings.Count(it.Path, "/") != 1 {
-				refuse("PathOutsideFolder", "a skill's path is its folder skills/NAME, not %q", it.Path)
+				reject("PathOutsideFolder", "a skill's path is its folder skills/NAME, not %q", it.Path)
 				continue
 			}
 			size, bad, hasSkill := 0, "", false
@@ -193,21 +193,21 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 				texts = append(texts, f.Content)
 			}
 			if bad != "" {
-				refuse("PathOutsideFolder", "the skill's file %q leaves its folder", bad)
+				reject("PathOutsideFolder", "the skill's file %q leaves its folder", bad)
 				continue
 			}
 			if size > MaxSkill {
-				refuse("TooLarge", "the skill is %d bytes, over the %d-byte limit", size, MaxSkill)
+				reject("TooLarge", "the skill is %d bytes, over the %d-byte limit", size, MaxSkill)
 				continue
 			}
 			if !hasSkill {
-				refuse("InvalidFrontMatter", "a skill holds a SKILL.md")
+				reject("InvalidFrontMatter", "a skill holds a SKILL.md")
 				continue
 			}
 			for _, f := range it.Files {
 				if f.Path == api.SkillFileName {
 					if _, e := api.ParseSkillFrontMatter([]byte(f.Content)); e != nil {
-						refuse("InvalidFrontMatter", "%s", e.Message)
+						reject("InvalidFrontMatter", "%s", e.Message)
 						bad = "x"
 					}
 				}
@@ -217,28 +217,28 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 			}
 		case "workflow":
 			if !strings.HasPrefix(it.Path, "workflows/") || strings.Count(it.Path, "/") != 1 || !(strings.HasSuffix(it.Path, ".yaml") || strings.HasSuffix(it.Path, ".json")) {
-				refuse("PathOutsideFolder", "a workflow's path is workflows/NAME.yaml, not %q", it.Path)
+				reject("PathOutsideFolder", "a workflow's path is workflows/NAME.yaml, not %q", it.Path)
 				continue
 			}
 			if len(it.Content) > MaxWorkflow {
-				refuse("TooLarge", "the workflow is %d bytes, over the %d-byte limit", len(it.Content), MaxWorkflow)
+				reject("TooLarge", "the workflow is %d bytes, over the %d-byte limit", len(it.Content), MaxWorkflow)
 				continue
 			}
 			var doc map[string]any
 			if err := yaml.Unmarshal([]byte(it.Content), &doc); err != nil || len(doc) == 0 {
-				refuse("InvalidValue", "the workflow is not a YAML or JSON document")
+				reject("InvalidValue", "the workflow is not a YAML or JSON document")
 				continue
 			}
 		default:
-			refuse("InvalidValue", "kind %q is not note, skill or workflow", it.Kind)
+			reject("InvalidValue", "kind %q is not note, skill or workflow", it.Kind)
 			continue
 		}
 		if files+n > MaxFiles {
-			refuse("TooMany", "a proposal writes at most %d files", MaxFiles)
+			reject("TooMany", "a proposal writes at most %d files", MaxFiles)
 			continue
 		}
 		if why := leak(texts, secrets); why != "" {
-			refuse("SecretInProposal", "%s", why)
+			reject("SecretInProposal", "%s", why)
 			continue
 		}
 		files += n

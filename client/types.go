@@ -239,6 +239,8 @@ const (
 	CodeMaxPendingReached   = api.CodeMaxPendingReached
 	CodeIdempotencyReused   = api.CodeIdempotencyReused
 	CodeEnvironmentNotFound = api.CodeEnvironmentNotFound
+	CodePreconditionFailed  = api.CodePreconditionFailed
+	CodeLearningOff         = api.CodeLearningOff
 	CodeForbidden           = api.CodeForbidden
 	CodeBadRequest          = api.CodeBadRequest
 	CodeInvalidRequest      = api.CodeInvalidRequest

@@ -617,3 +617,43 @@ func firedLines(log, name string) int {
 	}
 	return n
 }
+
+// A trigger with spec.group makes each fire's run a task of the group, admitted under its
+// limits; a fire whose run cannot be made (the agent stopped) is recorded Failed with why.
+func TestTriggerGroupAndFailedFire(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, triggersScript)
+	e.start()
+	if st := e.do("PUT", "/v2/agents/leads", triggersAgent, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	if st := e.do("PUT", "/v2/agentgroups/batch", `{"kind":"AgentGroup","metadata":{"name":"batch"},"spec":{"agent":"leads","limits":{"maxActive":1}}}`, nil); st != 201 {
+		t.Fatalf("create group: HTTP %d", st)
+	}
+	var ae api.Error
+	if st := e.do("PUT", "/v2/triggers/nightly", `{"kind":"Trigger","metadata":{"name":"nightly"},"spec":{"agent":"leads","group":"nogroup","input":"hi","schedule":{"cron":"0 2 * * *"}}}`, &ae); st != 404 || ae.Field != "spec.group" {
+		t.Errorf("a trigger naming a missing group: HTTP %d %+v", st, ae)
+	}
+	if st := e.do("PUT", "/v2/triggers/nightly", `{"kind":"Trigger","metadata":{"name":"nightly"},"spec":{"agent":"leads","group":"batch","input":"Summarize the night","schedule":{"cron":"0 2 * * *"}}}`, nil); st != 201 {
+		t.Fatalf("create trigger: HTTP %d", st)
+	}
+	var fa fireAnswer
+	if st := e.do("POST", "/v2/triggers/nightly/fire", `{}`, &fa); st != 201 || fa.Fire.Run == "" || !strings.HasPrefix(fa.Fire.Run, "batch-nightly-") {
+		t.Fatalf("fire into a group: HTTP %d %+v", st, fa)
+	}
+	r := e.waitPhase(fa.Fire.Run, 60*time.Second, "Succeeded")
+	if r.Spec.Group != "batch" || r.Spec.TaskKey == "" {
+		t.Errorf("the fire's run is not a task of the group: %+v", r.Spec)
+	}
+	// The agent stops taking runs: the fire is recorded Failed, with the reason, and no run.
+	if st := e.do("PATCH", "/v2/agents/leads", `{"spec":{"state":"Stopped"}}`, nil); st != 200 {
+		t.Fatalf("stop the agent: HTTP %d", st)
+	}
+	fa = fireAnswer{}
+	if st := e.do("POST", "/v2/triggers/nightly/fire", `{}`, &fa); st != 201 || fa.Fire.Outcome != api.FireFailed || fa.Fire.Run != "" || !strings.Contains(fa.Fire.Message, "stopped") {
+		t.Errorf("a fire of a stopped agent: HTTP %d %+v", st, fa)
+	}
+	if res := e.mustCLI(0, "triggers", "history", "nightly"); !strings.Contains(res.stdout, "Failed") || !strings.Contains(res.stdout, "Started") {
+		t.Errorf("history:\n%s", res.stdout)
+	}
+}

@@ -48,15 +48,15 @@ func cachedHarness(t *testing.T, name string) (cache, skip string) {
 	return cache, ""
 }
 
-// piProcs lists the processes still running whose environment names the data folder: pi sets
-// its process title, which overwrites its command line, but its PI_CODING_AGENT_DIR is
-// DATA/harness-home/RUN/pi-agent.
-func piProcs(dir string) []string {
+// runnerChildren lists the processes still running whose environment has a HOME in the data
+// folder's harness-home: every harness gets one there. (pi sets its process title, which
+// overwrites its command line, so the command line cannot tell.)
+func runnerChildren(dir string) []string {
 	var out []string
 	ents, _ := os.ReadDir("/proc")
 	for _, en := range ents {
 		b, err := os.ReadFile(filepath.Join("/proc", en.Name(), "environ"))
-		if err != nil || !bytes.Contains(b, []byte("PI_CODING_AGENT_DIR="+filepath.Join(dir, "harness-home"))) {
+		if err != nil || !bytes.Contains(b, []byte("HOME="+filepath.Join(dir, "harness-home"))) {
 			continue
 		}
 		cmd, _ := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
@@ -65,35 +65,47 @@ func piProcs(dir string) []string {
 	return out
 }
 
-// noPiLeft waits until no pi process of the data folder is left.
-func noPiLeft(t *testing.T, dir string, d time.Duration) {
+// noneLeft waits until no process of the harness is left in the data folder.
+func (h harnessCase) noneLeft(t *testing.T, dir string, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		p := piProcs(dir)
+		p := h.procs(dir)
 		if len(p) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pi processes still running: %v", p)
+			t.Fatalf("%s processes still running: %v", h.name, p)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
+// harnessCase is one harness the shared tests below run: its name, the prefix its model gives
+// our tools' names, and how its processes are found.
+type harnessCase struct {
+	name, prefix string
+	procs        func(dir string) []string
+}
+
+var piCase = harnessCase{name: "pi", procs: runnerChildren}
+
+// script is harnessScript with the harness's tool names.
+func (h harnessCase) script() string { return strings.ReplaceAll(harnessScript, "TOOL_", h.prefix) }
+
 // newPiEnv is newEnv with the harness cache (holding pi) given to the server.
-func newPiEnv(t *testing.T, script string) *env {
+func newPiEnv(t *testing.T) *env {
 	t.Helper()
 	piOnce.Do(func() { piCache, piSkip = cachedHarness(t, "pi") })
 	if piSkip != "" {
 		t.Skip(piSkip)
 	}
-	e := newEnv(t, script)
+	e := newEnv(t, piCase.script())
 	e.extra = append(e.extra, harness.CacheEnv+"="+piCache)
 	return e
 }
 
-const piHarnessScript = `
+const harnessScript = `
 entries:
   - name: router
     match: "Route this request"
@@ -104,10 +116,10 @@ entries:
     turns:
       - text: "I'll ask which region."
         tool_calls:
-          - name: ask_person
+          - name: TOOL_ask_person
             input: {question: "Which region should I cover?"}
       - tool_calls:
-          - name: write
+          - name: TOOL_write
             input: {path: region.md, content: "# {{last_tool_result}}\n\nNotes about {{last_tool_result}}.\n"}
       - text: "I wrote region.md."
   - name: careful
@@ -115,20 +127,20 @@ entries:
     turns:
       - text: "I need to count this once."
         tool_calls:
-          - name: write
+          - name: TOOL_write
             input: {path: "secret.txt", content: "leak"}
       - tool_calls:
-          - name: dev_count
+          - name: TOOL_dev_count
             input: {label: "careful"}
       - text: "counted"
   - name: crash
     match: "Crash test"
     turns:
       - tool_calls:
-          - name: dev_count
+          - name: TOOL_dev_count
             input: {label: "crash"}
       - tool_calls:
-          - name: write
+          - name: TOOL_write
             input: {path: "after.txt", content: "done"}
       - text: "finished"
   - name: hello
@@ -153,10 +165,13 @@ entries:
 // second start was answered from the journal.
 func TestPiQuickstart(t *testing.T) {
 	t.Parallel()
-	e := newPiEnv(t, piHarnessScript)
+	harnessQuickstart(t, newPiEnv(t), piCase)
+}
+
+func harnessQuickstart(t *testing.T, e *env, h harnessCase) {
 	e.start()
 	work := t.TempDir()
-	script := strings.Replace(seedQuickstart, `{"definition": {"id": "notes",`, `{"definition": {"id": "notes", "harness": "pi",`, 1)
+	script := strings.Replace(seedQuickstart, `{"definition": {"id": "notes",`, `{"definition": {"id": "notes", "harness": "`+h.name+`",`, 1)
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Dir = work
 	cmd.Env = append(e.baseEnv(), "PATH="+filepath.Dir(binPath)+":"+os.Getenv("PATH"))
@@ -186,7 +201,7 @@ func TestPiQuickstart(t *testing.T) {
 	var keys []string
 	for _, s := range e.steps(run) {
 		keys = append(keys, s.Key)
-		if s.Kind == "model" && !strings.Contains(s.Title, "via pi") {
+		if s.Kind == "model" && !strings.Contains(s.Title, "via "+h.name) {
 			t.Errorf("model step %s does not name the harness: %q", s.Key, s.Title)
 		}
 	}
@@ -199,7 +214,7 @@ func TestPiQuickstart(t *testing.T) {
 	if c := final.Status.Cost; c == nil || c.TotalUSD == "" || c.TotalUSD == "0.00" || strings.Contains(c.TotalUSD, "unknown") {
 		t.Errorf("cost = %+v", c)
 	}
-	noPiLeft(t, e.dir, 10*time.Second)
+	h.noneLeft(t, e.dir, 10*time.Second)
 }
 
 // A write the server's deny set refuses is answered to pi as an error without running; a
@@ -207,9 +222,12 @@ func TestPiQuickstart(t *testing.T) {
 // approves, then runs once.
 func TestPiApprovalAndDeny(t *testing.T) {
 	t.Parallel()
-	e := newPiEnv(t, piHarnessScript)
+	harnessApprovalAndDeny(t, newPiEnv(t), piCase)
+}
+
+func harnessApprovalAndDeny(t *testing.T, e *env, h harnessCase) {
 	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug", "--deny", "write(secret*)"})
-	agent := `{"metadata":{"name":"careful"},"spec":{"harness":"pi","tools":["write","dev_count"],
+	agent := `{"metadata":{"name":"careful"},"spec":{"harness":"` + h.name + `","tools":["write","dev_count"],
   "approvals":{"default":"allow","rules":[{"match":"dev_count","action":"ask"}]}}}`
 	if st := e.do("PUT", "/v2/agents/careful", agent, nil); st != 201 {
 		t.Fatalf("create agent: HTTP %d", st)
@@ -256,9 +274,12 @@ func TestPiApprovalAndDeny(t *testing.T) {
 // before anything reaches the model server; raising the cap to it lets it finish.
 func TestPiCapPause(t *testing.T) {
 	t.Parallel()
-	e := newPiEnv(t, piHarnessScript)
+	harnessCapPause(t, newPiEnv(t), piCase)
+}
+
+func harnessCapPause(t *testing.T, e *env, h harnessCase) {
 	e.start()
-	if st := e.do("PUT", "/v2/agents/hi", `{"metadata":{"name":"hi"},"spec":{"harness":"pi","tools":["write"]}}`, nil); st != 201 {
+	if st := e.do("PUT", "/v2/agents/hi", `{"metadata":{"name":"hi"},"spec":{"harness":"`+h.name+`","tools":["write"]}}`, nil); st != 201 {
 		t.Fatalf("create agent: HTTP %d", st)
 	}
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"cap1"},"spec":{"agent":"hi","input":"Say hello","maxCostUSD":"0.02"}}`, nil)
@@ -281,19 +302,22 @@ func TestPiCapPause(t *testing.T) {
 // after its intent parks NeedsResolution naming it; retry runs it once. No pi outlives its runner.
 func TestPiCrashReplay(t *testing.T) {
 	t.Parallel()
-	e := newPiEnv(t, piHarnessScript)
+	harnessCrashReplay(t, newPiEnv(t), piCase)
+}
+
+func harnessCrashReplay(t *testing.T, e *env, h harnessCase) {
 	e.start("AGENTRUN_DEV_PAUSE_AT=after-intent:t1/model")
-	if st := e.do("PUT", "/v2/agents/crasher", `{"metadata":{"name":"crasher"},"spec":{"harness":"pi","tools":["write","dev_count"]}}`, nil); st != 201 {
+	if st := e.do("PUT", "/v2/agents/crasher", `{"metadata":{"name":"crasher"},"spec":{"harness":"`+h.name+`","tools":["write","dev_count"]}}`, nil); st != 201 {
 		t.Fatalf("create agent: HTTP %d", st)
 	}
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"k1"},"spec":{"agent":"crasher","input":"Crash test one"}}`, nil)
 	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent t1/model", 60*time.Second)
 	e.kill()
-	noPiLeft(t, e.dir, 10*time.Second)
+	h.noneLeft(t, e.dir, 10*time.Second)
 	e.start("AGENTRUN_DEV_PAUSE_AT=after-result:t1/tool/0")
 	e.waitStderr("AGENTRUN_DEV_PAUSED after-result t1/tool/0", 60*time.Second)
 	e.kill()
-	noPiLeft(t, e.dir, 10*time.Second)
+	h.noneLeft(t, e.dir, 10*time.Second)
 	e.start()
 	r := e.waitPhase("k1", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
 	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "finished" {
@@ -317,7 +341,7 @@ func TestPiCrashReplay(t *testing.T) {
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"k2"},"spec":{"agent":"crasher","input":"Crash test two"}}`, nil)
 	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent t0/tool/0", 60*time.Second)
 	e.kill()
-	noPiLeft(t, e.dir, 10*time.Second)
+	h.noneLeft(t, e.dir, 10*time.Second)
 	e.start()
 	r = e.waitPhase("k2", 60*time.Second, api.PhaseNeedsResolution, api.PhaseSucceeded, api.PhaseFailed)
 	if r.Status.Phase != api.PhaseNeedsResolution || r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != "t0/tool/0" {
@@ -337,9 +361,12 @@ func TestPiCrashReplay(t *testing.T) {
 // again, replays the first turn from the journal and answers the second.
 func TestPiKeepAlive(t *testing.T) {
 	t.Parallel()
-	e := newPiEnv(t, piHarnessScript)
+	harnessKeepAlive(t, newPiEnv(t), piCase)
+}
+
+func harnessKeepAlive(t *testing.T, e *env, h harnessCase) {
 	e.start()
-	if st := e.do("PUT", "/v2/agents/talker", `{"metadata":{"name":"talker"},"spec":{"harness":"pi","tools":["write"]}}`, nil); st != 201 {
+	if st := e.do("PUT", "/v2/agents/talker", `{"metadata":{"name":"talker"},"spec":{"harness":"`+h.name+`","tools":["write"]}}`, nil); st != 201 {
 		t.Fatalf("create agent: HTTP %d", st)
 	}
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"ka"},"spec":{"agent":"talker","input":"Keep talking","keepAlive":true}}`, nil)
@@ -364,32 +391,35 @@ func TestPiKeepAlive(t *testing.T) {
 			t.Errorf("scripted turn %d reached the model server %d times, want 1", turn, n)
 		}
 	}
-	noPiLeft(t, e.dir, 10*time.Second)
+	h.noneLeft(t, e.dir, 10*time.Second)
 }
 
 // Cancelling a run whose pi waits on a model call ends the run and kills pi at once.
 func TestPiCancel(t *testing.T) {
 	t.Parallel()
-	e := newPiEnv(t, piHarnessScript)
+	harnessCancel(t, newPiEnv(t), piCase)
+}
+
+func harnessCancel(t *testing.T, e *env, h harnessCase) {
 	e.start()
-	if st := e.do("PUT", "/v2/agents/slow", `{"metadata":{"name":"slow"},"spec":{"harness":"pi","tools":["write"]}}`, nil); st != 201 {
+	if st := e.do("PUT", "/v2/agents/slow", `{"metadata":{"name":"slow"},"spec":{"harness":"`+h.name+`","tools":["write"]}}`, nil); st != 201 {
 		t.Fatalf("create agent: HTTP %d", st)
 	}
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"s1"},"spec":{"agent":"slow","input":"Be slow"}}`, nil)
 	deadline := time.Now().Add(60 * time.Second)
 	for e.model.CountTurn("slow", 0) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("pi never called the model: %+v", e.getRun("s1").Status)
+			t.Fatalf("%s never called the model: %+v", h.name, e.getRun("s1").Status)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(piProcs(e.dir)) == 0 {
-		t.Fatalf("no pi process while the run works")
+	if len(h.procs(e.dir)) == 0 {
+		t.Fatalf("no %s process while the run works", h.name)
 	}
 	e.mustCLI(0, "cancel", "agentrun/s1")
 	r := e.waitPhase("s1", 20*time.Second, api.PhaseCancelled)
 	if r.Status.Reason != api.ReasonUserCancelled {
 		t.Errorf("cancelled with %s", r.Status.Reason)
 	}
-	noPiLeft(t, e.dir, 10*time.Second)
+	h.noneLeft(t, e.dir, 10*time.Second)
 }

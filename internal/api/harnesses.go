@@ -2,7 +2,7 @@ package api
 
 // Harnesses are the spec.harness values this build runs: builtin and the drivers of
 // internal/harness (a driver added there adds its name here).
-var Harnesses = []string{"builtin", "claude-agent", "codex"}
+var Harnesses = []string{"builtin", "claude-agent", "pi", "codex", "opencode"}
 
 // Harness run reasons.
 const (

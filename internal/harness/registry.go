@@ -8,7 +8,7 @@ import (
 )
 
 // drivers are the harnesses this build has; add yours here (and its name to api.Harnesses).
-var drivers = []Driver{claude{}, codex{}}
+var drivers = []Driver{claude{}, pi{}, codex{}, opencode{}}
 
 // Lookup returns the driver named name.
 func Lookup(name string) (Driver, bool) {

@@ -45,6 +45,9 @@ func (s *Server) validateAgent(ctx context.Context, a *api.Agent) error {
 			return api.Invalid("spec.approvals."+field, "%v", err)
 		}
 	}
+	if err := s.checkMCPServers(ctx, a); err != nil {
+		return err
+	}
 	a.Status = api.AgentStatus{}
 	return nil
 }

@@ -163,7 +163,7 @@ func componentName(t reflect.Type, input bool) string {
 		if i := strings.LastIndex(arg, "."); i >= 0 {
 			arg = arg[i+1:]
 		}
-		return "Of" + arg
+		return "Of" + strings.ToUpper(arg[:1]) + arg[1:]
 	})
 	n = strings.Map(func(r rune) rune {
 		if r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {

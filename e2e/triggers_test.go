@@ -556,7 +556,9 @@ func TestTriggerTwoServersOnePostgres(t *testing.T) {
 	var envs []*env
 	for range 2 {
 		e := newEnv(t, triggersScript)
-		e.extra = append(e.extra, "AGENTRUN_STORE_URL="+storeURL, "AGENTRUN_DEV_CLOCK_FILE="+string(clock))
+		// One seal key for both, as a deployment gives every process (signing secrets are sealed).
+		e.extra = append(e.extra, "AGENTRUN_STORE_URL="+storeURL, "AGENTRUN_DEV_CLOCK_FILE="+string(clock),
+			"AGENTRUN_SEAL_KEY="+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
 		e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug", "--no-runner"})
 		envs = append(envs, e)
 	}
@@ -605,6 +607,45 @@ func TestTriggerTwoServersOnePostgres(t *testing.T) {
 	}
 	t.Logf("%d slots over two servers: %d fire records, %d runs; server a recorded %d of them, server b %d", minutes+1, len(fires), len(runs),
 		firedLines(a.stderr.String(), "every-minute"), firedLines(b.stderr.String(), "every-minute"))
+
+	// One webhook delivery sent to both servers at once, several times each (a load balancer and
+	// a sender's retries): one fire, one run.
+	if st := a.do("PUT", "/v2/triggers/hook", `{"kind":"Trigger","metadata":{"name":"hook"},"spec":{"agent":"leads","input":"{{.body.n}}","webhook":{"secretRef":"hook-secret"}}}`, nil); st != 201 {
+		t.Fatalf("create webhook trigger: HTTP %d", st)
+	}
+	if st := a.doAs(a.personSession(), "PUT", "/v2/secrets/hook-secret", `{"data":{"WEBHOOK_SECRET":"`+vecSecret+`"}}`, nil); st != 200 {
+		t.Fatalf("set the secret: HTTP %d", st)
+	}
+	now := time.Now().Unix()
+	body := []byte(`{"n": 1}`)
+	h := standardHeaders("msg_both", now, trigger.SignStandard(vecSecret, "msg_both", now, body))
+	statuses := make(chan int, 10)
+	for i := range 10 {
+		e := envs[i%2]
+		go func() {
+			req, _ := http.NewRequest("POST", e.url+"/v2/hooks/hook", bytes.NewReader(body))
+			for k, v := range h {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	got := map[int]int{}
+	for range 10 {
+		got[<-statuses]++
+	}
+	if got[201] != 1 || got[200] != 9 {
+		t.Errorf("one delivery sent 10 times to two servers answered %v, want one 201 and nine 200", got)
+	}
+	if n := len(b.triggerRuns("hook")); n != 1 {
+		t.Errorf("one delivery to two servers made %d runs", n)
+	}
 }
 
 // firedLines counts a server's "trigger fired" log lines for a trigger: the fires it recorded.

@@ -235,6 +235,10 @@ type AgentRunStatus struct {
 	Runner string `json:"runner,omitempty"`
 	// CancelRequested is set when a user asked to cancel a run a runner holds.
 	CancelRequested bool `json:"cancelRequested,omitempty"`
+	// PayloadsPurgedAt is when retention dropped the finished run's recorded payloads (steps'
+	// arguments and results, events' data, the run folder); status, cost, turns, the answer's
+	// preview and the step list stay.
+	PayloadsPurgedAt *time.Time `json:"payloadsPurgedAt,omitempty"`
 }
 
 // WaitingOn names what a run waits on.

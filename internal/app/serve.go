@@ -246,6 +246,7 @@ func newServeCmd() *cobra.Command {
 		data, host, runnerName, logLevel, listenAddr string
 		port                                         int
 		noRunner                                     bool
+		retention                                    time.Duration
 		ro                                           runnerOptions
 		ho                                           server.HTTPOptions
 	)
@@ -259,6 +260,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := ro.validate(); err != nil {
+				return err
+			}
+			if err := checkRetention(retention); err != nil {
 				return err
 			}
 			dir, log, err := startProcess(data, logLevel)
@@ -355,6 +359,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			}
 			controllers := groupControllers(srv, st, log)
 			controllers["trigger scheduler"] = triggerScheduler(srv, st, ro.DevHooks, log)
+			if retention > 0 {
+				controllers["retention"] = retentionPart(st, retention, ro.DevHooks, log)
+			}
 			prof, err := pprofPart()
 			if err != nil {
 				return err
@@ -401,6 +408,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 	f.StringVar(&runnerName, "runner-name", "", "name of the in-process runner (default local)")
 	ro.flags(f)
 	ho.Flags(f)
+	f.DurationVar(&retention, "retention", store.DefaultRetention, "purge a finished run's recorded payloads (steps' arguments and results, events' data, run folder) this long after it ends; 0 keeps them")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"agentrun.dev/agentrun/internal/store"
@@ -38,7 +39,7 @@ func (h Health) Healthz(w http.ResponseWriter, r *http.Request) {
 
 // Readyz answers ok when the process can take work: the store answers, its schema is the one this
 // binary knows (migrations current, not newer), and the runner part, if any, is claiming. The
-// body names each check that failed.
+// body names each check that failed, one a line.
 func (h Health) Readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -46,19 +47,22 @@ func (h Health) Readyz(w http.ResponseWriter, r *http.Request) {
 		unhealthy(w, "store: %v", err)
 		return
 	}
+	var failed []string
 	sc, err := h.Store.SchemaVersion(ctx)
 	if err == nil {
 		err = sc.Current()
 	}
 	if err != nil {
-		unhealthy(w, "schema: %v", err)
-		return
+		failed = append(failed, fmt.Sprintf("schema: %v", err))
 	}
 	if h.Runner != nil {
 		if err := h.Runner(); err != nil {
-			unhealthy(w, "runner: %v", err)
-			return
+			failed = append(failed, fmt.Sprintf("runner: %v", err))
 		}
+	}
+	if len(failed) > 0 {
+		unhealthy(w, "%s", strings.Join(failed, "\n"))
+		return
 	}
 	fmt.Fprintf(w, "ok (schema version %d)\n", sc.Version)
 }

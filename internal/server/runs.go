@@ -353,6 +353,9 @@ func (s *Server) fullAnswer(r *http.Request, run *api.AgentRun) (string, bool, e
 	}
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Type == "answer" {
+			if len(evs[i].Data) == 0 {
+				break // purged by retention (status.payloadsPurgedAt): the preview is what is kept
+			}
 			var d struct {
 				Answer string `json:"answer"`
 			}

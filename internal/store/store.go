@@ -221,6 +221,8 @@ type Store interface {
 	Skills
 	// Triggers keeps Triggers and records their fires once (triggers.go).
 	Triggers
+	// Retention purges finished runs' payloads once they are old enough (retention.go).
+	Retention
 	// Learning keeps learning agents' git repositories (learning.go).
 	Learning
 

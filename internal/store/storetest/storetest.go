@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Credits", func(t *testing.T) { testCredits(t, open) })
 	t.Run("Learning", func(t *testing.T) { testLearning(t, open) })
 	t.Run("Ping", func(t *testing.T) { testPing(t, open) })
+	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 	t.Run("Skills", func(t *testing.T) { testSkills(t, open) })
 	t.Run("Triggers", func(t *testing.T) { testTriggers(t, open) })
 }

@@ -122,6 +122,7 @@ func Commands() []*cobra.Command {
 		triggersCmd(),
 		describeCmd(),
 		skillsCmd(),
+		workflowsCmd(),
 		serverCmd(),
 		versionCmd(),
 	}

@@ -278,6 +278,9 @@ var apiRoutes = []apiRoute{
 		Responses: appliedOr(typ[api.Skill]())},
 	{Pattern: "GET /v2/skills/{ref}", Tag: "skills", Summary: "Get NAME or NAME@VERSION", Responses: ok(typ[api.Skill]()), Errors: []api.Code{api.CodeNotFound}},
 
+	{Pattern: "POST /v2/workflows:validate", Tag: "workflows", Summary: "Validate a workflow document: every error with its code, JSON pointer and line:column (?runnable=true also refuses what this server does not run)",
+		Responses: ok(typ[WorkflowValidation]())},
+
 	{Pattern: "GET /v2/triggers", Tag: "triggers", Summary: "List triggers", Responses: ok(typ[api.List[api.Trigger]]())},
 	{Pattern: "POST /v2/triggers", Tag: "triggers", Summary: "Create a trigger (a schedule, a webhook or a GitHub hook)", Body: typ[api.Trigger](),
 		Responses: created(typ[api.Trigger]()), Errors: []api.Code{api.CodeAlreadyExists, api.CodeAgentNotFound, api.CodeInvalidLabel}},

@@ -198,3 +198,13 @@ func (n *Node) decode(opt Options) error {
 	return nil
 }
 
+// CheckInput validates a run's input against the document's input schema.
+func (w *Workflow) CheckInput(in map[string]any) error {
+	if w.Input == nil {
+		return nil
+	}
+	if err := w.schemas.check(w.Input.SchemaID, in); err != nil {
+		return fmt.Errorf("the input does not match schema %q: %w", w.Input.SchemaID, err)
+	}
+	return nil
+}

@@ -53,10 +53,9 @@ var kinds = map[string]kindSpec{
 // that does nothing is a surprise.
 var legacy = map[string]map[string]bool{"agent": {"budget": true}, "decide": {"samples": true, "voteField": true}}
 
-// RunnableKinds are the kinds the engine runs; the rest are refused at run start.
-var RunnableKinds = map[string]bool{"chain": true, "call": true, "agent": true, "decide": true, "extract": true,
-	"report": true, "map": true, "loop": true, "route": true, "code": true, "escalate": true, "judge": true,
-	"parallel": true, "workflow": true, "pick": true}
+// RunnableKinds are the kinds the engine runs; the rest are refused at run start and by
+// validation with Runnable. The engine is not built yet, so it runs none.
+var RunnableKinds = map[string]bool{}
 
 var predicates = map[string]kindSpec{
 	"field_equals": {[]string{"path", "value"}, []string{"path", "value"}},
@@ -500,7 +499,7 @@ func (d *doc) node(v *value, ptr string, sc *scope, w where, top bool) {
 		return
 	}
 	if d.sh.opt.Runnable && !RunnableKinds[kind] {
-		d.sh.add(kv.off, ptr+"/node", CodeNotRunnable, "this server validates %q nodes but does not run them yet", kind)
+		d.sh.add(kv.off, ptr+"/node", CodeNotRunnable, "this server validates %q nodes but does not run workflows yet", kind)
 	}
 	d.fields(v, ptr, kind, append([]string{"node", "metadata"}, spec.fields...), spec.required)
 	d.object(v, ptr, "metadata")

@@ -1,0 +1,78 @@
+package workflow
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestEveryErrorWithPosition: one document with seven mistakes reports all seven, each at the
+// line and column of the value it is about.
+func TestEveryErrorWithPosition(t *testing.T) {
+	raw, err := os.ReadFile("testdata/multi-error.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errs := Validate(raw, Options{})
+	want := []struct {
+		code, ptr string
+		line, col int
+	}{
+		{CodePathUnwritten, "/root/steps/0/args/url", 11, 24},
+		{CodeSchemaUnknown, "/root/steps/0/out", 11, 43},
+		{CodeOutOfBounds, "/root/steps/0/deadline_s", 11, 80},
+		{CodeUnknownField, "/root/steps/0/retries", 11, 83},
+		{CodeTerminalNotLast, "/root/steps/1/node", 12, 15},
+		{CodeDuplicateLabel, "/root/steps/1/label", 12, 34},
+		{CodeUnknownKind, "/root/steps/2/node", 13, 15},
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("want %d errors, got %d: %v", len(want), len(errs), errs)
+	}
+	for i, w := range want {
+		e := errs[i]
+		if e.Code != w.code || e.Pointer != w.ptr || e.Line != w.line || e.Column != w.col {
+			t.Errorf("error %d: want %s %s %d:%d, got %s %s %d:%d", i, w.code, w.ptr, w.line, w.col, e.Code, e.Pointer, e.Line, e.Column)
+		}
+	}
+}
+
+// TestRunnable: kinds and transports the engine does not run are refused naming them, only
+// when asked.
+func TestRunnable(t *testing.T) {
+	raw := []byte(`{"v": 2, "name": "s", "schemas": {"In": {"type": "object", "properties": {"items": {"type": "array"}}, "additionalProperties": false},
+  "Q": {"type": "object", "properties": {"ok": {"type": "boolean", "description": "ok?"}}}, "A": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "A", "path": "r"},
+  "root": {"node": "sift", "label": "s", "itemsPath": "items", "out": "Q", "as": "r"}}`)
+	if _, errs := Validate(raw, Options{}); len(errs) != 0 {
+		t.Fatalf("valid document refused: %v", errs)
+	}
+	_, errs := Validate(raw, Options{Runnable: true})
+	if len(errs) != 1 || errs[0].Code != CodeNotRunnable || errs[0].Pointer != "/root/node" || !strings.Contains(errs[0].Message, "sift") {
+		t.Fatalf("want one %s naming sift, got %v", CodeNotRunnable, errs)
+	}
+}
+
+// TestRunCode: a code node's function runs on a frozen copy of state, deterministically, with
+// none of the host reachable, and is cut off at its time limit.
+func TestRunCode(t *testing.T) {
+	out, err := RunCode("(s) => ({ total: s.items.reduce((a, b) => a + b, 0) })", map[string]any{"items": []any{1, 2, 3}})
+	if err != nil || string(out) != `{"total":6}` {
+		t.Fatalf("got %s, %v", out, err)
+	}
+	for _, src := range []string{
+		"(s) => Date.now()",
+		"(s) => globalThis",
+		"(s) => require('fs')",
+		"(s) => Math.random()",
+		"(s) => { s.items.push(4); return s }",
+		"(s) => new Function('return 1')()",
+	} {
+		if out, err := RunCode(src, map[string]any{"items": []any{1}}); err == nil {
+			t.Errorf("%s: ran and returned %s, want refused", src, out)
+		}
+	}
+	if _, err := RunCode("(s) => { while (true) {} }", nil); err == nil || !strings.Contains(err.Error(), "time limit") {
+		t.Fatalf("endless loop: want the time limit, got %v", err)
+	}
+}

@@ -34,6 +34,7 @@ func Main(args []string) int {
 	root.AddCommand(serve, newRunnerCmd(), newDevCmd())
 	root.AddCommand(cli.Commands()...)
 	root.AddCommand(newComputerCmd())
+	root.AddCommand(newBackupCmd(), newRestoreCmd())
 	cli.Version = version
 	store.BinaryVersion = version
 	root.SetArgs(args)

@@ -35,13 +35,7 @@ func cachedHarness(t *testing.T, name string) (cache, skip string) {
 	}
 	d, _ := harness.Lookup(name)
 	os.Setenv(harness.CacheEnv, cache) // the test process looks there too (Installed)
-	_, err := harness.Install(t.Context(), filepath.Join(cache, ".install"), d.Package(), func(msg string) { t.Log(msg) })
-	if err == nil {
-		src := filepath.Join(cache, ".install", "harnesses", name+"@"+d.Package().Version)
-		if _, serr := os.Stat(src); serr == nil {
-			os.Rename(src, filepath.Join(cache, name+"@"+d.Package().Version))
-		}
-	}
+	_, err := harness.InstallTo(t.Context(), cache, d.Package(), func(msg string) { t.Log(msg) })
 	if _, ok := harness.Installed(t.TempDir(), d.Package()); !ok {
 		return "", fmt.Sprintf("%s cannot be installed with npm here (%v): skipping the %s tests", d.Package().Spec(), err, name)
 	}

@@ -91,8 +91,9 @@ func (e *divergence) Error() string { return "replay diverged at " + e.key + ": 
 // cache keys): left out of the hash a replay is compared with.
 var varying = []string{"metadata", "prompt_cache_key", "client_metadata", "user", "safety_identifier"}
 
-// systemDate is a date in a system prompt (Claude Code's "Today's date is 2026-12-01.").
-var systemDate = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b`)
+// systemDate is a date in a system prompt (Claude Code's "Today's date is 2026-12-01.", OpenCode's
+// "Today's date: Tue Dec 01 2026").
+var systemDate = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{2} \d{4}\b`)
 
 // wallTime is the timing line Codex puts before each tool result it gives the model ("Wall time:
 // 0.0124 seconds"): a replayed result takes another time to answer.

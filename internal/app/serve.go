@@ -393,6 +393,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			} else {
 				fmt.Fprintf(os.Stderr, "  models:    %s (default %s)\n", strings.Join(providers, ", "), models.DefaultProvider)
 			}
+			for _, note := range harness.Notes(dir) {
+				fmt.Fprintf(os.Stderr, "  harness:   %s\n", note)
+			}
 			// Every part runs under runParts, which returns only when all have stopped, in order;
 			// the store closes after it (the deferred Close above).
 			context.AfterFunc(ctx, func() { fmt.Fprintln(os.Stderr, "agentrun: shutting down") })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -25,6 +26,14 @@ type Package struct {
 	NPM, Version string
 	// Bin is the executable's name under node_modules/.bin.
 	Bin string
+	// Manual: it is not installed on first use; a person installs it beside the server with the
+	// line InstallLine prints (OpenCode: a large native binary, issue 11).
+	Manual bool
+}
+
+// InstallLine is the command that installs p where the server looks for it in dataDir.
+func (p Package) InstallLine(dataDir, name string) string {
+	return "npm install --no-audit --no-fund --save-exact --prefix " + filepath.Join(dataDir, "harnesses", name+"@"+p.Version) + " " + p.Spec()
 }
 
 // Spec is PACKAGE@VERSION, as npm takes it.

@@ -28,6 +28,10 @@ func Install(ctx context.Context, dataDir string, p Package, progress func(strin
 	if bin, ok := Installed(dataDir, p); ok {
 		return bin, nil
 	}
+	if p.Manual {
+		name := driverName(p)
+		return "", fmt.Errorf("%s is not installed, and it is not installed on first use: install it beside the server with `%s`", p.Spec(), p.InstallLine(dataDir, name))
+	}
 	return InstallTo(ctx, filepath.Join(dataDir, "harnesses"), p, progress)
 }
 

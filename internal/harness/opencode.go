@@ -26,7 +26,7 @@ const OpenCodeVersion = "1.18.33"
 func (opencode) Name() string { return "opencode" }
 func (opencode) Wire() Wire   { return WireAnthropic }
 func (opencode) Package() Package {
-	return Package{NPM: "opencode-ai", Version: OpenCodeVersion, Bin: "opencode"}
+	return Package{NPM: "opencode-ai", Version: OpenCodeVersion, Bin: "opencode", Manual: true}
 }
 
 // opencodeProvider is the provider id the gateway is configured under.

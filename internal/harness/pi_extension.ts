@@ -60,11 +60,4 @@ export default function (pi: any) {
 			},
 		});
 	}
-
-	// pi ends its system prompt with today's date; a run replayed from its journal on another day
-	// must send the same request, so the date line goes (the working directory line stays: it is
-	// the run folder, the same on every start).
-	pi.on("before_agent_start", (event: any) => ({
-		systemPrompt: String(event.systemPrompt).replace(/\nCurrent date: \d{4}-\d{2}-\d{2}/, ""),
-	}));
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +53,8 @@ func Capabilities(dataDir string) []Info {
 		in := Info{Name: d.Name(), Package: p.NPM, Version: p.Version}
 		if bin, ok := Installed(dataDir, p); ok {
 			in.Available, in.Installed = true, filepath.Dir(filepath.Dir(filepath.Dir(bin)))
+		} else if p.Manual {
+			in.Why = "not installed (it is not installed on first use): install it with `" + p.InstallLine(dataDir, d.Name()) + "`"
 		} else if _, err := exec.LookPath("npm"); err != nil {
 			in.Why = "not installed, and npm is not on PATH to install it (install Node.js and npm)"
 		} else {
@@ -59,6 +62,19 @@ func Capabilities(dataDir string) []Info {
 			in.Why = "installs " + p.Spec() + " with npm on first use into " + filepath.Join(dataDir, "harnesses", d.Name()+"@"+p.Version)
 		}
 		out = append(out, in)
+	}
+	return out
+}
+
+// Notes are the lines `serve` prints about harnesses it cannot run yet: each one installed by hand
+// and not installed, with the exact line that installs it.
+func Notes(dataDir string) []string {
+	var out []string
+	for _, d := range drivers {
+		p := d.Package()
+		if _, ok := Installed(dataDir, p); p.Manual && !ok {
+			out = append(out, fmt.Sprintf("%s is not installed; to run it: %s", d.Name(), p.InstallLine(dataDir, d.Name())))
+		}
 	}
 	return out
 }

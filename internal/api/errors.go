@@ -32,11 +32,6 @@ func Invalid(field, format string, args ...any) *Error {
 	return E(CodeInvalid, field, format, args...)
 }
 
-// NotFound is a 404.
-func NotFound(kind, name string) *Error {
-	return E(CodeNotFound, "", "%s %q not found", kind, name)
-}
-
 // AsError extracts an *Error from err's chain.
 func AsError(err error) (*Error, bool) {
 	var e *Error

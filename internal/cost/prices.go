@@ -417,11 +417,6 @@ func (p Price) WorstCaseBill(inputTokens, maxOutput int64) Micros {
 	return ceilDiv(p.worstExact(inputTokens, maxOutput), MarkupNum, MarkupDen*1_000_000)
 }
 
-// MarkupOf is an exact amount's price with the markup (used for sums that are already rounded).
-func MarkupOf(m Micros) Micros {
-	return ceilDiv(big.NewInt(int64(m)), MarkupNum, MarkupDen)
-}
-
 // Total is a sum of costs some of which may be unknown.
 type Total struct {
 	Known   Micros

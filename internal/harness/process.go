@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -142,14 +141,4 @@ func (c *Cmd) Exit(why string) *ExitError {
 // server's own variables (its model keys above all).
 func BaseEnv(path, home string) []string {
 	return []string{"PATH=" + path, "LANG=C.UTF-8", "HOME=" + home, "TMPDIR=" + home + "/tmp", "USER=agent"}
-}
-
-// envValue reads KEY from an environment list.
-func envValue(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
-			return v
-		}
-	}
-	return ""
 }

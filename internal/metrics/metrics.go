@@ -17,8 +17,6 @@ import (
 type Registry struct {
 	mu       sync.Mutex
 	families []family
-	// collectors run before exposition (for gauges read from elsewhere, such as runs by phase).
-	collectors []func()
 }
 
 type family interface {
@@ -35,22 +33,11 @@ func (r *Registry) add(f family) {
 	r.families = append(r.families, f)
 }
 
-// OnCollect registers fn to run before each exposition.
-func (r *Registry) OnCollect(fn func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.collectors = append(r.collectors, fn)
-}
-
 // Write writes every family in the Prometheus text format.
 func (r *Registry) Write(w io.Writer) {
 	r.mu.Lock()
-	cs := append([]func(){}, r.collectors...)
 	fs := append([]family{}, r.families...)
 	r.mu.Unlock()
-	for _, c := range cs {
-		c()
-	}
 	sort.Slice(fs, func(i, j int) bool { return fs[i].name() < fs[j].name() })
 	for _, f := range fs {
 		f.write(w)

@@ -127,22 +127,6 @@ func decodeInput(tool string, input json.RawMessage) (catalog.Input, error) {
 	return in, err
 }
 
-// MainArg is the argument a pattern is matched against, per tool: the command for shells, the
-// path for file tools, the URL for fetchers and browsers ("" when the input does not decode).
-func MainArg(tool string, input json.RawMessage) string {
-	in, err := decodeInput(tool, input)
-	if err != nil {
-		return ""
-	}
-	return in.Arg()
-}
-
-// Matches reports whether a call matches the pattern.
-func (p Pattern) Matches(tool string, input json.RawMessage) bool {
-	in, err := decodeInput(tool, input)
-	return err == nil && p.matches(tool, in)
-}
-
 // matches reports whether a decoded call matches the pattern. File tools match their argument as
 // a path: "*" stays within a folder, "**" crosses folders.
 func (p Pattern) matches(tool string, in catalog.Input) bool {

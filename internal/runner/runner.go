@@ -275,13 +275,6 @@ func (r *Runner) Interrupt(run string) {
 	}
 }
 
-// Active is the number of runs being driven.
-func (r *Runner) Active() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.active)
-}
-
 // applyCancellations interrupts held runs a user asked to cancel, so a long model or tool call
 // does not delay the cancellation; the run is re-claimed at once and finished as Cancelled.
 func (r *Runner) applyCancellations(ctx context.Context, hs []*held) {

@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// seedWorkflow is the AgentRun README's read-site example, as written.
+const seedWorkflow = `{
+  "v": 2, "name": "read-site",
+  "schemas": {
+    "In":   { "type": "object", "required": ["website"], "properties": { "website": { "type": "string" } } },
+    "Page": { "type": "object", "required": ["ok"], "properties": { "ok": { "type": "boolean" } } }
+  },
+  "input":  { "schemaId": "In" },
+  "output": { "schemaId": "Page", "path": "home" },
+  "root": { "node": "chain", "steps": [
+    { "node": "call", "label": "Read the home page", "via": "tool", "tool": "web_fetch",
+      "args": { "url": "{website}" }, "out": "Page", "as": "home", "deadline_s": 60 }
+  ] }
+}
+`
+
+// TestWorkflowsValidate: the real binary's workflows validate takes the seed's example (exit 0)
+// and prints every error of a broken one as FILE:LINE:COL code at pointer (exit 1); workflows
+// run --dry-run prints the plan and calls nothing; POST /v2/workflows:validate answers the same
+// errors with their positions.
+func TestWorkflowsValidate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "entries:\n  - name: unused\n    match: \"never asked\"\n    turns:\n      - text: unused\n")
+	dir := t.TempDir()
+	good := filepath.Join(dir, "read-site.json")
+	if err := os.WriteFile(good, []byte(seedWorkflow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(strings.Replace(seedWorkflow, `"{website}"`, `"{site}"`, 1), `"deadline_s": 60`, `"deadline_s": 60, "retries": 2`, 1)
+	bad := filepath.Join(dir, "broken.json")
+	if err := os.WriteFile(bad, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.cli(dir, "workflows", "validate", good); r.code != 0 || !strings.Contains(r.stdout, "valid") {
+		t.Fatalf("validate the seed's example: exit %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r := e.cli(dir, "workflows", "validate", bad)
+	if r.code != 1 {
+		t.Fatalf("validate a broken workflow: exit %d, want 1", r.code)
+	}
+	for _, want := range []string{
+		bad + ":11:24: path_unwritten at /root/steps/0/args/url:",
+		bad + ":11:83: unknown_field at /root/steps/0/retries:",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r := e.cli(dir, "workflows", "validate", "--runnable", good); r.code != 1 || !strings.Contains(r.stdout, "kind_not_runnable at /root/node") {
+		t.Errorf("validate --runnable: exit %d %s", r.code, r.stdout)
+	}
+	plan := e.cli(dir, "workflows", "run", good, "--agent", "reader", "--input", `{"website": "https://example.com"}`, "--dry-run")
+	if plan.code != 0 || !strings.Contains(plan.stdout, `call "Read the home page" tool web_fetch (deadline 60s)`) || !strings.Contains(plan.stdout, "worst case: 1 tool calls") {
+		t.Errorf("dry run: exit %d\n%s%s", plan.code, plan.stdout, plan.stderr)
+	}
+	if r := e.cli(dir, "workflows", "run", good, "--agent", "reader", "--input", `{"site": 1}`, "--dry-run"); r.code != 1 || !strings.Contains(r.stderr, `schema "In"`) {
+		t.Errorf("dry run with an input the schema refuses: exit %d %s", r.code, r.stderr)
+	}
+	if r := e.cli(dir, "workflows", "run", good, "--agent", "reader"); r.code != 1 || !strings.Contains(r.stderr, "--dry-run") {
+		t.Errorf("run without --dry-run: exit %d %s", r.code, r.stderr)
+	}
+
+	e.start()
+	status, body := e.post("/v2/workflows:validate", broken, nil)
+	var v struct {
+		Valid  bool `json:"valid"`
+		Errors []struct {
+			Code, Pointer, Message string
+			Line, Column           int
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil || status != 200 {
+		t.Fatalf("POST /v2/workflows:validate: %d %s", status, body)
+	}
+	if v.Valid || len(v.Errors) != 2 || v.Errors[0].Code != "path_unwritten" || v.Errors[0].Pointer != "/root/steps/0/args/url" || v.Errors[0].Line != 11 || v.Errors[0].Column != 24 ||
+		v.Errors[1].Code != "unknown_field" || v.Errors[1].Pointer != "/root/steps/0/retries" {
+		t.Errorf("POST /v2/workflows:validate: %s", body)
+	}
+	if status, body := e.post("/v2/workflows:validate", seedWorkflow, nil); status != 200 || !strings.Contains(string(body), `"valid": true`) {
+		t.Errorf("POST /v2/workflows:validate of the seed's example: %d %s", status, body)
+	}
+}

@@ -97,6 +97,8 @@ type drive struct {
 	promptTools int
 	// skills are the agent revision's skills by name (loadSkills).
 	skills map[string]*api.Skill
+	// learn is a learning agent's folder as the run started from it (loadLearning).
+	learn *learnState
 	// mcp are the agent's MCP servers and their ticked tools (startMCP).
 	mcp *mcpState
 }
@@ -295,6 +297,9 @@ func (d *drive) loop(ctx context.Context) error {
 		d.j.Stage(&d.status)
 	}
 
+	if err := d.loadLearning(ctx); err != nil {
+		return err
+	}
 	var conv []model.Message
 	msgN := 0
 	prompt := d.run.Spec.Input
@@ -444,6 +449,10 @@ func (d *drive) loop(ctx context.Context) error {
 			return err
 		}
 		if len(pending) == 0 && !d.run.Spec.KeepAlive {
+			// A learning agent's run proposes what to keep before it ends.
+			if err := d.learnTurn(ctx, conv, true); err != nil {
+				return err
+			}
 			return d.finishAnswer(ctx)
 		}
 		next, err := d.nextMessage(ctx, msgN, "the turn is done; waiting for your next message")
@@ -540,6 +549,9 @@ func (d *drive) allowed(name string) bool {
 	if _, ok := d.mcpEntry(name); ok {
 		return true // ticked in spec.mcpServers
 	}
+	if name == catalog.NoteName {
+		return d.spec.Learning
+	}
 	return name == catalog.SkillName && len(d.spec.Skills) > 0
 }
 
@@ -587,6 +599,8 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 		return d.webFetch(ctx, key, call, in, result)
 	case catalog.SkillName:
 		return d.readSkill(ctx, key, call, in, result)
+	case catalog.NoteName:
+		return d.readNote(ctx, key, call, in, result)
 	}
 	if _, ok := d.mcpEntry(call.Name); ok {
 		return d.mcpCall(ctx, key, call, in, result)

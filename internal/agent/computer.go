@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +37,11 @@ func ComputerTools(kind computer.Kind) []string { return catalog.ComputerTools(s
 // OfferedTools names the tools a run of an agent with spec is offered, in the order the model is
 // told about them (see catalog.Offered).
 func OfferedTools(spec *api.AgentSpec) []string {
-	return catalog.OfferedWith(string(kindOf(spec)), spec.Tools, len(spec.Skills) > 0)
+	out := catalog.OfferedWith(string(kindOf(spec)), spec.Tools, len(spec.Skills) > 0)
+	if spec.Learning && !slices.Contains(out, catalog.NoteName) {
+		out = append(out, catalog.NoteName)
+	}
+	return out
 }
 
 // comesWithComputer reports whether a tool comes with the run's computer.
@@ -63,7 +68,7 @@ func (d *drive) computerToolDefs() ([]model.ToolDef, error) {
 			out = append(out, model.ToolDef{Name: td.Name, Description: td.Description, InputSchema: td.Schema})
 			continue
 		}
-		if e, ok := catalog.Lookup(n); ok && (n == catalog.WebFetchName || n == catalog.SkillName) {
+		if e, ok := catalog.Lookup(n); ok && (n == catalog.WebFetchName || n == catalog.SkillName || n == catalog.NoteName) {
 			out = append(out, model.ToolDef{Name: e.Name, Description: e.Description, InputSchema: e.Schema})
 			continue
 		}

@@ -98,6 +98,17 @@ func (d *drive) loadSkills(ctx context.Context) error {
 // system is the agent's instructions, then the skills it has: each one's name and description,
 // so the model knows when to read one with the skill tool.
 func (d *drive) system() string {
+	if notes := d.learnedSystem(); notes != "" {
+		if s := d.skillsSystem(); s != "" {
+			return s + "\n\n" + notes
+		}
+		return notes
+	}
+	return d.skillsSystem()
+}
+
+// skillsSystem is the agent's instructions and its skills.
+func (d *drive) skillsSystem() string {
 	if len(d.skills) == 0 {
 		return d.spec.System
 	}

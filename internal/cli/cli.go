@@ -122,6 +122,7 @@ func Commands() []*cobra.Command {
 		triggersCmd(),
 		describeCmd(),
 		skillsCmd(),
+		learningCmd(),
 		workflowsCmd(),
 		serverCmd(),
 		versionCmd(),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/policy"
@@ -66,6 +67,9 @@ func withTools(a *api.Agent) *api.Agent {
 		kind = a.Spec.Computer.Kind
 	}
 	a.Status.Tools = catalog.OfferedWith(kind, a.Spec.Tools, len(a.Spec.Skills) > 0)
+	if a.Spec.Learning && !slices.Contains(a.Status.Tools, catalog.NoteName) {
+		a.Status.Tools = append(a.Status.Tools, catalog.NoteName)
+	}
 	return a
 }
 

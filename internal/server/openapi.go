@@ -278,6 +278,20 @@ var apiRoutes = []apiRoute{
 		Responses: appliedOr(typ[api.Skill]())},
 	{Pattern: "GET /v2/skills/{ref}", Tag: "skills", Summary: "Get NAME or NAME@VERSION", Responses: ok(typ[api.Skill]()), Errors: []api.Code{api.CodeNotFound}},
 
+	{Pattern: "GET /v2/agents/{name}/learning", Tag: "learning", Summary: "The learning folder's main: notes, skills' files and workflows, each with its ETag (blob hash)",
+		Responses: ok(typ[LearningList]()), Errors: []api.Code{api.CodeNotFound, api.CodeLearningOff}},
+	{Pattern: "GET /v2/agents/{name}/learning/log", Tag: "learning", Summary: "The learning folder's commits, newest first",
+		Responses: ok(typ[LearningLog]()), Errors: []api.Code{api.CodeNotFound, api.CodeLearningOff}},
+	{Pattern: "GET /v2/agents/{name}/learning/bundle", Tag: "learning", Summary: "main as a git bundle (git clone FILE)",
+		Responses: []apiResponse{{Status: 200, Content: "application/x-git-bundle", Description: "a v2 git bundle of main"}}, Errors: []api.Code{api.CodeNotFound, api.CodeLearningOff}},
+	{Pattern: "GET /v2/agents/{name}/learning/files/{path...}", Tag: "learning", Summary: "One file of main, whole (a bare name is a note: notes/NAME.md); ETag is its blob hash",
+		Responses: ok(typ[LearnedFile]()), Errors: []api.Code{api.CodeNotFound, api.CodeLearningOff}},
+	{Pattern: "DELETE /v2/agents/{name}/learning/files/{path...}", Tag: "learning", Summary: "Retire a file: a commit that removes it; If-Match must be its current ETag",
+		Header: []apiParam{{Name: "If-Match", Description: "the file's current ETag"}}, Responses: ok(typ[LearningChange]()),
+		Errors: []api.Code{api.CodeNotFound, api.CodeLearningOff, api.CodeRequired, api.CodePreconditionFailed}},
+	{Pattern: "POST /v2/agents/{name}/learning/restore", Tag: "learning", Summary: "Restore a file {path, from}: a commit that brings it back as it was in commit from",
+		Body: typ[restoreBody](), Responses: ok(typ[LearningChange]()), Errors: []api.Code{api.CodeNotFound, api.CodeLearningOff, api.CodeInvalid, api.CodeRequired, api.CodeConflict}},
+
 	{Pattern: "POST /v2/workflows:validate", Tag: "workflows", Summary: "Validate a workflow document: every error with its code, JSON pointer and line:column (?runnable=true also refuses what this server does not run)",
 		Responses: ok(typ[WorkflowValidation]())},
 

@@ -119,6 +119,7 @@ func (s *Server) Handler() http.Handler {
 	s.groupRoutes(v2)
 	s.triggerRoutes(v2, mux)
 	s.skillRoutes(v2)
+	s.learningRoutes(v2)
 	s.workflowRoutes(v2)
 	v2.HandleFunc("GET /v2/agentruns/{name}/approvals", s.listApprovals)
 	v2.HandleFunc("POST /v2/agentruns/{name}/approvals/{id}", s.decideApproval)

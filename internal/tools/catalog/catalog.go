@@ -104,6 +104,8 @@ var NotBuilt = map[string]string{}
 const (
 	WebFetchName = "web_fetch"
 	SkillName    = "skill"
+	// NoteName opens a learned note (offered to every agent with spec.learning).
+	NoteName = "note"
 )
 
 // The typed inputs, one per tool.
@@ -208,6 +210,9 @@ type (
 	Skill struct {
 		Name string  `json:"name"`
 		File *string `json:"file"`
+	}
+	Note struct {
+		Name string `json:"name"`
 	}
 )
 
@@ -382,6 +387,12 @@ var entries = []*Entry{
 			req("name", "The skill's name, as your instructions list it."),
 			opt("file", "A file of the skill, relative to its folder (e.g. \"reference.md\"); default SKILL.md."),
 		}}, Skill{}),
+	build(&Entry{Name: NoteName, ReadOnly: true, MatchKey: "name",
+		Description: "Open one of the notes you learned in earlier runs (your instructions list each one's name, file and what it is about): " +
+			"it returns the note's whole text. Open a note when it bears on the task.",
+		Fields: []Field{
+			req("name", "The note's name or file, as your instructions list it."),
+		}}, Note{}),
 	build(&Entry{Name: AskPersonName,
 		Description: "Ask the person you are working for a question and wait for their answer. " +
 			"Use it when you need a decision, a preference or information that only they have and cannot find in the run folder; " +

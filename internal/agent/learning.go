@@ -1,0 +1,432 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/journal"
+	"agentrun.dev/agentrun/internal/learning"
+	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/tools"
+	"agentrun.dev/agentrun/internal/tools/catalog"
+)
+
+// learnState is a learning run's view of its agent's folder: the commit it started from (pinned
+// by the learning/base step, so a replay sees the same notes even after other runs committed).
+type learnState struct {
+	base  string
+	notes []learning.File
+	index string
+}
+
+// loadLearning pins the commit of main the run starts from and reads its notes.
+func (d *drive) loadLearning(ctx context.Context) error {
+	if !d.spec.Learning || d.learn != nil {
+		return nil
+	}
+	agent := d.run.Spec.Agent
+	out, err := d.j.Do(ctx, journal.Spec{Key: "learning/base", Kind: "learning", Title: "start from the learning folder's main", Safe: true},
+		func(ctx context.Context) (any, *int64, error) {
+			main, err := d.e.Store.LearningMain(ctx, agent)
+			if err != nil {
+				return nil, nil, err
+			}
+			return map[string]string{"commit": main}, nil, nil
+		})
+	if err != nil {
+		return err
+	}
+	var base struct {
+		Commit string `json:"commit"`
+	}
+	if err := json.Unmarshal(out.Result, &base); err != nil {
+		return fmt.Errorf("learning/base: %w", err)
+	}
+	ls := &learnState{base: base.Commit}
+	if base.Commit != "" {
+		repo, err := learning.Open(ctx, d.e.Store, agent)
+		if err != nil {
+			return err
+		}
+		files, err := repo.Files(plumbing.NewHash(base.Commit))
+		if err != nil {
+			return fmt.Errorf("learning folder of %s: %w", agent, err)
+		}
+		for _, f := range files {
+			if strings.HasPrefix(f.Path, "notes/") {
+				ls.notes = append(ls.notes, f)
+			}
+		}
+		ls.index = learning.Index(files)
+	}
+	d.learn = ls
+	if !out.Replayed {
+		var names []string
+		for _, f := range ls.notes {
+			names = append(names, f.Path)
+		}
+		d.j.Emit(api.Event{Type: api.EventLearningGiven, Message: fmt.Sprintf("started from learning commit %s with %d notes", short(base.Commit), len(names)),
+			Data: mustRaw(map[string]any{"commit": base.Commit, "notes": names})})
+	}
+	return nil
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	if h == "" {
+		return "(none yet)"
+	}
+	return h
+}
+
+// learnedSystem is the notes index a learning run's instructions carry.
+func (d *drive) learnedSystem() string {
+	if d.learn == nil || d.learn.index == "" {
+		return ""
+	}
+	return "# Notes\n\nYou learned these in earlier runs (name, file, what it is about). Open one with the note tool when it bears on the task:\n" + d.learn.index
+}
+
+// readNote answers a note call with the note's whole text, from the commit the run started from.
+func (d *drive) readNote(ctx context.Context, key string, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+	n, ok := in.Value.(*catalog.Note)
+	if !ok {
+		return model.Block{}, fmt.Errorf("note: input is a %T", in.Value)
+	}
+	var found *learning.File
+	if d.learn != nil {
+		for i, f := range d.learn.notes {
+			if f.Path == n.Name || f.Path == "notes/"+n.Name+".md" || f.Path == "notes/"+n.Name {
+				found = &d.learn.notes[i]
+			} else if nt, err := learning.ParseNote(f.Content); err == nil && nt.Name == n.Name && found == nil {
+				found = &d.learn.notes[i]
+			}
+		}
+	}
+	spec := journal.Spec{Key: key, Kind: "tool", Title: "note " + n.Name, Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true}
+	out, err := d.j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
+		if found == nil {
+			return tools.Result{IsError: true, Content: fmt.Sprintf("no note %q in your notes", n.Name)}, nil, nil
+		}
+		return tools.Result{Content: found.Content}, nil, nil
+	})
+	if err != nil {
+		return model.Block{}, err
+	}
+	if !out.Replayed && found != nil {
+		d.j.Emit(api.Event{Type: api.EventLearningOpened, StepKey: key, Message: "opened note " + found.Path,
+			Data: mustRaw(map[string]string{"note": found.Path, "etag": found.ETag})})
+	}
+	return toolOutcome(key, out, result)
+}
+
+const proposePrompt = `Your job is done. Before the run ends, say what later runs of this agent should keep in its learning folder.
+Answer with one JSON object and nothing else:
+{"items": [
+  {"kind": "note", "action": "add" | "change" | "retire", "path": "notes/NAME.md",
+   "content": "---\nname: NAME\ndescription: one line on what it is about\ntype: user | feedback | project | reference\n---\nThe fact, in a few lines."},
+  {"kind": "skill", "path": "skills/NAME", "files": [{"path": "SKILL.md", "content": "---\nname: NAME\ndescription: ...\n---\n..."}]},
+  {"kind": "workflow", "path": "workflows/NAME.yaml", "content": "..."}
+]}
+A note holds one fact that will help later runs (at most 4 KiB). At most one skill, only if you finished the job. Never write a key, token, password or other secret. Keep nothing that is not useful: {"items": []} is a fine answer.`
+
+const gradePrompt = `You grade what an agent proposed to keep in its learning folder for later runs. Keep an item only if it is true to what the run did, useful later, one clear fact or procedure, and safe. Answer with one JSON object and nothing else: {"verdicts": [{"item": N, "keep": true | false, "reason": "..."}]}, one verdict per item, N its number.`
+
+// learnCall is one model call of the learning turn (the proposal or the grade): billed to the
+// run and held to its cap like any other, its cost added to the run's.
+func (d *drive) learnCall(ctx context.Context, key, title string, req *model.Request) (string, error) {
+	reqJSON, _ := json.Marshal(req)
+	if err := d.guard(ctx, key, req, reqJSON, req.Model); err != nil {
+		return "", err
+	}
+	var mr modelResult
+	accounted := false
+	account := func(result json.RawMessage, c *int64) error {
+		mr = modelResult{}
+		if err := json.Unmarshal(result, &mr); err != nil {
+			return fmt.Errorf("decode %s result: %w", key, err)
+		}
+		accounted = true
+		d.spent.total.Add(micros(c))
+		d.spent.vendor.Add(micros(mr.VendorMicros))
+		d.updateCost(nil)
+		return nil
+	}
+	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: title,
+		Args: map[string]any{"provider": d.acc.provider.Name(), "model": req.Model, "messages": len(req.Messages)}, HashOf: journal.Encoded(reqJSON),
+		Safe: !d.acc.byok, Bill: !d.acc.byok,
+		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
+			if err := account(result, c); err != nil {
+				return nil, err
+			}
+			return &d.status, nil
+		}},
+		func(ctx context.Context) (any, *int64, error) {
+			resp, err := d.callModel(ctx, d.acc.provider, req)
+			if err != nil {
+				return nil, nil, err
+			}
+			recorded, vendor := d.callCost(resp, req.Model, key)
+			return modelResult{Response: *resp, VendorMicros: vendor}, recorded, nil
+		})
+	if err != nil {
+		return "", err
+	}
+	if !accounted {
+		if err := account(out.Result, out.CostMicros); err != nil {
+			return "", err
+		}
+	}
+	var text strings.Builder
+	for _, b := range mr.Response.Content {
+		if b.Type == model.BlockText {
+			text.WriteString(b.Text)
+		}
+	}
+	return text.String(), nil
+}
+
+// secrets are the values the run was handed that no proposal may carry: its model key, the
+// sealed values its MCP servers are started with.
+func (d *drive) learnSecrets(ctx context.Context) []string {
+	var out []string
+	if d.spec.Model.Access == api.AccessBYOK && d.e.Secrets != nil {
+		if keys, err := d.e.Secrets.Open(ctx, d.spec.Model.APIKeySecret); err == nil {
+			for _, v := range keys {
+				out = append(out, strings.TrimSpace(v))
+			}
+		}
+	} else if kv, ok := model.KeyVar(d.acc.provider.Name()); ok {
+		out = append(out, strings.TrimSpace(os.Getenv(kv)))
+	}
+	for _, s := range d.spec.MCPServers {
+		for _, m := range []map[string]string{s.Env, s.Headers} {
+			for _, v := range m {
+				name, key, isRef, err := api.ParseSecretRef(v)
+				if !isRef || err != nil || d.e.Secrets == nil {
+					continue
+				}
+				if keys, err := d.e.Secrets.Open(ctx, name); err == nil {
+					out = append(out, keys[key])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// learnModel is the model of the run's last turn (the one that did the job).
+func (d *drive) learnModel() string {
+	if n := len(d.status.Turns); n > 0 && d.status.Turns[n-1].Model != "" {
+		return d.status.Turns[n-1].Model
+	}
+	return d.acc.model
+}
+
+type verdict struct {
+	Item   int    `json:"item"`
+	Keep   bool   `json:"keep"`
+	Reason string `json:"reason"`
+}
+
+// learnTurn is the run's last turn on a learning agent: it proposes what to keep, code checks
+// the proposal, one grader call judges what passed, a person approves what is risky, and what is
+// kept is committed to main in one step.
+func (d *drive) learnTurn(ctx context.Context, conv []model.Message, succeeded bool) error {
+	if !d.spec.Learning {
+		return nil
+	}
+	if err := d.loadLearning(ctx); err != nil {
+		return err
+	}
+	maxTokens := d.spec.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = api.DefaultMaxTokens
+	}
+	// Events go out with the step they follow, once: not again when the step is replayed.
+	freshPropose, freshGrade, freshEnd := !d.j.Completed("learn/propose"), !d.j.Completed("learn/grade"), !d.j.Completed("learn/commit")
+	emitIf := func(fresh bool, ev api.Event) {
+		if fresh {
+			d.j.Emit(ev)
+		}
+	}
+	msgs := append(slices.Clone(conv), userText(proposePrompt))
+	text, err := d.learnCall(ctx, "learn/propose", "proposal of what to keep", &model.Request{Model: d.learnModel(), System: d.system(), Messages: lastImages(msgs, maxImages), MaxTokens: maxTokens, Stream: true})
+	if err != nil {
+		return err
+	}
+	p, perr := learning.ParseProposal(text)
+	if perr != nil {
+		emitIf(freshPropose, api.Event{Type: api.EventLearningRefused, Message: "the proposal was refused: " + perr.Error()})
+		return nil
+	}
+	emitIf(freshPropose, api.Event{Type: api.EventLearningProposed, Message: fmt.Sprintf("proposed %d items to keep", len(p.Items)), Data: mustRaw(map[string]any{"items": itemPaths(p.Items)})})
+	okIdx, refused := learning.Check(p, d.learnSecrets(ctx), succeeded)
+	for _, r := range refused {
+		// The reason names the rule, never the content.
+		emitIf(freshPropose, api.Event{Type: api.EventLearningRefused, Message: fmt.Sprintf("%s refused: %s", r.Path, r.Reason), Data: mustRaw(r)})
+	}
+	if len(okIdx) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, i := range okIdx {
+		one, _ := json.Marshal(p.Items[i])
+		fmt.Fprintf(&b, "Item %d: %s\n", i, one)
+	}
+	gtext, err := d.learnCall(ctx, "learn/grade", "grade of the proposal", &model.Request{Model: d.learnModel(), System: gradePrompt,
+		Messages: []model.Message{userText("The run's task was:\n" + d.run.Spec.Input + "\n\nIts answer:\n" + d.status.Answer.Preview + "\n\nIt proposes:\n" + b.String())}, MaxTokens: maxTokens, Stream: true})
+	if err != nil {
+		return err
+	}
+	var g struct {
+		Verdicts []verdict `json:"verdicts"`
+	}
+	if s, e := strings.Index(gtext, "{"), strings.LastIndex(gtext, "}"); s >= 0 && e > s {
+		_ = json.Unmarshal([]byte(gtext[s:e+1]), &g)
+	}
+	var kept []learning.Item
+	for _, i := range okIdx {
+		it := p.Items[i]
+		v := verdict{Item: i, Reason: "the grader gave no verdict"}
+		for _, gv := range g.Verdicts {
+			if gv.Item == i {
+				v = gv
+			}
+		}
+		if !v.Keep {
+			emitIf(freshGrade, api.Event{Type: api.EventLearningDropped, Message: fmt.Sprintf("%s dropped by the grader: %s", it.Path, v.Reason), Data: mustRaw(map[string]any{"item": i, "path": it.Path, "by": "grader", "reason": v.Reason})})
+			continue
+		}
+		if risky, why := learning.Risky(it); risky {
+			ok, err := d.learnApproval(ctx, i, it, why)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				emitIf(freshEnd, api.Event{Type: api.EventLearningDropped, Message: it.Path + " dropped: a person denied it", Data: mustRaw(map[string]any{"item": i, "path": it.Path, "by": "person"})})
+				continue
+			}
+		}
+		emitIf(freshEnd, api.Event{Type: api.EventLearningKept, Message: fmt.Sprintf("%s kept: %s", it.Path, v.Reason), Data: mustRaw(map[string]any{"item": i, "path": it.Path, "reason": v.Reason})})
+		kept = append(kept, it)
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return d.learnCommit(ctx, kept)
+}
+
+func itemPaths(items []learning.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Kind + " " + it.Action + " " + it.Path
+	}
+	return out
+}
+
+// learnApproval waits for a person's OK of a risky item, as a tool call's approval waits: the
+// same approval step kind, so the same API and console decide it, only a signed-in person.
+func (d *drive) learnApproval(ctx context.Context, i int, it learning.Item, why string) (bool, error) {
+	key := fmt.Sprintf("learn/approval/%d", i)
+	input, _ := json.Marshal(it)
+	res, done, err := d.j.Await(ctx, journal.Spec{Key: key, Kind: "approval", Title: "approval to keep " + it.Path,
+		Args: map[string]any{"tool": "learning", "input": json.RawMessage(input), "reason": why, "rule": "learning: risky change", "why": why}})
+	if err != nil {
+		return false, err
+	}
+	if !done {
+		d.status.Phase, d.status.Reason = api.PhaseWaiting, api.ReasonApproval
+		d.status.Message = fmt.Sprintf("keeping %s asks for approval (%s)", it.Path, why)
+		d.status.WaitingOn = &api.WaitingOn{Kind: "approval", StepKey: key, Detail: "learning " + it.Path}
+		return false, d.park(ctx, &api.Event{Type: api.EventRunApproval, StepKey: key, Message: fmt.Sprintf("%s asks for approval to keep %s: %s", d.run.Metadata.Name, it.Path, why)})
+	}
+	var r struct {
+		Decision string `json:"decision"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return false, fmt.Errorf("approval %s: decode the decision: %w", key, err)
+	}
+	d.status.Phase, d.status.Reason, d.status.Message, d.status.WaitingOn = api.PhaseRunning, "", "", nil
+	return r.Decision == "approve", nil
+}
+
+// learnCommit commits the kept items to main in one step. The step is safe to repeat: a commit
+// whose message names this run is already on main, so a replay after a crash finds it instead
+// of committing twice; and the store moves main with the commit's objects in one transaction,
+// so main has the whole proposal or none of it. When another run moved main first, the items
+// are applied again on the new main (a retire of a note that is gone is left out).
+func (d *drive) learnCommit(ctx context.Context, kept []learning.Item) error {
+	agent, run := d.run.Spec.Agent, d.run.Metadata.Name
+	var paths []string
+	for _, it := range kept {
+		paths = append(paths, it.Action+" "+it.Path)
+	}
+	msg := fmt.Sprintf("run %s kept %s\n\nRun: %s\n", run, strings.Join(paths, ", "), run)
+	out, err := d.j.Do(ctx, journal.Spec{Key: "learn/commit", Kind: "learning", Title: "commit what the run kept", Args: map[string]any{"paths": paths}, Safe: true},
+		func(ctx context.Context) (any, *int64, error) {
+			for attempt := 0; ; attempt++ {
+				repo, err := learning.Open(ctx, d.e.Store, agent)
+				if err != nil {
+					return nil, nil, err
+				}
+				log, err := repo.Log()
+				if err != nil {
+					return nil, nil, err
+				}
+				for _, c := range log {
+					if strings.Contains(c.Message, "\nRun: "+run+"\n") {
+						return map[string]string{"commit": c.Hash}, nil, nil
+					}
+				}
+				files, err := repo.Files(repo.Main)
+				if err != nil {
+					return nil, nil, err
+				}
+				var changes []learning.Change
+				for _, ch := range learning.Changes(kept) {
+					if ch.Delete && !slices.ContainsFunc(files, func(f learning.File) bool { return f.Path == ch.Path }) {
+						continue
+					}
+					changes = append(changes, ch)
+				}
+				h, err := repo.Commit(ctx, changes, agent, msg, time.Now())
+				switch {
+				case errors.Is(err, learning.ErrNoChange):
+					return map[string]string{"commit": ""}, nil, nil
+				case errors.Is(err, store.ErrConflict) && attempt < 20:
+					continue // another run committed first: again on its main
+				case err != nil:
+					return nil, nil, err
+				}
+				return map[string]string{"commit": h.String()}, nil, nil
+			}
+		})
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Commit string `json:"commit"`
+	}
+	_ = json.Unmarshal(out.Result, &res)
+	if !out.Replayed {
+		m := "nothing changed in the learning folder"
+		if res.Commit != "" {
+			m = fmt.Sprintf("committed %s to main: %s", short(res.Commit), strings.Join(paths, ", "))
+		}
+		d.j.Emit(api.Event{Type: api.EventLearningCommitted, Message: m, Data: mustRaw(map[string]any{"commit": res.Commit, "paths": paths})})
+	}
+	return nil
+}

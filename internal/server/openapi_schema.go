@@ -34,7 +34,9 @@ type schemaKey struct {
 }
 
 func newSchemaGen() *schemaGen {
-	return &schemaGen{defs: map[string]any{}, names: map[schemaKey]string{}, taken: map[string]reflect.Type{}}
+	// "Error" is the API's error body (errorSchema): another package's Error is named after
+	// its package.
+	return &schemaGen{defs: map[string]any{}, names: map[schemaKey]string{}, taken: map[string]reflect.Type{"Error": reflect.TypeFor[api.Error]()}}
 }
 
 var (
@@ -72,6 +74,15 @@ var enums = map[reflect.Type][]string{
 		var out []string
 		for _, p := range api.Phases {
 			out = append(out, string(p))
+		}
+		return out
+	}(),
+	// Every timeline event type the server writes (a new one not listed there fails the e2e
+	// check of the SSE stream).
+	reflect.TypeFor[api.EventType](): func() []string {
+		var out []string
+		for _, e := range api.EventTypes {
+			out = append(out, string(e.Type))
 		}
 		return out
 	}(),
@@ -184,6 +195,9 @@ func (g *schemaGen) named(t reflect.Type, input bool) any {
 		return map[string]any{"$ref": "#/components/schemas/" + n}
 	}
 	n := componentName(t, input)
+	if pkg := t.PkgPath()[strings.LastIndex(t.PkgPath(), "/")+1:]; g.taken[n] != nil && g.taken[n] != t && pkg != "" {
+		n = strings.ToUpper(pkg[:1]) + pkg[1:] + n
+	}
 	base := n
 	for i := 2; g.taken[n] != nil && g.taken[n] != t; i++ {
 		n = fmt.Sprintf("%s%d", base, i)

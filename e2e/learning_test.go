@@ -1,0 +1,278 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// learnNote is a note in Claude Code's memory format.
+func learnNote(name, desc, fact string) string {
+	return fmt.Sprintf("---\nname: %s\ndescription: %s\ntype: project\n---\n%s\n", name, desc, fact)
+}
+
+type scriptTurn struct {
+	Text      string           `json:"text,omitempty"`
+	ToolCalls []map[string]any `json:"tool_calls,omitempty"`
+}
+
+type scriptEntry struct {
+	Name  string       `json:"name"`
+	Match string       `json:"match"`
+	Turns []scriptTurn `json:"turns"`
+}
+
+func proposal(items ...map[string]any) string {
+	b, _ := json.Marshal(map[string]any{"items": items})
+	return string(b)
+}
+
+func noteItem(path, content string) map[string]any {
+	return map[string]any{"kind": "note", "action": "add", "path": path, "content": content}
+}
+
+// grader answers the grade call of the run whose task starts with task.
+func grader(task string, verdicts ...map[string]any) scriptEntry {
+	b, _ := json.Marshal(map[string]any{"verdicts": verdicts})
+	return scriptEntry{Name: "grade " + task, Match: "The run's task was:\n" + task, Turns: []scriptTurn{{Text: string(b)}}}
+}
+
+func keep(i int, reason string) map[string]any {
+	return map[string]any{"item": i, "keep": true, "reason": reason}
+}
+
+func learnScript(entries ...scriptEntry) string {
+	b, _ := json.Marshal(map[string]any{"entries": entries})
+	return string(b)
+}
+
+const learnerAgent = `{"metadata":{"name":"learner"},"spec":{"system":"You keep a service running.","learning":true,"computer":{"kind":"none"},"approvals":"never-ask"}}`
+
+var deployMD = learnNote("deploy", "Where the deploy script is.", "The deploy script is scripts/deploy.sh.")
+
+// TestLearning drives a learning agent through the real binary and the scripted model server:
+// a run learns a note and the next run's first model request carries it in its instructions (and
+// opens it with the note tool); the proposal's item holding the run's own model key, a path that
+// escapes and an oversize note are refused by code (the key is nowhere in the folder or the
+// timeline); the grader drops one item and keeps another; a risky rule waits for a signed-in
+// person and is committed only after the approval; retire with a stale ETag is refused 412, with
+// the right one committed, and restore brings the note back; the bundle clones with git; two
+// runs finishing at once both commit.
+func TestLearning(t *testing.T) {
+	t.Parallel()
+	big := learnNote("big", "Too long.", strings.Repeat("word ", 1000))
+	script := learnScript(
+		grader("Learn A", keep(0, "a clear, useful fact"), map[string]any{"item": 1, "keep": false, "reason": "too vague to help a later run"}),
+		grader("Learn B", keep(0, "a rule the person stated")),
+		grader("Learn C1", keep(0, "useful")),
+		grader("Learn C2", keep(0, "useful")),
+		scriptEntry{Name: "a", Match: "Learn A", Turns: []scriptTurn{
+			{Text: "The deploy script is scripts/deploy.sh."},
+			{Text: proposal(
+				noteItem("notes/deploy.md", deployMD),
+				noteItem("notes/vague.md", learnNote("vague", "How it went.", "Things went fine.")),
+				noteItem("notes/key.md", learnNote("key", "The model key.", "The model key is test-key, keep it.")),
+				noteItem("notes/../../../etc/passwd.md", deployMD),
+				noteItem("notes/big.md", big),
+			)},
+		}},
+		scriptEntry{Name: "b", Match: "Learn B", Turns: []scriptTurn{
+			{ToolCalls: []map[string]any{{"name": "note", "input": map[string]any{"name": "deploy"}}}},
+			{Text: "Deployed with what the note says."},
+			{Text: proposal(noteItem("notes/friday.md", learnNote("friday", "When not to deploy.", "Never deploy on Fridays.")))},
+		}},
+		scriptEntry{Name: "c1", Match: "Learn C1", Turns: []scriptTurn{{Text: "one"}, {Text: proposal(noteItem("notes/c1.md", learnNote("c1", "Fact one.", "The first fact.")))}}},
+		scriptEntry{Name: "c2", Match: "Learn C2", Turns: []scriptTurn{{Text: "two"}, {Text: proposal(noteItem("notes/c2.md", learnNote("c2", "Fact two.", "The second fact.")))}}},
+	)
+	e := newEnv(t, script)
+	var mu sync.Mutex
+	var bodies [][]byte
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		e.model.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+proxy.URL)
+
+	var ag api.Agent
+	if st := e.do("PUT", "/v2/agents/learner", learnerAgent, &ag); st != 201 || !contains(ag.Status.Tools, "note") {
+		t.Fatalf("create agent: HTTP %d, tools %v", st, ag.Status.Tools)
+	}
+	var apiErr api.Error
+	e.do("PUT", "/v2/agents/plain", `{"metadata":{"name":"plain"},"spec":{"computer":{"kind":"none"}}}`, nil)
+	if st := e.do("GET", "/v2/agents/plain/learning", nil, &apiErr); st != 409 || apiErr.Code != api.CodeLearningOff {
+		t.Errorf("learning of an agent without it: HTTP %d %+v", st, apiErr)
+	}
+
+	// Run A: one note kept, one dropped by the grader, three refused by code.
+	e.startRun("learner", "la", "Learn A: find the deploy script")
+	if got := e.answerOf("la"); got != "The deploy script is scripts/deploy.sh." {
+		t.Errorf("answer of la: %q", got)
+	}
+	evs := e.events("la")
+	for _, want := range []struct {
+		typ  api.EventType
+		text string
+	}{
+		{api.EventLearningGiven, "0 notes"},
+		{api.EventLearningProposed, "5 items"},
+		{api.EventLearningRefused, "notes/key.md refused: it holds a secret the run was handed"},
+		{api.EventLearningRefused, "notes/../../../etc/passwd.md refused: path"},
+		{api.EventLearningRefused, "notes/big.md refused: the note is"},
+		{api.EventLearningDropped, "notes/vague.md dropped by the grader: too vague to help a later run"},
+		{api.EventLearningKept, "notes/deploy.md kept"},
+		{api.EventLearningCommitted, "notes/deploy.md"},
+	} {
+		if !hasEvent(evs, want.typ, want.text) {
+			t.Errorf("la's timeline lacks %s %q", want.typ, want.text)
+		}
+	}
+	evJSON, _ := json.Marshal(evs)
+	if bytes.Contains(evJSON, []byte("test-key")) {
+		t.Error("the run's model key is on its timeline")
+	}
+	var list struct {
+		Main  string
+		Items []struct{ Kind, Path, ETag, Name, Description string }
+	}
+	e.do("GET", "/v2/agents/learner/learning", nil, &list)
+	if len(list.Items) != 1 || list.Items[0].Path != "notes/deploy.md" || list.Items[0].Description != "Where the deploy script is." || list.Items[0].ETag == "" {
+		t.Fatalf("learning list after la: %+v", list)
+	}
+	deployETag := list.Items[0].ETag
+	if show := e.mustCLI(0, "learning", "show", "learner", "deploy").stdout; show != deployMD {
+		t.Errorf("learning show: %q", show)
+	}
+
+	// Run B: its first model request carries the note; it opens it; its rule waits for a person.
+	e.startRun("learner", "lb", "Learn B: deploy again")
+	r := e.waitPhase("lb", 60*time.Second, api.PhaseWaiting, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseWaiting || r.Status.Reason != api.ReasonApproval {
+		t.Fatalf("lb: %s/%s %s; want Waiting/Approval", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	mu.Lock()
+	var first struct {
+		System json.RawMessage `json:"system"`
+	}
+	for _, b := range bodies {
+		if bytes.Contains(b, []byte("Learn B: deploy again")) {
+			_ = json.Unmarshal(b, &first)
+			break
+		}
+	}
+	mu.Unlock()
+	if !strings.Contains(string(first.System), "deploy (notes/deploy.md): Where the deploy script is.") {
+		t.Errorf("lb's first model request lacks the learned note in its instructions: %s", first.System)
+	}
+	if res := e.toolResults("lb")["t0/tool/0"]; res.IsError || res.Content != deployMD {
+		t.Errorf("the note tool's result: %+v", res)
+	}
+	evs = e.events("lb")
+	if !hasEvent(evs, api.EventLearningGiven, "1 notes") || !hasEvent(evs, api.EventLearningOpened, "opened note notes/deploy.md") {
+		t.Error("lb's timeline does not say which notes it was given and opened")
+	}
+	e.do("GET", "/v2/agents/learner/learning", nil, &list)
+	if len(list.Items) != 1 {
+		t.Fatalf("the risky note is on main before anyone approved it: %+v", list.Items)
+	}
+	var approvals struct {
+		Items []struct {
+			ID    int64
+			Tool  string
+			State string
+		}
+	}
+	e.do("GET", "/v2/agentruns/lb/approvals", nil, &approvals)
+	if len(approvals.Items) != 1 || approvals.Items[0].Tool != "learning" || approvals.Items[0].State != "pending" {
+		t.Fatalf("lb's approvals: %+v", approvals.Items)
+	}
+	id := fmt.Sprint(approvals.Items[0].ID)
+	apiErr = api.Error{}
+	if st := e.do("POST", "/v2/agentruns/lb/approvals/"+id, `{"decision":"approve"}`, &apiErr); st != 403 || apiErr.Code != api.CodePersonRequired {
+		t.Errorf("approve with the API token: HTTP %d %+v", st, apiErr)
+	}
+	session := e.personSession()
+	if st := e.doAs(session, "POST", "/v2/agentruns/lb/approvals/"+id, `{"decision":"approve"}`, nil); st != 200 {
+		t.Fatalf("approve as a person: HTTP %d", st)
+	}
+	if r := e.waitPhase("lb", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed); r.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("lb after the approval: %s %s", r.Status.Phase, r.Status.Message)
+	}
+	e.do("GET", "/v2/agents/learner/learning", nil, &list)
+	if len(list.Items) != 2 || list.Items[1].Path != "notes/friday.md" {
+		t.Fatalf("learning list after the approval: %+v", list.Items)
+	}
+
+	// Retire: a stale ETag is refused, the right one commits; restore brings it back.
+	if r := e.cli(e.dir, "learning", "retire", "learner", "deploy", "--etag", strings.Repeat("0", 40)); r.code != 1 || !strings.Contains(r.stderr, "PreconditionFailed") {
+		t.Errorf("retire with a stale etag: exit %d %s", r.code, r.stderr)
+	}
+	e.mustCLI(0, "learning", "retire", "learner", "deploy", "--etag", deployETag)
+	e.do("GET", "/v2/agents/learner/learning", nil, &list)
+	if len(list.Items) != 1 || list.Items[0].Path != "notes/friday.md" {
+		t.Fatalf("learning list after retire: %+v", list.Items)
+	}
+	log := e.mustCLI(0, "learning", "log", "learner").stdout
+	var fromA string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "run la kept") {
+			fromA, _, _ = strings.Cut(line, " ")
+		}
+	}
+	if fromA == "" || !strings.Contains(log, "retire notes/deploy.md") || !strings.Contains(log, "run lb kept") {
+		t.Fatalf("learning log:\n%s", log)
+	}
+	e.mustCLI(0, "learning", "restore", "learner", "deploy", "--from", fromA)
+	e.do("GET", "/v2/agents/learner/learning", nil, &list)
+	if len(list.Items) != 2 || list.Items[0].Path != "notes/deploy.md" || list.Items[0].ETag != deployETag {
+		t.Fatalf("learning list after restore: %+v", list.Items)
+	}
+
+	// Two runs finishing at once both commit.
+	e.startRun("learner", "lc1", "Learn C1")
+	e.startRun("learner", "lc2", "Learn C2")
+	e.answerOf("lc1")
+	e.answerOf("lc2")
+	e.do("GET", "/v2/agents/learner/learning", nil, &list)
+	var paths []string
+	for _, it := range list.Items {
+		paths = append(paths, it.Path)
+	}
+	if strings.Join(paths, " ") != "notes/c1.md notes/c2.md notes/deploy.md notes/friday.md" {
+		t.Errorf("after two runs at once main holds %v", paths)
+	}
+
+	// The bundle clones with git into the same files, and the key is in none of them.
+	bundle := filepath.Join(t.TempDir(), "learner.bundle")
+	out := e.mustCLI(0, "learning", "export", "learner").stdout
+	if err := os.WriteFile(bundle, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "clone")
+	if b, err := exec.Command("git", "clone", "-q", bundle, clone).CombinedOutput(); err != nil {
+		t.Fatalf("git clone of the exported bundle: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(filepath.Join(clone, "notes", "deploy.md"))
+	if err != nil || string(b) != deployMD {
+		t.Errorf("the clone's notes/deploy.md: %q, %v", b, err)
+	}
+	if b, err := exec.Command("git", "-C", clone, "log", "-p", "--all").CombinedOutput(); err != nil || bytes.Contains(b, []byte("test-key")) || !bytes.Contains(b, []byte("Never deploy on Fridays.")) {
+		t.Errorf("git log -p of the clone (the key must be in none of its history): %v\n%s", err, b)
+	}
+}

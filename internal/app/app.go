@@ -34,7 +34,7 @@ func Main(args []string) int {
 	root.AddCommand(serve, newRunnerCmd(), newDevCmd())
 	root.AddCommand(cli.Commands()...)
 	root.AddCommand(newComputerCmd())
-	root.AddCommand(newBackupCmd(), newRestoreCmd())
+	root.AddCommand(newBackupCmd(), newRestoreCmd(), newHealthcheckCmd())
 	cli.Version = version
 	store.BinaryVersion = version
 	root.SetArgs(args)

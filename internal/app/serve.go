@@ -272,7 +272,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err := applyDevHooks(ro.DevHooks, log); err != nil {
 				return err
 			}
-			token, err := readOrCreateSecret(filepath.Join(dir, "token"))
+			token, tokenCreated, err := serverToken(dir)
 			if err != nil {
 				return err
 			}
@@ -378,6 +378,10 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			defer os.Remove(filepath.Join(dir, "server.json"))
 
 			fmt.Fprintf(os.Stderr, "agentrun %s serving at %s\n  console:   %s/\n  API token: %s\n  store:     %s\n", version, base, base, filepath.Join(dir, "token"), storeDesc)
+			if tokenCreated {
+				// Shown once, when made, so a container's first log gives it (later: the token file).
+				fmt.Fprintf(os.Stderr, "  token:     %s  (made now and shown this once; kept in the token file above)\n", token)
+			}
 			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
 			if r != nil {
 				fmt.Fprintf(os.Stderr, "  runner:    %s (in this process)\n", runnerName)
@@ -408,10 +412,10 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 	f.IntVar(&port, "port", 0, "port (default 7340 or the next free one)")
 	f.StringVar(&listenAddr, "listen", "", "exact address to listen on, overriding --host and --port (\"127.0.0.1:0\" picks a free port)")
 	f.BoolVar(&noRunner, "no-runner", false, "serve the API only; runners run elsewhere")
+	f.DurationVar(&retention, "retention", store.DefaultRetention, "purge a finished run's recorded payloads (steps' arguments and results, events' data, run folder) this long after it ends; 0 keeps them")
 	f.StringVar(&runnerName, "runner-name", "", "name of the in-process runner (default local)")
 	ro.flags(f)
 	ho.Flags(f)
-	f.DurationVar(&retention, "retention", store.DefaultRetention, "purge a finished run's recorded payloads (steps' arguments and results, events' data, run folder) this long after it ends; 0 keeps them")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

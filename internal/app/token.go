@@ -1,0 +1,29 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// serverToken is the API token: AGENTRUN_TOKEN when set (a platform such as Render generates it),
+// written to the data folder's token file so the CLI beside the server finds it; else that file,
+// made with a random token the first time (created reports that first time).
+func serverToken(dir string) (token string, created bool, err error) {
+	path := filepath.Join(dir, "token")
+	if v := strings.TrimSpace(os.Getenv("AGENTRUN_TOKEN")); v != "" {
+		if len(v) < 16 {
+			return "", false, fmt.Errorf("AGENTRUN_TOKEN: want at least 16 characters (it is the API's bearer token), got %d", len(v))
+		}
+		if b, err := os.ReadFile(path); err != nil || strings.TrimSpace(string(b)) != v {
+			if err := os.WriteFile(path, []byte(v+"\n"), 0o600); err != nil {
+				return "", false, fmt.Errorf("write %s: %w", path, err)
+			}
+		}
+		return v, false, nil
+	}
+	_, statErr := os.Stat(path)
+	token, err = readOrCreateSecret(path)
+	return token, err == nil && os.IsNotExist(statErr), err
+}

@@ -39,26 +39,35 @@ const openAPIURL = "http://agentrun.test/openapi.json"
 // loadOpenAPI fetches and compiles the running server's document.
 func loadOpenAPI(t *testing.T, base, token string) *openAPI {
 	t.Helper()
+	d, err := fetchOpenAPI(http.DefaultClient, base, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// fetchOpenAPI fetches GET /v2/openapi.json with c and compiles it.
+func fetchOpenAPI(c *http.Client, base, token string) (*openAPI, error) {
 	req, _ := http.NewRequest("GET", base+"/v2/openapi.json", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("GET /v2/openapi.json: %v", err)
+		return nil, fmt.Errorf("GET /v2/openapi.json: %w", err)
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		t.Fatalf("GET /v2/openapi.json: HTTP %d %s", resp.StatusCode, raw)
+		return nil, fmt.Errorf("GET /v2/openapi.json: HTTP %d %s", resp.StatusCode, raw)
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		t.Fatalf("openapi.json is not JSON: %v", err)
+		return nil, fmt.Errorf("openapi.json is not JSON: %w", err)
 	}
 	d := &openAPI{c: jsonschema.NewCompiler(), cache: map[string]*jsonschema.Schema{}, seen: map[string]int{}}
 	d.c.DefaultDraft(jsonschema.Draft2020)
 	d.c.AssertFormat()
 	if err := d.c.AddResource(openAPIURL, inst); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var doc struct {
 		OpenAPI string `json:"openapi"`
@@ -69,10 +78,10 @@ func loadOpenAPI(t *testing.T, base, token string) *openAPI {
 		} `json:"paths"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if doc.OpenAPI != "3.1.0" {
-		t.Fatalf("openapi %q, want 3.1.0", doc.OpenAPI)
+		return nil, fmt.Errorf("openapi %q, want 3.1.0", doc.OpenAPI)
 	}
 	for path, item := range doc.Paths {
 		for method, op := range item {
@@ -96,7 +105,7 @@ func loadOpenAPI(t *testing.T, base, token string) *openAPI {
 			d.routes = append(d.routes, r)
 		}
 	}
-	return d
+	return d, nil
 }
 
 func escPointer(s string) string {

@@ -462,9 +462,11 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	if askModel == "" {
 		askModel, _ = familyModel(d.e.Prices, d.acc.provider.Name(), "sonnet")
 	}
+	// The instructions name the agent's skills, as the built-in loop's system prompt does: the
+	// harness reads one with the run's skill tool, served over MCP like the other tools.
 	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: base, Token: token,
 		Headers: map[string]string{gateway.RunHeader: run}, MCPURL: gw.URL() + "/v2/gateway/runs/" + run + "/mcp", MCPName: mcpName,
-		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.spec.System,
+		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.skillsSystem(),
 		Env: harness.BaseEnv(os.Getenv("PATH"), home), Permit: h.permit}
 	proc, err := drv.Start(hctx, sess)
 	if err != nil {

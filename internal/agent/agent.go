@@ -197,6 +197,7 @@ func (d *drive) finish(ctx context.Context, phase api.Phase, reason api.Reason, 
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", d.run.Metadata.Name, err)
 	}
+	d.dropHarnessHome()
 	return nil
 }
 

@@ -511,6 +511,18 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	}
 }
 
+// dropHarnessHome removes a finished run's harness home (its config, with the dead token, and the
+// harness's own files): a run cancelled, failed or past its deadline while its harness was
+// stopped, or while it waited, ends here rather than in harnessLoop.
+func (d *drive) dropHarnessHome() {
+	if d.e.DataDir == "" || d.run == nil {
+		return
+	}
+	if err := os.RemoveAll(filepath.Join(d.e.DataDir, "harness-home", d.run.Metadata.Name)); err != nil {
+		d.log.Warn("remove the harness home", "err", err)
+	}
+}
+
 // harnessFailed turns a harness's own failure into HarnessError, its stderr on the timeline.
 func (d *drive) harnessFailed(err error) error {
 	var ee *harness.ExitError

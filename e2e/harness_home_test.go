@@ -1,0 +1,45 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// A finished run leaves no harness home behind, however it ends: cancelled while its harness
+// waits on a model call, and cancelled while it waits on a question (no harness running then).
+// The home holds the harness's config with the run's token and the harness's own files.
+func TestClaudeHomeRemovedWhenCancelled(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, claudeScript)
+	e.start()
+	e.mustAgent("slow", `{"metadata":{"name":"slow"},"spec":{"harness":"claude-agent","tools":["write","ask_person"]}}`)
+	home := func(run string) string { return filepath.Join(e.dir, "harness-home", run) }
+
+	e.startRun("slow", "busy", "Be slow")
+	for deadline := time.Now().Add(60 * time.Second); e.model.CountTurn("slow", 0) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the harness never called the model: %+v", e.getRun("busy").Status)
+		}
+	}
+	e.startRun("slow", "asking", "Ask me which region to cover, then write region.md about it.")
+	if r := e.waitPhase("asking", 60*time.Second, api.PhaseWaiting, api.PhaseFailed); r.Status.Phase != api.PhaseWaiting {
+		t.Fatalf("run asking: %s %s", r.Status.Phase, r.Status.Message)
+	}
+	if _, err := os.Stat(home("asking")); err != nil {
+		t.Fatalf("a waiting run keeps its harness home for the next drive: %v", err)
+	}
+	for _, run := range []string{"busy", "asking"} {
+		e.mustCLI(0, "cancel", "agentrun/"+run)
+		e.waitPhase(run, 20*time.Second, api.PhaseCancelled)
+	}
+	noHarnessLeft(t, e.dir, 10*time.Second)
+	for _, run := range []string{"busy", "asking"} {
+		if _, err := os.Stat(home(run)); !os.IsNotExist(err) {
+			t.Errorf("cancelled run %s still has its harness home (%v)", run, err)
+		}
+	}
+}

@@ -140,6 +140,7 @@ type (
 
 var (
 	nameParam = apiParam{Name: "name", Description: "the resource's metadata.name"}
+	dryRunQ   = apiParam{Name: "dryRun", Description: "All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList", Schema: map[string]any{"type": "string", "enum": []any{"All"}}}
 	limitQ    = apiParam{Name: "limit", Description: "at most this many entries", Schema: map[string]any{"type": "integer", "minimum": 0}}
 )
 
@@ -189,31 +190,31 @@ var apiRoutes = []apiRoute{
 		Responses: []apiResponse{{Status: 204, Description: "signed out"}}, Errors: []api.Code{api.CodePersonRequired}},
 
 	{Pattern: "GET /v2/agents", Tag: "agents", Summary: "List agents", Responses: ok(typ[api.List[api.Agent]]())},
-	{Pattern: "POST /v2/agents", Tag: "agents", Summary: "Create an agent (a resource, or the seed's {definition})",
+	{Pattern: "POST /v2/agents", Tag: "agents", Query: []apiParam{dryRunQ}, Summary: "Create an agent (a resource, or the seed's {definition})",
 		Body: typ[api.Agent](), BodyAlt: []reflect.Type{typ[api.SeedAgentBody]()}, Responses: created(typ[api.Agent]()), Errors: codes(agentCodes, []api.Code{api.CodeAlreadyExists})},
 	{Pattern: "GET /v2/agents/{name}", Tag: "agents", Summary: "Get an agent", Responses: ok(typ[api.Agent]()), Errors: []api.Code{api.CodeNotFound}},
-	{Pattern: "PUT /v2/agents/{name}", Tag: "agents", Summary: "Apply an agent (create or replace its spec: a new revision when it changes)",
+	{Pattern: "PUT /v2/agents/{name}", Tag: "agents", Query: []apiParam{dryRunQ}, Summary: "Apply an agent (create or replace its spec: a new revision when it changes)",
 		Body: typ[api.Agent](), BodyAlt: []reflect.Type{typ[api.SeedAgentBody]()}, Responses: appliedOr(typ[api.Agent]()), Errors: codes(agentCodes, []api.Code{api.CodeConflict})},
 	{Pattern: "PATCH /v2/agents/{name}", Tag: "agents", Summary: "Merge-patch an agent", Body: typ[api.Agent](), BodyNote: "a JSON merge patch of the resource",
 		Responses: ok(typ[api.Agent]()), Errors: codes(agentCodes, []api.Code{api.CodeConflict})},
 	{Pattern: "DELETE /v2/agents/{name}", Tag: "agents", Summary: "Delete an agent (its revisions are kept)", Responses: ok(typ[deletedAnswer]()), Errors: []api.Code{api.CodeNotFound, api.CodeStoreFull}},
 	{Pattern: "GET /v2/agents/{name}/mcp-tools/{server}", Tag: "agents", Summary: "List the tools of one of the agent's MCP servers, each marked ticked or not",
 		Responses: ok(typ[api.MCPToolList]()), Errors: []api.Code{api.CodeNotFound, api.CodeInvalid, api.CodeSecretNotFound}},
-	{Pattern: "POST /v2/agents/{name}/runs", Tag: "runs", Summary: "Start a run of the agent ({input: {content}})", Body: typ[api.SeedRunBody](),
+	{Pattern: "POST /v2/agents/{name}/runs", Tag: "runs", Query: []apiParam{dryRunQ}, Summary: "Start a run of the agent ({input: {content}})", Body: typ[api.SeedRunBody](),
 		Responses: created(typ[api.AgentRun]()), Errors: runCodes},
 
 	{Pattern: "GET /v2/agentruns", Tag: "runs", Summary: "List runs",
 		Query: []apiParam{{Name: "agent", Description: "only this agent's runs"}, {Name: "phase", Description: "only runs in this phase"},
 			{Name: "fieldSelector", Description: "comma-separated spec.agent=A, status.phase=P, spec.group=G"}},
 		Responses: ok(typ[api.List[api.AgentRun]]()), Errors: []api.Code{api.CodeInvalid}},
-	{Pattern: "POST /v2/agentruns", Tag: "runs", Summary: "Create a run (a resource or the seed's {agent, input}), or an AgentRunList of up to 100 runs: all or nothing, in list order",
+	{Pattern: "POST /v2/agentruns", Tag: "runs", Query: []apiParam{dryRunQ}, Summary: "Create a run (a resource or the seed's {agent, input}), or an AgentRunList of up to 100 runs: all or nothing, in list order",
 		Header: []apiParam{{Name: "Idempotency-Key", Description: "with an AgentRunList: a repeat with the same key and body answers the first result (200, Idempotent-Replayed: true); the same key with another body is 422 IdempotencyKeyReused"}},
 		Body:   typ[api.AgentRun](), BodyAlt: []reflect.Type{typ[api.SeedRunBody](), typ[runListBody]()},
 		Responses: []apiResponse{{Status: 201, Types: []reflect.Type{typ[api.AgentRun](), typ[api.List[api.AgentRun]]()}, Description: "created: the run, or the list"},
 			{Status: 200, Type: typ[api.List[api.AgentRun]](), Description: "a replayed batch (Idempotent-Replayed: true)", Header: []apiParam{{Name: "Idempotent-Replayed", Description: "true"}}}},
 		Errors: codes(runCodes, []api.Code{api.CodeIdempotencyReused})},
 	{Pattern: "GET /v2/agentruns/{name}", Tag: "runs", Summary: "Get a run", Responses: ok(typ[api.AgentRun]()), Errors: []api.Code{api.CodeNotFound}},
-	{Pattern: "PUT /v2/agentruns/{name}", Tag: "runs", Summary: "Apply a run (create it, or the same spec again)", Body: typ[api.AgentRun](),
+	{Pattern: "PUT /v2/agentruns/{name}", Tag: "runs", Query: []apiParam{dryRunQ}, Summary: "Apply a run (create it, or the same spec again)", Body: typ[api.AgentRun](),
 		Responses: appliedOr(typ[api.AgentRun]()), Errors: runCodes},
 	{Pattern: "PATCH /v2/agentruns/{name}", Tag: "runs", Summary: "Raise the run's own cap {spec: {maxCostUSD}} (raise only; nothing else may change)",
 		Body: typ[api.AgentRun](), BodyNote: "a JSON merge patch: only spec.maxCostUSD", Responses: ok(typ[api.AgentRun]()),
@@ -253,10 +254,10 @@ var apiRoutes = []apiRoute{
 		Errors: []api.Code{api.CodePersonRequired, api.CodeNotFound, api.CodeStoreFull}},
 
 	{Pattern: "GET /v2/agentgroups", Tag: "groups", Summary: "List groups with their status", Responses: ok(typ[api.List[api.AgentGroup]]())},
-	{Pattern: "POST /v2/agentgroups", Tag: "groups", Summary: "Create a group (spec.agent, limits, sealed, evaluation)", Body: typ[api.AgentGroup](),
+	{Pattern: "POST /v2/agentgroups", Tag: "groups", Query: []apiParam{dryRunQ}, Summary: "Create a group (spec.agent, limits, sealed, evaluation)", Body: typ[api.AgentGroup](),
 		Responses: created(typ[api.AgentGroup]()), Errors: []api.Code{api.CodeAlreadyExists, api.CodeAgentNotFound, api.CodeInvalidLabel, api.CodeEnvironmentNotFound}},
 	{Pattern: "GET /v2/agentgroups/{name}", Tag: "groups", Summary: "Get a group", Responses: ok(typ[api.AgentGroup]()), Errors: []api.Code{api.CodeNotFound}},
-	{Pattern: "PUT /v2/agentgroups/{name}", Tag: "groups", Summary: "Apply a group", Body: typ[api.AgentGroup](), Responses: appliedOr(typ[api.AgentGroup]()),
+	{Pattern: "PUT /v2/agentgroups/{name}", Tag: "groups", Query: []apiParam{dryRunQ}, Summary: "Apply a group", Body: typ[api.AgentGroup](), Responses: appliedOr(typ[api.AgentGroup]()),
 		Errors: []api.Code{api.CodeConflict, api.CodeAgentNotFound, api.CodeInvalidLabel, api.CodeEnvironmentNotFound, api.CodeGroupCancelled}},
 	{Pattern: "PATCH /v2/agentgroups/{name}", Tag: "groups", Summary: "Merge-patch a group (maxActive, a higher maxCostUSD, sealed: true)", Body: typ[api.AgentGroup](),
 		BodyNote: "a JSON merge patch of the resource", Responses: ok(typ[api.AgentGroup]()), Errors: []api.Code{api.CodeNotFound, api.CodeConflict, api.CodeGroupCancelled}},
@@ -296,10 +297,10 @@ var apiRoutes = []apiRoute{
 		Responses: ok(typ[WorkflowValidation]())},
 
 	{Pattern: "GET /v2/triggers", Tag: "triggers", Summary: "List triggers", Responses: ok(typ[api.List[api.Trigger]]())},
-	{Pattern: "POST /v2/triggers", Tag: "triggers", Summary: "Create a trigger (a schedule, a webhook or a GitHub hook)", Body: typ[api.Trigger](),
+	{Pattern: "POST /v2/triggers", Tag: "triggers", Query: []apiParam{dryRunQ}, Summary: "Create a trigger (a schedule, a webhook or a GitHub hook)", Body: typ[api.Trigger](),
 		Responses: created(typ[api.Trigger]()), Errors: []api.Code{api.CodeAlreadyExists, api.CodeAgentNotFound, api.CodeGroupNotFound, api.CodeInvalidLabel}},
 	{Pattern: "GET /v2/triggers/{name}", Tag: "triggers", Summary: "Get a trigger", Responses: ok(typ[api.Trigger]()), Errors: []api.Code{api.CodeNotFound}},
-	{Pattern: "PUT /v2/triggers/{name}", Tag: "triggers", Summary: "Apply a trigger", Body: typ[api.Trigger](), Responses: appliedOr(typ[api.Trigger]()),
+	{Pattern: "PUT /v2/triggers/{name}", Tag: "triggers", Query: []apiParam{dryRunQ}, Summary: "Apply a trigger", Body: typ[api.Trigger](), Responses: appliedOr(typ[api.Trigger]()),
 		Errors: []api.Code{api.CodeConflict, api.CodeAgentNotFound, api.CodeGroupNotFound, api.CodeInvalidLabel}},
 	{Pattern: "PATCH /v2/triggers/{name}", Tag: "triggers", Summary: "Merge-patch a trigger", Body: typ[api.Trigger](), BodyNote: "a JSON merge patch of the resource",
 		Responses: ok(typ[api.Trigger]()), Errors: []api.Code{api.CodeNotFound, api.CodeConflict, api.CodeAgentNotFound, api.CodeGroupNotFound, api.CodeInvalidLabel}},

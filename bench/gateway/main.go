@@ -68,15 +68,16 @@ entries:
 func main() {
 	n := flag.Int("n", 2000, "calls per path")
 	size := flag.Int("body", 48<<10, "request body bytes (Claude Code's first call is ~50 KB)")
-	withHarness := flag.Bool("harness", false, "also measure a claude-agent run's start to its first model call (builds and starts agentrun serve; needs the harness installed or npm)")
+	withHarness := flag.Bool("harness", false, "also measure a harness run's start to its first model call (builds and starts agentrun serve; needs the harness installed or npm)")
+	harnessName := flag.String("harness-name", "claude-agent", "the harness -harness measures (claude-agent, pi, opencode: one the scripted Messages endpoint serves)")
 	flag.Parse()
-	if err := run(*n, *size, *withHarness); err != nil {
+	if err := run(*n, *size, *withHarness, *harnessName); err != nil {
 		fmt.Fprintln(os.Stderr, "bench gateway:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, size int, withHarness bool) error {
+func run(n, size int, withHarness bool, harnessName string) error {
 	ctx := context.Background()
 	sc, err := fake.ParseScript([]byte(script))
 	if err != nil {
@@ -176,12 +177,12 @@ func run(n, size int, withHarness bool) error {
 	fmt.Printf("proxy   %7.3f  %7.3f  (+%.3f / +%.3f)\n", proxy.P50, proxy.P99, proxy.P50-direct.P50, proxy.P99-direct.P99)
 	fmt.Printf("step    %7.3f  %7.3f  (+%.3f / +%.3f)\n", step.P50, step.P99, step.P50-direct.P50, step.P99-direct.P99)
 	if withHarness {
-		ms, err := harnessStart(url)
+		ms, err := harnessStart(url, harnessName)
 		if err != nil {
 			return err
 		}
 		out["harnessStartToFirstModelCallMs"] = ms
-		fmt.Printf("claude-agent run: creation to its first model call %.0f ms\n", ms)
+		fmt.Printf("%s run: creation to its first model call %.0f ms\n", harnessName, ms)
 	}
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
@@ -263,8 +264,8 @@ func (s *stepRun) ModelCall(ctx context.Context, c gateway.Call) (gateway.Reply,
 }
 
 // harnessStart builds and starts agentrun serve against the scripted server, creates a
-// claude-agent run and returns the milliseconds from its creation to its first model call.
-func harnessStart(modelURL string) (float64, error) {
+// run of the harness name and returns the milliseconds from its creation to its first model call.
+func harnessStart(modelURL, name string) (float64, error) {
 	dir, err := os.MkdirTemp("", "agentrun-bench-harness")
 	if err != nil {
 		return 0, err
@@ -315,7 +316,7 @@ func harnessStart(modelURL string) (float64, error) {
 		}
 		return nil
 	}
-	if err := do("PUT", "/v2/agents/b", `{"metadata":{"name":"b"},"spec":{"harness":"claude-agent","tools":["write"]}}`); err != nil {
+	if err := do("PUT", "/v2/agents/b", `{"metadata":{"name":"b"},"spec":{"harness":"`+name+`","tools":["write"]}}`); err != nil {
 		return 0, err
 	}
 	calls := 0

@@ -196,4 +196,14 @@ func TestNewerSchemaRefusesToStartPostgres(t *testing.T) {
 	}
 	waitReady(200, "ok")
 	c.waitPhase(names[0], time.Minute, api.PhaseSucceeded)
+
+	// The store gone (its schema dropped; the shared PostgreSQL here cannot be stopped): both
+	// processes go unready, naming the store.
+	if _, err := conn.Exec(ctx, `DROP SCHEMA `+q.Get("search_path")+` CASCADE`); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(503, "store:")
+	if st, body := getBody(t, c.url+"/readyz"); st != 503 || !strings.Contains(body, "store:") {
+		t.Errorf("server /readyz with its store gone: %d %q, want 503 naming the store", st, body)
+	}
 }

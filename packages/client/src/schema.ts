@@ -355,6 +355,92 @@ export interface paths {
         patch: operations["patch_agents__name_"];
         trace?: never;
     };
+    "/v2/agents/{name}/learning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The learning folder's main: notes, skills' files and workflows, each with its ETag (blob hash) */
+        get: operations["get_agents__name__learning"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{name}/learning/bundle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** main as a git bundle (git clone FILE) */
+        get: operations["get_agents__name__learning_bundle"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{name}/learning/files/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One file of main, whole (a bare name is a note: notes/NAME.md); ETag is its blob hash */
+        get: operations["get_agents__name__learning_files__path_"];
+        put?: never;
+        post?: never;
+        /** Retire a file: a commit that removes it; If-Match must be its current ETag */
+        delete: operations["delete_agents__name__learning_files__path_"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{name}/learning/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The learning folder's commits, newest first */
+        get: operations["get_agents__name__learning_log"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{name}/learning/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore a file {path, from}: a commit that brings it back as it was in commit from */
+        post: operations["post_agents__name__learning_restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/agents/{name}/mcp-tools/{server}": {
         parameters: {
             query?: never;
@@ -755,6 +841,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/workflows:validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Validate a workflow document: every error with its code, JSON pointer and line:column (?runnable=true also refuses what this server does not run) */
+        post: operations["post_workflows_validate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -986,6 +1089,13 @@ export interface components {
             stepKey: string;
             tool: string;
         };
+        Commit: {
+            author: string;
+            hash: string;
+            message: string;
+            /** Format: date-time */
+            when: string;
+        };
         ComputerSpec: {
             kind?: string;
             network?: boolean;
@@ -1185,7 +1295,8 @@ export interface components {
             stepKey?: string;
             /** Format: date-time */
             time: string;
-            type: string;
+            /** @enum {string} */
+            type: "run.created" | "run.admitted" | "run.started" | "run.resumed" | "run.waiting" | "run.question" | "run.approval" | "run.cap_raised" | "run.cancel_requested" | "run.resolution" | "run.diverged" | "run.succeeded" | "run.failed" | "run.cancelled" | "step.started" | "step.completed" | "step.failed" | "step.interrupted" | "step.retried" | "step.resolved" | "message.received" | "answer" | "approval.approve" | "approval.deny" | "tool.refused" | "turn.routed" | "cost.discrepancy" | "folder.restored" | "computer.preparing" | "computer.prepared" | "computer.recreated" | "takeover.click" | "takeover.type" | "takeover.key" | "store.full" | "store.space" | "harness.install" | "harness.started" | "harness.exited" | "gateway.clamped" | "skill.opened" | "mcp.unavailable" | "learning.given" | "learning.opened" | "learning.proposed" | "learning.refused" | "learning.dropped" | "learning.kept" | "learning.committed";
         };
         FileEntry: {
             /** Format: date-time */
@@ -1285,6 +1396,31 @@ export interface components {
         };
         ItemsOfStep: {
             items: components["schemas"]["Step"][] | null;
+        };
+        LearnedFile: {
+            content: string;
+            etag: string;
+            path: string;
+        };
+        LearnedItem: {
+            description?: string;
+            etag: string;
+            kind: string;
+            name?: string;
+            path: string;
+            type?: string;
+        };
+        LearningChange: {
+            commit: string;
+            path: string;
+        };
+        LearningList: {
+            agent: string;
+            items: components["schemas"]["LearnedItem"][] | null;
+            main: string;
+        };
+        LearningLog: {
+            items: components["schemas"]["Commit"][] | null;
         };
         ListOfAgent: {
             apiVersion?: string;
@@ -1432,6 +1568,10 @@ export interface components {
             action?: string;
             result?: unknown | null;
             stepKey?: string;
+        };
+        RestoreBodyInput: {
+            from?: string;
+            path?: string;
         };
         RotateBodyInput: {
             hold?: string;
@@ -1765,6 +1905,17 @@ export interface components {
             kind?: string;
             question?: string;
             stepKey?: string;
+        };
+        WorkflowError: {
+            code: string;
+            column: number;
+            line: number;
+            message: string;
+            pointer: string;
+        };
+        WorkflowValidation: {
+            errors: components["schemas"]["WorkflowError"][] | null;
+            valid: boolean;
         };
     };
     responses: never;
@@ -4607,6 +4758,531 @@ export interface operations {
             };
         };
     };
+    get_agents__name__learning: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearningList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description LearningOff */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_agents__name__learning_bundle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a v2 git bundle of main */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-git-bundle": string;
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description LearningOff */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_agents__name__learning_files__path_: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearnedFile"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description LearningOff */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_agents__name__learning_files__path_: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the file's current ETag */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearningChange"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description LearningOff */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PreconditionFailed */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Required */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_agents__name__learning_log: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearningLog"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description LearningOff */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_agents__name__learning_restore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RestoreBodyInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearningChange"];
+                };
+            };
+            /** @description DuplicateKey, Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict, LearningOff */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PayloadTooLarge */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid, Required, UnknownField, WrongType */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description StoreFull */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_agents__name__mcp_tools__server_: {
         parameters: {
             query?: never;
@@ -5147,7 +5823,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict */
+            /** @description AlreadyExists, Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5330,7 +6006,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict */
+            /** @description AlreadyExists, Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6441,7 +7117,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description AgentNotFound */
+            /** @description AgentNotFound, GroupNotFound */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6635,7 +7311,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description AgentNotFound */
+            /** @description AgentNotFound, GroupNotFound */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6830,7 +7506,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NotFound */
+            /** @description AgentNotFound, GroupNotFound, NotFound */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6857,7 +7533,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Invalid, Required, UnknownField, WrongType */
+            /** @description Invalid, InvalidLabel, Required, UnknownField, WrongType */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7351,6 +8027,62 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Principal"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_workflows_validate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowValidation"];
                 };
             };
             /** @description Unauthorized */

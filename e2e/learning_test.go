@@ -276,3 +276,53 @@ func TestLearning(t *testing.T) {
 		t.Errorf("git log -p of the clone (the key must be in none of its history): %v\n%s", err, b)
 	}
 }
+
+// TestLearningCrash: SIGKILL during the proposal turn and during the commit; after the restart
+// main holds the whole proposal (both notes) in exactly one commit of the run, and at the moment
+// of the kill it held either all of it (the commit's result recorded) or none of it (its intent
+// only, or the proposal not yet answered).
+func TestLearningCrash(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		pause string
+		// onMain is what main holds right after the kill.
+		onMain int
+	}{
+		{"after-intent:learn/propose", 0},
+		{"after-intent:learn/commit", 0},
+		{"after-result:learn/commit", 2},
+	} {
+		t.Run(c.pause, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, learnScript(
+				grader("Learn K", keep(0, "useful"), keep(1, "useful")),
+				scriptEntry{Name: "k", Match: "Learn K", Turns: []scriptTurn{{Text: "done"}, {Text: proposal(
+					noteItem("notes/k1.md", learnNote("k1", "First.", "The first fact.")),
+					noteItem("notes/k2.md", learnNote("k2", "Second.", "The second fact.")))}}},
+			))
+			e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "AGENTRUN_DEV_PAUSE_AT="+c.pause)
+			e.do("PUT", "/v2/agents/learner", learnerAgent, nil)
+			e.startRun("learner", "lk", "Learn K")
+			e.waitStderr("AGENTRUN_DEV_PAUSED "+strings.Replace(c.pause, ":", " ", 1), 30*time.Second)
+			// The drive is stopped at the pause point; the API still answers: what the kill leaves.
+			var list struct{ Items []struct{ Path string } }
+			e.do("GET", "/v2/agents/learner/learning", nil, &list)
+			if len(list.Items) != c.onMain {
+				t.Errorf("at the kill main holds %d files, want %d", len(list.Items), c.onMain)
+			}
+			e.kill()
+			e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"})
+			if got := e.answerOf("lk"); got != "done" {
+				t.Errorf("answer: %q", got)
+			}
+			e.do("GET", "/v2/agents/learner/learning", nil, &list)
+			if len(list.Items) != 2 || list.Items[0].Path != "notes/k1.md" || list.Items[1].Path != "notes/k2.md" {
+				t.Errorf("after the restart main holds %+v, want both notes", list.Items)
+			}
+			log := e.mustCLI(0, "learning", "log", "learner").stdout
+			if n := strings.Count(log, "run lk kept"); n != 1 {
+				t.Errorf("the run's commit is on main %d times, want once:\n%s", n, log)
+			}
+		})
+	}
+}

@@ -66,6 +66,10 @@ type Node struct {
 	ValuePath    string                     `json:"valuePath,omitempty"`
 	Otherwise    string                     `json:"otherwise,omitempty"`
 	Metadata     map[string]json.RawMessage `json:"metadata,omitempty"`
+	// Kept so that a run refuses what the engine does not do yet, rather than ignoring it.
+	Poll       json.RawMessage `json:"poll,omitempty"`
+	Verify     json.RawMessage `json:"verify,omitempty"`
+	SOPSection string          `json:"sopSection,omitempty"`
 
 	// Decoded by build from BranchesRaw and ChildRaw.
 	Parallel []*Node       `json:"-"`

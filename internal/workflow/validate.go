@@ -54,8 +54,9 @@ var kinds = map[string]kindSpec{
 var legacy = map[string]map[string]bool{"agent": {"budget": true}, "decide": {"samples": true, "voteField": true}}
 
 // RunnableKinds are the kinds the engine runs; the rest are refused at run start and by
-// validation with Runnable. The engine is not built yet, so it runs none.
-var RunnableKinds = map[string]bool{}
+// validation with Runnable (engine.go runs them; parallel, workflow, pick and sift do not run yet).
+var RunnableKinds = map[string]bool{"chain": true, "call": true, "code": true, "report": true, "artifact": true,
+	"decide": true, "extract": true, "judge": true, "route": true, "agent": true, "map": true, "loop": true, "escalate": true}
 
 var predicates = map[string]kindSpec{
 	"field_equals": {[]string{"path", "value"}, []string{"path", "value"}},
@@ -499,7 +500,7 @@ func (d *doc) node(v *value, ptr string, sc *scope, w where, top bool) {
 		return
 	}
 	if d.sh.opt.Runnable && !RunnableKinds[kind] {
-		d.sh.add(kv.off, ptr+"/node", CodeNotRunnable, "this server validates %q nodes but does not run workflows yet", kind)
+		d.sh.add(kv.off, ptr+"/node", CodeNotRunnable, "this server validates %q nodes but does not run them yet", kind)
 	}
 	d.fields(v, ptr, kind, append([]string{"node", "metadata"}, spec.fields...), spec.required)
 	d.object(v, ptr, "metadata")

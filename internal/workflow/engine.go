@@ -1,0 +1,905 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Host performs a workflow's effects. The engine never does I/O: every tool call, shell command,
+// typed question and agent step goes through the host with its step key, the node's execution
+// path (see Key), which is the same on every replay of the same document and input. A host that
+// journals each effect under its key answers a completed one from the journal, so a restarted run
+// repeats nothing completed. A host may be called from several goroutines at once (map items).
+type Host interface {
+	// Tool calls a tool with its interpolated arguments.
+	Tool(ctx context.Context, key, tool string, args map[string]any) (ToolResult, error)
+	// Shell runs a literal command with its environment in the run's computer.
+	Shell(ctx context.Context, key, command string, env map[string]string, deadline time.Duration) (ShellResult, error)
+	// Ask is one structured model call: the answer matches q.Schema, with a confidence.
+	Ask(ctx context.Context, key string, q Question) (Answer, error)
+	// Agent runs the agent's loop on a sub-task and returns its final answer text.
+	Agent(ctx context.Context, key string, t Task) (string, error)
+}
+
+// ToolResult is what a tool answered: its text, and whether the tool reported an error.
+type ToolResult struct {
+	Content string
+	IsError bool
+}
+
+// ShellResult is a shell call's value as the language has it.
+type ShellResult struct {
+	Code      int    `json:"code"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Question is a typed question: instructions, the state it judges, and the answer's schema.
+type Question struct {
+	Node         string
+	Kind         string // decide, extract, judge, route, ask
+	Instructions string
+	State        map[string]any
+	// Schema is the answer's JSON Schema (the node's out schema, or the branch names).
+	Schema json.RawMessage
+	Tier   string
+}
+
+// Answer is a typed question's answer and the model's confidence in it (0..1).
+type Answer struct {
+	Value      json.RawMessage `json:"value"`
+	Confidence float64         `json:"confidence"`
+}
+
+// Task is an agent node's sub-task.
+type Task struct {
+	Node         string
+	Instructions string
+	State        map[string]any
+	// Schema, when set, is the answer's JSON Schema: the answer is that JSON.
+	Schema json.RawMessage
+	Tools  []string
+}
+
+// Result is how a run ended: complete with its output, or escalated.
+type Result struct {
+	Output     json.RawMessage `json:"output,omitempty"`
+	State      map[string]any  `json:"-"`
+	Escalation *Escalation     `json:"escalation,omitempty"`
+}
+
+// Escalation is an escalate node's stop.
+type Escalation struct {
+	Kind    string `json:"kind"`
+	Stage   string `json:"stage"`
+	Summary string `json:"summary"`
+	Label   string `json:"label"`
+	Path    string `json:"path"`
+}
+
+// Failure is a node that failed; the run fails with it.
+type Failure struct {
+	Code  string // effect_failure, effect_exit, output_invalid, state_invalid, code_failed, ...
+	Node  string
+	Key   string
+	Cause string
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("workflow node %q (%s) failed: %s: %s", f.Node, f.Key, f.Code, f.Cause)
+}
+
+// The failure codes of a run.
+const (
+	FailEffect        = "effect_failure"
+	FailExit          = "effect_exit"
+	FailOutput        = "output_invalid"
+	FailState         = "state_invalid"
+	FailCode          = "code_failed"
+	FailInput         = "input_invalid"
+	FailRequires      = "requires_unmet"
+	FailPath          = "path_missing"
+	FailBranch        = "branch_unknown"
+	FailWorkflowOut   = "workflow_output_invalid"
+	FailNotRunnable   = CodeNotRunnable
+	defaultMapWorkers = 4
+)
+
+// NotRunnable lists the nodes of w this engine does not run, each as "kind at label"; a run
+// refuses to start while it is not empty.
+func (w *Workflow) NotRunnable() []string {
+	var out []string
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		if n == nil {
+			return
+		}
+		id := n.Label
+		if id == "" {
+			id = n.Kind
+		}
+		switch {
+		case !RunnableKinds[n.Kind]:
+			out = append(out, fmt.Sprintf("%s node %q", n.Kind, id))
+		case n.Kind == "call" && n.Via == "executor":
+			out = append(out, fmt.Sprintf("call via executor %q", id))
+		case n.Kind == "artifact" && n.Type != "markdown" && n.Type != "report":
+			out = append(out, fmt.Sprintf("artifact of type %q %q (only markdown and report artifacts run)", n.Type, id))
+		}
+		if len(n.Poll) > 0 {
+			out = append(out, fmt.Sprintf("polled call %q", id))
+		}
+		if len(n.Verify) > 0 {
+			out = append(out, fmt.Sprintf("verify of %q", id))
+		}
+		if n.SOPSection != "" {
+			out = append(out, fmt.Sprintf("sopSection of %q (this server has no SOP)", id))
+		}
+		for _, s := range n.Steps {
+			walk(s)
+		}
+		walk(n.Body)
+		for _, b := range n.Parallel {
+			walk(b)
+		}
+		for _, b := range n.Routes {
+			walk(b.Body)
+		}
+		if n.Until != nil && n.Until.Predicate == "ask" {
+			out = append(out, fmt.Sprintf("ask predicate in %q", id))
+		}
+		if n.When != nil && n.When.Predicate == "ask" {
+			out = append(out, fmt.Sprintf("ask predicate in %q", id))
+		}
+	}
+	walk(w.Root)
+	return out
+}
+
+// Run runs w on input with h. It returns the output, or the escalation, or the failure.
+func (w *Workflow) Run(ctx context.Context, h Host, input map[string]any) (*Result, error) {
+	if nr := w.NotRunnable(); len(nr) > 0 {
+		return nil, &Failure{Code: FailNotRunnable, Node: w.Name, Key: "wf", Cause: "this server does not run " + strings.Join(nr, ", ")}
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	if err := w.CheckInput(input); err != nil {
+		return nil, &Failure{Code: FailInput, Node: w.Name, Key: "wf", Cause: err.Error()}
+	}
+	r := &runner{w: w, h: h}
+	state := cloneMap(input)
+	st, err := r.node(ctx, w.Root, "wf", state)
+	if err != nil {
+		var esc *escalated
+		if errors.As(err, &esc) {
+			return &Result{State: esc.state, Escalation: &esc.Escalation}, nil
+		}
+		return nil, err
+	}
+	var out any = st
+	if w.Output.Path != "" {
+		v, ok := lookupOK(st, w.Output.Path)
+		if !ok {
+			return nil, &Failure{Code: FailPath, Node: w.Name, Key: "wf", Cause: fmt.Sprintf("output.path %q is not in the final state", w.Output.Path)}
+		}
+		out = v
+	}
+	out = withoutReserved(out)
+	if err := w.schemas.check(w.Output.SchemaID, out); err != nil {
+		return nil, &Failure{Code: FailWorkflowOut, Node: w.Name, Key: "wf", Cause: fmt.Sprintf("the output does not match schema %q: %v", w.Output.SchemaID, err)}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode output: %w", err)
+	}
+	return &Result{Output: b, State: st}, nil
+}
+
+type runner struct {
+	w *Workflow
+	h Host
+}
+
+// escalated carries an escalate node's stop up through the enclosing nodes.
+type escalated struct {
+	Escalation
+	state map[string]any
+}
+
+func (e *escalated) Error() string { return "escalated: " + e.Summary }
+
+// Key is the step key of a node at path: its label, path-escaped so a "/" in a label cannot
+// imitate nesting.
+func Key(path, label string) string { return path + "/" + escapeSeg(label) }
+
+func escapeSeg(s string) string {
+	return strings.NewReplacer("%", "%25", "/", "%2F").Replace(s)
+}
+
+func (r *runner) fail(n *Node, key, code, format string, a ...any) error {
+	return &Failure{Code: code, Node: n.Label, Key: key, Cause: fmt.Sprintf(format, a...)}
+}
+
+// node runs n from state and returns the state after it. State is never shared: a node that
+// changes it works on its own copy.
+func (r *runner) node(ctx context.Context, n *Node, path string, state map[string]any) (map[string]any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	key := Key(path, n.Label)
+	if err := r.requires(n, key, state); err != nil {
+		return nil, err
+	}
+	switch n.Kind {
+	case "chain":
+		var err error
+		for _, s := range n.Steps {
+			if state, err = r.node(ctx, s, path, state); err != nil {
+				return nil, err
+			}
+		}
+		return state, nil
+	case "call":
+		v, err := r.call(ctx, n, key, state)
+		if err != nil {
+			return nil, err
+		}
+		return r.write(n, key, state, n.As, v)
+	case "code":
+		res, err := RunCode(n.Code, state)
+		if err != nil {
+			return nil, r.fail(n, key, FailCode, "%v", err)
+		}
+		var v any
+		if err := json.Unmarshal(res, &v); err != nil {
+			return nil, r.fail(n, key, FailCode, "decode result: %v", err)
+		}
+		if n.As != "" {
+			return r.write(n, key, state, n.As, v)
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			// An unaliased code node's value that is not an object is written under its label.
+			return r.write(n, key, state, n.Label, v)
+		}
+		next := cloneMap(state)
+		for k, x := range obj {
+			if strings.HasPrefix(k, "$") {
+				return nil, r.fail(n, key, FailState, "the code wrote %q: keys starting with \"$\" are the engine's", k)
+			}
+			next[k] = x
+		}
+		return next, nil
+	case "decide", "extract", "judge":
+		return r.question(ctx, n, key, state)
+	case "route":
+		return r.route(ctx, n, key, path, state)
+	case "agent", "report", "artifact":
+		return r.agent(ctx, n, key, state)
+	case "map":
+		return r.mapNode(ctx, n, key, state)
+	case "loop":
+		return r.loop(ctx, n, key, state)
+	case "escalate":
+		ok, err := r.holds(n.When, state)
+		if err != nil {
+			return nil, r.fail(n, key, FailPath, "%v", err)
+		}
+		if !ok {
+			return state, nil
+		}
+		return nil, &escalated{Escalation: Escalation{Kind: n.EscKind, Stage: n.Stage, Summary: renderText(n.Summary, state), Label: n.Label, Path: key}, state: state}
+	}
+	return nil, r.fail(n, key, FailNotRunnable, "this server does not run %q nodes", n.Kind)
+}
+
+// requires stops the run when a path the node requires holds no evidence: missing, null, a blank
+// string, an empty array or object (false and 0 pass).
+func (r *runner) requires(n *Node, key string, state map[string]any) error {
+	for _, p := range n.Requires {
+		v, ok := lookupOK(state, p)
+		if !ok || empty(v) {
+			return r.fail(n, key, FailRequires, "requires %q, which holds no evidence here", p)
+		}
+	}
+	return nil
+}
+
+func empty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return strings.TrimSpace(x) == ""
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// write puts v at k after checking it against the node's out schema.
+func (r *runner) write(n *Node, key string, state map[string]any, k string, v any) (map[string]any, error) {
+	if n.Out != "" && n.Kind != "judge" {
+		if err := r.w.schemas.check(n.Out, v); err != nil {
+			return nil, r.fail(n, key, FailOutput, "the value does not match schema %q: %v", n.Out, err)
+		}
+	}
+	next := cloneMap(state)
+	next[k] = v
+	return next, nil
+}
+
+func (r *runner) call(ctx context.Context, n *Node, key string, state map[string]any) (any, error) {
+	attempts := 1
+	var backoff time.Duration
+	retryExit := false
+	if n.Retry != nil {
+		attempts = max(n.Retry.Attempts, 1)
+		backoff = time.Duration(n.Retry.BackoffS * float64(time.Second))
+		for _, on := range n.Retry.On {
+			retryExit = retryExit || on == "exit" || on == "effect_exit"
+		}
+	}
+	deadline := time.Duration(n.DeadlineS * float64(time.Second))
+	var last error
+	for a := 1; a <= attempts; a++ {
+		k := key
+		if a > 1 {
+			// Each attempt is its own step: a retry after a failure is a new effect, not a replay.
+			k = fmt.Sprintf("%s#%d", key, a)
+			if backoff > 0 {
+				t := time.NewTimer(backoff)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil, ctx.Err()
+				case <-t.C:
+				}
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, deadline)
+		v, retry, err := r.callOnce(cctx, n, k, state, retryExit)
+		cancel()
+		if err == nil {
+			return v, nil
+		}
+		if ctx.Err() != nil || !retry {
+			return nil, err
+		}
+		last = err
+	}
+	return nil, last
+}
+
+func (r *runner) callOnce(ctx context.Context, n *Node, key string, state map[string]any, retryExit bool) (any, bool, error) {
+	switch n.Via {
+	case "tool":
+		args, err := interpolate(n.Args, state)
+		if err != nil {
+			return nil, false, r.fail(n, key, FailPath, "args: %v", err)
+		}
+		am, _ := args.(map[string]any)
+		res, err := r.h.Tool(ctx, key, n.Tool, am)
+		if err != nil {
+			return nil, false, err
+		}
+		if res.IsError {
+			return nil, true, r.fail(n, key, FailEffect, "%s answered an error: %s", n.Tool, firstLine(res.Content))
+		}
+		v := map[string]any{"ok": true, "content": res.Content}
+		var data any
+		if json.Unmarshal([]byte(res.Content), &data) == nil {
+			v["data"] = data
+		}
+		return v, false, nil
+	case "shell":
+		envAny, err := interpolate(anyMap(n.Env), state)
+		if err != nil {
+			return nil, false, r.fail(n, key, FailPath, "env: %v", err)
+		}
+		env := map[string]string{}
+		for k, x := range envAny.(map[string]any) {
+			if s, ok := x.(string); ok {
+				env[k] = s
+			} else {
+				b, _ := json.Marshal(x)
+				env[k] = string(b)
+			}
+		}
+		res, err := r.h.Shell(ctx, key, n.Command, env, time.Duration(n.DeadlineS*float64(time.Second)))
+		if err != nil {
+			return nil, false, err
+		}
+		if res.Code != 0 {
+			return nil, retryExit, r.fail(n, key, FailExit, "the command exited with code %d: %s", res.Code, firstLine(res.Stderr))
+		}
+		return map[string]any{"code": float64(res.Code), "stdout": res.Stdout, "stderr": res.Stderr, "truncated": res.Truncated}, false, nil
+	}
+	return nil, false, r.fail(n, key, FailNotRunnable, "this server does not run calls via %q", n.Via)
+}
+
+// view is what a question or an agent sees: the node's state map interpolated, or the whole state.
+func (r *runner) view(n *Node, key string, state map[string]any) (map[string]any, error) {
+	if n.State == nil {
+		return withoutReserved(state).(map[string]any), nil
+	}
+	v, err := interpolate(n.State, state)
+	if err != nil {
+		return nil, r.fail(n, key, FailPath, "state: %v", err)
+	}
+	return v.(map[string]any), nil
+}
+
+func (r *runner) schema(id string) json.RawMessage { return r.w.Schemas[id] }
+
+// question asks a decide, extract or judge node's one typed question and writes its answer.
+func (r *runner) question(ctx context.Context, n *Node, key string, state map[string]any) (map[string]any, error) {
+	view, err := r.view(n, key, state)
+	if err != nil {
+		return nil, err
+	}
+	instr := n.Instructions
+	switch n.Kind {
+	case "extract":
+		instr += "\n\nTranscribe only facts already present in the state: null for a field the state does not hold; invent nothing."
+	case "judge":
+		instr = "Answer each question of the schema (each property's description is its question) from the state."
+	}
+	sch := r.schema(n.Out)
+	if sch == nil {
+		sch = json.RawMessage(`{"type": "string"}`)
+	}
+	ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: n.Kind, Instructions: instr, State: view, Schema: sch, Tier: n.Tier})
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(ans.Value, &v); err != nil {
+		return nil, r.fail(n, key, FailOutput, "the answer is not JSON: %v", err)
+	}
+	if err := r.w.schemas.check(n.Out, v); n.Out != "" && err != nil {
+		return nil, r.fail(n, key, FailOutput, "the answer does not match schema %q: %v", n.Out, err)
+	}
+	k := n.As
+	if k == "" {
+		k = n.Label
+	}
+	next, err := r.write(n, key, state, k, v)
+	if err != nil {
+		return nil, err
+	}
+	if n.Kind == "judge" {
+		next[k+"$answers"] = map[string]any{"answers": v, "confidence": ans.Confidence}
+	}
+	return next, nil
+}
+
+// route takes one named branch: by the string at valuePath (no model call), or by one typed
+// question whose answer is a branch name; below unsure.gte's confidence it takes unsure.branch.
+func (r *runner) route(ctx context.Context, n *Node, key, path string, state map[string]any) (map[string]any, error) {
+	var taken string
+	rec := map[string]any{}
+	if n.ValuePath != "" {
+		v, ok := lookupOK(state, n.ValuePath)
+		s, isStr := v.(string)
+		switch {
+		case ok && !isStr:
+			return nil, r.fail(n, key, FailBranch, "valuePath %q holds %T, not a string", n.ValuePath, v)
+		case ok && r.hasBranch(n, s):
+			taken = s
+		case n.Otherwise != "":
+			taken = n.Otherwise
+			rec["fallback"] = true
+		default:
+			return nil, r.fail(n, key, FailBranch, "valuePath %q holds %q, which names no branch, and the route has no otherwise", n.ValuePath, s)
+		}
+		rec["value"] = v
+	} else {
+		view, err := r.view(n, key, state)
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(n.Routes))
+		var crit strings.Builder
+		for _, b := range n.Routes {
+			names = append(names, b.Name)
+			if b.Criteria != "" {
+				fmt.Fprintf(&crit, "\n- %s: %s", b.Name, b.Criteria)
+			}
+		}
+		enc, _ := json.Marshal(names)
+		sch := json.RawMessage(`{"type": "string", "enum": ` + string(enc) + `}`)
+		instr := n.Instructions
+		if instr == "" {
+			instr = "Choose the branch that fits the state."
+		}
+		if crit.Len() > 0 {
+			instr += "\n\nThe branches:" + crit.String()
+		}
+		ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: "route", Instructions: instr, State: view, Schema: sch})
+		if err != nil {
+			return nil, err
+		}
+		var s string
+		if err := json.Unmarshal(ans.Value, &s); err != nil || !r.hasBranch(n, s) {
+			return nil, r.fail(n, key, FailBranch, "the answer %s names no branch (%s)", ans.Value, strings.Join(names, ", "))
+		}
+		taken = s
+		rec["answer"], rec["confidence"] = s, ans.Confidence
+		if n.Unsure != nil && ans.Confidence < n.Unsure.Gte {
+			taken = n.Unsure.Branch
+			rec["unsure"] = true
+		}
+	}
+	rec["taken"] = taken
+	next := state
+	if n.As != "" {
+		next = cloneMap(state)
+		next[n.As] = rec
+	}
+	for _, b := range n.Routes {
+		if b.Name == taken {
+			return r.node(ctx, b.Body, key+">"+escapeSeg(taken), next)
+		}
+	}
+	return nil, r.fail(n, key, FailBranch, "no branch %q", taken)
+}
+
+func (r *runner) hasBranch(n *Node, s string) bool {
+	for _, b := range n.Routes {
+		if b.Name == s {
+			return true
+		}
+	}
+	return false
+}
+
+// agent runs an agent, report or (markdown) artifact node on the agent's loop.
+func (r *runner) agent(ctx context.Context, n *Node, key string, state map[string]any) (map[string]any, error) {
+	view, err := r.view(n, key, state)
+	if err != nil {
+		return nil, err
+	}
+	instr := n.Instructions
+	var sch json.RawMessage
+	switch n.Kind {
+	case "report", "artifact":
+		if instr == "" {
+			instr = "Write the final report of this work as Markdown."
+		}
+		instr += "\n\nAnswer with the report itself, in Markdown (at least 40 characters)."
+	default:
+		if n.Out != "" {
+			sch = r.schema(n.Out)
+			instr += "\n\nAnswer with one JSON value that matches this JSON Schema, and nothing else:\n" + string(sch)
+		}
+	}
+	text, err := r.h.Agent(ctx, key, Task{Node: n.Label, Instructions: instr, State: view, Schema: sch, Tools: n.Tools})
+	if err != nil {
+		return nil, err
+	}
+	if n.Kind != "agent" {
+		if len(strings.TrimSpace(text)) < 40 {
+			return nil, r.fail(n, key, FailOutput, "the report is %d characters; a report has at least 40", len(strings.TrimSpace(text)))
+		}
+		next := cloneMap(state)
+		next["report_markdown"] = text
+		return next, nil
+	}
+	k := n.As
+	if k == "" {
+		k = n.Label
+	}
+	var v any = text
+	if sch != nil {
+		if err := json.Unmarshal([]byte(stripFence(text)), &v); err != nil {
+			return nil, r.fail(n, key, FailOutput, "the agent's answer is not JSON: %v", err)
+		}
+	}
+	return r.write(n, key, state, k, v)
+}
+
+// stripFence takes the JSON out of a ```json fence, as models often write it.
+func stripFence(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "```") {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+		s = strings.TrimSuffix(strings.TrimSpace(s), "```")
+	}
+	return strings.TrimSpace(s)
+}
+
+// mapNode runs the body once per item, at most maxConcurrency at a time; the results are in the
+// items' order whatever order they finish in.
+func (r *runner) mapNode(ctx context.Context, n *Node, key string, state map[string]any) (map[string]any, error) {
+	v, _ := lookupOK(state, n.ItemsPath)
+	items, ok := v.([]any)
+	if !ok {
+		return nil, r.fail(n, key, FailPath, "itemsPath %q holds %T, not a list", n.ItemsPath, v)
+	}
+	workers := n.MaxConc
+	if workers <= 0 {
+		workers = defaultMapWorkers
+	}
+	results := make([]any, len(items))
+	errs := make([]error, len(items))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for i, item := range items {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			in := cloneMap(state)
+			in["item"], in["item_index"] = item, float64(i)
+			out, err := r.node(ctx, n.Body, fmt.Sprintf("%s[%d]", key, i), in)
+			if err != nil {
+				errs[i] = err
+				cancel() // the first failure stops the items not yet started
+				return
+			}
+			if n.ResultPath != "" {
+				rv, ok := lookupOK(out, n.ResultPath)
+				if !ok {
+					errs[i] = r.fail(n, key, FailPath, "item %d: resultPath %q is not in its state", i, n.ResultPath)
+					cancel()
+					return
+				}
+				results[i] = rv
+				return
+			}
+			results[i] = writes(in, out)
+		}()
+	}
+	wg.Wait()
+	// The lowest item's error is the run's, so a replay reports the same one.
+	for _, err := range errs {
+		var esc *escalated
+		if err != nil && !errors.As(err, &esc) && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	next := cloneMap(state)
+	next[n.As] = results
+	return next, nil
+}
+
+// writes is what a map item's body wrote: the keys of out that differ from in, without item.
+func writes(in, out map[string]any) map[string]any {
+	w := map[string]any{}
+	for k, v := range out {
+		if k == "item" || k == "item_index" {
+			continue
+		}
+		if old, ok := in[k]; ok && jsonEqual(old, v) {
+			continue
+		}
+		w[k] = v
+	}
+	return w
+}
+
+func (r *runner) loop(ctx context.Context, n *Node, key string, state map[string]any) (map[string]any, error) {
+	for i := 0; i < n.MaxIters; i++ {
+		var err error
+		if state, err = r.node(ctx, n.Body, fmt.Sprintf("%s#%d", key, i), state); err != nil {
+			return nil, err
+		}
+		ok, err := r.holds(n.Until, state)
+		if err != nil {
+			return nil, r.fail(n, key, FailPath, "%v", err)
+		}
+		if ok {
+			return state, nil
+		}
+	}
+	// At the bound the state passes through with until unmet (the published semantics).
+	return state, nil
+}
+
+// holds evaluates a mechanical predicate on state.
+func (r *runner) holds(p *Predicate, state map[string]any) (bool, error) {
+	if p == nil {
+		return false, nil
+	}
+	v, ok := lookupOK(state, p.Path)
+	num := func() (float64, bool) {
+		switch x := v.(type) {
+		case float64:
+			return x, true
+		case []any:
+			return float64(len(x)), true
+		}
+		return 0, false
+	}
+	switch p.Predicate {
+	case "field_equals":
+		return ok && jsonEqual(v, p.Value), nil
+	case "field_true":
+		return v == true, nil
+	case "in":
+		for _, x := range p.Values {
+			if ok && jsonEqual(v, x) {
+				return true, nil
+			}
+		}
+		return false, nil
+	case "count_gte", "gte":
+		f, isNum := num()
+		return isNum && f >= p.N, nil
+	case "lt":
+		f, isNum := num()
+		return isNum && f < p.N, nil
+	case "empty":
+		return !ok || empty(v), nil
+	case "no_new_items":
+		// The list at key has no items beyond what its previous value held: the engine keeps no
+		// history, so a list that is absent or empty has no new items.
+		x, _ := lookupOK(state, p.Key)
+		return empty(x), nil
+	}
+	return false, fmt.Errorf("predicate %q does not run here", p.Predicate)
+}
+
+func jsonEqual(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+func lookupOK(state map[string]any, path string) (any, bool) {
+	var cur any = state
+	for _, seg := range strings.Split(path, ".") {
+		switch c := cur.(type) {
+		case map[string]any:
+			v, ok := c[seg]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, ok := canonicalIndex(seg)
+			if !ok || i >= len(c) {
+				return nil, false
+			}
+			cur = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// interpolate replaces {path} placeholders in v's strings; a whole-string placeholder keeps the
+// value's type, a missing path is an error.
+func interpolate(v any, state map[string]any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		if m := placeholder.FindStringSubmatchIndex(x); m != nil && m[0] == 0 && m[1] == len(x) {
+			val, ok := lookupOK(state, x[m[2]:m[3]])
+			if !ok {
+				return nil, fmt.Errorf("{%s} is not in state", x[m[2]:m[3]])
+			}
+			return val, nil
+		}
+		var err error
+		out := placeholder.ReplaceAllStringFunc(x, func(s string) string {
+			val, ok := lookupOK(state, s[1:len(s)-1])
+			if !ok {
+				err = fmt.Errorf("%s is not in state", s)
+				return s
+			}
+			return textOf(val)
+		})
+		return out, err
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			iv, err := interpolate(e, state)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = iv
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			iv, err := interpolate(e, state)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = iv
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// renderText interpolates a text-rendering field: a missing path becomes "(path unset)".
+func renderText(s string, state map[string]any) string {
+	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		val, ok := lookupOK(state, m[1:len(m)-1])
+		if !ok {
+			return "(" + m[1:len(m)-1] + " unset)"
+		}
+		return textOf(val)
+	})
+}
+
+func textOf(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func anyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func cloneMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// withoutReserved drops the engine's $ keys from an object (they never reach output or a prompt).
+func withoutReserved(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !strings.Contains(k, "$") {
+			out[k] = m[k]
+		}
+	}
+	return out
+}

@@ -1022,6 +1022,7 @@ export interface components {
             state?: string;
             system?: string;
             tools?: string[];
+            workflow?: unknown;
         };
         AgentSpecInput: {
             allowUnpricedModels?: boolean;
@@ -1039,6 +1040,7 @@ export interface components {
             state?: string;
             system?: string;
             tools?: string[] | null;
+            workflow?: unknown | null;
         };
         AgentStatus: {
             revision?: number;
@@ -2062,7 +2064,10 @@ export interface operations {
     };
     post_agentgroups: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2244,7 +2249,10 @@ export interface operations {
     };
     put_agentgroups__name_: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
             header?: never;
             path: {
                 /** @description the resource's metadata.name */
@@ -2791,7 +2799,10 @@ export interface operations {
     };
     post_agentruns: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
             header?: {
                 /** @description with an AgentRunList: a repeat with the same key and body answers the first result (200, Idempotent-Replayed: true); the same key with another body is 422 IdempotencyKeyReused */
                 "Idempotency-Key"?: string;
@@ -2987,7 +2998,10 @@ export interface operations {
     };
     put_agentruns__name_: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
             header?: never;
             path: {
                 /** @description the resource's metadata.name */
@@ -4257,7 +4271,10 @@ export interface operations {
     };
     post_agents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4439,7 +4456,10 @@ export interface operations {
     };
     put_agents__name_: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
             header?: never;
             path: {
                 /** @description the resource's metadata.name */
@@ -5372,7 +5392,10 @@ export interface operations {
     };
     post_agents__name__runs: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
             header?: never;
             path: {
                 /** @description the resource's metadata.name */
@@ -7079,7 +7102,10 @@ export interface operations {
     };
     post_triggers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7261,7 +7287,10 @@ export interface operations {
     };
     put_triggers__name_: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
             header?: never;
             path: {
                 /** @description the resource's metadata.name */

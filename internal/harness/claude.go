@@ -61,6 +61,10 @@ func (c claude) Start(ctx context.Context, s Session) (Process, error) {
 		"DISABLE_ERROR_REPORTING=1", "DISABLE_COST_WARNINGS=1",
 		// MCP tools offered directly, not behind its ToolSearch tool.
 		"ENABLE_TOOL_SEARCH=false",
+		// No auto memory: its prompt names a memory folder under HOME, which is another path on
+		// another runner's data folder (a takeover would not replay), and the run keeps no memory
+		// of its own between runs.
+		"CLAUDE_CODE_DISABLE_AUTO_MEMORY=1",
 		"CLAUDE_CODE_MAX_OUTPUT_TOKENS="+strconv.Itoa(s.MaxTokens))
 	cmd, err := StartCommand(ctx, c.Name(), s.Bin, args, env, s.Dir)
 	if err != nil {

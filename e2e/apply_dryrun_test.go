@@ -103,6 +103,52 @@ spec: {tools: [no_such_tool]}
 		t.Errorf("apply of an agent and its run: %s", res.stdout)
 	}
 	e.waitPhase("second", 30*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseWaiting)
+
+	// A group, its members and a trigger in one file, a member depending on an earlier one.
+	group := `apiVersion: agentrun.dev/v1
+kind: Agent
+metadata: {name: gagent}
+spec: {system: "g"}
+---
+apiVersion: agentrun.dev/v1
+kind: AgentGroup
+metadata: {name: gg}
+spec: {agent: gagent}
+---
+apiVersion: agentrun.dev/v1
+kind: AgentRun
+spec: {agent: gagent, group: gg, taskKey: a, input: "one"}
+---
+apiVersion: agentrun.dev/v1
+kind: AgentRun
+spec: {agent: gagent, group: gg, taskKey: b, dependsOn: [a], input: "two"}
+`
+	// The last member depends on a task no document creates: nothing is applied.
+	badGroup := strings.NewReplacer("gagent", "gagent2", "gg", "gg2", "dependsOn: [a]", "dependsOn: [a, zz]").Replace(group)
+	res = e.cli(e.dir, "apply", "-f", writeFile(t, e.dir, "bad-group.yaml", badGroup))
+	if res.code == 0 || !strings.Contains(res.stderr, "document 4") || !strings.Contains(res.stderr, "field spec.dependsOn[1]") || !strings.Contains(res.stderr, "nothing was applied") {
+		t.Errorf("apply of a member depending on a missing task: exit %d\n%s", res.code, res.stderr)
+	}
+	if st := e.do("GET", "/v2/agents/gagent2", nil, nil); st != 404 {
+		t.Errorf("the documents before the bad member were applied: GET gagent2 = HTTP %d", st)
+	}
+	res = e.mustCLI(0, "apply", "-f", writeFile(t, e.dir, "group.yaml", group))
+	if !strings.Contains(res.stdout, "agentrun/gg-b created") {
+		t.Errorf("apply of a group and its members: %s", res.stdout)
+	}
+	// A later file's member depends on a task already on the server and one its file creates.
+	more := `apiVersion: agentrun.dev/v1
+kind: AgentRun
+spec: {agent: gagent, group: gg, taskKey: c, input: "three"}
+---
+apiVersion: agentrun.dev/v1
+kind: AgentRun
+spec: {agent: gagent, group: gg, taskKey: d, dependsOn: [a, c], input: "four"}
+`
+	res = e.mustCLI(0, "apply", "-f", writeFile(t, e.dir, "more.yaml", more))
+	if !strings.Contains(res.stdout, "agentrun/gg-d created") {
+		t.Errorf("apply of members depending on the server's and the file's tasks: %s", res.stdout)
+	}
 }
 
 // put sends a PUT with the API token and returns the status and the headers.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sigs.k8s.io/yaml"
 )
 
 // openAPI is the server's /v2/openapi.json, compiled: each response it receives is held against
@@ -266,7 +267,21 @@ entries:
 // the error answers) and holds every answer against the document the server serves.
 func TestOpenAPIResponses(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, openAPIScript)
+	// The script's entries, then the evaluation environments' (as the Go evaluation tests
+	// script them), so that an evaluation group's results can be checked too.
+	var own, evals struct {
+		Entries []map[string]any `json:"entries"`
+	}
+	if err := yaml.Unmarshal([]byte(openAPIScript), &own); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(evalScript(t, "", "")), &evals); err != nil {
+		t.Fatal(err)
+	}
+	last := len(own.Entries) - 1 // "*" stays last
+	own.Entries = append(append(own.Entries[:last:last], evals.Entries...), own.Entries[last])
+	script, _ := json.Marshal(own)
+	e := newEnv(t, string(script))
 	e.start()
 	d := loadOpenAPI(t, e.url, e.token)
 	want := func(got, want int, what string, body []byte) {
@@ -393,6 +408,26 @@ func TestOpenAPIResponses(t *testing.T) {
 	call("PATCH", "/v2/agentgroups/g1", `{"spec": {"sealed": true}}`)
 	call("GET", "/v2/agentgroups/g1/results", "")
 	call("GET", "/v2/environments", "")
+	call("GET", "/v2/environments/nodus/arithmetic-v2@2.0.0", "")
+	st, b = call("POST", "/v2/agentgroups", `{"kind": "AgentGroup", "metadata": {"name": "ev"}, "spec": {"agent": "notes",
+		"evaluation": {"environment": "nodus/arithmetic-v2@2.0.0", "split": "test", "tasks": 2, "repetitions": 1, "seed": 3, "timeout": "5m"}}}`)
+	want(st, 201, "evaluation group", b)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var g struct{ Status struct{ Phase string } }
+		_, b = call("GET", "/v2/agentgroups/ev", "")
+		json.Unmarshal(b, &g)
+		if g.Status.Phase == "Succeeded" || g.Status.Phase == "Failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("evaluation group still %s: %s", g.Status.Phase, b)
+		}
+	}
+	st, b = call("GET", "/v2/agentgroups/ev/results", "")
+	want(st, 200, "evaluation results", b)
+	if !strings.Contains(string(b), `"scored"`) {
+		t.Errorf("results have no scored case: %s", b)
+	}
 	call("GET", "/v2/skills", "")
 	call("GET", "/v2/triggers", "")
 	call("POST", "/v2/agentgroups/g1/cancel", "")

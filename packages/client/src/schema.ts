@@ -1022,7 +1022,6 @@ export interface components {
             state?: string;
             system?: string;
             tools?: string[];
-            workflow?: unknown;
         };
         AgentSpecInput: {
             allowUnpricedModels?: boolean;
@@ -1040,7 +1039,6 @@ export interface components {
             state?: string;
             system?: string;
             tools?: string[] | null;
-            workflow?: unknown | null;
         };
         AgentStatus: {
             revision?: number;

@@ -12,20 +12,23 @@ import (
 
 // queueFiles queues the run folder changes of a commit: an upsert per written file, a delete per
 // deleted one.
-func queueFiles(b *pgx.Batch, run string, files []store.FileWrite) {
+// Each is conditioned on the commit's fence (fenceCond).
+func queueFiles(b *pgx.Batch, l store.Lease, files []store.FileWrite) {
+	run := l.Run
 	for _, f := range files {
 		if f.Deleted {
-			b.Queue(`DELETE FROM files WHERE run = $1 AND path = $2`, run, f.Path)
+			b.Queue(`DELETE FROM files WHERE run = $1 AND path = $2 AND `+fenceCond(3, 4), run, f.Path, l.Owner, l.Generation)
 			continue
 		}
 		content := f.Content
 		if content == nil {
 			content = []byte{} // NOT NULL: an empty file
 		}
-		b.Queue(`INSERT INTO files (run, path, content, mode, size, updated_at) VALUES ($1, $2, $3, $4, $5, now())
+		b.Queue(`INSERT INTO files (run, path, content, mode, size, updated_at) SELECT $1, $2, $3, $4, $5, now()
+			WHERE `+fenceCond(6, 7)+`
 			ON CONFLICT (run, path) DO UPDATE SET content = EXCLUDED.content, mode = EXCLUDED.mode, size = EXCLUDED.size,
 				updated_at = EXCLUDED.updated_at`,
-			run, f.Path, content, int64(f.Mode), int64(len(content)))
+			run, f.Path, content, int64(f.Mode), int64(len(content)), l.Owner, l.Generation)
 	}
 }
 

@@ -137,71 +137,46 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 
 // Commit applies w under the lease, atomically, or returns ErrFenced and applies nothing.
 //
-// The whole write is one pipelined batch, sent in one round trip and run by PostgreSQL as one
-// implicit transaction (no BEGIN: the statements before the batch's Sync commit together, or
-// not at all if one fails). Its first statement takes the fence: it updates (or, when there is
-// nothing to update, locks) the run row only if owner and generation still match, and raises
-// errFencedCode otherwise, which aborts the transaction before anything else is applied. The
-// row lock is held to the end of the transaction, so the fence cannot change under the write,
-// and it serializes the run's sequence counters: event seqs come from next_event as that
-// statement advanced it, a new step's seq follows the run's last step. Checks that used to be
-// made between statements (a Completed step must have a row) are made by the statements
-// themselves, so a failed check also aborts the transaction.
+// The write joins the store's group commit (group.go): it is sent with the other commits waiting
+// at that moment as one pipelined batch, run by PostgreSQL as one implicit transaction (no BEGIN:
+// the statements before the batch's Sync commit together, or not at all if one fails), and the
+// caller is answered only after that commit returned. The write's first statement takes its
+// fence: it updates (or, when there is nothing to update, locks) the run row only if owner and
+// generation still match, and every later statement of the write is conditioned on that match,
+// so a stale lease applies nothing of this write and leaves its neighbours in the batch alone.
+// The row lock is held to the end of the transaction, so the fence cannot change under the
+// write, and it serializes the run's sequence counters: event seqs come from next_event as that
+// statement advanced it, a new step's seq follows the run's last step. A check that fails (a
+// Completed step must have a row) aborts the transaction; the batch is then committed again one
+// write at a time, so only the write that failed it fails.
 func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store.Signals, error) {
-	var sig store.Signals
-	var phase string
-	err := s.pipe(ctx, func(b *pgx.Batch) {
-		sig, phase = store.Signals{}, ""
-		queueFence(b, l, w, func(cancel bool, poke int64, ph string) { sig.CancelRequested, sig.PokeSeq, phase = cancel, poke, ph })
-		for _, st := range w.Steps {
-			queueStep(b, l.Run, st)
-		}
-		if len(w.Events) > 0 {
-			queueRunnerEvents(b, l.Run, w.Events)
-		}
-		queueFiles(b, l.Run, w.Files)
-		for _, c := range w.Charges {
-			queueCharge(b, l.Run, c)
-		}
-		if w.Release {
-			b.Queue(`DELETE FROM credit_reservations WHERE run = $1`, l.Run)
-			var wake any
-			if w.WakeAt != nil {
-				wake = *w.WakeAt
-			}
-			// A poke after the claim means something arrived the holder may not have seen, so the
-			// run is claimable at once; a finished run is never claimable again. Other stores are
-			// told only if the run is claimable now.
-			b.Queue(`
-				WITH r AS (
-					UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
-						claimable_at = CASE WHEN phase IN `+finishedPhases+` THEN NULL
-							WHEN poke_seq <> $2 THEN now() ELSE $3::timestamptz END
-					WHERE name = $1 RETURNING claimable_at)
-				SELECT pg_notify($4, $1) FROM r WHERE claimable_at <= now()`,
-				l.Run, l.PokeSeq, wake, chanWork)
-		}
-	})
-	if err != nil {
+	req := &commitReq{ctx: ctx, l: l, w: w, done: make(chan struct{})}
+	select {
+	case s.commits <- req:
+	case <-s.life.Done():
+		return store.Signals{}, fmt.Errorf("commit run %s: store closed", l.Run)
+	case <-ctx.Done():
+		return store.Signals{}, fmt.Errorf("commit run %s: %w", l.Run, ctx.Err())
+	}
+	// Once taken the write may commit, so wait for the outcome whatever ctx says (the batch's
+	// own context ends with its callers' contexts).
+	<-req.done
+	if err := req.err; err != nil {
 		if isCode(err, errFencedCode) {
 			err = store.ErrFenced
 		}
-		return sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, err)
+		return req.sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, err)
 	}
-	if w.Release && !api.Finished(phase) {
-		s.wake.Poke()
-	}
-	if len(w.Events) > 0 {
-		s.wake.Event()
-		s.events.add(l.Run)
-	}
-	return sig, nil
+	s.afterCommit(req)
+	return req.sig, nil
 }
 
 // queueFence queues the statement that takes a commit's fence (see Commit): it advances the
 // run's event counter and writes the status, if the write has either, or else only locks the
-// row, and hands the run's signals and phase (after the write) to got.
-func queueFence(b *pgx.Batch, l store.Lease, w store.Write, got func(cancel bool, poke int64, phase string)) {
+// row, and hands the run's signals and phase (after the write) to got, or calls fenced when the
+// lease is no longer held. It always returns one row, so a stale lease is an answer, not an error
+// that would abort the other writes of the batch.
+func queueFence(b *pgx.Batch, l store.Lease, w store.Write, got func(cancel bool, poke int64, phase string), fenced func()) {
 	var q string
 	args := []any{l.Run, l.Owner, l.Generation}
 	switch {
@@ -218,33 +193,52 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, got func(cancel bool
 			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 FOR UPDATE`
 	}
 	b.Queue(`WITH r AS (`+q+`)
-		SELECT r.cancel_requested, r.poke_seq, r.phase,
-			CASE WHEN r.phase IS NULL THEN agentrun_raise('`+errFencedCode+`', 'lease lost') END
+		SELECT r.cancel_requested, r.poke_seq, r.phase
 		FROM (VALUES (1)) AS one (x) LEFT JOIN r ON true`, args...).QueryRow(func(row pgx.Row) error {
 		var cancel *bool
 		var poke *int64
 		var phase *string
-		var raised *bool
-		if err := row.Scan(&cancel, &poke, &phase, &raised); err != nil {
+		if err := row.Scan(&cancel, &poke, &phase); err != nil {
 			return err
 		}
-		if phase == nil { // not reached: the statement raised
-			return store.ErrFenced
+		if phase == nil {
+			fenced()
+			return nil
 		}
 		got(*cancel, *poke, *phase)
 		return nil
 	})
 }
 
+// queueRelease queues the end of the lease, under the fence: the run's reservations go, and the
+// run is claimable at once if poked after the claim (something arrived the holder may not have
+// seen), at wake otherwise, never again once finished. Other stores are told only if the run is
+// claimable now.
+func queueRelease(b *pgx.Batch, l store.Lease, wakeAt *time.Time) {
+	b.Queue(`DELETE FROM credit_reservations WHERE run = $1 AND `+fenceCond(2, 3), l.Run, l.Owner, l.Generation)
+	var wake any
+	if wakeAt != nil {
+		wake = *wakeAt
+	}
+	b.Queue(`
+		WITH r AS (
+			UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
+				claimable_at = CASE WHEN phase IN `+finishedPhases+` THEN NULL
+					WHEN poke_seq <> $2 THEN now() ELSE $3::timestamptz END
+			WHERE name = $1 AND lease_owner = $5 AND lease_generation = $6 RETURNING claimable_at)
+		SELECT pg_notify($4, $1) FROM r WHERE claimable_at <= now()`,
+		l.Run, l.PokeSeq, wake, chanWork, l.Owner, l.Generation)
+}
+
 // queueRunnerEvents queues the insert of a commit's events, numbered after the run's events
 // before the commit (its fence statement advanced next_event by len(evs) already).
-func queueRunnerEvents(b *pgx.Batch, run string, evs []api.Event) {
+func queueRunnerEvents(b *pgx.Batch, l store.Lease, evs []api.Event) {
 	times, types, keys, msgs, data := eventArrays(evs)
 	b.Queue(`INSERT INTO run_events (run, seq, time, type, step_key, message, data)
 		SELECT $1, r.next_event - $2 + e.ord, COALESCE(e.time, now()), e.type, e.step_key, e.message, e.data::json
 		FROM runs r, unnest($3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e (time, type, step_key, message, data, ord)
-		WHERE r.name = $1`,
-		run, len(evs), times, types, keys, msgs, data)
+		WHERE r.name = $1 AND r.lease_owner = $8 AND r.lease_generation = $9`,
+		l.Run, len(evs), times, types, keys, msgs, data, l.Owner, l.Generation)
 }
 
 // eventArrays are the columns of events as arrays, for unnest (a zero time is NULL: now()).
@@ -271,38 +265,41 @@ func eventArrays(evs []api.Event) (times []*time.Time, types, keys, msgs []strin
 // queueCharge queues the settlement of one charge, in one statement: the reservation of the
 // charge's step is removed and, if there was one (credits were enforced when the call was
 // reserved), the charge goes to the ledger and the account's totals, once per step.
-func queueCharge(b *pgx.Batch, run string, c store.Charge) {
+func queueCharge(b *pgx.Batch, l store.Lease, c store.Charge) {
 	b.Queue(`
-		WITH d AS (DELETE FROM credit_reservations WHERE run = $1 AND step_key = $2 RETURNING 1),
+		WITH d AS (DELETE FROM credit_reservations WHERE run = $1 AND step_key = $2 AND `+fenceCond(5, 6)+` RETURNING 1),
 		l AS (INSERT INTO credits_ledger (time, kind, amount, run, run_uid, step_key, note)
 			SELECT now(), 'charge', $3::bigint, $1, r.uid, $2, $4 FROM runs r WHERE r.name = $1 AND EXISTS (SELECT FROM d)
 			ON CONFLICT DO NOTHING RETURNING amount)
 		UPDATE credits_account SET charged = charged + COALESCE(l.amount, 0),
 			unknown_charges = unknown_charges + CASE WHEN l.amount IS NULL THEN 1 ELSE 0 END
 		FROM l WHERE id = 1`,
-		run, c.StepKey, c.Amount, pgText(c.Note))
+		l.Run, c.StepKey, c.Amount, pgText(c.Note), l.Owner, l.Generation)
 }
 
 // queueStep queues the write of one journal row. Started inserts the step after the run's last
 // one, or restarts a row already present (keeping its seq); Completed, Interrupted and Failed
 // update the existing row and abort the commit if there is none.
-func queueStep(b *pgx.Batch, run string, st api.Step) {
+func queueStep(b *pgx.Batch, l store.Lease, st api.Step) {
+	run := l.Run
 	var completed any
 	if st.CompletedAt != nil {
 		completed = *st.CompletedAt
 	}
 	if st.State == api.StepStarted {
 		b.Queue(`INSERT INTO steps (run, seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at)
-			VALUES ($1, (SELECT COALESCE(max(seq), 0) + 1 FROM steps WHERE run = $1), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			SELECT $1, (SELECT COALESCE(max(seq), 0) + 1 FROM steps WHERE run = $1), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
+			WHERE `+fenceCond(14, 15)+`
 			ON CONFLICT (run, key) DO UPDATE SET state = EXCLUDED.state, attempt = EXCLUDED.attempt, args_hash = EXCLUDED.args_hash,
 				args = EXCLUDED.args, result = NULL, error = '', started_at = EXCLUDED.started_at, completed_at = NULL,
 				cost_micros = NULL, resolution = '', resolution_result = NULL`,
 			run, st.Key, st.Kind, st.State, pgText(st.Title), st.Attempt, st.ArgsHash, nullJSON(st.Args), nullJSON(st.Result),
-			pgText(st.Error), st.CostMicros, st.StartedAt, completed)
+			pgText(st.Error), st.CostMicros, st.StartedAt, completed, l.Owner, l.Generation)
 		return
 	}
-	b.Queue(`WITH u AS (UPDATE steps SET state = $3, result = $4, error = $5, cost_micros = $6, completed_at = $7 WHERE run = $1 AND key = $2 RETURNING 1)
-		SELECT agentrun_raise('`+errStepCode+`', $8) WHERE NOT EXISTS (SELECT FROM u)`,
+	b.Queue(`WITH u AS (UPDATE steps SET state = $3, result = $4, error = $5, cost_micros = $6, completed_at = $7
+			WHERE run = $1 AND key = $2 AND `+fenceCond(9, 10)+` RETURNING 1)
+		SELECT agentrun_raise('`+errStepCode+`', $8) WHERE NOT EXISTS (SELECT FROM u) AND `+fenceCond(9, 10),
 		run, st.Key, st.State, nullJSON(st.Result), pgText(st.Error), st.CostMicros, completed,
-		fmt.Sprintf("step %s of %s: %s before Started", st.Key, run, st.State))
+		fmt.Sprintf("step %s of %s: %s before Started", st.Key, run, st.State), l.Owner, l.Generation)
 }

@@ -45,6 +45,13 @@ type Store struct {
 	events *eventNotifier
 	revs   revCache
 
+	// life ends when the store closes (stopLife); commits feeds the group committer
+	// (commitLoop, group.go), which closes loopDone when it has stopped.
+	life     context.Context
+	stopLife context.CancelFunc
+	commits  chan *commitReq
+	loopDone chan struct{}
+
 	closeOnce sync.Once
 }
 
@@ -84,6 +91,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	s.lis = lis
 	s.events = newEventNotifier(s)
+	s.life, s.stopLife = context.WithCancel(context.Background())
+	s.commits, s.loopDone = make(chan *commitReq), make(chan struct{})
+	go s.commitLoop()
 	return s, nil
 }
 
@@ -97,6 +107,10 @@ func (s *Store) Backend() string { return "postgres" }
 // Close stops the listener and closes the pool. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.stopLife != nil {
+			s.stopLife() // ends a batch in flight; commits still waiting are refused
+			<-s.loopDone
+		}
 		if s.events != nil {
 			s.events.close()
 		}

@@ -296,7 +296,7 @@ func TestConsoleTimelineStream(t *testing.T) {
 	if len(statuses) < 2 || statuses[0] != "Waiting/live" || statuses[len(statuses)-1] != "Succeeded/finished" {
 		t.Errorf("statuses: %v", statuses)
 	}
-	if last := events[len(events)-1]; last.event != "end" || last.data["phase"] != api.PhaseSucceeded {
+	if last := events[len(events)-1]; last.event != "end" || last.data["phase"] != string(api.PhaseSucceeded) {
 		t.Errorf("the stream ends with %+v", last)
 	}
 	// The files: listed on the run page and served from the store.

@@ -301,6 +301,10 @@ func (d *drive) loop(ctx context.Context) error {
 	if err := d.loadLearning(ctx); err != nil {
 		return err
 	}
+	if len(d.spec.Workflow) > 0 {
+		// A workflow runs in the server's engine whatever the harness (workflow.go).
+		return d.workflowLoop(ctx, defs)
+	}
 	var conv []model.Message
 	msgN := 0
 	prompt := d.run.Spec.Input
@@ -564,11 +568,22 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 	}
 	if d.promptTools+i >= d.spec.MaxToolCalls { // counted over the whole turn (prompt)
 		why := fmt.Sprintf("at most %d tool calls per turn (spec.maxToolCalls)", d.spec.MaxToolCalls)
-		d.refused(turn, key, call.Name, why)
+		d.refused(fmt.Sprintf("t%d/model", turn+1), key, call.Name, why)
 		return result("not run: "+why, true), nil
 	}
+	return d.toolStep(ctx, key, fmt.Sprintf("t%d/model", turn+1), call)
+}
+
+// toolStep runs (or replays) one tool call as journal step key: the agent's tools, the strict
+// decoder, the server's deny set and the approvals, then the tool. A workflow's call node comes
+// here with its execution path as key. next is the step whose presence in the journal says this
+// call is being replayed (its refusal was already on the timeline); "" when none says so.
+func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block) (model.Block, error) {
+	result := func(content string, isErr bool) model.Block {
+		return model.Block{Type: model.BlockToolResult, ToolUseID: call.ID, Content: content, IsError: isErr}
+	}
 	if !d.allowed(call.Name) {
-		d.refused(turn, key, call.Name, "not available to this agent")
+		d.refused(next, key, call.Name, "not available to this agent")
 		return result(fmt.Sprintf("tool %q is not available to this agent", call.Name), true), nil
 	}
 	// One strict decode of the input: the policy decides on it, the journal titles the step with
@@ -577,7 +592,7 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 	in, err := catalog.Decode(call.Name, call.Input)
 	var bad *catalog.InputError
 	if errors.As(err, &bad) {
-		d.refused(turn, key, call.Name, "bad input: "+bad.Msg)
+		d.refused(next, key, call.Name, "bad input: "+bad.Msg)
 		return result(fmt.Sprintf("%s: %s; the call did not run", call.Name, bad.Msg), true), nil
 	}
 	if err != nil {
@@ -587,7 +602,7 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 		return d.askPerson(ctx, key, in, result)
 	}
 	if why := d.serverToolRefusal(call.Name); why != "" {
-		d.refused(turn, key, call.Name, why)
+		d.refused(next, key, call.Name, why)
 		return result(call.Name+": "+why+"; the call did not run", true), nil
 	}
 	if ok, refusal, err := d.approval(ctx, key, call, in); err != nil {
@@ -634,8 +649,8 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 // refused puts a tool call that was answered without running (the model is told why) on the
 // timeline, where a person sees it: it makes no step. It goes out with the next commit. A turn
 // replayed after a restart (the journal has the next turn's model call) does not repeat it.
-func (d *drive) refused(turn int, key, tool, why string) {
-	if _, replayed := d.j.Lookup(fmt.Sprintf("t%d/model", turn+1)); replayed {
+func (d *drive) refused(next, key, tool, why string) {
+	if _, replayed := d.j.Lookup(next); replayed && next != "" {
 		return
 	}
 	d.j.Emit(api.Event{Type: api.EventToolRefused, StepKey: key, Message: fmt.Sprintf("%s refused: %s", tool, why),

@@ -79,6 +79,9 @@ type AgentSpec struct {
 	Approvals *Approvals `json:"approvals,omitempty"`
 	// MCPServers are the MCP servers whose ticked tools the agent's runs are offered (see MCPServer).
 	MCPServers []MCPServer `json:"mcpServers,omitempty"`
+	// Workflow, when set, is the workflow document (internal/workflow) a run of this agent runs
+	// instead of the agent's open loop: its input is the run's input as a JSON object.
+	Workflow json.RawMessage `json:"workflow,omitempty"`
 }
 
 // ModelSpec says how the agent reaches a model.
@@ -190,6 +193,10 @@ const (
 	// ReasonModelKeyMissing: the run has work recorded but this server has no key for its model
 	// provider (restarted without it); it goes on once a server with the key picks it up.
 	ReasonModelKeyMissing Reason = "ModelKeyMissing"
+	// ReasonWorkflowFailed: a workflow node failed (status.message names it, its key and code).
+	ReasonWorkflowFailed Reason = "WorkflowFailed"
+	// ReasonEscalated: a workflow's escalate node stopped it (status.escalation says why).
+	ReasonEscalated Reason = "Escalated"
 )
 
 // Finished reports whether a phase is terminal. It takes any string type so a phase read from a
@@ -239,6 +246,18 @@ type AgentRunStatus struct {
 	// arguments and results, events' data, the run folder); status, cost, turns, the answer's
 	// preview and the step list stay.
 	PayloadsPurgedAt *time.Time `json:"payloadsPurgedAt,omitempty"`
+	// Escalation is set when a workflow's escalate node ended the run (Succeeded, Escalated).
+	Escalation *Escalation `json:"escalation,omitempty"`
+}
+
+// Escalation is what an escalate node stopped a workflow with: its kind, stage, interpolated
+// summary, and the node's label and step key.
+type Escalation struct {
+	Kind    string `json:"kind"`
+	Stage   string `json:"stage"`
+	Summary string `json:"summary"`
+	Label   string `json:"label,omitempty"`
+	StepKey string `json:"stepKey,omitempty"`
 }
 
 // WaitingOn names what a run waits on.

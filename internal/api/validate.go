@@ -1,12 +1,15 @@
 package api
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/workflow"
 )
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -128,7 +131,29 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 	if len(s.System) > MaxInputBytes {
 		return E(CodeTooLarge, "spec.system", "system prompt is %d bytes; the limit is %d", len(s.System), MaxInputBytes)
 	}
+	if err := validateWorkflow(s.Workflow); err != nil {
+		return err
+	}
 	return validateMCPServers(s.MCPServers, s.Harness)
+}
+
+// validateWorkflow checks spec.workflow completely: every error, each at its pointer under
+// spec.workflow, the first as the error's field. A kind the engine does not run is refused here
+// too (kind_not_runnable), so a saved agent can always run.
+func validateWorkflow(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	_, errs := workflow.Validate(raw, workflow.Options{Runnable: true})
+	if len(errs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "the workflow has %d errors:", len(errs))
+	for _, e := range errs {
+		fmt.Fprintf(&b, " spec.workflow%s %s: %s;", e.Pointer, e.Code, e.Message)
+	}
+	return Invalid("spec.workflow"+errs[0].Pointer, "%s", strings.TrimSuffix(b.String(), ";"))
 }
 
 // DefaultAndValidateRun checks a run as a user submitted it (before the agent is looked up).

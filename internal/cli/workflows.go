@@ -89,24 +89,25 @@ const questionOutput = 1024
 
 func workflowsRunCmd() *cobra.Command {
 	var agent, input string
-	var dry bool
+	var dry, wait bool
 	cmd := &cobra.Command{
-		Use:   "run FILE --agent A --input @in.json --dry-run",
-		Short: "Plan a workflow's run: validate, print the plan and its worst case, call nothing",
+		Use:   "run FILE --agent A --input @in.json [--dry-run] [--wait]",
+		Short: "Run a workflow as agent A (a new revision of A), or plan it with --dry-run",
 		Long: `With --dry-run: validate FILE, check the input against its input schema, and print
 every node with the most times it can run (a map over an input list once per item, a loop
 maxIters times, a route each branch) and the run's worst case: tool and shell calls, typed
 questions (one structured model call each, priced at the cheapest family with its whole input
 bounded by 256 KiB of state and 1024 output tokens) and agent steps (bounded by the run's cap).
-Nothing is called. Running a workflow for real is not built yet on this server: without
---dry-run the command refuses.`,
+Nothing is called.
+
+Without --dry-run: the workflow becomes agent A's spec.workflow (a new revision of A, as
+agentrun apply would make; runs already started keep theirs) and a run of A starts with the
+input; --wait waits as runs wait does. A node kind this server does not run is refused first
+(kind_not_runnable, naming it).`,
 		Example: `  agentrun workflows run read-site.json --agent site-reader --input '{"website": "https://example.com"}' --dry-run`,
 		Args:    exactArgs(1, "the workflow file"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if !dry {
-				return fmt.Errorf("this server validates and plans workflows but does not run them yet; use --dry-run")
-			}
-			w, _, errs, err := readWorkflow(args[0], false)
+			w, raw, errs, err := readWorkflow(args[0], !dry)
 			if err != nil {
 				return err
 			}
@@ -128,6 +129,9 @@ Nothing is called. Running a workflow for real is not built yet on this server: 
 				if err := w.CheckInput(in); err != nil {
 					return err
 				}
+			}
+			if !dry {
+				return runWorkflow(cmd, agent, raw, in, wait)
 			}
 			p := w.MakePlan(in)
 			out := cmd.OutOrStdout()
@@ -158,6 +162,41 @@ Nothing is called. Running a workflow for real is not built yet on this server: 
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent the workflow runs as (its tools, approvals and cap)")
 	cmd.Flags().StringVar(&input, "input", "", "the input object: JSON, @FILE or @- for stdin")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "validate, print the plan and the worst case, call nothing")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the run finishes or waits on you, as `runs wait` does")
 	_ = cmd.MarkFlagRequired("agent")
 	return cmd
+}
+
+// runWorkflow saves the document as the agent's spec.workflow (a merge patch: a new revision)
+// and starts a run of it with the input as its JSON content.
+func runWorkflow(cmd *cobra.Command, agent string, doc []byte, in map[string]any, wait bool) error {
+	if in == nil {
+		in = map[string]any{}
+	}
+	input, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encode --input: %w", err)
+	}
+	c, err := newClient()
+	if err != nil {
+		return err
+	}
+	ctx := ctxOf(cmd)
+	a, err := c.PatchAgent(ctx, agent, map[string]any{"spec": map[string]any{"workflow": json.RawMessage(doc)}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "agent %s revision %d runs workflow %s\n", agent, a.Status.Revision, filepath.Base(cmd.Flags().Arg(0)))
+	r, err := c.StartRun(ctx, agent, map[string]any{"input": map[string]any{"content": string(input)}})
+	if err != nil {
+		return err
+	}
+	if !wait {
+		return writeJSON(cmd.OutOrStdout(), viewRun(ctx, c, r))
+	}
+	last, code, werr := waitRun(ctx, c, r.Metadata.Name, 0, cmd.ErrOrStderr())
+	if last == nil {
+		last = r
+	}
+	return finishWait(ctx, c, cmd.OutOrStdout(), last, code, werr)
 }

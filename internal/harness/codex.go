@@ -77,6 +77,12 @@ startup_timeout_sec = 30
 tool_timeout_sec = 86400
 [analytics]
 enabled = false
+# None of Codex's own skills (its bundled imagegen and others, listed with paths under CODEX_HOME,
+# which differ on another runner's data folder): the agent's skills are the run's skill tool.
+[skills]
+include_instructions = false
+[skills.bundled]
+enabled = false
 [agents]
 enabled = false
 [tools]

@@ -109,6 +109,10 @@ func dryRunAll(ctx context.Context, c *client.Client, docs []applyDoc, plans [][
 	for i, ts := range plans {
 		where := docs[i].where + " (document " + strconv.Itoa(i+1) + ")"
 		for _, t := range ts {
+			if !hasDryRun(t.typ) {
+				set.add(t)
+				continue
+			}
 			_, err := c.DryRunObject(ctx, t.typ.plural, t.name, t.body)
 			if e, ok := api.AsError(err); ok && e.Code == api.CodeInvalid && strings.HasPrefix(e.Field, "spec.dependsOn[") {
 				// The server lacks a task an earlier document creates: check the rest without those.
@@ -127,4 +131,14 @@ func dryRunAll(ctx context.Context, c *client.Client, docs []applyDoc, plans [][
 		}
 	}
 	return failed
+}
+
+// hasDryRun says whether the server checks this type's apply with ?dryRun=All (agents, runs,
+// groups and triggers; an environment is checked by its own load, immutable per version).
+func hasDryRun(typ resType) bool {
+	switch typ {
+	case typeAgents, typeAgentRuns, typeAgentGroups, typeTriggers:
+		return true
+	}
+	return false
 }

@@ -143,6 +143,16 @@ func TestLearning(t *testing.T) {
 			t.Errorf("la's timeline lacks %s %q", want.typ, want.text)
 		}
 	}
+	// The proposal and the grade are the run's own model calls: journaled and billed to it.
+	billed := map[string]bool{}
+	for _, st := range e.steps("la") {
+		if st.Kind == "model" && st.CostMicros != nil && *st.CostMicros > 0 {
+			billed[st.Key] = true
+		}
+	}
+	if !billed["learn/propose"] || !billed["learn/grade"] {
+		t.Errorf("la's billed model steps are %v; want learn/propose and learn/grade among them", billed)
+	}
 	evJSON, _ := json.Marshal(evs)
 	if bytes.Contains(evJSON, []byte("test-key")) {
 		t.Error("the run's model key is on its timeline")

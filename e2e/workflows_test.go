@@ -24,6 +24,11 @@ const seedWorkflow = `{
 }
 `
 
+// parallelWorkflow has a kind the engine does not run yet.
+const parallelWorkflow = `{"v": 2, "name": "par", "schemas": {"A": {"type": "object"}}, "output": {"schemaId": "A"},
+  "root": {"node": "chain", "steps": [{"node": "parallel", "label": "both", "branches": [
+    {"node": "code", "label": "a", "code": "(s) => ({ x: 1 })"}, {"node": "code", "label": "b", "code": "(s) => ({ y: 2 })"}]}]}}`
+
 // TestWorkflowsValidate: the real binary's workflows validate takes the seed's example (exit 0)
 // and prints every error of a broken one as FILE:LINE:COL code at pointer (exit 1); workflows
 // run --dry-run prints the plan and calls nothing; POST /v2/workflows:validate answers the same
@@ -56,7 +61,12 @@ func TestWorkflowsValidate(t *testing.T) {
 			t.Errorf("validate output lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	if r := e.cli(dir, "workflows", "validate", "--runnable", good); r.code != 1 || !strings.Contains(r.stdout, "kind_not_runnable at /root/node") {
+	if r := e.cli(dir, "workflows", "validate", "--runnable", good); r.code != 0 {
+		t.Errorf("validate --runnable of the seed's example (its call runs): exit %d %s", r.code, r.stdout)
+	}
+	// parallel does not run yet: refused naming it, by validate --runnable and by run.
+	par := writeFile(t, dir, "par.json", parallelWorkflow)
+	if r := e.cli(dir, "workflows", "validate", "--runnable", par); r.code != 1 || !strings.Contains(r.stdout, "kind_not_runnable at /root/steps/0/node") || !strings.Contains(r.stdout, `"parallel"`) {
 		t.Errorf("validate --runnable: exit %d %s", r.code, r.stdout)
 	}
 	plan := e.cli(dir, "workflows", "run", good, "--agent", "reader", "--input", `{"website": "https://example.com"}`, "--dry-run")
@@ -66,8 +76,8 @@ func TestWorkflowsValidate(t *testing.T) {
 	if r := e.cli(dir, "workflows", "run", good, "--agent", "reader", "--input", `{"site": 1}`, "--dry-run"); r.code != 1 || !strings.Contains(r.stderr, `schema "In"`) {
 		t.Errorf("dry run with an input the schema refuses: exit %d %s", r.code, r.stderr)
 	}
-	if r := e.cli(dir, "workflows", "run", good, "--agent", "reader"); r.code != 1 || !strings.Contains(r.stderr, "--dry-run") {
-		t.Errorf("run without --dry-run: exit %d %s", r.code, r.stderr)
+	if r := e.cli(dir, "workflows", "run", par, "--agent", "reader"); r.code != 1 || !strings.Contains(r.stderr, "kind_not_runnable") {
+		t.Errorf("run of a kind not run: exit %d %s", r.code, r.stderr)
 	}
 
 	e.start()

@@ -278,10 +278,16 @@ func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (string
 	if maxTokens <= 0 {
 		maxTokens = api.DefaultMaxTokens
 	}
+	modelID := d.acc.model
+	if d.acc.routed {
+		// A routed agent has no model of its own: an agent node runs on the family the router
+		// falls back to (a router call per node would be a model call the document did not ask for).
+		modelID, _ = familyModel(d.e.Prices, d.acc.provider.Name(), fallbackFamily(d.acc.families))
+	}
 	calls := 0
 	for turn := 0; ; turn++ {
-		req := &model.Request{Model: d.acc.model, System: d.system(), Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
-		resp, err := h.modelCall(ctx, fmt.Sprintf("%s/t%d/model", key, turn), fmt.Sprintf("model call (%s, %s turn %d)", d.acc.model, t.Node, turn+1), req)
+		req := &model.Request{Model: modelID, System: d.system(), Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
+		resp, err := h.modelCall(ctx, fmt.Sprintf("%s/t%d/model", key, turn), fmt.Sprintf("model call (%s, %s turn %d)", modelID, t.Node, turn+1), req)
 		if err != nil {
 			return "", err
 		}

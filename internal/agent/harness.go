@@ -172,7 +172,9 @@ func maxTokensField(wire string, body map[string]json.RawMessage) string {
 // output limit above maxTokens, or none, becomes maxTokens) and returns the limit it asked for.
 func limitCall(wire string, body map[string]json.RawMessage, model string, maxTokens int) (asked int) {
 	field := maxTokensField(wire, body)
-	json.Unmarshal(body[field], &asked)
+	if err := json.Unmarshal(body[field], &asked); err != nil {
+		asked = 0 // no limit asked, or not a number: the agent's limit is put in
+	}
 	if asked <= 0 || asked > maxTokens {
 		body[field], _ = json.Marshal(maxTokens)
 	}

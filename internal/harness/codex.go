@@ -361,7 +361,11 @@ func (p *codexProc) answer(ctx context.Context, m codexMsg) error {
 		return nil
 	}
 	var params map[string]json.RawMessage
-	json.Unmarshal(m.Params, &params)
+	if len(m.Params) > 0 {
+		if err := json.Unmarshal(m.Params, &params); err != nil {
+			return refuse("params are not a JSON object: " + err.Error())
+		}
+	}
 	// decide asks our policy about one of Codex's own tools, with the request's fields as its input.
 	decide := func(tool string) (bool, error) {
 		allow, _, err := p.permit(ctx, tool, m.Params)
@@ -401,7 +405,9 @@ func (p *codexProc) answer(ctx context.Context, m codexMsg) error {
 		// Codex asking whether to call one of our MCP tools: our approvals decide when the call
 		// reaches the MCP server, so it is accepted here. Any other server's elicitation is declined.
 		var server string
-		json.Unmarshal(params["serverName"], &server)
+		if err := json.Unmarshal(params["serverName"], &server); err != nil {
+			server = "" // no name, or not a string: not our server, so declined
+		}
 		if server == p.mcp {
 			return reply(map[string]any{"action": "accept", "content": map[string]any{}})
 		}

@@ -180,6 +180,10 @@ spec:
 	if st := e.do("GET", "/v2/triggers/inbound-lead", nil, &tr); st != 200 || tr.Status.WebhookURL != e.url+"/v2/hooks/inbound-lead" || tr.Status.Kind != "webhook" {
 		t.Fatalf("GET trigger: HTTP %d %+v", st, tr.Status)
 	}
+	// `get triggers` shows what `triggers` does (kind, agent, URL), not only a name and an age.
+	if res := e.mustCLI(0, "get", "triggers"); !strings.Contains(res.stdout, "KIND") || !strings.Contains(res.stdout, e.url+"/v2/hooks/inbound-lead") {
+		t.Errorf("get triggers:\n%s", res.stdout)
+	}
 	// Before the secret is set nothing verifies.
 	now := time.Now().Unix()
 	body := []byte(`{"lead": {"email": "ada@example.com"}}`)

@@ -219,6 +219,16 @@ func writeItems(out io.Writer, typ resType, items []json.RawMessage, output stri
 			}
 		}
 		header, rows = runRows(list, wide, now)
+	case typeTriggers:
+		// The same columns as `agentrun triggers`: a trigger's name and age alone say nothing.
+		header = triggerHeader
+		for _, raw := range items {
+			var t api.Trigger
+			if err := json.Unmarshal(raw, &t); err != nil {
+				return fmt.Errorf("decode trigger: %w", err)
+			}
+			rows = append(rows, triggerRow(t))
+		}
 	default:
 		list := make([]map[string]any, len(items))
 		for i, raw := range items {

@@ -46,10 +46,12 @@ func triggersListCmd() *cobra.Command {
 			for _, t := range list.Items {
 				rows = append(rows, triggerRow(t))
 			}
-			return writeTable(cmd.OutOrStdout(), []string{"NAME", "KIND", "AGENT", "SUSPENDED", "NEXT FIRE", "LAST FIRE", "URL"}, rows)
+			return writeTable(cmd.OutOrStdout(), triggerHeader, rows)
 		}),
 	}
 }
+
+var triggerHeader = []string{"NAME", "KIND", "AGENT", "SUSPENDED", "NEXT FIRE", "LAST FIRE", "URL"}
 
 func triggerRow(t api.Trigger) []string {
 	next, last, url := "-", "-", "-"

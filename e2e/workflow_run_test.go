@@ -238,7 +238,7 @@ func TestWorkflowShell(t *testing.T) {
 	doc := `{"v": 2, "name": "sh", "schemas": {"In": {"type": "object", "required": ["who"]}, "R": {"type": "object", "required": ["code", "stdout"]}},
   "input": {"schemaId": "In"}, "output": {"schemaId": "R", "path": "greet"},
   "root": {"node": "chain", "steps": [
-    {"node": "call", "label": "greet", "via": "shell", "command": "echo \"hello $WHO\"; echo warn >&2", "env": {"WHO": "{who}"}, "as": "greet", "out": "R", "deadline_s": 30}]}}`
+    {"node": "call", "label": "greet", "via": "shell", "command": "echo \"hello $WHO\"; echo warn >&2", "env": {"WHO": "{who}"}, "as": "greet", "deadline_s": 30}]}}`
 	dir := t.TempDir()
 	wf := writeFile(t, dir, "sh.json", doc)
 	r := e.mustCLI(0, "workflows", "run", wf, "--agent", "sheller", "--input", `{"who": "it's me"}`, "--wait")

@@ -323,7 +323,7 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 		err = s.ClickAt(ctx, x, y)
 		done = fmt.Sprintf("clicked at (%d, %d)", x, y)
 		ev = api.Event{Type: api.EventTakeoverClick, Message: fmt.Sprintf("%s clicked the run's %s at (%d, %d)", by, what, x, y),
-			Data: mustJSON(map[string]any{"by": by, "x": x, "y": y})}
+			Data: json.RawMessage(store.MustJSON(map[string]any{"by": by, "x": x, "y": y}))}
 	case "type":
 		if req.Text == "" {
 			jsonError(w, http.StatusBadRequest, "nothing to type")
@@ -338,12 +338,12 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 		// Never the text itself: it may be a password.
 		done = fmt.Sprintf("typed %d characters", n)
 		ev = api.Event{Type: api.EventTakeoverType, Message: fmt.Sprintf("%s typed %d characters into the run's %s (the text is not recorded)", by, n, what),
-			Data: mustJSON(map[string]any{"by": by, "characters": n})}
+			Data: json.RawMessage(store.MustJSON(map[string]any{"by": by, "characters": n}))}
 	case "key":
 		err = s.Key(ctx, req.Key)
 		done = "pressed " + req.Key
 		ev = api.Event{Type: api.EventTakeoverKey, Message: fmt.Sprintf("%s pressed %s in the run's %s", by, req.Key, what),
-			Data: mustJSON(map[string]any{"by": by, "key": req.Key})}
+			Data: json.RawMessage(store.MustJSON(map[string]any{"by": by, "key": req.Key}))}
 	}
 	switch {
 	case err == nil:
@@ -362,11 +362,6 @@ func (c *Console) screenAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "message": done})
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 // answerable says whether the run waits on a person's answer the run page takes: a question (a
@@ -431,7 +426,7 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 	if created {
 		by := c.person(r)
 		if err := c.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventMessageReceived, Message: api.FirstLine(text, 120),
-			Data: mustJSON(map[string]string{"by": by})}}); err != nil {
+			Data: json.RawMessage(store.MustJSON(map[string]string{"by": by}))}}); err != nil {
 			http.Error(w, "the answer was sent, but it could not be recorded in the run's timeline: "+err.Error(), http.StatusInternalServerError)
 			return
 		}

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"encoding/json"
+	"agentrun.dev/agentrun/internal/store"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -65,7 +65,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		// before "end".
 		run, err := s.Store.GetRun(ctx, name)
 		if err != nil {
-			fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"message": err.Error()}))
+			fmt.Fprintf(w, "event: error\ndata: %s\n\n", store.MustJSON(map[string]string{"message": err.Error()}))
 			flusher.Flush()
 			return
 		}
@@ -74,7 +74,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, ev := range evs {
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, mustJSON(ev))
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, store.MustJSON(ev))
 			after = ev.Seq
 		}
 		if len(evs) > 0 {
@@ -84,7 +84,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if api.Finished(run.Status.Phase) {
-			fmt.Fprintf(w, "event: end\ndata: %s\n\n", mustJSON(map[string]string{"phase": string(run.Status.Phase), "reason": string(run.Status.Reason)}))
+			fmt.Fprintf(w, "event: end\ndata: %s\n\n", store.MustJSON(map[string]string{"phase": string(run.Status.Phase), "reason": string(run.Status.Reason)}))
 			flusher.Flush()
 			return
 		}
@@ -104,8 +104,3 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 type flushFunc func()
 
 func (f flushFunc) Flush() { f() }
-
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}

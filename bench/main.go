@@ -67,7 +67,7 @@ type config struct {
 }
 
 // scenarios in the order they run; "all" is every one, "pg" every one on PostgreSQL.
-var scenarios = []string{"journal", "e2e", "claim", "scale", "river", "takeover", "memory", "computers"}
+var scenarios = []string{"journal", "e2e", "workflow", "claim", "scale", "river", "takeover", "memory", "computers"}
 
 var pgScenarios = map[string]bool{"claim": true, "scale": true, "river": true, "takeover": true, "memory": true}
 
@@ -214,6 +214,16 @@ func main() {
 		if r != nil {
 			printE2E(r)
 			out["e2e"] = r
+		}
+	}
+	if want["workflow"] {
+		r, err := runWorkflowBench(c, root)
+		if err != nil {
+			fail("workflow", err)
+		}
+		if r != nil {
+			printWorkflow(r)
+			out["workflow"] = r
 		}
 	}
 	if want["claim"] {

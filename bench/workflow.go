@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/model/fake"
+)
+
+// WorkflowResult is the workflow scenario's figures: a built-in tool step against a workflow
+// node doing the same tool call, and a map of many items.
+type WorkflowResult struct {
+	// Steps is the tool calls of the built-in run (one model turn asks for all) and the call
+	// nodes of the workflow's chain.
+	Steps int `json:"steps"`
+	// BuiltinMs is the built-in run's exec time (startedAt → finishedAt: two model calls and the
+	// tool calls); BuiltinPerStepMs is that over Steps.
+	BuiltinMs        float64 `json:"builtinMs"`
+	BuiltinPerStepMs float64 `json:"builtinPerStepMs"`
+	// WorkflowMs is the workflow run's exec time (no model call); WorkflowPerNodeMs that over Steps.
+	WorkflowMs        float64 `json:"workflowMs"`
+	WorkflowPerNodeMs float64 `json:"workflowPerNodeMs"`
+	// The map: MapItems tool calls at most MapConcurrency at a time, its exec time, journal steps
+	// per second, and the server's peak resident memory after it (VmHWM).
+	MapItems       int     `json:"mapItems"`
+	MapConcurrency int     `json:"mapConcurrency"`
+	MapMs          float64 `json:"mapMs"`
+	MapStepsPerSec float64 `json:"mapStepsPerSec"`
+	ServerPeakRSSK int64   `json:"serverPeakRssKB"`
+}
+
+const workflowSteps = 50
+
+func workflowScript() *fake.Script {
+	calls := make([]fake.ToolCall, workflowSteps)
+	for i := range calls {
+		calls[i] = fake.ToolCall{Name: "ls", Input: json.RawMessage(`{"path":"."}`)}
+	}
+	return &fake.Script{Entries: []fake.Entry{{Name: "builtin", Match: "*", Turns: []fake.Turn{{ToolCalls: calls}, {Text: "done"}}}}}
+}
+
+// lsWorkflow is a chain of n call nodes of ls, or with mapped, one map of ls over the input's items.
+func lsWorkflow(n int, mapped bool, conc int) string {
+	call := `{"node": "call", "label": "%s", "via": "tool", "tool": "ls", "args": {"path": "."}, "out": "R", "as": "%s", "deadline_s": 60}`
+	var root string
+	if mapped {
+		root = fmt.Sprintf(`{"node": "chain", "steps": [{"node": "map", "label": "each", "itemsPath": "items", "as": "all", "maxConcurrency": %d, "body": %s}]}`,
+			conc, fmt.Sprintf(call, "ls", "r"))
+	} else {
+		steps := make([]string, n)
+		for i := range steps {
+			steps[i] = fmt.Sprintf(call, fmt.Sprintf("ls%d", i), fmt.Sprintf("r%d", i))
+		}
+		root = `{"node": "chain", "steps": [` + strings.Join(steps, ",") + `]}`
+	}
+	return `{"v": 2, "name": "bench", "schemas": {"In": {"type": "object"}, "R": {"type": "object"}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"}, "root": ` + root + `}`
+}
+
+func runWorkflowBench(c config, root string) (*WorkflowResult, error) {
+	w, err := startWorld(c, root, "workflow", workflowScript(), 4)
+	if err != nil {
+		return nil, err
+	}
+	defer w.stop()
+	put := func(name, doc string) error {
+		spec := map[string]any{"tools": []string{"ls"}, "perRunMaxCostUSD": "1000.00", "maxToolCalls": 1000, "model": map[string]any{"name": benchModel}}
+		if doc != "" {
+			spec["workflow"] = json.RawMessage(doc)
+		}
+		return w.do("PUT", "/v2/agents/"+name, map[string]any{"metadata": map[string]any{"name": name}, "spec": spec}, nil)
+	}
+	const items, conc = 1000, 16
+	list := make([]int, items)
+	for i := range list {
+		list[i] = i
+	}
+	inMap, _ := json.Marshal(map[string]any{"items": list})
+	for _, a := range []struct{ name, doc string }{{"b-builtin", ""}, {"b-chain", lsWorkflow(workflowSteps, false, 0)}, {"b-map", lsWorkflow(0, true, conc)}} {
+		if err := put(a.name, a.doc); err != nil {
+			return nil, fmt.Errorf("agent %s: %w", a.name, err)
+		}
+	}
+	exec := func(agent, input string) (float64, api.AgentRun, error) {
+		name, err := w.startRun(agent, input)
+		if err != nil {
+			return 0, api.AgentRun{}, err
+		}
+		for deadline := time.Now().Add(c.timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			r, err := w.getRun(name)
+			if err != nil {
+				return 0, r, err
+			}
+			if api.Finished(r.Status.Phase) {
+				if r.Status.Phase != api.PhaseSucceeded || r.Status.StartedAt == nil || r.Status.FinishedAt == nil {
+					return 0, r, fmt.Errorf("run %s ended %s (%s: %s)", name, r.Status.Phase, r.Status.Reason, r.Status.Message)
+				}
+				return float64(r.Status.FinishedAt.Sub(*r.Status.StartedAt).Microseconds()) / 1000, r, nil
+			}
+		}
+		return 0, api.AgentRun{}, fmt.Errorf("run %s did not finish within %s", name, c.timeout)
+	}
+	res := &WorkflowResult{Steps: workflowSteps, MapItems: items, MapConcurrency: conc}
+	progress("workflow: warm-up and the built-in run")
+	if _, _, err := exec("b-chain", "{}"); err != nil { // warm-up
+		return nil, err
+	}
+	if res.BuiltinMs, _, err = exec("b-builtin", "list the folder"); err != nil {
+		return nil, err
+	}
+	progress("workflow: a chain of %d call nodes", workflowSteps)
+	if res.WorkflowMs, _, err = exec("b-chain", "{}"); err != nil {
+		return nil, err
+	}
+	progress("workflow: a map of %d items, %d at a time", items, conc)
+	ms, run, err := exec("b-map", string(inMap))
+	if err != nil {
+		return nil, err
+	}
+	steps, err := w.steps(run.Metadata.Name)
+	if err != nil {
+		return nil, err
+	}
+	res.MapMs = ms
+	res.MapStepsPerSec = float64(len(steps)) / (ms / 1000)
+	res.ServerPeakRSSK = procStatus(w.srv.pid)["VmHWM"]
+	res.BuiltinPerStepMs = res.BuiltinMs / workflowSteps
+	res.WorkflowPerNodeMs = res.WorkflowMs / workflowSteps
+	return res, nil
+}
+
+func printWorkflow(r *WorkflowResult) {
+	fmt.Printf("workflow: %d ls calls: built-in loop %.1f ms (%.2f ms per tool step, with its two model calls), workflow chain %.1f ms (%.2f ms per call node)\n",
+		r.Steps, r.BuiltinMs, r.BuiltinPerStepMs, r.WorkflowMs, r.WorkflowPerNodeMs)
+	fmt.Printf("workflow: map of %d ls calls, %d at a time: %.0f ms, %.0f steps/s, server peak RSS %d MiB\n",
+		r.MapItems, r.MapConcurrency, r.MapMs, r.MapStepsPerSec, r.ServerPeakRSSK>>10)
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -343,13 +344,29 @@ func (d *drive) accountCall(cur *turnState, mr modelResult, c *int64) {
 	d.updateCost(nil)
 }
 
-// CountTokens forwards a token count: no cost, no effect, so it is not a journal step.
+// CountTokens forwards a token count: no cost, no effect, so it is not a journal step. The vendor's
+// answer goes back as it is, a refusal too (a harness estimates the count itself then): the run
+// has not stopped, so it is not the 503 of a model call that could not be made.
 func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply, error) {
-	status, ctype, data, err := h.d.forward(h.ctx, h.d.acc.provider, c, c.Body)
-	if err != nil {
-		return gateway.Reply{}, err
+	p := h.d.acc.provider
+	fw, ok := p.(model.Forwarder)
+	if !ok {
+		return gateway.Reply{}, &failure{api.ReasonModelError, "provider " + p.Name() + " cannot forward harness calls"}
 	}
-	return gateway.Reply{Status: status, ContentType: ctype, Body: data}, nil
+	resp, err := fw.Forward(h.ctx, c.Path, c.Header, c.Body)
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if h.ctx.Err() != nil {
+		return gateway.Reply{}, h.ctx.Err()
+	}
+	if err != nil {
+		msg, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": "count_tokens: " + p.Name() + ": " + err.Error()}})
+		return gateway.Reply{Status: http.StatusBadGateway, ContentType: "application/json", Body: msg}, nil
+	}
+	return gateway.Reply{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: data}, nil
 }
 
 // CallTool is one of the run's tools called over MCP: the built-in loop's toolCall (strict decode,

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/workflow"
 )
 
 // Limits of a proposal.
@@ -224,9 +225,9 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 				reject("TooLarge", "the workflow is %d bytes, over the %d-byte limit", len(it.Content), MaxWorkflow)
 				continue
 			}
-			var doc map[string]any
-			if err := yaml.Unmarshal([]byte(it.Content), &doc); err != nil || len(doc) == 0 {
-				reject("InvalidValue", "the workflow is not a YAML or JSON document")
+			// The workflow engine's own validation: what it would refuse to load is not kept.
+			if _, errs := workflow.Validate([]byte(it.Content), workflow.Options{}); len(errs) > 0 {
+				reject("InvalidWorkflow", "the workflow is not valid: %s", errs[0].Message)
 				continue
 			}
 		default:

@@ -128,3 +128,19 @@ func TestCheck(t *testing.T) {
 		t.Error("a never-rule is not classified risky")
 	}
 }
+
+// A workflow is kept only if the workflow engine would load it.
+func TestCheckWorkflow(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "workflow", "testdata", "conformance", "001-seed-read-site.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Proposal{Items: []Item{
+		{Kind: "workflow", Path: "workflows/read-site.json", Content: string(doc)},
+		{Kind: "workflow", Path: "workflows/bad.yaml", Content: "v: 2\nname: bad\nroot: {node: nosuch}\n"},
+	}}
+	ok, refused := Check(p, nil, true)
+	if len(ok) != 1 || ok[0] != 0 || len(refused) != 1 || refused[0].Code != "InvalidWorkflow" {
+		t.Fatalf("kept %v, refused %+v", ok, refused)
+	}
+}

@@ -977,6 +977,7 @@ export interface components {
             consoleURL?: string;
             cost?: components["schemas"]["RunCost"] | null;
             deadline?: string | null;
+            escalation?: components["schemas"]["Escalation"] | null;
             finishedAt?: string | null;
             message?: string;
             payloadsPurgedAt?: string | null;
@@ -995,6 +996,7 @@ export interface components {
             consoleURL?: string;
             cost?: components["schemas"]["RunCostInput"] | null;
             deadline?: string | null;
+            escalation?: components["schemas"]["EscalationInput"] | null;
             finishedAt?: string | null;
             message?: string;
             payloadsPurgedAt?: string | null;
@@ -1022,6 +1024,7 @@ export interface components {
             state?: string;
             system?: string;
             tools?: string[];
+            workflow?: unknown;
         };
         AgentSpecInput: {
             allowUnpricedModels?: boolean;
@@ -1039,6 +1042,7 @@ export interface components {
             state?: string;
             system?: string;
             tools?: string[] | null;
+            workflow?: unknown | null;
         };
         AgentStatus: {
             revision?: number;
@@ -1197,6 +1201,20 @@ export interface components {
             /** @description the path of the field at fault (spec.tools[1]) */
             field?: string;
             message: string;
+        };
+        Escalation: {
+            kind: string;
+            label?: string;
+            stage: string;
+            stepKey?: string;
+            summary: string;
+        };
+        EscalationInput: {
+            kind?: string;
+            label?: string;
+            stage?: string;
+            stepKey?: string;
+            summary?: string;
         };
         EvalCase: {
             detail?: string;

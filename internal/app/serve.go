@@ -272,7 +272,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err := applyDevHooks(ro.DevHooks, log); err != nil {
 				return err
 			}
-			token, tokenCreated, err := serverToken(dir)
+			token, tokenCreated, tokenFromEnv, err := serverToken(dir)
 			if err != nil {
 				return err
 			}
@@ -322,6 +322,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			accounts, err := auth.Open(dir)
 			if err != nil {
 				return err
+			}
+			if tokenFromEnv {
+				accounts.AcceptSetupToken(token)
 			}
 			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(st),
 				Prices: ro.prices, Models: models, Seal: ro.seal,

@@ -45,7 +45,10 @@ type Accounts struct {
 	users     map[string]string // name -> encoded argon2id hash
 	key       []byte            // signs sessions
 	setupCode string
-	guard     *guard
+	// setupToken, when set, also sets the first password: the API token a platform generated
+	// (AGENTRUN_TOKEN), which its operator can read where the log's setup code is harder to find.
+	setupToken string
+	guard      *guard
 	// revoked holds the ids of sessions signed out before they expired, with their expiry (Unix
 	// seconds), kept in sessions-revoked.json so a stolen cookie stays dead across restarts.
 	revoked map[string]int64
@@ -103,6 +106,14 @@ func (a *Accounts) SetupCode() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.setupCode
+}
+
+// AcceptSetupToken lets token (AGENTRUN_TOKEN, case-sensitive) set the first password, as the
+// setup code does; it is never accepted once a password is set.
+func (a *Accounts) AcceptSetupToken(token string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.setupToken = token
 }
 
 // HasPassword reports whether a person account exists.
@@ -171,6 +182,9 @@ func (a *Accounts) setupAllowed(code string) error {
 	defer a.mu.Unlock()
 	if len(a.users) > 0 {
 		return ErrAlreadySet
+	}
+	if a.setupToken != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(code)), []byte(a.setupToken)) == 1 {
+		return nil
 	}
 	if a.setupCode == "" || subtle.ConstantTimeCompare([]byte(strings.ToUpper(strings.TrimSpace(code))), []byte(a.setupCode)) != 1 {
 		return ErrBadSetupCode

@@ -1,0 +1,174 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recHost records every effect's key and answers tool calls with their arguments; the tests
+// check what the engine asks for, under which keys, and how many at once.
+type recHost struct {
+	mu       sync.Mutex
+	keys     []string
+	inFlight int
+	most     int
+}
+
+func (h *recHost) enter(key string) {
+	h.mu.Lock()
+	h.keys = append(h.keys, key)
+	h.inFlight++
+	h.most = max(h.most, h.inFlight)
+	h.mu.Unlock()
+}
+
+func (h *recHost) leave() { h.mu.Lock(); h.inFlight--; h.mu.Unlock() }
+
+func (h *recHost) Tool(ctx context.Context, key, tool string, args map[string]any) (ToolResult, error) {
+	h.enter(key)
+	defer h.leave()
+	time.Sleep(time.Millisecond) // let other items start, so the bound is exercised
+	b, _ := json.Marshal(args)
+	return ToolResult{Content: string(b)}, nil
+}
+
+func (h *recHost) Shell(ctx context.Context, key, command string, env map[string]string, d time.Duration) (ShellResult, error) {
+	h.enter(key)
+	defer h.leave()
+	return ShellResult{Code: 0, Stdout: command}, nil
+}
+
+func (h *recHost) Ask(ctx context.Context, key string, q Question) (Answer, error) {
+	h.enter(key)
+	defer h.leave()
+	return Answer{Value: json.RawMessage(`"b"`), Confidence: 0.4}, nil
+}
+
+func (h *recHost) Agent(ctx context.Context, key string, t Task) (string, error) {
+	h.enter(key)
+	defer h.leave()
+	return "# Report\n\nEverything in the state was looked at carefully.", nil
+}
+
+func mustValid(t *testing.T, doc string) *Workflow {
+	t.Helper()
+	w, errs := Validate([]byte(doc), Options{Runnable: true})
+	if len(errs) > 0 {
+		t.Fatalf("invalid: %v", errs)
+	}
+	return w
+}
+
+// TestEngineMapKeys: a map's items run at most maxConcurrency at a time, each effect keyed by
+// its item's path, results in item order; a loop's iterations and a route's branch are in the
+// keys too; a route below unsure's threshold takes the unsure branch.
+func TestEngineMapKeys(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "m", "schemas": {"In": {"type": "object"}, "R": {"type": "object"}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [
+    {"node": "map", "label": "each", "itemsPath": "items", "as": "all", "maxConcurrency": 2, "resultPath": "r.data.n",
+     "body": {"node": "call", "label": "get", "via": "tool", "tool": "t", "args": {"n": "{item}"}, "out": "R", "as": "r", "deadline_s": 5}},
+    {"node": "code", "label": "init", "code": "(s) => ({ i: 0 })"},
+    {"node": "loop", "label": "again", "maxIters": 9, "until": {"predicate": "gte", "path": "i", "n": 2},
+     "body": {"node": "chain", "steps": [
+       {"node": "call", "label": "sh", "via": "shell", "command": "true", "as": "out", "deadline_s": 5},
+       {"node": "code", "label": "inc", "code": "(s) => ({ i: s.i + 1 })"}]}},
+    {"node": "route", "label": "pick", "instructions": "Pick", "state": {"all": "{all}"}, "unsure": {"branch": "a", "gte": 0.5},
+     "branches": {"a": {"body": {"node": "code", "label": "ca", "code": "(s) => ({ took: 'a' })"}},
+                  "b": {"body": {"node": "code", "label": "cb", "code": "(s) => ({ took: 'b' })"}}}},
+    {"node": "report", "label": "final", "instructions": "Report"}]}}`)
+	h := &recHost{}
+	items := []any{}
+	for i := range 7 {
+		items = append(items, float64(i*10))
+	}
+	res, err := w.Run(context.Background(), h, map[string]any{"items": items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.most > 2 {
+		t.Errorf("%d effects at once, want at most maxConcurrency 2", h.most)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(res.Output, &out); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(out["all"]) != "[0 10 20 30 40 50 60]" || out["took"] != "a" || out["i"] != 2.0 {
+		t.Errorf("output %v", out)
+	}
+	sort.Strings(h.keys)
+	want := []string{"wf/again#0/sh", "wf/again#1/sh", "wf/each[0]/get", "wf/each[1]/get", "wf/each[2]/get", "wf/each[3]/get",
+		"wf/each[4]/get", "wf/each[5]/get", "wf/each[6]/get", "wf/final", "wf/pick"}
+	if strings.Join(h.keys, " ") != strings.Join(want, " ") {
+		t.Errorf("keys\n %v\nwant\n %v", h.keys, want)
+	}
+}
+
+// TestEngineStops: escalate stops with its interpolated summary, requires stops naming the path,
+// a value its out schema refuses fails output_invalid, a bad input fails before any effect, and a
+// route on valuePath takes otherwise for an unknown value.
+func TestEngineStops(t *testing.T) {
+	const head = `{"v": 2, "name": "s", "schemas": {"In": {"type": "object", "required": ["x"]}, "Out": {"type": "object"}, "Num": {"type": "number"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"}, "root": {"node": "chain", "steps": [`
+	esc := mustValid(t, head+`{"node": "escalate", "label": "e", "when": {"predicate": "field_equals", "path": "x", "value": "bad"}, "kind": "human", "stage": "s1", "summary": "x is {x}, y {y}"},
+    {"node": "code", "label": "c", "code": "(s) => ({ done: true })"}]}}`)
+	if r, err := esc.Run(context.Background(), &recHost{}, map[string]any{"x": "bad"}); err != nil || r.Escalation == nil || r.Escalation.Summary != "x is bad, y (y unset)" || r.Escalation.Path != "wf/e" {
+		t.Errorf("escalate: %+v %v", r, err)
+	}
+	if r, err := esc.Run(context.Background(), &recHost{}, map[string]any{"x": "good"}); err != nil || r.Escalation != nil || !strings.Contains(string(r.Output), `"done":true`) {
+		t.Errorf("no escalation: %+v %v", r, err)
+	}
+	h := &recHost{}
+	if _, err := esc.Run(context.Background(), h, map[string]any{"y": 1}); !isFailure(err, FailInput) || len(h.keys) != 0 {
+		t.Errorf("bad input: %v, effects %v", err, h.keys)
+	}
+	req := mustValid(t, head+`{"node": "call", "label": "get", "via": "tool", "tool": "t", "args": {}, "out": "Out", "as": "r", "deadline_s": 5, "requires": ["x"]}]}}`)
+	if _, err := req.Run(context.Background(), &recHost{}, map[string]any{"x": " "}); !isFailure(err, FailRequires) || !strings.Contains(err.Error(), `"x"`) {
+		t.Errorf("requires: %v", err)
+	}
+	out := mustValid(t, head+`{"node": "call", "label": "get", "via": "tool", "tool": "t", "args": {}, "out": "Num", "as": "r", "deadline_s": 5}]}}`)
+	if _, err := out.Run(context.Background(), &recHost{}, map[string]any{"x": 1}); !isFailure(err, FailOutput) || !strings.Contains(err.Error(), `"Num"`) {
+		t.Errorf("out schema: %v", err)
+	}
+	disp := mustValid(t, head+`{"node": "route", "label": "d", "valuePath": "x", "otherwise": "no", "as": "rt", "branches": {
+      "yes": {"body": {"node": "code", "label": "y", "code": "(s) => ({ v: 1 })"}}, "no": {"body": {"node": "code", "label": "n", "code": "(s) => ({ v: 2 })"}}}}]}}`)
+	for in, want := range map[string]string{"yes": `"v":1`, "maybe": `"v":2`} {
+		h := &recHost{}
+		r, err := disp.Run(context.Background(), h, map[string]any{"x": in})
+		if err != nil || !strings.Contains(string(r.Output), want) || len(h.keys) != 0 {
+			t.Errorf("dispatch on %q: %s %v (no model call: %v)", in, r.Output, err, h.keys)
+		}
+	}
+	if _, err := disp.Run(context.Background(), &recHost{}, map[string]any{"x": 3}); !isFailure(err, FailBranch) {
+		t.Errorf("dispatch on a number: %v", err)
+	}
+}
+
+// TestEngineNotRunnable: a kind the engine does not run is refused at run start naming it,
+// before any effect.
+func TestEngineNotRunnable(t *testing.T) {
+	w, errs := Validate([]byte(`{"v": 2, "name": "p", "schemas": {"A": {"type": "object"}}, "output": {"schemaId": "A"},
+  "root": {"node": "chain", "steps": [{"node": "call", "label": "first", "via": "tool", "tool": "t", "args": {}, "out": "A", "as": "f", "deadline_s": 5},
+    {"node": "parallel", "label": "both", "branches": [
+    {"node": "code", "label": "a", "code": "(s) => ({ x: 1 })"}, {"node": "code", "label": "b", "code": "(s) => ({ y: 2 })"}]}]}}`), Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	h := &recHost{}
+	_, err := w.Run(context.Background(), h, nil)
+	if !isFailure(err, CodeNotRunnable) || !strings.Contains(err.Error(), `parallel node "both"`) || len(h.keys) != 0 {
+		t.Errorf("got %v, effects %v", err, h.keys)
+	}
+}
+
+func isFailure(err error, code string) bool {
+	var f *Failure
+	return errors.As(err, &f) && f.Code == code
+}

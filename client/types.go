@@ -56,6 +56,7 @@ type (
 	AgentRunStatus = api.AgentRunStatus
 	WaitingOn      = api.WaitingOn
 	Answer         = api.Answer
+	Escalation     = api.Escalation
 	RunCost        = api.RunCost
 	Turn           = api.Turn
 	Step           = api.Step

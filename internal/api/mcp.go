@@ -78,14 +78,13 @@ func (secretRefError) Error() string {
 
 var errBadSecretRef error = secretRefError{}
 
+// HarnessMCPPrefix begins the name a harness other than builtin sees each of the run's tools
+// under: the gateway serves them as the MCP server "agentrun".
+const HarnessMCPPrefix = "mcp__agentrun__"
+
 // validateMCPServers checks spec.mcpServers. Whether each ticked tool exists is asked of the
 // server itself when the agent is created or applied (internal/server).
 func validateMCPServers(servers []MCPServer, harness string) error {
-	if len(servers) > 0 && harness != "builtin" {
-		// A harness is offered the run's tools through the gateway's MCP endpoint, which does not
-		// relay other MCP servers yet.
-		return Invalid("spec.mcpServers", "MCP servers are used by the builtin harness only; harness %q does not get them", harness)
-	}
 	names := map[string]bool{}
 	for i := range servers {
 		m := &servers[i]
@@ -148,6 +147,11 @@ func validateMCPServers(servers []MCPServer, harness string) error {
 			}
 			if ticked[t] {
 				return Invalid(f, "tool %q is ticked twice", t)
+			}
+			// Another harness is served the tool by the gateway's MCP server "agentrun", so it
+			// sees mcp__agentrun__mcp__SERVER__TOOL; the vendors take tool names of 64 at most.
+			if n := len(HarnessMCPPrefix) + len("mcp__"+m.Name+"__"+t); harness != "" && harness != "builtin" && n > 64 {
+				return Invalid(f, "harness %s sees tool %q as %smcp__%s__%s, %d characters; model vendors take 64 at most (a shorter server name helps)", harness, t, HarnessMCPPrefix, m.Name, t, n)
 			}
 			ticked[t] = true
 		}

@@ -28,7 +28,11 @@ func TestValidateMCPServers(t *testing.T) {
 		{"header newline", []MCPServer{{Name: "a", URL: "https://h/", Headers: map[string]string{"X": "a\nb"}}}, "builtin", "spec.mcpServers[0].headers.X"},
 		{"bad tool", []MCPServer{{Name: "a", Command: "x", Tools: []string{"ok", "no spaces"}}}, "builtin", "spec.mcpServers[0].tools[1]"},
 		{"tool twice", []MCPServer{{Name: "a", Command: "x", Tools: []string{"t", "t"}}}, "builtin", "spec.mcpServers[0].tools[1]"},
-		{"harness", []MCPServer{ok}, "claude-agent", "spec.mcpServers"},
+		{"harness name too long", []MCPServer{{Name: "a-rather-long-server-name", URL: "https://h/", Tools: []string{"a_tool_with_a_long_name"}}}, "claude-agent", "spec.mcpServers[0].tools[0]"},
+	}
+	// A harness other than builtin gets the servers' ticked tools too (through the gateway).
+	if err := validateMCPServers([]MCPServer{ok}, "claude-agent"); err != nil {
+		t.Errorf("an MCP server on claude-agent refused: %v", err)
 	}
 	for _, c := range cases {
 		err := validateMCPServers(c.servers, c.harness)

@@ -214,33 +214,76 @@ func (d *drive) park(ctx context.Context, ev *api.Event) error {
 	return errParked
 }
 
+// loop drives the run: it prepares the drive, then hands the conversation to the workflow
+// engine, a harness or the built-in turns.
 func (d *drive) loop(ctx context.Context) error {
+	defs, err := d.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	if err := d.loadLearning(ctx); err != nil {
+		return err
+	}
+	if len(d.spec.Workflow) > 0 {
+		// A workflow runs in the server's engine whatever the harness (workflow.go).
+		return d.workflowLoop(ctx, defs)
+	}
+	c := &conversation{prompt: d.run.Spec.Input}
+	if strings.TrimSpace(d.run.Spec.Input) != "" {
+		c.messages = append(c.messages, userText(d.run.Spec.Input))
+	} else {
+		text, err := d.nextMessage(ctx, c.msgN, "waiting for the first message")
+		if err != nil {
+			return err
+		}
+		c.msgN++
+		c.prompt = text
+		c.messages = append(c.messages, userText(text))
+	}
+	d.status.Turns = d.status.Turns[:0]
+	d.spent = spend{}
+	d.updateCost(nil)
+	if d.spec.Harness != "" && d.spec.Harness != "builtin" {
+		return d.harnessLoop(ctx, c.prompt, c.msgN, defs)
+	}
+	for n := 0; ; n++ {
+		done, err := d.turn(ctx, n, c, defs)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// prepare owns everything before the first step: the pinned agent revision, the model key, the
+// run folder (emptied or restored), the model access, skills, the offered tools, and the Running
+// status with its run.started or run.resumed event.
+func (d *drive) prepare(ctx context.Context) ([]model.ToolDef, error) {
 	if d.run.Status.AgentRevision == 0 {
-		return &failure{api.ReasonInternalError, "run is not pinned to an agent revision"}
+		return nil, &failure{api.ReasonInternalError, "run is not pinned to an agent revision"}
 	}
 	spec, err := d.e.Store.GetAgentRevision(ctx, d.run.Spec.Agent, d.run.Status.AgentRevision)
 	if err != nil {
-		return fmt.Errorf("load agent %s revision %d: %w", d.run.Spec.Agent, d.run.Status.AgentRevision, err)
+		return nil, fmt.Errorf("load agent %s revision %d: %w", d.run.Spec.Agent, d.run.Status.AgentRevision, err)
 	}
 	d.spec = spec
 	if err := d.waitForModelKey(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	var restored int
 	if d.j.Steps() == 0 {
 		// A run that has done nothing yet has nothing in the store to restore; start it in an
 		// empty folder (a deleted run of the same name may have left one on this disk).
 		if err := os.RemoveAll(d.folder); err != nil {
-			return fmt.Errorf("run folder: %w", err)
+			return nil, fmt.Errorf("run folder: %w", err)
 		}
 		if err := os.MkdirAll(d.folder, 0o755); err != nil {
-			return fmt.Errorf("run folder: %w", err)
+			return nil, fmt.Errorf("run folder: %w", err)
 		}
 		d.saved = folderIndex{}
 	} else {
 		saved, n, err := restoreFolder(ctx, d.e.Store, d.run.Metadata.Name, d.folder)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d.saved, restored = saved, n
 	}
@@ -252,16 +295,15 @@ func (d *drive) loop(ctx context.Context) error {
 	}
 	acc, err := d.resolveAccess(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.acc = acc
-	provider := acc.provider
 	if err := d.loadSkills(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	defs, err := d.toolDefs()
 	if err != nil {
-		return &failure{api.ReasonToolError, err.Error()}
+		return nil, &failure{api.ReasonToolError, err.Error()}
 	}
 	defs = append(defs, d.mcpToolDefs(ctx)...)
 
@@ -286,10 +328,10 @@ func (d *drive) loop(ctx context.Context) error {
 	if resumed {
 		sig, err := d.j.Commit(ctx, &d.status, false, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if sig.CancelRequested {
-			return journal.ErrCancelled
+			return nil, journal.ErrCancelled
 		}
 	} else {
 		// A fresh run's next commit is its first step's intent (a model or routing call, or the
@@ -297,177 +339,200 @@ func (d *drive) loop(ctx context.Context) error {
 		// run.started event ride with that commit, which also reports a cancellation.
 		d.j.Stage(&d.status)
 	}
+	return defs, nil
+}
 
-	if err := d.loadLearning(ctx); err != nil {
-		return err
-	}
-	if len(d.spec.Workflow) > 0 {
-		// A workflow runs in the server's engine whatever the harness (workflow.go).
-		return d.workflowLoop(ctx, defs)
-	}
-	var conv []model.Message
-	msgN := 0
-	prompt := d.run.Spec.Input
-	if strings.TrimSpace(d.run.Spec.Input) != "" {
-		conv = append(conv, userText(d.run.Spec.Input))
-	} else {
-		text, err := d.nextMessage(ctx, msgN, "waiting for the first message")
-		if err != nil {
-			return err
-		}
-		msgN++
-		prompt = text
-		conv = append(conv, userText(text))
-	}
-	d.status.Turns = d.status.Turns[:0]
-	d.spent = spend{}
-	d.updateCost(nil)
-	if d.spec.Harness != "" && d.spec.Harness != "builtin" {
-		return d.harnessLoop(ctx, prompt, msgN, defs)
-	}
-	var cur *turnState
-	for turn := 0; ; turn++ {
-		if cur == nil {
-			// A new prompt: choose its model once, for every call of the turn.
-			d.promptTools = 0
-			if acc.routed {
-				ts, err := d.route(ctx, turn, prompt)
-				if err != nil {
-					return err
-				}
-				cur = &ts
-			} else {
-				d.turnCost = cost.Total{}
-				chosen := "agent"
-				d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: acc.model, Family: familyOf(d.e.Prices, acc.model), ChosenBy: chosen, CostUSD: d.turnCost.String()})
-				cur = &turnState{index: len(d.status.Turns) - 1, model: acc.model, chosenBy: chosen}
-			}
-		}
-		modelName := cur.model
-		// Every call bounds its output, so its worst case is bounded too.
-		maxTokens := d.spec.MaxTokens
-		if maxTokens <= 0 {
-			maxTokens = api.DefaultMaxTokens
-		}
-		req := &model.Request{Model: modelName, System: d.system(), Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
-		key := fmt.Sprintf("t%d/model", turn)
-		// Encoded once for the cost guard's bound and the journal's hash.
-		reqJSON, _ := json.Marshal(req)
-		if err := d.guard(ctx, key, req, reqJSON, modelName); err != nil {
-			return err
-		}
-		// account adds a model call's usage and cost to the run's status.
-		var mr modelResult
-		accounted := false
-		account := func(result json.RawMessage, c *int64) error {
-			mr = modelResult{}
-			if err := json.Unmarshal(result, &mr); err != nil {
-				return fmt.Errorf("decode %s result: %w", key, err)
-			}
-			accounted = true
-			d.spent.total.Add(micros(c))
-			d.spent.vendor.Add(micros(mr.VendorMicros))
-			d.turnCost.Add(micros(c))
-			t := &d.status.Turns[cur.index]
-			t.ModelCalls++
-			if mr.Response.Model != "" {
-				t.Model = mr.Response.Model
-			}
-			u := mr.Response.Usage
-			t.InputTokens += u.InputTokens
-			t.OutputTokens += u.OutputTokens
-			t.CacheReadTokens += u.CacheReadInputTokens
-			t.CacheWriteTokens += u.CacheCreationInputTokens
-			t.CacheWrite1hTokens += u.CacheCreation1hInputTokens
-			t.ReasoningTokens += u.ReasoningTokens
-			t.CostUSD = d.turnCost.String()
-			d.updateCost(nil)
-			return nil
-		}
-		out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s, turn %d)", modelName, turn+1),
-			Args: map[string]any{"provider": provider.Name(), "model": modelName, "messages": len(conv)}, HashOf: journal.Encoded(reqJSON),
-			// A call on the server's own key is safe to repeat; on the user's own key it is not.
-			Safe: !acc.byok, Bill: !acc.byok,
-			// The status with this call's usage and cost is written with its result.
-			Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
-				if err := account(result, c); err != nil {
-					return nil, err
-				}
-				return &d.status, nil
-			}},
-			func(ctx context.Context) (any, *int64, error) {
-				resp, err := d.callModel(ctx, provider, req)
-				if err != nil {
-					return nil, nil, err
-				}
-				recorded, vendor := d.callCost(resp, modelName, key)
-				return modelResult{Response: *resp, VendorMicros: vendor}, recorded, nil
-			})
-		if err != nil {
-			return err
-		}
-		if !accounted {
-			// Replayed, or completed by a person: not accounted with a commit of the call's own.
-			if err := account(out.Result, out.CostMicros); err != nil {
-				return err
-			}
-			if !out.Replayed {
-				if _, err := d.j.Commit(ctx, &d.status, false, nil); err != nil {
-					return err
-				}
-			}
-		}
-		resp := mr.Response
-		conv = append(conv, model.Message{Role: "assistant", Content: resp.Content})
+// conversation is the built-in loop's state across turns: the messages so far, the prompt the
+// current turn answers, how many messages were consumed (journal steps m{n}), and the model the
+// current prompt was given (nil until chosen).
+type conversation struct {
+	messages []model.Message
+	prompt   string
+	msgN     int
+	cur      *turnState
+}
 
-		var calls []model.Block
-		var text strings.Builder
-		for _, b := range resp.Content {
-			switch b.Type {
-			case model.BlockToolUse:
-				calls = append(calls, b)
-			case model.BlockText:
-				text.WriteString(b.Text)
-			}
+// turn runs model call n of the built-in loop (journal step t{n}/model) and what follows it: the
+// tool calls it asks for (steps t{n}/tool{i}), or, when it answers without tools, the answer and
+// the wait for the next message. done is true when the run finished.
+func (d *drive) turn(ctx context.Context, n int, c *conversation, defs []model.ToolDef) (done bool, err error) {
+	if c.cur == nil {
+		// A new prompt: choose its model once, for every call of the turn.
+		if c.cur, err = d.chooseModel(ctx, n, c.prompt); err != nil {
+			return false, err
 		}
-		d.turnText = text.String()
-		if len(calls) > 0 {
-			results := make([]model.Block, 0, len(calls))
-			for i, call := range calls {
-				res, err := d.toolCall(ctx, turn, i, call)
-				if err != nil {
-					return err
-				}
-				results = append(results, res)
-			}
-			d.promptTools += len(calls)
-			conv = append(conv, model.Message{Role: "user", Content: results})
-			continue
-		}
-		if resp.StopReason == model.StopMaxTokens && text.Len() == 0 {
-			return &failure{api.ReasonModelError, fmt.Sprintf("the model stopped at maxTokens (%d) without an answer", d.spec.MaxTokens)}
-		}
-		d.setAnswer(text.String())
-		// A message that arrived while the run worked is read after the turn.
-		pending, err := d.e.Store.ListMessages(ctx, d.run.Metadata.Name, d.lastMsg)
-		if err != nil {
-			return err
-		}
-		if len(pending) == 0 && !d.run.Spec.KeepAlive {
-			// A learning agent's run proposes what to keep before it ends.
-			if err := d.learnTurn(ctx, conv, true); err != nil {
-				return err
-			}
-			return d.finishAnswer(ctx)
-		}
-		next, err := d.nextMessage(ctx, msgN, "the turn is done; waiting for your next message")
-		if err != nil {
-			return err
-		}
-		msgN++
-		conv = append(conv, userText(next))
-		prompt, cur = next, nil
 	}
+	resp, err := d.modelCall(ctx, n, c.cur, c.messages, defs)
+	if err != nil {
+		return false, err
+	}
+	c.messages = append(c.messages, model.Message{Role: "assistant", Content: resp.Content})
+
+	var calls []model.Block
+	var text strings.Builder
+	for _, b := range resp.Content {
+		switch b.Type {
+		case model.BlockToolUse:
+			calls = append(calls, b)
+		case model.BlockText:
+			text.WriteString(b.Text)
+		}
+	}
+	d.turnText = text.String()
+	if len(calls) > 0 {
+		results, err := d.toolCalls(ctx, n, calls)
+		if err != nil {
+			return false, err
+		}
+		c.messages = append(c.messages, model.Message{Role: "user", Content: results})
+		return false, nil
+	}
+	if resp.StopReason == model.StopMaxTokens && text.Len() == 0 {
+		return false, &failure{api.ReasonModelError, fmt.Sprintf("the model stopped at maxTokens (%d) without an answer", d.spec.MaxTokens)}
+	}
+	d.setAnswer(text.String())
+	return d.answered(ctx, c)
+}
+
+// chooseModel picks the model of the prompt whose first model call is n: the router's choice
+// (journal step t{n}/route) on routed access, else the agent's model. It starts the prompt's
+// entry in status.turns and resets the prompt's tool-call count.
+func (d *drive) chooseModel(ctx context.Context, n int, prompt string) (*turnState, error) {
+	d.promptTools = 0
+	if d.acc.routed {
+		ts, err := d.route(ctx, n, prompt)
+		if err != nil {
+			return nil, err
+		}
+		return &ts, nil
+	}
+	d.turnCost = cost.Total{}
+	chosen := "agent"
+	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: d.acc.model, Family: familyOf(d.e.Prices, d.acc.model), ChosenBy: chosen, CostUSD: d.turnCost.String()})
+	return &turnState{index: len(d.status.Turns) - 1, model: d.acc.model, chosenBy: chosen}, nil
+}
+
+// modelCall makes (or replays) model call n as journal step t{n}/model on the turn's model: the
+// cost guard before it, then its usage and cost added to the turn and the run, written with its
+// result.
+func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []model.Message, defs []model.ToolDef) (*model.Response, error) {
+	provider := d.acc.provider
+	modelName := cur.model
+	// Every call bounds its output, so its worst case is bounded too.
+	maxTokens := d.spec.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = api.DefaultMaxTokens
+	}
+	req := &model.Request{Model: modelName, System: d.system(), Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
+	key := fmt.Sprintf("t%d/model", n)
+	// Encoded once for the cost guard's bound and the journal's hash.
+	reqJSON, _ := json.Marshal(req)
+	if err := d.guard(ctx, key, req, reqJSON, modelName); err != nil {
+		return nil, err
+	}
+	// account adds a model call's usage and cost to the run's status.
+	var mr modelResult
+	accounted := false
+	account := func(result json.RawMessage, c *int64) error {
+		mr = modelResult{}
+		if err := json.Unmarshal(result, &mr); err != nil {
+			return fmt.Errorf("decode %s result: %w", key, err)
+		}
+		accounted = true
+		d.spent.total.Add(micros(c))
+		d.spent.vendor.Add(micros(mr.VendorMicros))
+		d.turnCost.Add(micros(c))
+		t := &d.status.Turns[cur.index]
+		t.ModelCalls++
+		if mr.Response.Model != "" {
+			t.Model = mr.Response.Model
+		}
+		u := mr.Response.Usage
+		t.InputTokens += u.InputTokens
+		t.OutputTokens += u.OutputTokens
+		t.CacheReadTokens += u.CacheReadInputTokens
+		t.CacheWriteTokens += u.CacheCreationInputTokens
+		t.CacheWrite1hTokens += u.CacheCreation1hInputTokens
+		t.ReasoningTokens += u.ReasoningTokens
+		t.CostUSD = d.turnCost.String()
+		d.updateCost(nil)
+		return nil
+	}
+	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s, turn %d)", modelName, n+1),
+		Args: map[string]any{"provider": provider.Name(), "model": modelName, "messages": len(conv)}, HashOf: journal.Encoded(reqJSON),
+		// A call on the server's own key is safe to repeat; on the user's own key it is not.
+		Safe: !d.acc.byok, Bill: !d.acc.byok,
+		// The status with this call's usage and cost is written with its result.
+		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
+			if err := account(result, c); err != nil {
+				return nil, err
+			}
+			return &d.status, nil
+		}},
+		func(ctx context.Context) (any, *int64, error) {
+			resp, err := d.callModel(ctx, provider, req)
+			if err != nil {
+				return nil, nil, err
+			}
+			recorded, vendor := d.callCost(resp, modelName, key)
+			return modelResult{Response: *resp, VendorMicros: vendor}, recorded, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if !accounted {
+		// Replayed, or completed by a person: not accounted with a commit of the call's own.
+		if err := account(out.Result, out.CostMicros); err != nil {
+			return nil, err
+		}
+		if !out.Replayed {
+			if _, err := d.j.Commit(ctx, &d.status, false, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &mr.Response, nil
+}
+
+// toolCalls runs (or replays) the tool calls model call n asked for, in order, and returns their
+// tool_result blocks; they count toward the prompt's spec.maxToolCalls.
+func (d *drive) toolCalls(ctx context.Context, n int, calls []model.Block) ([]model.Block, error) {
+	results := make([]model.Block, 0, len(calls))
+	for i, call := range calls {
+		res, err := d.toolCall(ctx, n, i, call)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, res)
+	}
+	d.promptTools += len(calls)
+	return results, nil
+}
+
+// answered follows a turn the model answered without tools: a message that arrived meanwhile, or
+// on a keep-alive run the next one (parking until it comes), starts the next prompt; otherwise a
+// learning agent proposes what to keep and the run succeeds.
+func (d *drive) answered(ctx context.Context, c *conversation) (done bool, err error) {
+	// A message that arrived while the run worked is read after the turn.
+	pending, err := d.e.Store.ListMessages(ctx, d.run.Metadata.Name, d.lastMsg)
+	if err != nil {
+		return false, err
+	}
+	if len(pending) == 0 && !d.run.Spec.KeepAlive {
+		// A learning agent's run proposes what to keep before it ends.
+		if err := d.learnTurn(ctx, c.messages, true); err != nil {
+			return false, err
+		}
+		return true, d.finishAnswer(ctx)
+	}
+	next, err := d.nextMessage(ctx, c.msgN, "the turn is done; waiting for your next message")
+	if err != nil {
+		return false, err
+	}
+	c.msgN++
+	c.messages = append(c.messages, userText(next))
+	c.prompt, c.cur = next, nil
+	return false, nil
 }
 
 func (d *drive) finishAnswer(ctx context.Context) error {

@@ -37,7 +37,9 @@ const kindsWorkflow = `{
        "slow": {"body": {"node": "code", "label": "slowq", "code": "(s) => ({ queue: 'slow' })"}}},
      "unsure": {"branch": "slow", "gte": 0.95}},
     {"node": "loop", "label": "again", "maxIters": 5, "until": {"predicate": "gte", "path": "tries", "n": 3},
-     "body": {"node": "code", "label": "bump", "code": "(s) => ({ tries: s.tries + 1 })"}},
+     "body": {"node": "chain", "steps": [
+       {"node": "call", "label": "tick", "via": "tool", "tool": "dev_count", "args": {"label": "loop-{tries}"}, "out": "Counted", "as": "ticked", "deadline_s": 30},
+       {"node": "code", "label": "bump", "code": "(s) => ({ tries: s.tries + 1 })"}]}},
     {"node": "agent", "label": "research", "instructions": "Research the ticket", "as": "notes"},
     {"node": "escalate", "label": "stop", "when": {"predicate": "field_true", "path": "verdict.urgent"},
      "kind": "human", "stage": "triage", "summary": "urgent ticket: {text}"},
@@ -138,7 +140,7 @@ func TestWorkflowKinds(t *testing.T) {
 	}
 	got := e.counted()
 	sort.Strings(got)
-	if strings.Join(got, ",") != "agent-probe,item-a,item-b,item-c" {
+	if strings.Join(got, ",") != "agent-probe,item-a,item-b,item-c,loop-0,loop-1,loop-2" {
 		t.Errorf("side effects %v", got)
 	}
 	calls := e.completedCalls()
@@ -151,7 +153,7 @@ func TestWorkflowKinds(t *testing.T) {
 	for _, s := range e.steps(run.Metadata.Name) {
 		keys[s.Key] = true
 	}
-	for _, k := range []string{"wf/each[0]/count", "wf/each[2]/count", "wf/triage", "wf/queue", "wf/research/t0/model", "wf/research/t0/tool/0", "wf/research/t1/model", "wf/final/t0/model"} {
+	for _, k := range []string{"wf/each[0]/count", "wf/each[2]/count", "wf/again#2/tick", "wf/triage", "wf/queue", "wf/research/t0/model", "wf/research/t0/tool/0", "wf/research/t1/model", "wf/final/t0/model"} {
 		if !keys[k] {
 			t.Errorf("no step %s among %v", k, keys)
 		}
@@ -265,10 +267,16 @@ func TestWorkflowShell(t *testing.T) {
 // side effect and every completed model call made once.
 func TestWorkflowCrash(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ name, pause string }{
-		{"map", "after-result:wf/each[1]/count"},
-		{"question", "after-result:wf/triage"},
-		{"agent-tool", "after-result:wf/research/t0/tool/0"},
+	for _, c := range []struct{ name, pause, resolve string }{
+		{"map", "after-result:wf/each[1]/count", ""},
+		{"loop", "after-result:wf/again#1/tick", ""},
+		{"question", "after-result:wf/triage", ""},
+		// The question's call had not been made: a model call on the server's key is made again.
+		{"question-intent", "after-intent:wf/triage", ""},
+		{"agent-tool", "after-result:wf/research/t0/tool/0", ""},
+		// A side effect whose intent is recorded but not its result may or may not have happened:
+		// the run parks naming the node's step, and a person retries it.
+		{"map-intent", "after-intent:wf/each[1]/count", "wf/each[1]/count"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -284,12 +292,24 @@ func TestWorkflowCrash(t *testing.T) {
 			before := e.completedCalls()
 			e.start()
 			r := e.waitPhase(run.Metadata.Name, 30*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+			if c.resolve != "" {
+				if r.Status.Phase != api.PhaseNeedsResolution || r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != c.resolve {
+					t.Fatalf("run %s/%s waiting on %+v, want NeedsResolution on %s", r.Status.Phase, r.Status.Reason, r.Status.WaitingOn, c.resolve)
+				}
+				for _, l := range e.counted() {
+					if l == "item-b" {
+						t.Fatalf("the interrupted call ran before the resolution")
+					}
+				}
+				e.mustCLI(0, "runs", "resolve", run.Metadata.Name, "--retry")
+				r = e.waitPhase(run.Metadata.Name, 30*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+			}
 			if r.Status.Phase != api.PhaseSucceeded {
 				t.Fatalf("run ended %s/%s %s", r.Status.Phase, r.Status.Reason, r.Status.Message)
 			}
 			got := e.counted()
 			sort.Strings(got)
-			if strings.Join(got, ",") != "agent-probe,item-a,item-b,item-c,item-d" {
+			if strings.Join(got, ",") != "agent-probe,item-a,item-b,item-c,item-d,loop-0,loop-1,loop-2" {
 				t.Errorf("side effects %v: each exactly once", got)
 			}
 			after := e.completedCalls()

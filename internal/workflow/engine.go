@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -636,8 +637,10 @@ func (r *runner) mapNode(ctx context.Context, n *Node, key string, state map[str
 	}
 	results := make([]any, len(items))
 	errs := make([]error, len(items))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The first failure stops the items not yet started; items already running finish their
+	// effects (cancelling them would leave a recorded intent without its result, which a replay
+	// must take for an interrupted call).
+	var stop atomic.Bool
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
 	for i, item := range items {
@@ -645,7 +648,7 @@ func (r *runner) mapNode(ctx context.Context, n *Node, key string, state map[str
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || stop.Load() {
 			break
 		}
 		wg.Add(1)
@@ -655,29 +658,30 @@ func (r *runner) mapNode(ctx context.Context, n *Node, key string, state map[str
 			in := cloneMap(state)
 			in["item"], in["item_index"] = item, float64(i)
 			out, err := r.node(ctx, n.Body, fmt.Sprintf("%s[%d]", key, i), in)
-			if err != nil {
-				errs[i] = err
-				cancel() // the first failure stops the items not yet started
-				return
-			}
-			if n.ResultPath != "" {
+			if err == nil && n.ResultPath != "" {
 				rv, ok := lookupOK(out, n.ResultPath)
 				if !ok {
-					errs[i] = r.fail(n, key, FailPath, "item %d: resultPath %q is not in its state", i, n.ResultPath)
-					cancel()
-					return
+					err = r.fail(n, key, FailPath, "item %d: resultPath %q is not in its state", i, n.ResultPath)
 				}
 				results[i] = rv
-				return
+			} else if err == nil {
+				results[i] = writes(in, out)
 			}
-			results[i] = writes(in, out)
+			if err != nil {
+				errs[i] = err
+				stop.Store(true)
+			}
 		}()
 	}
 	wg.Wait()
-	// The lowest item's error is the run's, so a replay reports the same one.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The lowest item's failure is the run's (an escalation only when no item failed), so a
+	// replay reports the same one.
 	for _, err := range errs {
 		var esc *escalated
-		if err != nil && !errors.As(err, &esc) && !errors.Is(err, context.Canceled) {
+		if err != nil && !errors.As(err, &esc) {
 			return nil, err
 		}
 	}
@@ -685,9 +689,6 @@ func (r *runner) mapNode(ctx context.Context, n *Node, key string, state map[str
 		if err != nil {
 			return nil, err
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 	next := cloneMap(state)
 	next[n.As] = results

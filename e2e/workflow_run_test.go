@@ -324,3 +324,30 @@ func TestWorkflowCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkflowApprovals: a call via tool is a tool call the agent's approvals decide: denied, it
+// does not run and the node fails naming the rule.
+func TestWorkflowApprovals(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, kindsScript)
+	e.start()
+	e.workflowAgent("denied", `,"approvals":{"default":"allow","rules":[{"match":"dev_count","action":"deny"}]},"workflow":`+kindsWorkflow)
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/denied/runs", `{"input":{"content":"{\"items\": [\"a\"], \"text\": \"t\"}"}}`, &run); st != 201 {
+		t.Fatalf("start: HTTP %d", st)
+	}
+	r := e.waitPhase(run.Metadata.Name, 20*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Reason != api.ReasonWorkflowFailed || !strings.Contains(r.Status.Message, "wf/each[0]/count") || !strings.Contains(r.Status.Message, "did not run") {
+		t.Errorf("run %s/%s %s", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	if got := e.counted(); len(got) != 0 {
+		t.Errorf("the denied tool ran: %v", got)
+	}
+	found := false
+	for _, s := range e.steps(run.Metadata.Name) {
+		found = found || s.Key == "wf/each[0]/count/approval"
+	}
+	if !found {
+		t.Errorf("no approval step for the denied call")
+	}
+}

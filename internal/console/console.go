@@ -56,6 +56,8 @@ type Console struct {
 	// Follow, when set, takes one of the live streams the request's session may hold; false when
 	// it holds all it may.
 	Follow func(r *http.Request) (release func(), ok bool)
+	// Agents, when set, gives the agent pages the API's MCP tool lister and agent patch (agents.go).
+	Agents Agents
 
 	streams   atomic.Int64  // live timelines open now
 	heartbeat time.Duration // a comment on an idle stream this often (0: 15 s; tests shorten it)
@@ -86,6 +88,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /static/console.js", script)
 	c.registerGroups(mux)
 	c.registerTriggers(mux)
+	c.registerAgents(mux)
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
 	mux.HandleFunc("GET /logout", c.guard(c.logoutPage))
@@ -313,7 +316,7 @@ var runsTmpl = template.Must(template.New("runs").Funcs(funcs).Parse(head + `<h1
 var runTmpl = template.Must(template.New("run").Funcs(funcs).Parse(`{{define "refresh"}}{{if .Refresh}}<noscript><meta http-equiv="refresh" content="2"></noscript>{{end}}{{end}}` + head + `{{template "refresh" .}}
 <div id="run" data-run="{{.Run.Metadata.Name}}" data-view="{{.View}}" data-streaming="{{.Streaming}}">
 {{with .Run}}<h1>{{.Metadata.Name}}</h1>
-<p>Agent <b>{{.Spec.Agent}}</b> (revision {{.Status.AgentRevision}}) · <span class="phase" id="phase">{{.Status.Phase}}</span><span id="reason">{{if .Status.Reason}} ({{.Status.Reason}}){{end}}</span><span id="cost">{{with costText .Status.Cost}} · {{.}}{{end}}</span>{{if $.Streaming}}<span id="live" class="live" hidden></span>{{else}}<span id="live" class="live">ended</span>{{end}}</p>
+<p>Agent <b>{{.Spec.Agent}}</b> (revision {{.Status.AgentRevision}}; <a href="/agents/{{.Spec.Agent}}/mcp">its MCP tools</a>) · <span class="phase" id="phase">{{.Status.Phase}}</span><span id="reason">{{if .Status.Reason}} ({{.Status.Reason}}){{end}}</span><span id="cost">{{with costText .Status.Cost}} · {{.}}{{end}}</span>{{if $.Streaming}}<span id="live" class="live" hidden></span>{{else}}<span id="live" class="live">ended</span>{{end}}</p>
 <p class="wait" id="waiting"{{if not .Status.WaitingOn}} hidden{{end}}>{{with .Status.WaitingOn}}Waiting on: {{.Kind}}{{if .Question}}: <b>{{.Question}}</b>{{end}}{{if .StepKey}} (step {{.StepKey}}){{end}}{{if .Detail}} — {{.Detail}}{{end}}{{end}}</p>
 <p id="status-message"{{if not .Status.Message}} hidden{{end}}>{{.Status.Message}}</p>
 <p id="reload-note" class="wait" hidden></p>

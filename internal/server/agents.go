@@ -222,25 +222,32 @@ func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	b, err := patchedDoc(body, cur.Metadata, cur.Spec)
+	a, err := s.patchAgentWith(r.Context(), cur, body)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, withTools(a))
+}
+
+// patchAgentWith merges body into cur, validates the result as a new agent and stores it as the
+// next revision (the console's MCP ticks go through here too).
+func (s *Server) patchAgentWith(ctx context.Context, cur *api.Agent, body []byte) (*api.Agent, error) {
+	b, err := patchedDoc(body, cur.Metadata, cur.Spec)
+	if err != nil {
+		return nil, err
+	}
 	var a api.Agent
 	if err := api.DecodeStrict(b, &a); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
-	if err := s.validateAgent(r.Context(), &a); err != nil {
-		writeErr(w, err)
-		return
+	if err := s.validateAgent(ctx, &a); err != nil {
+		return nil, err
 	}
-	if err := s.Store.UpdateAgent(r.Context(), &a); err != nil {
-		writeErr(w, err)
-		return
+	if err := s.Store.UpdateAgent(ctx, &a); err != nil {
+		return nil, storeErr(err)
 	}
-	writeJSON(w, http.StatusOK, withTools(&a))
+	return &a, nil
 }
 
 // nameFromURL gives a PUT body without metadata.name the URL's name, and refuses one that names

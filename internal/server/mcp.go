@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -93,20 +94,27 @@ func (s *Server) checkMCPServers(ctx context.Context, a *api.Agent) error {
 // mcpTools answers GET /v2/agents/{name}/mcp-tools/{server}: the server's tools, each marked
 // ticked or not, and the ticked names it lacks.
 func (s *Server) mcpTools(w http.ResponseWriter, r *http.Request) {
-	a, err := s.Store.GetAgent(r.Context(), r.PathValue("name"))
+	out, err := s.mcpToolList(r.Context(), r.PathValue("name"), r.PathValue("server"))
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	name := r.PathValue("server")
+	writeJSON(w, http.StatusOK, out)
+}
+
+// mcpToolList lists the tools of the agent's MCP server name, as the API and the console show them.
+func (s *Server) mcpToolList(ctx context.Context, agent, name string) (api.MCPToolList, error) {
+	a, err := s.Store.GetAgent(ctx, agent)
+	if err != nil {
+		return api.MCPToolList{}, storeErr(err)
+	}
 	for i, srv := range a.Spec.MCPServers {
 		if srv.Name != name {
 			continue
 		}
-		tools, err := s.listMCP(r.Context(), srv, i)
+		tools, err := s.listMCP(ctx, srv, i)
 		if err != nil {
-			writeErr(w, err)
-			return
+			return api.MCPToolList{}, err
 		}
 		out := api.MCPToolList{Agent: a.Metadata.Name, Server: name, Tools: tools}
 		has := map[string]bool{}
@@ -121,8 +129,42 @@ func (s *Server) mcpTools(w http.ResponseWriter, r *http.Request) {
 		if out.Tools == nil {
 			out.Tools = []api.MCPTool{}
 		}
-		writeJSON(w, http.StatusOK, out)
-		return
+		return out, nil
 	}
-	writeErr(w, api.E(api.CodeNotFound, "server", "agent %s names no MCP server %q", a.Metadata.Name, name))
+	return api.MCPToolList{}, api.E(api.CodeNotFound, "server", "agent %s names no MCP server %q", a.Metadata.Name, name)
+}
+
+// consoleAgents gives the console's agent pages the API's MCP lister and agent patch.
+type consoleAgents struct{ s *Server }
+
+func (c consoleAgents) MCPTools(ctx context.Context, agent, server string) (api.MCPToolList, error) {
+	return c.s.mcpToolList(ctx, agent, server)
+}
+
+// TickMCP is PATCH /v2/agents/NAME with the agent's mcpServers, server's tools replaced: the same
+// merge, validation (each ticked name asked of the server) and revision as the API's.
+func (c consoleAgents) TickMCP(ctx context.Context, agent, resourceVersion, server string, tools []string) (*api.Agent, error) {
+	cur, err := c.s.Store.GetAgent(ctx, agent)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	servers := append([]api.MCPServer(nil), cur.Spec.MCPServers...)
+	found := false
+	for i := range servers {
+		if servers[i].Name == server {
+			servers[i].Tools, found = tools, true
+		}
+	}
+	if !found {
+		return nil, api.E(api.CodeNotFound, "server", "agent %s names no MCP server %q", agent, server)
+	}
+	patch := map[string]any{"spec": map[string]any{"mcpServers": servers}}
+	if resourceVersion != "" {
+		patch["metadata"] = map[string]any{"resourceVersion": resourceVersion}
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return nil, fmt.Errorf("encode the patch: %w", err)
+	}
+	return c.s.patchAgentWith(ctx, cur, body)
 }

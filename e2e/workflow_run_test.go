@@ -13,7 +13,7 @@ import (
 )
 
 // kindsWorkflow uses every kind the engine runs but call via shell (TestWorkflowShell): code,
-// map of tool calls (dev_count, a real side effect), decide, route (a question whose answer is
+// map of tool calls (dev_count, a real side effect), pick, decide, route (a question whose answer is
 // below unsure's threshold), loop, agent (the built-in loop calls dev_count), escalate (when the
 // decision says urgent) and report.
 const kindsWorkflow = `{
@@ -30,6 +30,7 @@ const kindsWorkflow = `{
     {"node": "code", "label": "prep", "code": "(s) => ({ n: s.items.length, tries: 0 })"},
     {"node": "map", "label": "each", "itemsPath": "items", "as": "counted", "maxConcurrency": 2,
      "body": {"node": "call", "label": "count", "via": "tool", "tool": "dev_count", "args": {"label": "item-{item}"}, "out": "Counted", "as": "c", "deadline_s": 30}},
+    {"node": "pick", "label": "first", "itemsPath": "items", "describe": "ticket {item}", "instructions": "Choose the item to look at", "as": "chosen"},
     {"node": "decide", "label": "triage", "instructions": "Triage the ticket", "out": "Verdict", "as": "verdict"},
     {"node": "route", "label": "queue", "instructions": "Pick the queue", "as": "routed", "state": {"ticket": "{text}", "verdict": "{verdict}"},
      "branches": {
@@ -67,6 +68,10 @@ entries:
     match: "Write the report"
     turns:
       - text: "# Report\n\nThe ticket went to the slow queue after three tries of the loop."
+  - name: choose
+    match: "Choose the item"
+    turns:
+      - text: '{"answer": "i0", "confidence": 0.8}'
   - name: triage-urgent
     match: "PAGER"
     turns:
@@ -135,6 +140,9 @@ func TestWorkflowKinds(t *testing.T) {
 	if len(counted) != 3 || !strings.Contains(fmt.Sprint(counted[1]), "counted item-b") {
 		t.Errorf("map results %v: want three in item order", counted)
 	}
+	if chosen, _ := out["chosen"].(map[string]any); chosen["item"] != "a" || chosen["option"] != "ticket a" || chosen["index"] != 0.0 {
+		t.Errorf("pick record %v", out["chosen"])
+	}
 	if routed, _ := out["routed"].(map[string]any); routed["answer"] != "fast" || routed["unsure"] != true {
 		t.Errorf("route record %v", out["routed"])
 	}
@@ -144,7 +152,7 @@ func TestWorkflowKinds(t *testing.T) {
 		t.Errorf("side effects %v", got)
 	}
 	calls := e.completedCalls()
-	for entry, want := range map[string]int{"triage": 1, "queue": 1, "research": 2, "report": 1, "triage-urgent": 0} {
+	for entry, want := range map[string]int{"choose": 1, "triage": 1, "queue": 1, "research": 2, "report": 1, "triage-urgent": 0} {
 		if calls[entry] != want {
 			t.Errorf("model calls of %s: %d, want %d (all: %v)", entry, calls[entry], want, calls)
 		}
@@ -164,7 +172,7 @@ func TestWorkflowKinds(t *testing.T) {
 
 	// The same agent on an urgent ticket: the decision says urgent, escalate stops the run
 	// before the report, Succeeded with status.escalation.
-	in2 := writeFile(t, dir, "in2.json", `{"items": [], "text": "PAGER: checkout is down"}`)
+	in2 := writeFile(t, dir, "in2.json", `{"items": ["z"], "text": "PAGER: checkout is down"}`)
 	r = e.mustCLI(0, "workflows", "run", wf, "--agent", "ticketer", "--input", "@"+in2, "--wait")
 	run = e.cliRun(r)
 	if run.Status.Phase != api.PhaseSucceeded || run.Status.Reason != api.ReasonEscalated || run.Status.Escalation == nil ||

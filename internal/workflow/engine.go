@@ -284,6 +284,8 @@ func (r *runner) node(ctx context.Context, n *Node, path string, state map[strin
 		return r.question(ctx, n, key, state)
 	case "route":
 		return r.route(ctx, n, key, path, state)
+	case "pick":
+		return r.pick(ctx, n, key, state)
 	case "agent", "report", "artifact":
 		return r.agent(ctx, n, key, state)
 	case "map":
@@ -555,6 +557,54 @@ func (r *runner) route(ctx context.Context, n *Node, key, path string, state map
 		}
 	}
 	return nil, r.fail(n, key, FailBranch, "no branch %q", taken)
+}
+
+// pick asks one question choosing among the items at itemsPath, each described by describe
+// (interpolated with item); allowNone adds "none". Its value is {index, item, none, option}.
+func (r *runner) pick(ctx context.Context, n *Node, key string, state map[string]any) (map[string]any, error) {
+	v, _ := lookupOK(state, n.ItemsPath)
+	items, ok := v.([]any)
+	if !ok || (len(items) == 0 && !n.AllowNone) {
+		return nil, r.fail(n, key, FailPath, "itemsPath %q holds no items to pick from", n.ItemsPath)
+	}
+	view, err := r.view(n, key, state)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(items)+1)
+	options := make([]string, len(items))
+	var list strings.Builder
+	for i, it := range items {
+		st := cloneMap(state)
+		st["item"], st["item_index"] = it, float64(i)
+		options[i] = renderText(n.Describe, st)
+		id := "i" + strconv.Itoa(i)
+		ids = append(ids, id)
+		fmt.Fprintf(&list, "\n- %s: %s", id, options[i])
+	}
+	if n.AllowNone {
+		ids = append(ids, "none")
+		list.WriteString("\n- none: none of them")
+	}
+	enc, _ := json.Marshal(ids)
+	ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: "pick", Instructions: n.Instructions + "\n\nThe options:" + list.String(),
+		State: view, Schema: json.RawMessage(`{"type": "string", "enum": ` + string(enc) + `}`)})
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	_ = json.Unmarshal(ans.Value, &id)
+	rec := map[string]any{"index": nil, "item": nil, "none": true, "option": nil, "confidence": ans.Confidence}
+	switch i, err := strconv.Atoi(strings.TrimPrefix(id, "i")); {
+	case id == "none" && n.AllowNone:
+	case strings.HasPrefix(id, "i") && err == nil && i >= 0 && i < len(items):
+		rec["index"], rec["item"], rec["none"], rec["option"] = float64(i), items[i], false, options[i]
+	default:
+		return nil, r.fail(n, key, FailOutput, "the answer %s is not one of the options (%s)", ans.Value, strings.Join(ids, ", "))
+	}
+	next := cloneMap(state)
+	next[n.As] = rec
+	return next, nil
 }
 
 func (r *runner) hasBranch(n *Node, s string) bool {

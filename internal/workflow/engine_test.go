@@ -19,6 +19,9 @@ type recHost struct {
 	keys     []string
 	inFlight int
 	most     int
+	// answer is every question's answer (default "b" at confidence 0.4).
+	answer json.RawMessage
+	asked  []Question
 }
 
 func (h *recHost) enter(key string) {
@@ -48,6 +51,12 @@ func (h *recHost) Shell(ctx context.Context, key, command string, env map[string
 func (h *recHost) Ask(ctx context.Context, key string, q Question) (Answer, error) {
 	h.enter(key)
 	defer h.leave()
+	h.mu.Lock()
+	h.asked = append(h.asked, q)
+	h.mu.Unlock()
+	if h.answer != nil {
+		return Answer{Value: h.answer, Confidence: 0.8}, nil
+	}
 	return Answer{Value: json.RawMessage(`"b"`), Confidence: 0.4}, nil
 }
 
@@ -171,4 +180,29 @@ func TestEngineNotRunnable(t *testing.T) {
 func isFailure(err error, code string) bool {
 	var f *Failure
 	return errors.As(err, &f) && f.Code == code
+}
+
+// TestEnginePick: pick offers each item as described, one question; the answer's option becomes
+// {index, item, none, option}; allowNone adds "none"; an answer outside the options fails.
+func TestEnginePick(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "p", "schemas": {"In": {"type": "object"}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out", "path": "chosen"},
+  "root": {"node": "chain", "steps": [{"node": "pick", "label": "which", "itemsPath": "files", "describe": "{item.name} ({item.size} bytes)",
+    "instructions": "Pick the biggest file", "allowNone": true, "as": "chosen"}]}}`)
+	in := map[string]any{"files": []any{map[string]any{"name": "a", "size": 1.0}, map[string]any{"name": "b", "size": 9.0}}}
+	for ans, want := range map[string]string{`"i1"`: `{"confidence":0.8,"index":1,"item":{"name":"b","size":9},"none":false,"option":"b (9 bytes)"}`,
+		`"none"`: `{"confidence":0.8,"index":null,"item":null,"none":true,"option":null}`} {
+		h := &recHost{answer: json.RawMessage(ans)}
+		r, err := w.Run(context.Background(), h, in)
+		if err != nil || string(r.Output) != want {
+			t.Errorf("answer %s: %s %v, want %s", ans, r.Output, err, want)
+			continue
+		}
+		if len(h.asked) != 1 || !strings.Contains(h.asked[0].Instructions, "i0: a (1 bytes)") || !strings.Contains(string(h.asked[0].Schema), `"none"`) {
+			t.Errorf("question %+v", h.asked)
+		}
+	}
+	if _, err := w.Run(context.Background(), &recHost{answer: json.RawMessage(`"i7"`)}, in); !isFailure(err, FailOutput) {
+		t.Errorf("an answer outside the options: %v", err)
+	}
 }

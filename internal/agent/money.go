@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,26 +17,12 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 )
 
-// Router strategies (serve/runner --router).
+// Router strategies (serve/runner --router); the router's rules, prompt and answer are in
+// internal/model (route.go), this file journals and charges its decisions.
 const (
-	// RouterModel asks a cheap model (the haiku family) for the family of each turn.
-	RouterModel = "model"
-	// RouterRules decides from the prompt alone (length, code and tool signals): no call, no cost.
-	RouterRules = "rules"
+	RouterModel = model.RouterModel
+	RouterRules = model.RouterRules
 )
-
-// RouterPrefix starts the routing call's only user message, followed by the user's request; the
-// scripted model server keys on it (fake.RouterPrefix).
-const RouterPrefix = "Route this request"
-
-// RouterTimeout bounds the routing call; past it the turn falls back.
-const RouterTimeout = 10 * time.Second
-
-// routerMaxTokens bounds the routing call's answer (a small JSON object).
-const routerMaxTokens = 200
-
-// routePromptLimit bounds how much of the user's request the router sees.
-const routePromptLimit = 8 << 10
 
 // inputOverhead is added to the bytes of a request when bounding its input tokens: the vendor's own
 // framing (roles, tool-use preamble) on top of the text, which is never more tokens than bytes.
@@ -56,20 +42,13 @@ type access struct {
 	families []string
 }
 
-var minorVersion = regexp.MustCompile(`-(\d+)-(\d)$`)
-
-// familyModel is the model id a family maps to, spelled for the provider (OpenRouter names Claude
-// models "anthropic/claude-sonnet-4.5").
-func familyModel(prices *cost.Table, provider, family string) (string, bool) {
-	id, ok := prices.FamilyModel(family)
-	if !ok {
-		return "", false
-	}
-	if provider == "openrouter" && !strings.Contains(id, "/") {
-		id = "anthropic/" + minorVersion.ReplaceAllString(id, "-$1.$2")
-	}
-	return id, true
-}
+// The family helpers live with the router in internal/model; these names keep the loop's
+// callers short.
+var (
+	familyModel    = model.FamilyModel
+	familyOf       = model.FamilyOf
+	fallbackFamily = model.FallbackFamily
+)
 
 func (d *drive) resolveAccess(ctx context.Context) (*access, error) {
 	spec := d.spec
@@ -181,24 +160,21 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 	if d.acc.byok || d.j.Completed(key) {
 		return nil
 	}
-	var worst cost.Micros
-	p, priced := d.e.Prices.Lookup(modelID)
-	if priced {
-		worst = p.WorstCaseBill(inputBoundOf(req, reqJSON), int64(req.MaxTokens))
-	}
+	worst, priced := d.e.Prices.WorstCall(modelID, inputBoundOf(req, reqJSON), int64(req.MaxTokens))
 	// What the call may be charged, whatever its reply claims (callCost).
 	if d.reserved == nil {
 		d.reserved = map[string]reservation{}
 	}
 	d.reserved[key] = reservation{amount: worst, priced: priced}
-	if limit, capped := d.limit(); capped && priced && d.spent.total.Known+worst > limit {
-		// The cap may have been raised since this drive read the run.
-		if run, err := d.e.Store.GetRun(ctx, d.run.Metadata.Name); err == nil {
-			d.run.Spec.MaxCostUSD = run.Spec.MaxCostUSD
-			limit, _ = d.limit()
+	if limit, capped := d.limit(); capped && priced {
+		if _, over := cost.OverCap(d.spent.total.Known, worst, limit); over {
+			// The cap may have been raised since this drive read the run.
+			if run, err := d.e.Store.GetRun(ctx, d.run.Metadata.Name); err == nil {
+				d.run.Spec.MaxCostUSD = run.Spec.MaxCostUSD
+				limit, _ = d.limit()
+			}
 		}
-		if d.spent.total.Known+worst > limit {
-			needed := d.spent.total.Known + worst
+		if needed, over := cost.OverCap(d.spent.total.Known, worst, limit); over {
 			msg := fmt.Sprintf("the next call (%s, %s) may be billed up to $%s and the run has spent $%s of its $%s cap: raise the cap to at least $%s (agentrun runs raise-cap %s %s)",
 				key, modelID, worst, d.spent.total.Known, limit, needed, d.run.Metadata.Name, needed)
 			d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonMaxCostReached, msg
@@ -212,7 +188,7 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 		return err
 	}
 	if res.Enforced && !res.OK {
-		needed := worst - cost.Micros(res.Available)
+		needed := cost.CreditsShort(worst, res.Available)
 		msg := fmt.Sprintf("out of credits: the next call (%s, %s) may be billed up to $%s and $%s is available; add at least $%s (agentrun credits add %s)",
 			key, modelID, worst, cost.Micros(max(res.Available, 0)), needed, needed)
 		d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonCredits, msg
@@ -326,108 +302,36 @@ type routeResult struct {
 	VendorMicros *int64 `json:"vendorMicros,omitempty"`
 }
 
-var routeSchema = json.RawMessage(`{"type":"object","properties":{"family":{"type":"string","enum":["haiku","sonnet","opus","fable"]},"confidence":{"type":"number","minimum":0,"maximum":1}},"required":["family","confidence"],"additionalProperties":false}`)
-
-func routerSystem(families []string) string {
-	return "You route a user's request to the model family that should answer it, for a whole turn of an agent that can run tools.\n" +
-		"Families, cheapest and fastest first: haiku (simple questions, lookups, short edits), sonnet (most work: coding, analysis, multi-step tasks), " +
-		"opus (hard reasoning, large or subtle changes), fable (the most demanding work).\n" +
-		"Allowed families: " + strings.Join(families, ", ") + ".\n" +
-		`Answer with JSON only: {"family": one of the allowed families, "confidence": a number from 0 to 1}.`
-}
-
-// fallbackFamily is sonnet if allowed, else the allowed family nearest to it (the cheaper on a tie).
-func fallbackFamily(allowed []string) string {
-	rank := map[string]int{"haiku": 0, "sonnet": 1, "opus": 2, "fable": 3}
-	best, bestD := "", 99
-	for _, f := range cost.Families {
-		if !contains(allowed, f) {
-			continue
-		}
-		d := rank[f] - 1
-		if d < 0 {
-			d = -d
-		}
-		if d < bestD {
-			best, bestD = f, d
-		}
-	}
-	return best
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
-var codeSignal = regexp.MustCompile("(?i)```|\\b(func|class|def|import|stack trace|traceback|refactor|debug|compile|implement|migrate|test suite|benchmark)\\b")
-
-// rulesFamily is the deterministic router: short plain requests go to haiku, long or code-heavy
-// ones to opus, the rest to sonnet; then the nearest allowed family.
-func rulesFamily(prompt string, tools int, allowed []string) (string, string) {
-	want, why := "sonnet", "a request of ordinary size"
-	code := codeSignal.MatchString(prompt)
-	switch {
-	case len(prompt) > 4000 || (code && len(prompt) > 1500):
-		want, why = "opus", "a long or code-heavy request"
-	case len(prompt) < 200 && !code && tools <= 2:
-		want, why = "haiku", "a short request without code"
-	}
-	if contains(allowed, want) {
-		return want, why
-	}
-	rank := map[string]int{"haiku": 0, "sonnet": 1, "opus": 2, "fable": 3}
-	best, bestD := "", 99
-	for _, f := range cost.Families {
-		if !contains(allowed, f) {
-			continue
-		}
-		d := rank[f] - rank[want]
-		if d < 0 {
-			d = -d
-		}
-		if d < bestD {
-			best, bestD = f, d
-		}
-	}
-	return best, why + " (nearest allowed family)"
-}
-
 // route decides the family of the turn that starts at model call n, as journal step t{n}/route.
 // A completed decision is replayed, never asked again.
 func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, error) {
 	key := fmt.Sprintf("t%d/route", n)
 	allowed := d.acc.families
-	fb := fallbackFamily(allowed)
+	fb := model.FallbackFamily(allowed)
 	provider := d.acc.provider.Name()
 	var out journal.Outcome
 	var err error
 	if d.e.Router == RouterRules {
 		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (rules)", Args: map[string]any{"families": allowed, "router": RouterRules}, HashOf: []any{allowed, prompt}, Safe: true},
 			func(ctx context.Context) (any, *int64, error) {
-				fam, why := rulesFamily(prompt, len(d.spec.Tools), allowed)
-				id, _ := familyModel(d.e.Prices, provider, fam)
+				fam, why := model.RulesFamily(prompt, len(d.spec.Tools), allowed)
+				id, _ := model.FamilyModel(d.e.Prices, provider, fam)
 				zero := int64(0) // no model call: a known zero, billed and at list price
 				return routeResult{Family: fam, Model: id, ChosenBy: "rules", Reason: why, Router: RouterRules, VendorMicros: &zero}, &zero, nil
 			})
 	} else {
-		routerModel, _ := familyModel(d.e.Prices, provider, "haiku")
-		req := &model.Request{Model: routerModel, System: routerSystem(allowed), MaxTokens: routerMaxTokens, OutputSchema: routeSchema,
-			Messages: []model.Message{userText(RouterPrefix + ": " + clipText(prompt, routePromptLimit))}}
+		routerModel, _ := model.FamilyModel(d.e.Prices, provider, "haiku")
+		req := model.RouterRequest(routerModel, allowed, prompt)
 		if err := d.guard(ctx, key, req, nil, routerModel); err != nil {
 			return turnState{}, err
 		}
 		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (" + routerModel + ")", Args: map[string]any{"families": allowed, "model": routerModel}, HashOf: req, Safe: true, Bill: true},
 			func(ctx context.Context) (any, *int64, error) {
 				fallback := func(why string) routeResult {
-					id, _ := familyModel(d.e.Prices, provider, fb)
+					id, _ := model.FamilyModel(d.e.Prices, provider, fb)
 					return routeResult{Family: fb, Model: id, ChosenBy: "fallback", Reason: why, Router: routerModel}
 				}
-				cctx, cancel := context.WithTimeout(ctx, RouterTimeout)
+				cctx, cancel := context.WithTimeout(ctx, model.RouterTimeout)
 				defer cancel()
 				resp, err := d.acc.provider.Complete(cctx, req)
 				if err != nil {
@@ -437,32 +341,18 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 					if cctx.Err() != nil {
 						// Cut off at the deadline: the vendor may bill what it did, which no
 						// answer told us, so its cost is unknown (not $0).
-						return fallback(fmt.Sprintf("router call failed: no answer within %s", RouterTimeout)), nil, nil
+						return fallback(fmt.Sprintf("router call failed: no answer within %s", model.RouterTimeout)), nil, nil
 					}
 					zero := int64(0) // refused or unreachable: nothing was done, nothing is charged
 					return fallback("router call failed: " + clipText(err.Error(), 300)), &zero, nil
 				}
 				recorded, vendor := d.callCost(resp, routerModel, key)
-				var text strings.Builder
-				for _, b := range resp.Content {
-					if b.Type == model.BlockText {
-						text.WriteString(b.Text)
-					}
-				}
-				var ans struct {
-					Family     string   `json:"family"`
-					Confidence *float64 `json:"confidence"`
-				}
-				r := routeResult{}
-				if err := json.Unmarshal([]byte(strings.TrimSpace(text.String())), &ans); err != nil {
-					r = fallback("router answer is not the JSON asked for: " + clipText(text.String(), 200))
-				} else if !contains(allowed, ans.Family) {
-					r = fallback(fmt.Sprintf("router chose %q, outside the allowed families %v", ans.Family, allowed))
-				} else if ans.Confidence == nil || *ans.Confidence < 0 || *ans.Confidence > 1 {
-					r = fallback("router answer has no confidence between 0 and 1")
+				var r routeResult
+				if fam, conf, why := model.RouterAnswer(resp, allowed); why != "" {
+					r = fallback(why)
 				} else {
-					id, _ := familyModel(d.e.Prices, provider, ans.Family)
-					r = routeResult{Family: ans.Family, Model: id, ChosenBy: "jev", Confidence: *ans.Confidence, Router: routerModel}
+					id, _ := model.FamilyModel(d.e.Prices, provider, fam)
+					r = routeResult{Family: fam, Model: id, ChosenBy: "jev", Confidence: conf, Router: routerModel}
 				}
 				r.Usage, r.VendorMicros = resp.Usage, vendor
 				return r, recorded, nil
@@ -509,23 +399,6 @@ func reasonSuffix(r string) string {
 	return ": " + r
 }
 
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clipText(s string, n int) string { return model.Clip(s, n) }
 
-// familyOf names the family a fixed model belongs to, if the price table maps one to it.
-func familyOf(prices *cost.Table, id string) string {
-	for _, f := range cost.Families {
-		if m, ok := prices.FamilyModel(f); ok && cost.Normalize(m) == cost.Normalize(id) {
-			return f
-		}
-	}
-	return ""
-}
+func contains(xs []string, x string) bool { return slices.Contains(xs, x) }

@@ -64,3 +64,38 @@ func TestBound(t *testing.T) {
 		}
 	}
 }
+
+func TestGuardArithmetic(t *testing.T) {
+	t.Parallel()
+	tab := Default()
+	id, ok := tab.FamilyModel("haiku")
+	if !ok {
+		t.Fatal("no haiku model in the default table")
+	}
+	p, _ := tab.Lookup(id)
+	worst, priced := tab.WorstCall(id, 1000, 200)
+	if !priced || worst != p.WorstCaseBill(1000, 200) || worst <= 0 {
+		t.Errorf("WorstCall(%s) = %s, %v; want %s, true", id, worst, priced, p.WorstCaseBill(1000, 200))
+	}
+	if w, priced := tab.WorstCall("no-such-model", 1000, 200); priced || w != 0 {
+		t.Errorf("WorstCall of an unpriced model = %s, %v; want 0, false", w, priced)
+	}
+	for _, c := range []struct {
+		spent, worst, limit, needed Micros
+		over                        bool
+	}{
+		{0, 100, 100, 100, false}, // exactly at the cap fits
+		{1, 100, 100, 101, true},
+		{50, 49, 100, 99, false},
+	} {
+		if needed, over := OverCap(c.spent, c.worst, c.limit); needed != c.needed || over != c.over {
+			t.Errorf("OverCap(%d, %d, %d) = %d, %v; want %d, %v", c.spent, c.worst, c.limit, needed, over, c.needed, c.over)
+		}
+	}
+	if got := CreditsShort(300, 120); got != 180 {
+		t.Errorf("CreditsShort(300, 120) = %d, want 180", got)
+	}
+	if got := CreditsShort(300, -20); got != 320 {
+		t.Errorf("CreditsShort(300, -20) = %d, want 320", got)
+	}
+}

@@ -154,12 +154,6 @@ func (w *Workflow) NotRunnable() []string {
 		for _, b := range n.Routes {
 			walk(b.Body)
 		}
-		if n.Until != nil && n.Until.Predicate == "ask" {
-			out = append(out, fmt.Sprintf("ask predicate in %q", id))
-		}
-		if n.When != nil && n.When.Predicate == "ask" {
-			out = append(out, fmt.Sprintf("ask predicate in %q", id))
-		}
 	}
 	walk(w.Root)
 	return out
@@ -293,9 +287,9 @@ func (r *runner) node(ctx context.Context, n *Node, path string, state map[strin
 	case "loop":
 		return r.loop(ctx, n, key, state)
 	case "escalate":
-		ok, err := r.holds(n.When, state)
+		ok, err := r.holdsAt(ctx, n, key+"/$when", n.When, state)
 		if err != nil {
-			return nil, r.fail(n, key, FailPath, "%v", err)
+			return nil, err
 		}
 		if !ok {
 			return state, nil
@@ -766,9 +760,9 @@ func (r *runner) loop(ctx context.Context, n *Node, key string, state map[string
 		if state, err = r.node(ctx, n.Body, fmt.Sprintf("%s#%d", key, i), state); err != nil {
 			return nil, err
 		}
-		ok, err := r.holds(n.Until, state)
+		ok, err := r.holdsAt(ctx, n, fmt.Sprintf("%s#%d/$until", key, i), n.Until, state)
 		if err != nil {
-			return nil, r.fail(n, key, FailPath, "%v", err)
+			return nil, err
 		}
 		if ok {
 			return state, nil
@@ -776,6 +770,48 @@ func (r *runner) loop(ctx context.Context, n *Node, key string, state map[string
 	}
 	// At the bound the state passes through with until unmet (the published semantics).
 	return state, nil
+}
+
+// holdsAt evaluates n's predicate p; an ask predicate is one yes/no question as step key, which
+// holds when the probability of yes is at least gte (default 0.6).
+func (r *runner) holdsAt(ctx context.Context, n *Node, key string, p *Predicate, state map[string]any) (bool, error) {
+	if p == nil || p.Predicate != "ask" {
+		ok, err := r.holds(p, state)
+		if err != nil {
+			return false, r.fail(n, key, FailPath, "%v", err)
+		}
+		return ok, nil
+	}
+	view := withoutReserved(state).(map[string]any)
+	if p.State != nil {
+		v, err := interpolate(p.State, state)
+		if err != nil {
+			return false, r.fail(n, key, FailPath, "state: %v", err)
+		}
+		view = v.(map[string]any)
+	}
+	instr := p.Instructions
+	if p.Criteria != nil {
+		instr += fmt.Sprintf("\n\nAnswer true when: %s\nAnswer false when: %s", p.Criteria.True, p.Criteria.False)
+	}
+	ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: "ask", Instructions: instr, State: view, Schema: json.RawMessage(`{"type": "boolean"}`)})
+	if err != nil {
+		return false, err
+	}
+	var yes bool
+	if err := json.Unmarshal(ans.Value, &yes); err != nil {
+		return false, r.fail(n, key, FailOutput, "the answer %s is not true or false", ans.Value)
+	}
+	// The confidence is the answer's: the probability of yes is it, or its complement.
+	pYes := ans.Confidence
+	if !yes {
+		pYes = 1 - ans.Confidence
+	}
+	gte := p.Gte
+	if gte == 0 {
+		gte = 0.6
+	}
+	return pYes >= gte, nil
 }
 
 // holds evaluates a mechanical predicate on state.

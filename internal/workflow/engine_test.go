@@ -206,3 +206,23 @@ func TestEnginePick(t *testing.T) {
 		t.Errorf("an answer outside the options: %v", err)
 	}
 }
+
+// TestEngineAsk: an ask predicate is one yes/no question per evaluation, keyed by the loop's
+// iteration; it holds when the probability of yes reaches gte.
+func TestEngineAsk(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "a", "schemas": {"In": {"type": "object"}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [{"node": "code", "label": "init", "code": "(s) => ({ n: 0 })"},
+    {"node": "loop", "label": "l", "maxIters": 3, "until": {"predicate": "ask", "instructions": "Is it done?", "gte": 0.7},
+     "body": {"node": "code", "label": "inc", "code": "(s) => ({ n: s.n + 1 })"}}]}}`)
+	for ans, want := range map[string]string{"true": `{"n":1}`, "false": `{"n":3}`} {
+		h := &recHost{answer: json.RawMessage(ans)} // confidence 0.8: yes at 0.8 holds, no at 0.8 is yes at 0.2
+		r, err := w.Run(context.Background(), h, map[string]any{})
+		if err != nil || string(r.Output) != want {
+			t.Errorf("answer %s: %s %v, want %s", ans, r.Output, err, want)
+		}
+		if ans == "false" && strings.Join(h.keys, " ") != "wf/l#0/$until wf/l#1/$until wf/l#2/$until" {
+			t.Errorf("keys %v", h.keys)
+		}
+	}
+}

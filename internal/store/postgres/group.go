@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync/atomic"
 
@@ -61,6 +62,11 @@ func (s *Store) commitLoop() {
 				break drain
 			}
 		}
+		// Lock the run rows in name order, as RenewLeases does, so that a batch and a renewal
+		// (or two batches) never wait on each other in a cycle: a deadlock is only found after
+		// deadlock_timeout (1 s by default) and costs both a retry. Writes of one run keep their
+		// order.
+		sort.SliceStable(batch, func(i, j int) bool { return batch[i].l.Run < batch[j].l.Run })
 		s.commitGroup(batch)
 		for _, r := range batch {
 			close(r.done)

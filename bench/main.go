@@ -64,16 +64,19 @@ type config struct {
 	settle          int
 	computers       int
 	pprofDir        string
+	longRuns        []int
+	longTurns       int
+	longLatency     time.Duration
 }
 
 // scenarios in the order they run; "all" is every one, "pg" every one on PostgreSQL.
-var scenarios = []string{"journal", "e2e", "workflow", "claim", "scale", "river", "takeover", "memory", "computers"}
+var scenarios = []string{"journal", "e2e", "workflow", "claim", "scale", "river", "takeover", "memory", "computers", "long"}
 
-var pgScenarios = map[string]bool{"claim": true, "scale": true, "river": true, "takeover": true, "memory": true}
+var pgScenarios = map[string]bool{"claim": true, "scale": true, "river": true, "takeover": true, "memory": true, "long": true}
 
 func main() {
 	var c config
-	var claimers, runners, memBackends string
+	var claimers, runners, memBackends, longRuns string
 	flag.StringVar(&c.scenario, "scenario", "all", "comma-separated: "+strings.Join(scenarios, ", ")+"; or all, or pg (the PostgreSQL ones)")
 	flag.IntVar(&c.runs, "runs", 500, "e2e: number of trivial runs")
 	flag.IntVar(&c.workers, "workers", 16, "e2e, scale, memory: concurrent HTTP clients creating runs")
@@ -107,6 +110,9 @@ func main() {
 	flag.StringVar(&memBackends, "memory-backends", "sqlite,postgres", "memory: sqlite (serve, one process), postgres (a runner process)")
 	flag.IntVar(&c.computers, "computers", 20, "computers: sandboxes made with each available provider")
 	flag.StringVar(&c.pprofDir, "pprof-dir", "", "scale: save a 10 s CPU profile of the first PostgreSQL runner (r1), started with the backlog burn-down, to DIR/scale-pg-K-r1.cpu.pprof")
+	flag.StringVar(&longRuns, "long-runs", "1000", "long: runs active at once (comma-separated list), each on every -runners count")
+	flag.IntVar(&c.longTurns, "long-turns", 21, "long: model calls per run (each but the last answered with one ls call)")
+	flag.DurationVar(&c.longLatency, "long-latency", time.Second, "long: the scripted model server's latency per call")
 	flag.IntVar(&c.settle, "settle", 5, "memory: seconds to wait after every run waits before reading RSS again")
 	flag.Parse()
 
@@ -139,6 +145,10 @@ func main() {
 	}
 	c.claimers = intList("-claimers", claimers)
 	c.runnerCounts = intList("-runners", runners)
+	c.longRuns = intList("-long-runs", longRuns)
+	if c.longTurns < 1 {
+		fatalf("-long-turns %d: at least 1", c.longTurns)
+	}
 	for _, b := range strings.Split(memBackends, ",") {
 		if b = strings.TrimSpace(b); b != "sqlite" && b != "postgres" {
 			fatalf("-memory-backends %q: sqlite and/or postgres", memBackends)
@@ -280,6 +290,16 @@ func main() {
 		if len(r) > 0 {
 			printMemory(r)
 			out["memory"] = r
+		}
+	}
+	if want["long"] {
+		r, err := runLong(c, root)
+		if err != nil {
+			fail("long", err)
+		}
+		if len(r) > 0 {
+			printLong(r)
+			out["long"] = r
 		}
 	}
 	if want["computers"] {

@@ -13,7 +13,7 @@ import (
 )
 
 // kindsWorkflow uses every kind the engine runs but call via shell (TestWorkflowShell): code,
-// map of tool calls (dev_count, a real side effect), pick, decide, route (a question whose answer is
+// map of tool calls (dev_count, a real side effect), pick, decide, a child workflow, route (a question whose answer is
 // below unsure's threshold), loop, agent (the built-in loop calls dev_count), escalate (when the
 // decision says urgent) and report.
 const kindsWorkflow = `{
@@ -41,6 +41,10 @@ const kindsWorkflow = `{
      "body": {"node": "chain", "steps": [
        {"node": "call", "label": "tick", "via": "tool", "tool": "dev_count", "args": {"label": "loop-{tries}"}, "out": "Counted", "as": "ticked", "deadline_s": 30},
        {"node": "code", "label": "bump", "code": "(s) => ({ tries: s.tries + 1 })"}]}},
+    {"node": "workflow", "label": "sub", "input": {"t": "{text}"}, "out": "Counted", "as": "child",
+     "workflow": {"v": 2, "name": "child", "schemas": {"CI": {"type": "object", "required": ["t"]}, "C": {"type": "object"}},
+       "input": {"schemaId": "CI"}, "output": {"schemaId": "C", "path": "ran"},
+       "root": {"node": "chain", "steps": [{"node": "call", "label": "tick", "via": "tool", "tool": "dev_count", "args": {"label": "child"}, "out": "C", "as": "ran", "deadline_s": 30}]}}},
     {"node": "agent", "label": "research", "instructions": "Research the ticket", "as": "notes"},
     {"node": "escalate", "label": "stop", "when": {"predicate": "field_true", "path": "verdict.urgent"},
      "kind": "human", "stage": "triage", "summary": "urgent ticket: {text}"},
@@ -148,7 +152,7 @@ func TestWorkflowKinds(t *testing.T) {
 	}
 	got := e.counted()
 	sort.Strings(got)
-	if strings.Join(got, ",") != "agent-probe,item-a,item-b,item-c,loop-0,loop-1,loop-2" {
+	if strings.Join(got, ",") != "agent-probe,child,item-a,item-b,item-c,loop-0,loop-1,loop-2" {
 		t.Errorf("side effects %v", got)
 	}
 	calls := e.completedCalls()
@@ -161,7 +165,7 @@ func TestWorkflowKinds(t *testing.T) {
 	for _, s := range e.steps(run.Metadata.Name) {
 		keys[s.Key] = true
 	}
-	for _, k := range []string{"wf/each[0]/count", "wf/each[2]/count", "wf/again#2/tick", "wf/triage", "wf/queue", "wf/research/t0/model", "wf/research/t0/tool/0", "wf/research/t1/model", "wf/final/t0/model"} {
+	for _, k := range []string{"wf/each[0]/count", "wf/each[2]/count", "wf/again#2/tick", "wf/sub/tick", "wf/triage", "wf/queue", "wf/research/t0/model", "wf/research/t0/tool/0", "wf/research/t1/model", "wf/final/t0/model"} {
 		if !keys[k] {
 			t.Errorf("no step %s among %v", k, keys)
 		}
@@ -278,6 +282,7 @@ func TestWorkflowCrash(t *testing.T) {
 	for _, c := range []struct{ name, pause, resolve string }{
 		{"map", "after-result:wf/each[1]/count", ""},
 		{"loop", "after-result:wf/again#1/tick", ""},
+		{"child", "after-result:wf/sub/tick", ""},
 		{"question", "after-result:wf/triage", ""},
 		// The question's call had not been made: a model call on the server's key is made again.
 		{"question-intent", "after-intent:wf/triage", ""},
@@ -317,7 +322,7 @@ func TestWorkflowCrash(t *testing.T) {
 			}
 			got := e.counted()
 			sort.Strings(got)
-			if strings.Join(got, ",") != "agent-probe,item-a,item-b,item-c,item-d,loop-0,loop-1,loop-2" {
+			if strings.Join(got, ",") != "agent-probe,child,item-a,item-b,item-c,item-d,loop-0,loop-1,loop-2" {
 				t.Errorf("side effects %v: each exactly once", got)
 			}
 			after := e.completedCalls()

@@ -154,6 +154,9 @@ func (w *Workflow) NotRunnable() []string {
 		for _, b := range n.Routes {
 			walk(b.Body)
 		}
+		if n.Child != nil {
+			walk(n.Child.Root)
+		}
 	}
 	walk(w.Root)
 	return out
@@ -280,6 +283,8 @@ func (r *runner) node(ctx context.Context, n *Node, path string, state map[strin
 		return r.route(ctx, n, key, path, state)
 	case "pick":
 		return r.pick(ctx, n, key, state)
+	case "workflow":
+		return r.child(ctx, n, key, state)
 	case "agent", "report", "artifact":
 		return r.agent(ctx, n, key, state)
 	case "map":
@@ -551,6 +556,44 @@ func (r *runner) route(ctx context.Context, n *Node, key, path string, state map
 		}
 	}
 	return nil, r.fail(n, key, FailBranch, "no branch %q", taken)
+}
+
+// child runs an inline child workflow: its input map (interpolated) is the child's whole initial
+// state, its effects are keyed under this node's key, and its output, checked against the child's
+// output schema and then this node's out, is written at as.
+func (r *runner) child(ctx context.Context, n *Node, key string, state map[string]any) (map[string]any, error) {
+	if n.Child == nil {
+		return nil, r.fail(n, key, FailNotRunnable, "the child workflow is not resolved")
+	}
+	in, err := interpolate(n.Input, state)
+	if err != nil {
+		return nil, r.fail(n, key, FailPath, "input: %v", err)
+	}
+	cin, _ := in.(map[string]any)
+	if cin == nil {
+		cin = map[string]any{}
+	}
+	if err := n.Child.CheckInput(cin); err != nil {
+		return nil, r.fail(n, key, FailInput, "child %q: %v", n.Child.Name, err)
+	}
+	cr := &runner{w: n.Child, h: r.h}
+	st, err := cr.node(ctx, n.Child.Root, key, cloneMap(cin))
+	if err != nil {
+		return nil, err
+	}
+	var out any = st
+	if p := n.Child.Output.Path; p != "" {
+		v, ok := lookupOK(st, p)
+		if !ok {
+			return nil, r.fail(n, key, FailPath, "child %q: output.path %q is not in its final state", n.Child.Name, p)
+		}
+		out = v
+	}
+	out = withoutReserved(out)
+	if err := n.Child.schemas.check(n.Child.Output.SchemaID, out); err != nil {
+		return nil, r.fail(n, key, FailWorkflowOut, "child %q: the output does not match its schema %q: %v", n.Child.Name, n.Child.Output.SchemaID, err)
+	}
+	return r.write(n, key, state, n.As, out)
 }
 
 // pick asks one question choosing among the items at itemsPath, each described by describe

@@ -226,3 +226,22 @@ func TestEngineAsk(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineChild: an inline child starts from its input only, its effects are keyed under the
+// child node, and its output is checked against the parent's out and written at as.
+func TestEngineChild(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "parent", "schemas": {"In": {"type": "object"}, "Res": {"type": "object", "required": ["got"]}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out", "path": "res"},
+  "root": {"node": "chain", "steps": [{"node": "workflow", "label": "sub", "input": {"q": "{query}"}, "out": "Res", "as": "res",
+    "workflow": {"v": 2, "name": "child", "schemas": {"CI": {"type": "object", "required": ["q"]}, "R": {"type": "object"}, "CO": {"type": "object"}},
+      "input": {"schemaId": "CI"}, "output": {"schemaId": "CO"},
+      "root": {"node": "chain", "steps": [{"node": "call", "label": "get", "via": "tool", "tool": "t", "args": {"q": "{q}"}, "out": "R", "as": "got", "deadline_s": 5}]}}}]}}`)
+	h := &recHost{}
+	r, err := w.Run(context.Background(), h, map[string]any{"query": "x", "secret": "not for the child"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(h.keys, " ") != "wf/sub/get" || strings.Contains(string(r.Output), "secret") || !strings.Contains(string(r.Output), `"q":"x"`) {
+		t.Errorf("keys %v output %s", h.keys, r.Output)
+	}
+}

@@ -13,7 +13,7 @@ import (
 )
 
 // kindsWorkflow uses every kind the engine runs but call via shell (TestWorkflowShell): code,
-// map of tool calls (dev_count, a real side effect), pick, decide, a child workflow, route (a question whose answer is
+// map of tool calls (dev_count, a real side effect), pick, decide, a child workflow, parallel, route (a question whose answer is
 // below unsure's threshold), loop, agent (the built-in loop calls dev_count), escalate (when the
 // decision says urgent) and report.
 const kindsWorkflow = `{
@@ -45,6 +45,9 @@ const kindsWorkflow = `{
      "workflow": {"v": 2, "name": "child", "schemas": {"CI": {"type": "object", "required": ["t"]}, "C": {"type": "object"}},
        "input": {"schemaId": "CI"}, "output": {"schemaId": "C", "path": "ran"},
        "root": {"node": "chain", "steps": [{"node": "call", "label": "tick", "via": "tool", "tool": "dev_count", "args": {"label": "child"}, "out": "C", "as": "ran", "deadline_s": 30}]}}},
+    {"node": "parallel", "label": "both", "branches": [
+      {"node": "call", "label": "pcall", "via": "tool", "tool": "dev_count", "args": {"label": "par-a"}, "out": "Counted", "as": "pa", "deadline_s": 30},
+      {"node": "code", "label": "pcode", "code": "(s) => ({ pb: s.tries })"}]},
     {"node": "agent", "label": "research", "instructions": "Research the ticket", "as": "notes"},
     {"node": "escalate", "label": "stop", "when": {"predicate": "field_true", "path": "verdict.urgent"},
      "kind": "human", "stage": "triage", "summary": "urgent ticket: {text}"},
@@ -136,7 +139,7 @@ func TestWorkflowKinds(t *testing.T) {
 	if err := json.Unmarshal([]byte(run.Status.Answer.Preview), &out); err != nil {
 		t.Fatalf("answer is not the output JSON: %v %q", err, run.Status.Answer.Preview)
 	}
-	if out["tries"] != 3.0 || out["queue"] != "slow" || !strings.HasPrefix(fmt.Sprint(out["report_markdown"]), "# Report") ||
+	if out["tries"] != 3.0 || out["pb"] != 3.0 || out["queue"] != "slow" || !strings.HasPrefix(fmt.Sprint(out["report_markdown"]), "# Report") ||
 		!strings.Contains(fmt.Sprint(out["notes"]), "counted agent-probe") {
 		t.Errorf("output %v: want tries 3 (loop), queue slow (route unsure at 0.6 < 0.95), the report and the agent's notes", out)
 	}
@@ -152,7 +155,7 @@ func TestWorkflowKinds(t *testing.T) {
 	}
 	got := e.counted()
 	sort.Strings(got)
-	if strings.Join(got, ",") != "agent-probe,child,item-a,item-b,item-c,loop-0,loop-1,loop-2" {
+	if strings.Join(got, ",") != "agent-probe,child,item-a,item-b,item-c,loop-0,loop-1,loop-2,par-a" {
 		t.Errorf("side effects %v", got)
 	}
 	calls := e.completedCalls()
@@ -165,7 +168,7 @@ func TestWorkflowKinds(t *testing.T) {
 	for _, s := range e.steps(run.Metadata.Name) {
 		keys[s.Key] = true
 	}
-	for _, k := range []string{"wf/each[0]/count", "wf/each[2]/count", "wf/again#2/tick", "wf/sub/tick", "wf/triage", "wf/queue", "wf/research/t0/model", "wf/research/t0/tool/0", "wf/research/t1/model", "wf/final/t0/model"} {
+	for _, k := range []string{"wf/each[0]/count", "wf/each[2]/count", "wf/again#2/tick", "wf/sub/tick", "wf/both/pcall", "wf/triage", "wf/queue", "wf/research/t0/model", "wf/research/t0/tool/0", "wf/research/t1/model", "wf/final/t0/model"} {
 		if !keys[k] {
 			t.Errorf("no step %s among %v", k, keys)
 		}
@@ -204,9 +207,8 @@ func TestWorkflowKinds(t *testing.T) {
 		apiErr.Field != "spec.workflow/root/steps/1/body/args/label" || !strings.Contains(apiErr.Message, "path_unwritten") {
 		t.Errorf("broken workflow: HTTP %d %+v", st, apiErr)
 	}
-	par := strings.Replace(parallelWorkflow, "\n", " ", -1)
-	if st := e.do("PUT", "/v2/agents/par", `{"metadata":{"name":"par"},"spec":{"workflow":`+par+`}}`, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "kind_not_runnable") {
-		t.Errorf("parallel workflow: HTTP %d %+v", st, apiErr)
+	if st := e.do("PUT", "/v2/agents/sifter", `{"metadata":{"name":"sifter"},"spec":{"workflow":`+siftWorkflow+`}}`, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "kind_not_runnable") || apiErr.Field != "spec.workflow/root/steps/0/node" {
+		t.Errorf("sift workflow: HTTP %d %+v", st, apiErr)
 	}
 }
 
@@ -283,6 +285,7 @@ func TestWorkflowCrash(t *testing.T) {
 		{"map", "after-result:wf/each[1]/count", ""},
 		{"loop", "after-result:wf/again#1/tick", ""},
 		{"child", "after-result:wf/sub/tick", ""},
+		{"parallel", "after-result:wf/both/pcall", ""},
 		{"question", "after-result:wf/triage", ""},
 		// The question's call had not been made: a model call on the server's key is made again.
 		{"question-intent", "after-intent:wf/triage", ""},
@@ -322,7 +325,7 @@ func TestWorkflowCrash(t *testing.T) {
 			}
 			got := e.counted()
 			sort.Strings(got)
-			if strings.Join(got, ",") != "agent-probe,child,item-a,item-b,item-c,item-d,loop-0,loop-1,loop-2" {
+			if strings.Join(got, ",") != "agent-probe,child,item-a,item-b,item-c,item-d,loop-0,loop-1,loop-2,par-a" {
 				t.Errorf("side effects %v: each exactly once", got)
 			}
 			after := e.completedCalls()

@@ -285,6 +285,8 @@ func (r *runner) node(ctx context.Context, n *Node, path string, state map[strin
 		return r.pick(ctx, n, key, state)
 	case "workflow":
 		return r.child(ctx, n, key, state)
+	case "parallel":
+		return r.parallel(ctx, n, key, state)
 	case "agent", "report", "artifact":
 		return r.agent(ctx, n, key, state)
 	case "map":
@@ -556,6 +558,46 @@ func (r *runner) route(ctx context.Context, n *Node, key, path string, state map
 		}
 	}
 	return nil, r.fail(n, key, FailBranch, "no branch %q", taken)
+}
+
+// parallel runs every branch at once from the state before it; each branch's writes are merged
+// in branch order, and a key two branches write fails the node (validation refuses documents
+// where that can happen; this is the check at run time). Branches all run to the end, and the
+// first branch's failure in document order is the node's.
+func (r *runner) parallel(ctx context.Context, n *Node, key string, state map[string]any) (map[string]any, error) {
+	outs := make([]map[string]any, len(n.Parallel))
+	errs := make([]error, len(n.Parallel))
+	var wg sync.WaitGroup
+	for i, b := range n.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := cloneMap(state)
+			out, err := r.node(ctx, b, key, in)
+			if err == nil {
+				outs[i] = writes(in, out)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	next := cloneMap(state)
+	by := map[string]int{}
+	for i, w := range outs {
+		for k, v := range w {
+			if j, ok := by[k]; ok {
+				return nil, r.fail(n, key, CodeParallelConflict, "branches %d and %d both wrote %q", j, i, k)
+			}
+			by[k] = i
+			next[k] = v
+		}
+	}
+	return next, nil
 }
 
 // child runs an inline child workflow: its input map (interpolated) is the child's whole initial

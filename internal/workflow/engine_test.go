@@ -163,17 +163,31 @@ func TestEngineStops(t *testing.T) {
 // TestEngineNotRunnable: a kind the engine does not run is refused at run start naming it,
 // before any effect.
 func TestEngineNotRunnable(t *testing.T) {
-	w, errs := Validate([]byte(`{"v": 2, "name": "p", "schemas": {"A": {"type": "object"}}, "output": {"schemaId": "A"},
+	w, errs := Validate([]byte(`{"v": 2, "name": "s", "schemas": {"In": {"type": "object", "properties": {"items": {"type": "array"}}},
+  "Q": {"type": "object", "properties": {"ok": {"type": "boolean", "description": "ok?"}}}, "A": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "A"},
   "root": {"node": "chain", "steps": [{"node": "call", "label": "first", "via": "tool", "tool": "t", "args": {}, "out": "A", "as": "f", "deadline_s": 5},
-    {"node": "parallel", "label": "both", "branches": [
-    {"node": "code", "label": "a", "code": "(s) => ({ x: 1 })"}, {"node": "code", "label": "b", "code": "(s) => ({ y: 2 })"}]}]}}`), Options{})
+    {"node": "sift", "label": "keep", "itemsPath": "items", "out": "Q", "as": "r"}]}}`), Options{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	h := &recHost{}
-	_, err := w.Run(context.Background(), h, nil)
-	if !isFailure(err, CodeNotRunnable) || !strings.Contains(err.Error(), `parallel node "both"`) || len(h.keys) != 0 {
+	_, err := w.Run(context.Background(), h, map[string]any{"items": []any{}})
+	if !isFailure(err, CodeNotRunnable) || !strings.Contains(err.Error(), `sift node "keep"`) || len(h.keys) != 0 {
 		t.Errorf("got %v, effects %v", err, h.keys)
+	}
+}
+
+// TestEngineParallel: branches start from the same state, run at once, and their writes merge.
+func TestEngineParallel(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "p", "schemas": {"A": {"type": "object"}}, "output": {"schemaId": "A"},
+  "root": {"node": "chain", "steps": [{"node": "parallel", "label": "both", "branches": [
+    {"node": "call", "label": "a", "via": "tool", "tool": "t", "args": {"n": 1}, "out": "A", "as": "x", "deadline_s": 5},
+    {"node": "code", "label": "b", "code": "(s) => ({ y: 2 })"}]}]}}`)
+	h := &recHost{}
+	r, err := w.Run(context.Background(), h, nil)
+	if err != nil || !strings.Contains(string(r.Output), `"y":2`) || !strings.Contains(string(r.Output), `"x":{`) || strings.Join(h.keys, " ") != "wf/both/a" {
+		t.Errorf("got %s %v, keys %v", r.Output, err, h.keys)
 	}
 }
 

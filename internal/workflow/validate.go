@@ -54,9 +54,9 @@ var kinds = map[string]kindSpec{
 var legacy = map[string]map[string]bool{"agent": {"budget": true}, "decide": {"samples": true, "voteField": true}}
 
 // RunnableKinds are the kinds the engine runs; the rest are refused at run start and by
-// validation with Runnable (engine.go runs them; parallel and sift do not run yet).
+// validation with Runnable (engine.go runs them; sift does not run yet).
 var RunnableKinds = map[string]bool{"chain": true, "call": true, "code": true, "report": true, "artifact": true,
-	"decide": true, "extract": true, "judge": true, "route": true, "pick": true, "workflow": true, "agent": true, "map": true, "loop": true, "escalate": true}
+	"decide": true, "extract": true, "judge": true, "route": true, "pick": true, "workflow": true, "parallel": true, "agent": true, "map": true, "loop": true, "escalate": true}
 
 var predicates = map[string]kindSpec{
 	"field_equals": {[]string{"path", "value"}, []string{"path", "value"}},

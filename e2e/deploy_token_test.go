@@ -13,6 +13,11 @@ import (
 func TestServeTakesAGENTRUN_TOKEN(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, quickstartScript)
+	// A first start that fails after making the token (its store not there yet, as a compose
+	// server before its PostgreSQL) leaves printing it to the next start.
+	if code, out := runToExit(t, e, []string{"serve", "--listen", "127.0.0.1:0"}, "AGENTRUN_STORE_URL=mysql://nowhere"); code == 0 || strings.Contains(out, "token:     ") {
+		t.Fatalf("a start on an unusable store: exit %d, printed:\n%s", code, out)
+	}
 	e.start()
 	if !strings.Contains(e.stderr.String(), "token:     "+e.token) {
 		t.Errorf("first start did not print the token it made:\n%s", e.stderr.String())

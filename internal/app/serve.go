@@ -384,6 +384,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if tokenCreated {
 				// Shown once, when made, so a container's first log gives it (later: the token file).
 				fmt.Fprintf(os.Stderr, "  token:     %s  (made now and shown this once; kept in the token file above)\n", token)
+				tokenShown(dir)
 			}
 			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
 			if r != nil {

@@ -102,6 +102,7 @@ func (f *Failure) Error() string {
 const (
 	FailEffect        = "effect_failure"
 	FailExit          = "effect_exit"
+	FailTimeout       = "effect_timeout"
 	FailOutput        = "output_invalid"
 	FailState         = "state_invalid"
 	FailCode          = "code_failed"
@@ -374,9 +375,14 @@ func (r *runner) call(ctx context.Context, n *Node, key string, state map[string
 		}
 		cctx, cancel := context.WithTimeout(ctx, deadline)
 		v, retry, err := r.callOnce(cctx, n, k, state, retryExit)
+		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		if err == nil {
 			return v, nil
+		}
+		if timedOut {
+			// Cut off at deadline_s: whether the effect happened is not known, so it is not retried.
+			return nil, r.fail(n, k, FailTimeout, "no result within deadline_s (%gs): %v", n.DeadlineS, err)
 		}
 		if ctx.Err() != nil || !retry {
 			return nil, err

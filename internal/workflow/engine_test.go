@@ -22,6 +22,8 @@ type recHost struct {
 	// answer is every question's answer (default "b" at confidence 0.4).
 	answer json.RawMessage
 	asked  []Question
+	// block makes tool calls wait until their context ends.
+	block bool
 }
 
 func (h *recHost) enter(key string) {
@@ -37,6 +39,10 @@ func (h *recHost) leave() { h.mu.Lock(); h.inFlight--; h.mu.Unlock() }
 func (h *recHost) Tool(ctx context.Context, key, tool string, args map[string]any) (ToolResult, error) {
 	h.enter(key)
 	defer h.leave()
+	if h.block {
+		<-ctx.Done()
+		return ToolResult{}, ctx.Err()
+	}
 	time.Sleep(time.Millisecond) // let other items start, so the bound is exercised
 	b, _ := json.Marshal(args)
 	return ToolResult{Content: string(b)}, nil
@@ -257,5 +263,17 @@ func TestEngineChild(t *testing.T) {
 	}
 	if strings.Join(h.keys, " ") != "wf/sub/get" || strings.Contains(string(r.Output), "secret") || !strings.Contains(string(r.Output), `"q":"x"`) {
 		t.Errorf("keys %v output %s", h.keys, r.Output)
+	}
+}
+
+// TestEngineDeadline: a call with no result within deadline_s fails effect_timeout, once (not
+// retried: its outcome is unknown).
+func TestEngineDeadline(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "d", "schemas": {"A": {"type": "object"}}, "output": {"schemaId": "A"},
+  "root": {"node": "chain", "steps": [{"node": "call", "label": "slow", "via": "tool", "tool": "t", "args": {}, "out": "A", "as": "x",
+    "deadline_s": 0.05, "retry": {"attempts": 3}}]}}`)
+	h := &recHost{block: true}
+	if _, err := w.Run(context.Background(), h, nil); !isFailure(err, FailTimeout) || len(h.keys) != 1 {
+		t.Errorf("got %v, calls %v", err, h.keys)
 	}
 }

@@ -125,8 +125,55 @@ func buildContext(t *testing.T) string {
 // image. The server's log gives the console link, the setup code and the token; an agent applied
 // through the published loopback port runs to the end; one runner container is killed and a
 // second run still finishes, on the other runner.
-func TestComposeServerAndTwoRunners(t *testing.T) {
+func TestComposeServerAndTwoRunners(t *testing.T) { testCompose(t, false) }
+
+// TestComposePostgresProfile: the same with `--profile pg` and AGENTRUN_STORE_URL in .env, every
+// process on PostgreSQL (an image made here from Debian's postgresql package, since no registry is
+// reached: POSTGRES_IMAGE); the server's /readyz goes unready while PostgreSQL is stopped and ready
+// again once it is back.
+func TestComposePostgresProfile(t *testing.T) { testCompose(t, true) }
+
+// pgImage makes (once) a PostgreSQL image on the Debian base that starts as the official image
+// does for what compose.yaml uses (POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB, the data folder).
+func pgImage(t *testing.T, base string) string {
+	t.Helper()
+	tag := "agentrun-ci/postgres:bookworm"
+	if exec.Command("docker", "image", "inspect", tag).Run() == nil {
+		return tag
+	}
+	ctx := t.TempDir()
+	entry := `#!/bin/sh
+set -e
+PG=$(ls -d /usr/lib/postgresql/*/bin | head -1)
+D=/var/lib/postgresql/data
+mkdir -p "$D" && chown postgres:postgres "$D" && chmod 700 "$D"
+if [ ! -s "$D/PG_VERSION" ]; then
+  printf '%s
+' "$POSTGRES_PASSWORD" > /tmp/pw && chown postgres /tmp/pw
+  setpriv --reuid=postgres --regid=postgres --init-groups "$PG/initdb" -D "$D" -U "$POSTGRES_USER" --pwfile=/tmp/pw --auth=scram-sha-256 >/dev/null
+  rm /tmp/pw
+  echo "listen_addresses = '*'" >> "$D/postgresql.conf"
+  echo "host all all 0.0.0.0/0 scram-sha-256" >> "$D/pg_hba.conf"
+  echo "CREATE DATABASE $POSTGRES_DB" | setpriv --reuid=postgres --regid=postgres --init-groups "$PG/postgres" --single -D "$D" postgres >/dev/null
+fi
+exec setpriv --reuid=postgres --regid=postgres --init-groups "$PG/postgres" -D "$D"
+`
+	df := "FROM " + base + "\nRUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql && rm -rf /var/lib/apt/lists/*\n" +
+		"COPY entry.sh /entry.sh\nRUN chmod 755 /entry.sh && mkdir -p /run/postgresql && chown postgres /run/postgresql\nENTRYPOINT [\"/entry.sh\"]\n"
+	os.WriteFile(filepath.Join(ctx, "entry.sh"), []byte(entry), 0o755)
+	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(df), 0o644)
+	if out, err := exec.Command("docker", "build", "-q", "-t", tag, ctx).CombinedOutput(); err != nil {
+		t.Skipf("pg profile test skipped: a PostgreSQL image could not be made from Debian's packages here: %v\n%s", err, tail(string(out), 2000))
+	}
+	return tag
+}
+
+func testCompose(t *testing.T, pg bool) {
 	compose, base := dockerCompose(t)
+	pgimg := ""
+	if pg {
+		pgimg = pgImage(t, base)
+	}
 	gimg := goImage(t, base)
 	ctxDir := buildContext(t)
 	deploy := filepath.Join(ctxDir, "deploy")
@@ -163,17 +210,24 @@ func TestComposeServerAndTwoRunners(t *testing.T) {
 	rand.Read(key)
 	// The seed's .env: the seal key (and here the scripted model in place of OpenRouter).
 	dotenv := fmt.Sprintf("AGENTRUN_SEAL_KEY=%s\nANTHROPIC_API_KEY=scripted\nANTHROPIC_BASE_URL=http://model:8787\n", base64.StdEncoding.EncodeToString(key))
+	if pg {
+		dotenv += "AGENTRUN_STORE_URL=postgres://agentrun:agentrun@postgres:5432/agentrun?sslmode=disable\n"
+	}
 	if err := os.WriteFile(filepath.Join(deploy, ".env"), []byte(dotenv), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dc := func(timeout time.Duration, args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		all := append(append(append([]string{}, compose[1:]...), "-p", project, "-f", "compose.yaml", "-f", "e2e.override.yaml"), args...)
+		all := append(append([]string{}, compose[1:]...), "-p", project, "-f", "compose.yaml", "-f", "e2e.override.yaml")
+		if pg {
+			all = append(all, "--profile", "pg")
+		}
+		all = append(all, args...)
 		cmd := exec.CommandContext(ctx, compose[0], all...)
 		cmd.Dir = deploy
 		cmd.Env = append(os.Environ(), "AGENTRUN_IMAGE="+image, "GO_IMAGE="+gimg, "RUNTIME_IMAGE="+base,
-			fmt.Sprintf("AGENTRUN_PORT=%d", port), "COMPOSE_DOCKER_CLI_BUILD=0")
+			fmt.Sprintf("AGENTRUN_PORT=%d", port), "COMPOSE_DOCKER_CLI_BUILD=0", "POSTGRES_IMAGE="+pgimg)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -269,8 +323,41 @@ func TestComposeServerAndTwoRunners(t *testing.T) {
 	if second.Status.Runner != "runner-2" {
 		t.Errorf("task-2 ran on %q after runner-1 was killed, want runner-2", second.Status.Runner)
 	}
-	var f struct{}
-	if st := call("GET", "/v2/agentruns/task-2/files/out.txt", "", &f); st != 200 {
+	if st := call("GET", "/v2/agentruns/task-2/files/out.txt", "", nil); st != 200 {
 		t.Errorf("task-2's out.txt: HTTP %d", st)
 	}
+	if !pg {
+		return
+	}
+	if !strings.Contains(logs, "store:     postgres at") {
+		t.Errorf("with --profile pg the server is not on PostgreSQL:\n%s", logs)
+	}
+	waitReadyz := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			st, body := 0, ""
+			if resp, err := http.Get(url + "/readyz"); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				st, body = resp.StatusCode, string(b)
+			}
+			if st == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("server /readyz: %d %q, want %d", st, body, want)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	if out, err := dc(time.Minute, "stop", "postgres"); err != nil {
+		t.Fatalf("stop postgres: %v %s", err, out)
+	}
+	waitReadyz(http.StatusServiceUnavailable)
+	if out, err := dc(time.Minute, "start", "postgres"); err != nil {
+		t.Fatalf("start postgres: %v %s", err, out)
+	}
+	waitReadyz(200)
+	runToEnd("task-3")
 }

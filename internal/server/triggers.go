@@ -132,8 +132,26 @@ func (s *Server) checkTrigger(ctx context.Context, t *api.Trigger) error {
 }
 
 func (s *Server) insertTrigger(w http.ResponseWriter, r *http.Request, t *api.Trigger, apply bool) {
+	dry, err := dryRun(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	if err := s.checkTrigger(r.Context(), t); err != nil {
 		writeErr(w, err)
+		return
+	}
+	if dry {
+		_, gerr := s.Store.GetTrigger(r.Context(), t.Metadata.Name)
+		if err := mustNotExist(gerr, "trigger", t.Metadata.Name); err != nil {
+			writeErr(w, err)
+			return
+		}
+		result := ""
+		if apply {
+			result = "created"
+		}
+		writeDryRun(w, http.StatusCreated, result, t)
 		return
 	}
 	if err := s.Store.CreateTrigger(r.Context(), t); err != nil {
@@ -152,8 +170,21 @@ func (s *Server) insertTrigger(w http.ResponseWriter, r *http.Request, t *api.Tr
 }
 
 func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request, t, cur *api.Trigger, apply bool) {
+	dry, err := dryRun(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	if err := s.checkTrigger(r.Context(), t); err != nil {
 		writeErr(w, err)
+		return
+	}
+	if dry {
+		result := "configured"
+		if sameJSON(t.Spec, cur.Spec) && sameJSON(t.Metadata.Labels, cur.Metadata.Labels) {
+			result = "unchanged"
+		}
+		writeDryRun(w, http.StatusOK, result, t)
 		return
 	}
 	if apply && sameJSON(t.Spec, cur.Spec) && sameJSON(t.Metadata.Labels, cur.Metadata.Labels) {

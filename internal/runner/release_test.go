@@ -32,7 +32,9 @@ func (h *hangingCommits) Commit(ctx context.Context, l store.Lease, w store.Writ
 
 type failingDriver struct{}
 
-func (failingDriver) Drive(ctx context.Context, l store.Lease) error { return errors.New("drive failed") }
+func (failingDriver) Drive(ctx context.Context, l store.Lease) error {
+	return errors.New("drive failed")
+}
 
 // The release after a failed drive is bounded (by the lease): a store that does not answer does
 // not keep the drive's goroutine, nor Run, which waits for it, forever.

@@ -430,7 +430,22 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 	if err := d.guard(ctx, key, req, reqJSON, modelName); err != nil {
 		return nil, err
 	}
-	// account adds a model call's usage and cost to the run's status.
+	title := fmt.Sprintf("model call (%s, turn %d)", modelName, n+1)
+	mr, err := d.modelStep(ctx, key, title, provider, req, reqJSON, len(conv), func(mr modelResult, c *int64) {
+		d.accountCall(cur, mr, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &mr.Response, nil
+}
+
+// modelStep is one journaled model call, the one way every model call of a run is made (a turn,
+// a learning call, a workflow question): the request, encoded once for the cost guard and the
+// journal's hash, reaches the provider at most once for the step; add puts the recorded usage and
+// cost into the status exactly once, in the commit of the call's result, or after it when the
+// result was replayed or completed by a person.
+func (d *drive) modelStep(ctx context.Context, key, title string, provider model.Provider, req *model.Request, reqJSON []byte, messages int, add func(mr modelResult, c *int64)) (modelResult, error) {
 	var mr modelResult
 	accounted := false
 	account := func(result json.RawMessage, c *int64) error {
@@ -439,27 +454,11 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 			return fmt.Errorf("decode %s result: %w", key, err)
 		}
 		accounted = true
-		d.spent.total.Add(micros(c))
-		d.spent.vendor.Add(micros(mr.VendorMicros))
-		d.turnCost.Add(micros(c))
-		t := &d.status.Turns[cur.index]
-		t.ModelCalls++
-		if mr.Response.Model != "" {
-			t.Model = mr.Response.Model
-		}
-		u := mr.Response.Usage
-		t.InputTokens += u.InputTokens
-		t.OutputTokens += u.OutputTokens
-		t.CacheReadTokens += u.CacheReadInputTokens
-		t.CacheWriteTokens += u.CacheCreationInputTokens
-		t.CacheWrite1hTokens += u.CacheCreation1hInputTokens
-		t.ReasoningTokens += u.ReasoningTokens
-		t.CostUSD = d.turnCost.String()
-		d.updateCost(nil)
+		add(mr, c)
 		return nil
 	}
-	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s, turn %d)", modelName, n+1),
-		Args: map[string]any{"provider": provider.Name(), "model": modelName, "messages": len(conv)}, HashOf: journal.Encoded(reqJSON),
+	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: title,
+		Args: map[string]any{"provider": provider.Name(), "model": req.Model, "messages": messages}, HashOf: journal.Encoded(reqJSON),
 		// A call on the server's own key is safe to repeat; on the user's own key it is not.
 		Safe: !d.acc.byok, Bill: !d.acc.byok,
 		// The status with this call's usage and cost is written with its result.
@@ -474,24 +473,24 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 			if err != nil {
 				return nil, nil, err
 			}
-			recorded, vendor := d.callCost(resp, modelName, key)
+			recorded, vendor := d.callCost(resp, req.Model, key)
 			return modelResult{Response: *resp, VendorMicros: vendor}, recorded, nil
 		})
 	if err != nil {
-		return nil, err
+		return modelResult{}, err
 	}
 	if !accounted {
 		// Replayed, or completed by a person: not accounted with a commit of the call's own.
 		if err := account(out.Result, out.CostMicros); err != nil {
-			return nil, err
+			return modelResult{}, err
 		}
 		if !out.Replayed {
 			if _, err := d.j.Commit(ctx, &d.status, false, nil); err != nil {
-				return nil, err
+				return modelResult{}, err
 			}
 		}
 	}
-	return &mr.Response, nil
+	return mr, nil
 }
 
 // toolCalls runs (or replays) the tool calls model call n asked for, in order, and returns their

@@ -325,10 +325,16 @@ func (d *drive) forward(ctx context.Context, p model.Provider, c gateway.Call, b
 
 // accountCall adds a model call's usage and cost to the run's status, as the built-in loop does.
 func (d *drive) accountCall(cur *turnState, mr modelResult, c *int64) {
+	d.accountTurn(cur.index, &d.turnCost, mr, c)
+}
+
+// accountTurn adds a model call's usage and cost to turn idx (whose running cost is turnCost)
+// and to the run's totals: the one place a call's tokens and cost reach the status.
+func (d *drive) accountTurn(idx int, turnCost *cost.Total, mr modelResult, c *int64) {
 	d.spent.total.Add(micros(c))
 	d.spent.vendor.Add(micros(mr.VendorMicros))
-	d.turnCost.Add(micros(c))
-	t := &d.status.Turns[cur.index]
+	turnCost.Add(micros(c))
+	t := &d.status.Turns[idx]
 	t.ModelCalls++
 	if mr.Response.Model != "" {
 		t.Model = mr.Response.Model
@@ -340,7 +346,7 @@ func (d *drive) accountCall(cur *turnState, mr modelResult, c *int64) {
 	t.CacheWriteTokens += u.CacheCreationInputTokens
 	t.CacheWrite1hTokens += u.CacheCreation1hInputTokens
 	t.ReasoningTokens += u.ReasoningTokens
-	t.CostUSD = d.turnCost.String()
+	t.CostUSD = turnCost.String()
 	d.updateCost(nil)
 }
 

@@ -151,43 +151,13 @@ func (d *drive) learnCall(ctx context.Context, key, title string, req *model.Req
 	if err := d.guard(ctx, key, req, reqJSON, req.Model); err != nil {
 		return "", err
 	}
-	var mr modelResult
-	accounted := false
-	account := func(result json.RawMessage, c *int64) error {
-		mr = modelResult{}
-		if err := json.Unmarshal(result, &mr); err != nil {
-			return fmt.Errorf("decode %s result: %w", key, err)
-		}
-		accounted = true
+	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, reqJSON, len(req.Messages), func(mr modelResult, c *int64) {
 		d.spent.total.Add(micros(c))
 		d.spent.vendor.Add(micros(mr.VendorMicros))
 		d.updateCost(nil)
-		return nil
-	}
-	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: title,
-		Args: map[string]any{"provider": d.acc.provider.Name(), "model": req.Model, "messages": len(req.Messages)}, HashOf: journal.Encoded(reqJSON),
-		Safe: !d.acc.byok, Bill: !d.acc.byok,
-		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
-			if err := account(result, c); err != nil {
-				return nil, err
-			}
-			return &d.status, nil
-		}},
-		func(ctx context.Context) (any, *int64, error) {
-			resp, err := d.callModel(ctx, d.acc.provider, req)
-			if err != nil {
-				return nil, nil, err
-			}
-			recorded, vendor := d.callCost(resp, req.Model, key)
-			return modelResult{Response: *resp, VendorMicros: vendor}, recorded, nil
-		})
+	})
 	if err != nil {
 		return "", err
-	}
-	if !accounted {
-		if err := account(out.Result, out.CostMicros); err != nil {
-			return "", err
-		}
 	}
 	var text strings.Builder
 	for _, b := range mr.Response.Content {

@@ -13,7 +13,6 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
-	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/workflow"
 )
@@ -202,56 +201,11 @@ func (h *wfHost) modelCall(ctx context.Context, key, title string, req *model.Re
 	turnCost := cost.Total{}
 	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: req.Model, Family: familyOf(d.e.Prices, req.Model), ChosenBy: "workflow", CostUSD: turnCost.String()})
 	idx := len(d.status.Turns) - 1
-	var mr modelResult
-	accounted := false
-	account := func(result json.RawMessage, c *int64) error {
-		mr = modelResult{}
-		if err := json.Unmarshal(result, &mr); err != nil {
-			return fmt.Errorf("decode %s result: %w", key, err)
-		}
-		accounted = true
-		d.spent.total.Add(micros(c))
-		d.spent.vendor.Add(micros(mr.VendorMicros))
-		turnCost.Add(micros(c))
-		t := &d.status.Turns[idx]
-		t.ModelCalls++
-		if mr.Response.Model != "" {
-			t.Model = mr.Response.Model
-		}
-		u := mr.Response.Usage
-		t.InputTokens += u.InputTokens
-		t.OutputTokens += u.OutputTokens
-		t.CacheReadTokens += u.CacheReadInputTokens
-		t.CacheWriteTokens += u.CacheCreationInputTokens
-		t.ReasoningTokens += u.ReasoningTokens
-		t.CostUSD = turnCost.String()
-		d.updateCost(nil)
-		return nil
-	}
-	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: title,
-		Args: map[string]any{"provider": d.acc.provider.Name(), "model": req.Model, "messages": len(req.Messages)}, HashOf: journal.Encoded(reqJSON),
-		Safe: !d.acc.byok, Bill: !d.acc.byok,
-		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
-			if err := account(result, c); err != nil {
-				return nil, err
-			}
-			return &d.status, nil
-		}},
-		func(ctx context.Context) (any, *int64, error) {
-			resp, err := d.callModel(ctx, d.acc.provider, req)
-			if err != nil {
-				return nil, nil, err
-			}
-			recorded, vendor := d.callCost(resp, req.Model, key)
-			return modelResult{Response: *resp, VendorMicros: vendor}, recorded, nil
-		})
+	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, reqJSON, len(req.Messages), func(mr modelResult, c *int64) {
+		d.accountTurn(idx, &turnCost, mr, c)
+	})
 	if err != nil {
 		return nil, err
-	}
-	if !accounted {
-		if err := account(out.Result, out.CostMicros); err != nil {
-			return nil, err
-		}
 	}
 	return &mr.Response, nil
 }

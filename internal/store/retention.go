@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
@@ -40,4 +41,47 @@ func Purged(st api.AgentRunStatus, now time.Time) api.AgentRunStatus {
 	t := now.UTC().Truncate(time.Millisecond)
 	st.PayloadsPurgedAt = &t
 	return st
+}
+
+// PurgePage is how many candidates one read of a purge looks at.
+const PurgePage = 200
+
+// PurgeCandidate is a finished, unpurged run a backend read as a candidate for a purge.
+type PurgeCandidate struct {
+	Name   string
+	Phase  api.Phase
+	Status api.AgentRunStatus
+}
+
+// PurgeWalk is the purge's walk, the same on every backend (which keep only its SQL): next
+// reads the next page of at most PurgePage candidates, oldest first, advancing its own cursor;
+// purge purges one run in a transaction of its own, checking PurgeDue again on the row it reads
+// there, and says whether it did. The walk purges at most max runs and answers their names.
+func PurgeWalk(ctx context.Context, before time.Time, max int, next func(context.Context) ([]PurgeCandidate, error), purge func(ctx context.Context, name string) (bool, error)) ([]string, error) {
+	var out []string
+	for len(out) < max {
+		page, err := next(ctx)
+		if err != nil {
+			return out, fmt.Errorf("purge payloads: list candidates: %w", err)
+		}
+		for _, c := range page {
+			if len(out) == max {
+				break
+			}
+			if !PurgeDue(c.Phase, c.Status, before) {
+				continue
+			}
+			ok, err := purge(ctx, c.Name)
+			if err != nil {
+				return out, err
+			}
+			if ok {
+				out = append(out, c.Name)
+			}
+		}
+		if len(page) < PurgePage {
+			break
+		}
+	}
+	return out, nil
 }

@@ -13,67 +13,46 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 )
 
-// purgePage is how many candidates one read of PurgePayloads looks at.
-const purgePage = 200
-
-// PurgePayloads: see store.Retention. Candidates are read page by page, oldest first; each run is
-// purged in its own transaction after PurgeDue says so again on the row locked inside it.
+// PurgePayloads: see store.Retention. Candidates are read page by page, oldest first (the walk is
+// store.PurgeWalk); each run is purged in its own transaction after PurgeDue says so again on the
+// row locked inside it.
 func (s *Store) PurgePayloads(ctx context.Context, before, now time.Time, max int) ([]string, error) {
 	phases := make([]string, len(store.FinishedPhases))
 	for i, p := range store.FinishedPhases {
 		phases[i] = string(p)
 	}
-	var out []string
 	lastCreated, lastName := time.Unix(0, 0).Add(-1<<62), ""
-	for len(out) < max {
+	next := func(ctx context.Context) ([]store.PurgeCandidate, error) {
 		// A run created after the cut-off cannot have finished before it.
 		rows, err := s.pool.Query(ctx, `SELECT name, created_at, phase, status FROM runs
 			WHERE phase = ANY($1) AND created_at < $2 AND status->>'payloadsPurgedAt' IS NULL AND (created_at, name) > ($3, $4)
-			ORDER BY created_at, name LIMIT $5`, phases, before, lastCreated, lastName, purgePage)
+			ORDER BY created_at, name LIMIT $5`, phases, before, lastCreated, lastName, store.PurgePage)
 		if err != nil {
-			return out, fmt.Errorf("purge payloads: list candidates: %w", readErr(ctx, err))
+			return nil, readErr(ctx, err)
 		}
-		var due []string
-		n := 0
+		defer rows.Close()
+		var page []store.PurgeCandidate
 		for rows.Next() {
 			var name, phase string
 			var status []byte
 			if err := rows.Scan(&name, &lastCreated, &phase, &status); err != nil {
-				rows.Close()
-				return out, fmt.Errorf("purge payloads: %w", err)
+				return nil, err
 			}
-			n++
 			lastName = name
-			var st api.AgentRunStatus
-			if err := json.Unmarshal(status, &st); err != nil {
-				rows.Close()
-				return out, fmt.Errorf("purge payloads: decode run %s status: %w", name, err)
+			c := store.PurgeCandidate{Name: name, Phase: api.Phase(phase)}
+			if err := json.Unmarshal(status, &c.Status); err != nil {
+				return nil, fmt.Errorf("decode run %s status: %w", name, err)
 			}
-			if store.PurgeDue(api.Phase(phase), st, before) {
-				due = append(due, name)
-			}
+			page = append(page, c)
 		}
-		rows.Close()
 		if err := rows.Err(); err != nil {
-			return out, fmt.Errorf("purge payloads: %w", readErr(ctx, err))
+			return nil, readErr(ctx, err)
 		}
-		for _, name := range due {
-			if len(out) == max {
-				break
-			}
-			ok, err := s.purgeRun(ctx, name, before, now)
-			if err != nil {
-				return out, err
-			}
-			if ok {
-				out = append(out, name)
-			}
-		}
-		if n < purgePage {
-			break
-		}
+		return page, nil
 	}
-	return out, nil
+	return store.PurgeWalk(ctx, before, max, next, func(ctx context.Context, name string) (bool, error) {
+		return s.purgeRun(ctx, name, before, now)
+	})
 }
 
 func (s *Store) purgeRun(ctx context.Context, name string, before, now time.Time) (bool, error) {

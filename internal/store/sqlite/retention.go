@@ -13,11 +13,9 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 )
 
-// purgePage is how many candidates one read of PurgePayloads looks at.
-const purgePage = 200
-
-// PurgePayloads: see store.Retention. Candidates are read page by page, oldest first; each run is
-// purged in its own transaction after PurgeDue says so again on the row read inside it.
+// PurgePayloads: see store.Retention. Candidates are read page by page, oldest first (the walk is
+// store.PurgeWalk); each run is purged in its own transaction after PurgeDue says so again on the
+// row read inside it.
 func (s *Store) PurgePayloads(ctx context.Context, before, now time.Time, max int) ([]string, error) {
 	phases := make([]any, len(store.FinishedPhases))
 	for i, p := range store.FinishedPhases {
@@ -27,55 +25,32 @@ func (s *Store) PurgePayloads(ctx context.Context, before, now time.Time, max in
 	q := `SELECT name, created_at, phase, status FROM runs WHERE phase IN (?` + strings.Repeat(", ?", len(phases)-1) + `)
 		AND created_at < ? AND json_extract(status, '$.payloadsPurgedAt') IS NULL AND (created_at, name) > (?, ?)
 		ORDER BY created_at, name LIMIT ?`
-	var out []string
 	lastCreated, lastName := int64(-1<<62), ""
-	for len(out) < max {
-		rows, err := s.r.QueryContext(ctx, q, append(phases, ms(before), lastCreated, lastName, purgePage)...)
+	next := func(ctx context.Context) ([]store.PurgeCandidate, error) {
+		rows, err := s.r.QueryContext(ctx, q, append(phases, ms(before), lastCreated, lastName, store.PurgePage)...)
 		if err != nil {
-			return out, fmt.Errorf("purge payloads: list candidates: %w", err)
+			return nil, err
 		}
-		var due []string
-		n := 0
+		defer rows.Close()
+		var page []store.PurgeCandidate
 		for rows.Next() {
 			var name, phase, status string
 			var created int64
 			if err := rows.Scan(&name, &created, &phase, &status); err != nil {
-				rows.Close()
-				return out, fmt.Errorf("purge payloads: %w", err)
+				return nil, err
 			}
-			n++
 			lastCreated, lastName = created, name
-			var row store.RunRow
-			if err := json.Unmarshal([]byte(status), &row.Status); err != nil {
-				rows.Close()
-				return out, fmt.Errorf("purge payloads: decode run %s status: %w", name, err)
+			c := store.PurgeCandidate{Name: name, Phase: api.Phase(phase)}
+			if err := json.Unmarshal([]byte(status), &c.Status); err != nil {
+				return nil, fmt.Errorf("decode run %s status: %w", name, err)
 			}
-			if store.PurgeDue(api.Phase(phase), row.Status, before) {
-				due = append(due, name)
-			}
+			page = append(page, c)
 		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return out, fmt.Errorf("purge payloads: %w", err)
-		}
-		for _, name := range due {
-			if len(out) == max {
-				break
-			}
-			ok, err := s.purgeRun(ctx, name, before, now)
-			if err != nil {
-				return out, err
-			}
-			if ok {
-				out = append(out, name)
-			}
-		}
-		if n < purgePage {
-			break
-		}
+		return page, rows.Err()
 	}
-	return out, nil
+	return store.PurgeWalk(ctx, before, max, next, func(ctx context.Context, name string) (bool, error) {
+		return s.purgeRun(ctx, name, before, now)
+	})
 }
 
 func (s *Store) purgeRun(ctx context.Context, name string, before, now time.Time) (bool, error) {

@@ -33,7 +33,7 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-// Tick fires every schedule's slots due at c.Now() and returns the earliest slot still to come
+// Tick fires every schedule's slots due at c.Now() (read once for the tick) and returns the earliest slot still to come
 // (zero if none). Errors are logged; the slot is tried again at the next tick.
 func (c *Controller) Tick(ctx context.Context) time.Time {
 	triggers, err := c.Store.ListTriggers(ctx)
@@ -43,12 +43,16 @@ func (c *Controller) Tick(ctx context.Context) time.Time {
 		}
 		return time.Time{}
 	}
+	// One instant for the whole tick: every schedule is looked at as of the same now, so a slot a
+	// later trigger in the list fires was looked at for the earlier ones too (read per trigger, a
+	// clock that moved in between made a tick fire one schedule's slot and not another's).
+	now := c.now()
 	var earliest time.Time
 	for _, t := range triggers {
 		if t.Spec.Schedule == nil {
 			continue
 		}
-		next, err := c.tickOne(ctx, t)
+		next, err := c.tickOne(ctx, t, now)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log().Warn("trigger scheduler", "trigger", t.Metadata.Name, "err", err)
@@ -66,12 +70,11 @@ func (c *Controller) Tick(ctx context.Context) time.Time {
 // (or the trigger's creation) up to now. The latest fires when it is on time (within
 // LateAfter); when even the latest is late, no server was up for them, and spec.schedule.missed
 // says: Skip records the latest as Missed, RunOnce fires it once. Earlier slots are never fired.
-func (c *Controller) tickOne(ctx context.Context, t *api.Trigger) (time.Time, error) {
+func (c *Controller) tickOne(ctx context.Context, t *api.Trigger, now time.Time) (time.Time, error) {
 	sch, err := ParseSchedule(t.Spec.Schedule.Cron, t.Spec.Schedule.TimeZone)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("schedule: %w", err)
 	}
-	now := c.now()
 	cursor := time.Time{}
 	if t.Metadata.CreationTimestamp != nil {
 		cursor = *t.Metadata.CreationTimestamp

@@ -3,14 +3,12 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,35 +20,9 @@ import (
 // once into a shared cache (AGENTRUN_HARNESS_CACHE when set, as .ci/run sets it), and the scripted
 // model server. Claude Code sees our tools as mcp__agentrun__NAME, so the scripts name them so.
 
-var (
-	claudeOnce  sync.Once
-	claudeCache string
-	claudeSkip  string
-)
-
-// claudeHarness returns the harness cache folder holding the pinned claude-code, installing it
-// with npm the first time; the test skips, saying why, when it cannot be installed.
-func claudeHarness(t *testing.T) string {
-	t.Helper()
-	claudeOnce.Do(func() {
-		cache := os.Getenv(harness.CacheEnv)
-		if cache == "" {
-			cache = filepath.Join(os.TempDir(), "agentrun-harness-cache")
-		}
-		d, _ := harness.Lookup("claude-agent")
-		os.Setenv(harness.CacheEnv, cache) // the test process looks there too (Installed)
-		_, err := harness.InstallTo(t.Context(), cache, d.Package(), func(msg string) { t.Log(msg) })
-		if _, ok := harness.Installed(t.TempDir(), d.Package()); !ok {
-			claudeSkip = fmt.Sprintf("%s cannot be installed with npm here (%v): skipping the claude-agent tests", d.Package().Spec(), err)
-			return
-		}
-		claudeCache = cache
-	})
-	if claudeSkip != "" {
-		t.Skip(claudeSkip)
-	}
-	return claudeCache
-}
+// claudeHarness returns the harness cache folder holding the pinned claude-code (see
+// installedHarness).
+func claudeHarness(t *testing.T) string { return installedHarness(t, "claude-agent") }
 
 // newClaudeEnv is newEnv with the harness cache given to the server.
 func newClaudeEnv(t *testing.T, script string) *env {

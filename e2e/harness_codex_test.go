@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,39 +19,11 @@ import (
 // the Responses format. Codex lists our MCP tools inside a namespace and the scripted server calls
 // them with it, so the scripts name them plainly.
 
-var (
-	codexOnce  sync.Once
-	codexCache string
-	codexSkip  string
-)
-
 // newCodexEnv is newEnv with the harness cache (holding codex) given to the server; the test
 // skips, saying why, when codex cannot be installed.
 func newCodexEnv(t *testing.T, script string) *env {
 	t.Helper()
-	codexOnce.Do(func() {
-		cache := os.Getenv(harness.CacheEnv)
-		if cache == "" {
-			cache = filepath.Join(os.TempDir(), "agentrun-harness-cache")
-		}
-		d, _ := harness.Lookup("codex")
-		os.Setenv(harness.CacheEnv, cache) // the test process looks there too (Installed)
-		_, err := harness.Install(t.Context(), filepath.Join(cache, ".install"), d.Package(), func(msg string) { t.Log(msg) })
-		if err == nil {
-			src := filepath.Join(cache, ".install", "harnesses", "codex@"+d.Package().Version)
-			if _, serr := os.Stat(src); serr == nil {
-				os.Rename(src, filepath.Join(cache, "codex@"+d.Package().Version))
-			}
-		}
-		if _, ok := harness.Installed(t.TempDir(), d.Package()); !ok {
-			codexSkip = fmt.Sprintf("%s cannot be installed with npm here (%v): skipping the codex tests", d.Package().Spec(), err)
-			return
-		}
-		codexCache = cache
-	})
-	if codexSkip != "" {
-		t.Skip(codexSkip)
-	}
+	codexCache := installedHarness(t, "codex")
 	e := newEnv(t, script)
 	// Codex speaks the OpenAI Responses API: the server's default provider is OpenAI's, pointed at
 	// the scripted server (which speaks every format), with its default model (priced).

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,23 +15,14 @@ import (
 // AGENTRUN_HARNESS_CACHE, or installed from npm once into it) and the scripted model server, with
 // the tests the pi harness runs. OpenCode names an MCP server's tools SERVER_TOOL.
 
-var (
-	opencodeOnce  sync.Once
-	opencodeCache string
-	opencodeSkip  string
-)
-
 var opencodeCase = harnessCase{name: "opencode", prefix: "agentrun_", procs: runnerChildren}
 
 // newOpenCodeEnv is newEnv with the harness cache (holding opencode) given to the server.
 func newOpenCodeEnv(t *testing.T) *env {
 	t.Helper()
-	opencodeOnce.Do(func() { opencodeCache, opencodeSkip = cachedHarness(t, "opencode") })
-	if opencodeSkip != "" {
-		t.Skip(opencodeSkip)
-	}
+	cache := installedHarness(t, "opencode")
 	e := newEnv(t, opencodeCase.script())
-	e.extra = append(e.extra, harness.CacheEnv+"="+opencodeCache)
+	e.extra = append(e.extra, harness.CacheEnv+"="+cache)
 	return e
 }
 

@@ -20,14 +20,32 @@ import (
 // installed from npm once into it) and the scripted model server. pi sees our tools under their
 // own names (its extension registers them), so the scripts name them plainly.
 
-var (
-	piOnce  sync.Once
-	piCache string
-	piSkip  string
-)
+// harnessInstalls holds, per driver name, the one install of its pinned package for this test
+// process.
+var harnessInstalls sync.Map
 
-// cachedHarness returns the harness cache folder holding driver name's pinned package, installing
-// it with npm into the cache the first time; skip says why it cannot be (the test skips with it).
+type harnessInstall struct {
+	once        sync.Once
+	cache, skip string
+}
+
+// installedHarness returns the harness cache folder holding driver name's pinned package (the
+// cache AGENTRUN_HARNESS_CACHE names, which .ci/run fills, or a shared temporary one), installing
+// it with npm the first time this test process asks; the test skips, saying why, when it cannot
+// be installed.
+func installedHarness(t *testing.T, name string) string {
+	t.Helper()
+	v, _ := harnessInstalls.LoadOrStore(name, &harnessInstall{})
+	h := v.(*harnessInstall)
+	h.once.Do(func() { h.cache, h.skip = cachedHarness(t, name) })
+	if h.skip != "" {
+		t.Skip(h.skip)
+	}
+	return h.cache
+}
+
+// cachedHarness installs driver name's pinned package into the cache unless it is there; skip
+// says why it cannot be.
 func cachedHarness(t *testing.T, name string) (cache, skip string) {
 	cache = os.Getenv(harness.CacheEnv)
 	if cache == "" {
@@ -90,12 +108,9 @@ func (h harnessCase) script() string { return strings.ReplaceAll(harnessScript, 
 // newPiEnv is newEnv with the harness cache (holding pi) given to the server.
 func newPiEnv(t *testing.T) *env {
 	t.Helper()
-	piOnce.Do(func() { piCache, piSkip = cachedHarness(t, "pi") })
-	if piSkip != "" {
-		t.Skip(piSkip)
-	}
+	cache := installedHarness(t, "pi")
 	e := newEnv(t, piCase.script())
-	e.extra = append(e.extra, harness.CacheEnv+"="+piCache)
+	e.extra = append(e.extra, harness.CacheEnv+"="+cache)
 	return e
 }
 

@@ -62,7 +62,7 @@ func TestCodexPGTakeover(t *testing.T) {
 	t.Parallel()
 	newCodexEnv(t, codexHarnessScript) // installs codex once (or skips); its server is not started
 	c := newCluster(t, codexHarnessScript)
-	c.extra = append(c.extra, harness.CacheEnv+"="+codexCache, "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+c.model.URL()+"/v1",
+	c.extra = append(c.extra, harness.CacheEnv+"="+installedHarness(t, "codex"), "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+c.model.URL()+"/v1",
 		"AGENTRUN_DEFAULT_PROVIDER=openai")
 	c.startServer()
 	c.codexAgent("crasher", `["write","dev_count"]`, "")

@@ -7,6 +7,8 @@
 // It listens on loopback, one listener per runner process, because a harness runs beside its
 // runner and the tokens live in that runner's memory: a runner without an API server (`agentrun
 // runner`) has its harnesses' gateway all the same, and nothing outside the machine reaches it.
+// It also listens on a unix socket (SocketPath) that a run's computer mounts: a harness inside a
+// computer with no network reaches the gateway through it and nothing else.
 package gateway
 
 import (
@@ -22,6 +24,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -95,6 +99,9 @@ type Gateway struct {
 	ln     net.Listener
 	srv    *http.Server
 	served chan struct{}
+	// sock is the unix socket's folder (private to this process) and unixServed its server's end.
+	sock       string
+	unixServed chan struct{}
 }
 
 // New returns a gateway with no listener yet (Handler serves it; Start listens).
@@ -105,16 +112,29 @@ func New(log *slog.Logger) *Gateway {
 	return &Gateway{Log: log, tokens: map[[32]byte]*entry{}}
 }
 
-// Start listens on 127.0.0.1 (a free port) and serves until Close.
+// Start listens on 127.0.0.1 (a free port) and on a unix socket in a new private temporary
+// folder (SocketPath), and serves both until Close.
 func (g *Gateway) Start() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("gateway listener: %w", err)
 	}
+	sockDir, err := os.MkdirTemp("", "agentrun-gateway-")
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("gateway socket folder: %w", err)
+	}
+	uln, err := net.Listen("unix", filepath.Join(sockDir, SocketName))
+	if err != nil {
+		ln.Close()
+		os.RemoveAll(sockDir)
+		return fmt.Errorf("gateway socket: %w", err)
+	}
 	// No write timeout: a model call's answer may take minutes.
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.mu.Lock()
 	g.ln, g.srv, g.served = ln, srv, make(chan struct{})
+	g.sock, g.unixServed = sockDir, make(chan struct{})
 	g.mu.Unlock()
 	go func() { // owned by g: Close shuts it down and waits for it
 		defer close(g.served)
@@ -122,7 +142,27 @@ func (g *Gateway) Start() error {
 			g.Log.Error("gateway stopped", "err", err)
 		}
 	}()
+	go func() { // the same server on the socket; Close ends it with the other
+		defer close(g.unixServed)
+		if err := srv.Serve(uln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.Log.Error("gateway socket stopped", "err", err)
+		}
+	}()
 	return nil
+}
+
+// SocketName is the file name of the gateway's unix socket in its folder.
+const SocketName = "gateway.sock"
+
+// SocketPath is the unix socket the gateway also serves on ("" before Start): the same endpoints
+// as URL, for a harness in a computer that mounts it.
+func (g *Gateway) SocketPath() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sock == "" {
+		return ""
+	}
+	return filepath.Join(g.sock, SocketName)
 }
 
 // URL is the listener's base URL ("http://127.0.0.1:PORT").
@@ -138,7 +178,7 @@ func (g *Gateway) URL() string {
 // Close stops the listener and waits for its server.
 func (g *Gateway) Close() error {
 	g.mu.Lock()
-	srv, served := g.srv, g.served
+	srv, served, sock, unixServed := g.srv, g.served, g.sock, g.unixServed
 	g.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -147,6 +187,8 @@ func (g *Gateway) Close() error {
 	defer cancel()
 	err := srv.Shutdown(ctx)
 	<-served
+	<-unixServed
+	os.RemoveAll(sock)
 	return err
 }
 

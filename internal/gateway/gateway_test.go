@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -173,5 +176,45 @@ func TestSummarize(t *testing.T) {
 	s = Summarize(WireAnthropic, []byte(`{"model":"claude-haiku-4-5","stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":2}}`))
 	if s.Model != "claude-haiku-4-5" || s.StopReason != "tool_use" || s.Usage.InputTokens != 3 || s.Usage.OutputTokens != 2 {
 		t.Errorf("anthropic object: %+v", s)
+	}
+}
+
+// The unix socket serves the same endpoints with the same token rules, and Close removes it.
+func TestGatewaySocket(t *testing.T) {
+	g := New(nil)
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sock := g.SocketPath()
+	if sock == "" {
+		t.Fatal("no socket path after Start")
+	}
+	a := &recorder{}
+	tok, release := g.Register("run-a", WireAnthropic, a, nil)
+	defer release()
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	call := func(token string) int {
+		req, _ := http.NewRequest("POST", "http://gateway/v2/gateway/anthropic/v1/messages", strings.NewReader(`{"model":"x"}`))
+		req.Header.Set("x-api-key", token)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := call("agr_forged"); st != 401 {
+		t.Errorf("unknown token over the socket: %d", st)
+	}
+	if st := call(tok); st != 200 || len(a.bodies) != 1 {
+		t.Errorf("the run's call over the socket: %d, %d bodies", st, len(a.bodies))
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
+		t.Errorf("the socket's folder is left after Close: %v", err)
 	}
 }

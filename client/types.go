@@ -242,10 +242,19 @@ const (
 	CodeEnvironmentNotFound = api.CodeEnvironmentNotFound
 	CodePreconditionFailed  = api.CodePreconditionFailed
 	CodeLearningOff         = api.CodeLearningOff
-	CodeForbidden           = api.CodeForbidden
-	CodeBadRequest          = api.CodeBadRequest
-	CodeInvalidRequest      = api.CodeInvalidRequest
-	CodeRunStopped          = api.CodeRunStopped
+	// web_fetch's refusals, in a tool result and on the timeline.
+	CodeFetchBadURL             = api.CodeFetchBadURL
+	CodeFetchBlocked            = api.CodeFetchBlocked
+	CodeFetchNetworkOff         = api.CodeFetchNetworkOff
+	CodeFetchTooManyRedirects   = api.CodeFetchTooManyRedirects
+	CodeFetchRedirectNotAllowed = api.CodeFetchRedirectNotAllowed
+	CodeFetchTimeout            = api.CodeFetchTimeout
+	CodeFetchFailed             = api.CodeFetchFailed
+	CodeFetchCut                = api.CodeFetchCut
+	CodeForbidden               = api.CodeForbidden
+	CodeBadRequest              = api.CodeBadRequest
+	CodeInvalidRequest          = api.CodeInvalidRequest
+	CodeRunStopped              = api.CodeRunStopped
 )
 
 // Limits and defaults the server applies.

@@ -163,32 +163,55 @@ func TestWebFetch(t *testing.T) {
 	if strings.Contains(got, "<h1>") || strings.Contains(got, "p{}") {
 		t.Errorf("the page came back as HTML:\n%s", got)
 	}
-	if got := e.answerOf("wf-big"); !strings.Contains(got, "0123456789"[:10]) || !strings.Contains(got, "[cut: only the first 100 bytes of the body were read (maxBytes)") || strings.Count(got, "0123456789") != 10 {
+	if got := e.answerOf("wf-big"); !strings.Contains(got, "0123456789"[:10]) || !strings.Contains(got, "[cut (code FetchCut): only the first 100 bytes of the body were read (maxBytes)") || strings.Count(got, "0123456789") != 10 {
 		t.Errorf("maxBytes 100: %q", got)
 	}
-	if got := e.answerOf("wf-loop"); !strings.Contains(got, "stopped after 5 redirects") {
+	if got := e.answerOf("wf-loop"); !strings.Contains(got, "stopped after 5 redirects") || !strings.HasPrefix(got, "web_fetch refused "+s.URL+"/loop/6 (code FetchTooManyRedirects)") {
 		t.Errorf("the redirect chain: %q", got)
 	}
 	if n := s.count("/loop/5"); n != 1 || s.count("/loop/6") != 0 {
 		t.Errorf("the chain reached /loop/5 %d times and /loop/6 %d times; want 1 and 0", n, s.count("/loop/6"))
 	}
-	if got := e.answerOf("wf-elsewhere"); !strings.Contains(got, other.hostPort()+" is a loopback address") || !strings.Contains(got, "--fetch-allow "+other.hostPort()) {
+	if got := e.answerOf("wf-elsewhere"); !strings.Contains(got, other.hostPort()+" is a loopback address") || !strings.Contains(got, "--fetch-allow "+other.hostPort()) ||
+		!strings.HasPrefix(got, "web_fetch refused "+other.hostPort()+" (code FetchBlocked)") {
 		t.Errorf("the redirect to another port: %q", got)
 	}
 	if n := other.total(); n != 0 {
 		t.Errorf("the other server got %d requests", n)
 	}
-	if got := e.answerOf("wf-file"); !strings.Contains(got, "only http:// and https:// URLs are fetched") {
+	if got := e.answerOf("wf-file"); !strings.Contains(got, "only http:// and https:// URLs are fetched") || !strings.HasPrefix(got, "web_fetch refused file:///etc/passwd (code FetchBadURL)") {
 		t.Errorf("file URL: %q", got)
 	}
-	if got := e.answerOf("wf-offline"); !strings.Contains(got, "spec.computer.network: false") {
+	if got := e.answerOf("wf-offline"); !strings.Contains(got, "spec.computer.network: false") || !strings.Contains(got, "(code FetchNetworkOff): "+s.URL+"/docs/offline") {
 		t.Errorf("no network: %q", got)
 	}
 	if s.count("/docs/offline") != 0 {
 		t.Error("the agent without network fetched")
 	}
-	if !hasEvent(e.events("wf-offline"), "tool.refused", "web_fetch refused") {
-		t.Error("no tool.refused event for the agent without network")
+	if !hasEvent(e.events("wf-offline"), "tool.refused", "web_fetch refused (FetchNetworkOff): "+s.URL+"/docs/offline") {
+		t.Error("no tool.refused event with its code for the agent without network")
+	}
+	// Each refusal (and the cut) is on the timeline with its code and the address refused.
+	for run, want := range map[string]struct {
+		typ           api.EventType
+		code, address string
+	}{
+		"wf-big":       {"tool.cut", "FetchCut", s.URL + "/big"},
+		"wf-loop":      {"tool.refused", "FetchTooManyRedirects", s.URL + "/loop/6"},
+		"wf-elsewhere": {"tool.refused", "FetchBlocked", other.hostPort()},
+		"wf-file":      {"tool.refused", "FetchBadURL", "file:///etc/passwd"},
+	} {
+		found := false
+		for _, ev := range e.events(run) {
+			var d struct{ Code, Address string }
+			_ = json.Unmarshal(ev.Data, &d)
+			if ev.Type == want.typ && d.Code == want.code && d.Address == want.address && strings.Contains(ev.Message, want.address) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no %s event with code %s naming %s: %v", run, want.typ, want.code, want.address, e.events(run))
+		}
 	}
 }
 

@@ -665,9 +665,9 @@ func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block
 	if call.Name == tools.AskPersonName {
 		return d.askPerson(ctx, key, in, result)
 	}
-	if why := d.serverToolRefusal(call.Name); why != "" {
-		d.refused(next, key, call.Name, why)
-		return result(call.Name+": "+why+"; the call did not run", true), nil
+	if why, code := d.serverToolRefusal(call.Name, in); why != "" {
+		d.refusedCode(next, key, call.Name, why, code)
+		return result(fmt.Sprintf("%s refused (code %s): %s; the call did not run", call.Name, code, why), true), nil
 	}
 	if ok, refusal, err := d.approval(ctx, key, call, in); err != nil {
 		return model.Block{}, err
@@ -713,12 +713,20 @@ func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block
 // refused puts a tool call that was answered without running (the model is told why) on the
 // timeline, where a person sees it: it makes no step. It goes out with the next commit. A turn
 // replayed after a restart (the journal has the next turn's model call) does not repeat it.
-func (d *drive) refused(next, key, tool, why string) {
+func (d *drive) refused(next, key, tool, why string) { d.refusedCode(next, key, tool, why, "") }
+
+// refusedCode is refused with the refusal's stable code (api/codes.go) in the event's data.
+func (d *drive) refusedCode(next, key, tool, why string, code api.Code) {
 	if _, replayed := d.j.Lookup(next); replayed && next != "" {
 		return
 	}
-	d.j.Emit(api.Event{Type: api.EventToolRefused, StepKey: key, Message: fmt.Sprintf("%s refused: %s", tool, why),
-		Data: mustRaw(map[string]string{"tool": tool, "why": why})})
+	data := map[string]string{"tool": tool, "why": why}
+	msg := fmt.Sprintf("%s refused: %s", tool, why)
+	if code != "" {
+		data["code"] = string(code)
+		msg = fmt.Sprintf("%s refused (%s): %s", tool, code, why)
+	}
+	d.j.Emit(api.Event{Type: api.EventToolRefused, StepKey: key, Message: msg, Data: mustRaw(data)})
 }
 
 // folderChanges are the run folder's changes since the last save, to save with a step that may

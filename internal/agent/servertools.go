@@ -19,16 +19,21 @@ import (
 
 // The tools the runner itself runs for the model, outside any computer: web_fetch and skill.
 
-// serverToolRefusal says why a call of web_fetch may not run on this agent ("" when it may): it
-// reaches only what the agent's computer may reach, so a computer without the network has none.
-func (d *drive) serverToolRefusal(name string) string {
+// serverToolRefusal says why a call of web_fetch may not run on this agent ("" when it may), with
+// the refusal's code: it reaches only what the agent's computer may reach, so a computer without
+// the network has none.
+func (d *drive) serverToolRefusal(name string, in catalog.Input) (string, api.Code) {
 	if name != catalog.WebFetchName {
-		return ""
+		return "", ""
 	}
 	if d.spec.Computer == nil || !d.spec.Computer.Network {
-		return "web_fetch reaches only what the agent's computer may reach, and its computer has no network (spec.computer.network: false)"
+		u := ""
+		if wf, ok := in.Value.(*catalog.WebFetch); ok {
+			u = wf.URL + ": "
+		}
+		return u + "web_fetch reaches only what the agent's computer may reach, and its computer has no network (spec.computer.network: false)", api.CodeFetchNetworkOff
 	}
-	return ""
+	return "", ""
 }
 
 // webFetch runs (or replays) a web_fetch call as a safe step: a completed fetch is replayed from
@@ -47,6 +52,15 @@ func (d *drive) webFetch(ctx context.Context, key string, call model.Block, in c
 		r, err := f.Fetch(ctx, wf, d.redirectAllowed)
 		if err != nil {
 			return nil, nil, err
+		}
+		// The timeline says what was refused (or cut) and its code, once: a replay does not
+		// fetch, so it does not say it again.
+		data := mustRaw(map[string]string{"tool": call.Name, "code": string(r.Code), "address": r.Address, "url": wf.URL})
+		switch {
+		case r.Code == api.CodeFetchCut:
+			d.j.Emit(api.Event{Type: api.EventToolCut, StepKey: key, Message: fmt.Sprintf("web_fetch %s: cut at maxBytes (%s)", r.Address, r.Code), Data: data})
+		case r.Code != "":
+			d.j.Emit(api.Event{Type: api.EventToolRefused, StepKey: key, Message: fmt.Sprintf("web_fetch refused %s (%s)", r.Address, r.Code), Data: data})
 		}
 		return tools.Result{Content: r.Content, IsError: r.IsError}, nil, nil
 	})

@@ -55,6 +55,17 @@ const (
 	CodePreconditionFailed Code = "PreconditionFailed"
 	CodeLearningOff        Code = "LearningOff"
 
+	// Codes of web_fetch's refusals: in the tool result the model reads and on the timeline
+	// (tool.refused, tool.cut), not in an HTTP answer; the status is the one a proxy would give.
+	CodeFetchBadURL             Code = "FetchBadURL"
+	CodeFetchBlocked            Code = "FetchBlocked"
+	CodeFetchNetworkOff         Code = "FetchNetworkOff"
+	CodeFetchTooManyRedirects   Code = "FetchTooManyRedirects"
+	CodeFetchRedirectNotAllowed Code = "FetchRedirectNotAllowed"
+	CodeFetchTimeout            Code = "FetchTimeout"
+	CodeFetchFailed             Code = "FetchFailed"
+	CodeFetchCut                Code = "FetchCut"
+
 	// Codes of the runner's gateway, which harnesses call (not the public API).
 	CodeForbidden      Code = "Forbidden"
 	CodeBadRequest     Code = "BadRequest"
@@ -78,7 +89,9 @@ const (
 	statusClientClosed        = 499 // nginx's: the caller left before the answer
 	statusInternal            = 500
 	statusUnavailable         = 503
+	statusGatewayTimeout      = 504
 	statusInsufficientStorage = 507
+	statusBadGateway          = 502
 )
 
 // CodeInfo is one registered code: the HTTP status it is sent with and what it means.
@@ -131,6 +144,14 @@ var Codes = []CodeInfo{
 	{CodeEnvironmentNotFound, statusNotFound, nil, "an evaluation names an environment that is not built in or loaded"},
 	{CodePreconditionFailed, statusPreconditionFailed, nil, "If-Match names a version that is not the current one (a learned note's ETag changed)"},
 	{CodeLearningOff, statusConflict, nil, "the agent's spec.learning is off: it has no learning folder"},
+	{CodeFetchBadURL, statusUnprocessable, nil, "web_fetch: the URL (or a redirect's) is not an absolute http:// or https:// URL with a host and no credentials"},
+	{CodeFetchBlocked, statusForbidden, nil, "web_fetch: the address dialled is loopback, link-local, private, metadata or reserved and not in --fetch-allow"},
+	{CodeFetchNetworkOff, statusForbidden, nil, "web_fetch: the agent's computer has no network (spec.computer.network is not true)"},
+	{CodeFetchTooManyRedirects, statusBadGateway, nil, "web_fetch: the page redirected more than 5 times"},
+	{CodeFetchRedirectNotAllowed, statusForbidden, nil, "web_fetch: a redirect went to a URL the approvals do not allow without a person"},
+	{CodeFetchTimeout, statusGatewayTimeout, nil, "web_fetch: the page did not answer (or send its body) in time"},
+	{CodeFetchFailed, statusBadGateway, nil, "web_fetch: the page could not be reached (DNS, connection, TLS)"},
+	{CodeFetchCut, statusTooLarge, nil, "web_fetch: the body was longer than maxBytes and was cut there (the result is the first maxBytes)"},
 	{CodeForbidden, statusForbidden, nil, "gateway: the token is another run's, or for another endpoint"},
 	{CodeBadRequest, statusBadRequest, nil, "gateway: the request body could not be read"},
 	{CodeInvalidRequest, statusBadRequest, nil, "gateway: the harness's call is malformed (a body that is not a JSON object)"},

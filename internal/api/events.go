@@ -49,12 +49,13 @@ const (
 	EventStoreFull  EventType = "store.full"
 	EventStoreSpace EventType = "store.space"
 
-	EventHarnessInstall EventType = "harness.install"
-	EventHarnessStarted EventType = "harness.started"
-	EventHarnessExited  EventType = "harness.exited"
-	EventGatewayClamped EventType = "gateway.clamped"
-	EventSkillOpened    EventType = "skill.opened"
-	EventMCPUnavailable EventType = "mcp.unavailable"
+	EventHarnessInstall    EventType = "harness.install"
+	EventHarnessStarted    EventType = "harness.started"
+	EventHarnessExited     EventType = "harness.exited"
+	EventGatewayClamped    EventType = "gateway.clamped"
+	EventGatewayTranslated EventType = "gateway.translated"
+	EventSkillOpened       EventType = "skill.opened"
+	EventMCPUnavailable    EventType = "mcp.unavailable"
 
 	EventLearningGiven     EventType = "learning.given"
 	EventLearningOpened    EventType = "learning.opened"
@@ -113,6 +114,7 @@ var EventTypes = []EventTypeInfo{
 	{EventHarnessStarted, "an external harness started in the run folder"},
 	{EventHarnessExited, "an external harness exited with an error"},
 	{EventGatewayClamped, "the gateway clamped a harness's output tokens to the agent's maxTokens"},
+	{EventGatewayTranslated, "the gateway translates a harness's calls to the run's vendor API (Codex's Responses calls to Anthropic's Messages)"},
 	{EventSkillOpened, "the agent opened one of its skills"},
 	{EventMCPUnavailable, "an MCP server did not start, died or lacks a ticked tool; its tools answer with the error"},
 	{EventLearningGiven, "the run started from its agent's learning folder: the commit and the notes in its instructions"},

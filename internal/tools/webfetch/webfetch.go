@@ -25,6 +25,7 @@ import (
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 
+	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
@@ -159,15 +160,28 @@ func (f *Fetcher) checkLiteral(u *url.URL) error {
 	return f.check("tcp", netip.AddrPortFrom(a.Unmap(), port).String(), nil)
 }
 
-// Result is what the model reads.
+// Result is what the model reads. A refusal (and a body cut at maxBytes) has a stable Code,
+// which Content names too, and Address, the URL or address it was about.
 type Result struct {
 	Content string
 	IsError bool
+	Code    api.Code
+	Address string
 }
 
-func refuse(format string, args ...any) Result {
-	return Result{Content: fmt.Sprintf(format, args...), IsError: true}
+// refuse is a refused fetch: the model reads the code and what was refused first.
+func refuse(code api.Code, address, format string, args ...any) Result {
+	return Result{Content: fmt.Sprintf("web_fetch refused %s (code %s): ", address, code) + fmt.Sprintf(format, args...), IsError: true, Code: code, Address: address}
 }
+
+// hopError stops a redirect: its code and the URL or address refused.
+type hopError struct {
+	code    api.Code
+	address string
+	msg     string
+}
+
+func (e *hopError) Error() string { return e.msg }
 
 // CheckURL refuses what is not an absolute http(s) URL with a host and no user name or password.
 func CheckURL(raw string) (*url.URL, error) {
@@ -194,24 +208,24 @@ func CheckURL(raw string) (*url.URL, error) {
 func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func(u string) error) (Result, error) {
 	u, err := CheckURL(in.URL)
 	if err != nil {
-		return refuse("web_fetch: %v; nothing was fetched", err), nil
+		return refuse(api.CodeFetchBadURL, in.URL, "%v; nothing was fetched", err), nil
 	}
 	if err := f.checkLiteral(u); err != nil {
-		return refuse("web_fetch %s: refused: %v; nothing was fetched", u, err), nil
+		return refusedDial(u.String(), err, "; nothing was fetched"), nil
 	}
 	method := http.MethodGet
 	if in.Method != nil {
 		method = *in.Method
 	}
 	if method != http.MethodGet && method != http.MethodHead {
-		return refuse("web_fetch: method %q: use GET or HEAD", method), nil
+		return refuse(api.CodeInvalid, u.String(), "method %q: use GET or HEAD", method), nil
 	}
 	maxBytes := int64(DefaultMaxBytes)
 	if in.MaxBytes != nil {
 		maxBytes = *in.MaxBytes
 	}
 	if maxBytes < 1 || maxBytes > MaxMaxBytes {
-		return refuse("web_fetch: maxBytes must be between 1 and %d, got %d", MaxMaxBytes, maxBytes), nil
+		return refuse(api.CodeInvalid, u.String(), "maxBytes must be between 1 and %d, got %d", MaxMaxBytes, maxBytes), nil
 	}
 	timeout := f.Timeout
 	if timeout <= 0 {
@@ -235,17 +249,17 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 	client := &http.Client{Transport: tr, Timeout: timeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > MaxRedirects {
-				return fmt.Errorf("stopped after %d redirects (the most web_fetch follows)", MaxRedirects)
+				return &hopError{api.CodeFetchTooManyRedirects, req.URL.String(), fmt.Sprintf("stopped after %d redirects (the most web_fetch follows), before %s", MaxRedirects, req.URL)}
 			}
 			if _, err := CheckURL(req.URL.String()); err != nil {
-				return fmt.Errorf("redirected to %s: %v", req.URL, err)
+				return &hopError{api.CodeFetchBadURL, req.URL.String(), fmt.Sprintf("redirected to %s: %v", req.URL, err)}
 			}
 			if err := f.checkLiteral(req.URL); err != nil {
 				return err
 			}
 			if allowHop != nil {
 				if err := allowHop(req.URL.String()); err != nil {
-					return fmt.Errorf("redirected to %s, which is not fetched: %v; call web_fetch on that URL if you need it", req.URL, err)
+					return &hopError{api.CodeFetchRedirectNotAllowed, req.URL.String(), fmt.Sprintf("redirected to %s, which is not fetched: %v; call web_fetch on that URL if you need it", req.URL, err)}
 				}
 			}
 			hops = append(hops, req.URL.String())
@@ -253,7 +267,7 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 		}}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
-		return refuse("web_fetch: %v", err), nil
+		return refuse(api.CodeFetchBadURL, u.String(), "%v", err), nil
 	}
 	req.Header.Set("User-Agent", "agentrun-web_fetch/1")
 	req.Header.Set("Accept", "text/html, text/markdown, text/plain, application/json;q=0.9, */*;q=0.5")
@@ -266,7 +280,7 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 		if len(hops) > 0 {
 			via = " (after redirects to " + strings.Join(hops, ", ") + ")"
 		}
-		return refuse("web_fetch %s%s: %s; nothing was read", u, via, describeErr(err)), nil
+		return refusedDial(u.String(), err, via+"; nothing was read"), nil
 	}
 	defer resp.Body.Close()
 
@@ -293,7 +307,9 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
-		return refuse("%sweb_fetch: reading the body: %s", b.String(), describeErr(err)), nil
+		r := refusedDial(u.String(), err, "")
+		r.Content = b.String() + r.Content + " (reading the body)"
+		return r, nil
 	}
 	cut := int64(len(body)) > maxBytes
 	if cut {
@@ -302,11 +318,33 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 	b.WriteString("\n")
 	b.WriteString(render(ctx, resp.Request.URL, ctype, body, cut))
 	if cut {
-		fmt.Fprintf(&b, "\n\n[cut: only the first %d bytes of the body were read (maxBytes); the page is longer]", maxBytes)
+		fmt.Fprintf(&b, "\n\n[cut (code %s): only the first %d bytes of the body were read (maxBytes); the page is longer]", api.CodeFetchCut, maxBytes)
 	} else if err != nil {
 		fmt.Fprintf(&b, "\n\n[the body ended early after %d bytes: %s]", len(body), describeErr(err))
 	}
-	return Result{Content: b.String(), IsError: isErr}, nil
+	r := Result{Content: b.String(), IsError: isErr}
+	if cut {
+		r.Code, r.Address = api.CodeFetchCut, resp.Request.URL.String()
+	}
+	return r, nil
+}
+
+// refusedDial is the result of a fetch that failed on its way (an address refused, a redirect
+// stopped, a timeout, the network): the code and the address of what failed. tail ends the text.
+func refusedDial(u string, err error, tail string) Result {
+	var be *BlockedError
+	var he *hopError
+	switch {
+	case errors.As(err, &be):
+		return refuse(api.CodeFetchBlocked, be.Addr.String(), "%s%s", be.Error(), tail)
+	case errors.As(err, &he):
+		return refuse(he.code, he.address, "%s%s", he.msg, tail)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return refuse(api.CodeFetchTimeout, u, "timed out%s", tail)
+	}
+	return refuse(api.CodeFetchFailed, u, "%s%s", describeErr(err), tail)
 }
 
 // render turns a body into what the model reads, by its content type (sniffed when none).

@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
+	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
@@ -62,6 +64,7 @@ func TestFetch(t *testing.T) {
 	if !r.IsError || !strings.Contains(r.Content, addr+" is a loopback address") {
 		t.Fatalf("loopback fetched without --fetch-allow: %+v", r)
 	}
+	wantCode(t, r, api.CodeFetchBlocked, addr)
 
 	f := &Fetcher{Allow: []Allow{allowServer(t, srv)}}
 	r = fetch(t, f, catalog.WebFetch{URL: srv.URL + "/page"})
@@ -76,17 +79,49 @@ func TestFetch(t *testing.T) {
 	}
 	max := int64(11) // 5 characters and one byte of the sixth
 	r = fetch(t, f, catalog.WebFetch{URL: srv.URL + "/big", MaxBytes: &max})
-	if !strings.Contains(r.Content, "\n\n"+strings.Repeat("é", 5)+"\n\n[cut: only the first 11 bytes") {
+	if !strings.Contains(r.Content, "\n\n"+strings.Repeat("é", 5)+"\n\n[cut (code FetchCut): only the first 11 bytes") || r.IsError {
 		t.Errorf("cut: %q", r.Content)
 	}
-	if r := fetch(t, f, catalog.WebFetch{URL: srv.URL + "/loop/0"}); !r.IsError || !strings.Contains(r.Content, "stopped after 5 redirects") {
+	if r.Code != api.CodeFetchCut || r.Address != srv.URL+"/big" {
+		t.Errorf("cut: code %q address %q", r.Code, r.Address)
+	}
+	r = fetch(t, f, catalog.WebFetch{URL: srv.URL + "/loop/0"})
+	if !r.IsError || !strings.Contains(r.Content, "stopped after 5 redirects") {
 		t.Errorf("redirect loop: %q", r.Content)
 	}
+	wantCode(t, r, api.CodeFetchTooManyRedirects, srv.URL+"/loop/6")
 	for _, u := range []string{"file:///etc/passwd", "ftp://example.com/", "http://user:pw@example.com/", "http:///x"} {
-		if r := fetch(t, f, catalog.WebFetch{URL: u}); !r.IsError || !strings.Contains(r.Content, "nothing was fetched") {
+		r := fetch(t, f, catalog.WebFetch{URL: u})
+		if !r.IsError || !strings.Contains(r.Content, "nothing was fetched") {
 			t.Errorf("%s: %q", u, r.Content)
 		}
+		wantCode(t, r, api.CodeFetchBadURL, u)
 	}
+	// A redirect to a blocked address names the address dialled; one to a file:// URL names it.
+	mux.HandleFunc("/to-metadata", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+	})
+	mux.HandleFunc("/to-file", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+	})
+	wantCode(t, fetch(t, f, catalog.WebFetch{URL: srv.URL + "/to-metadata"}), api.CodeFetchBlocked, "169.254.169.254:80")
+	wantCode(t, fetch(t, f, catalog.WebFetch{URL: srv.URL + "/to-file"}), api.CodeFetchBadURL, "file:///etc/passwd")
+	// A page that does not answer in time.
+	slow := make(chan struct{})
+	defer close(slow)
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-slow:
+		case <-r.Context().Done():
+		}
+	})
+	wantCode(t, fetch(t, &Fetcher{Allow: f.Allow, Timeout: 200 * time.Millisecond}, catalog.WebFetch{URL: srv.URL + "/slow"}), api.CodeFetchTimeout, srv.URL+"/slow")
+	// Nothing listens: the connection fails.
+	dead := httptest.NewServer(mux)
+	deadURL := dead.URL
+	dead.Close()
+	deadAllow, _ := ParseAllow(strings.TrimPrefix(deadURL, "http://"))
+	wantCode(t, fetch(t, &Fetcher{Allow: []Allow{deadAllow}}, catalog.WebFetch{URL: deadURL + "/"}), api.CodeFetchFailed, deadURL+"/")
 	head := "HEAD"
 	if r := fetch(t, f, catalog.WebFetch{URL: srv.URL + "/json", Method: &head}); strings.Contains(r.Content, `{"a"`) || !strings.Contains(r.Content, "Status: 200") {
 		t.Errorf("HEAD: %q", r.Content)
@@ -96,6 +131,18 @@ func TestFetch(t *testing.T) {
 	defer other.Close()
 	if r := fetch(t, f, catalog.WebFetch{URL: other.URL + "/page"}); !r.IsError || !strings.Contains(r.Content, strings.TrimPrefix(other.URL, "http://")+" is a loopback address") {
 		t.Errorf("other port: %q", r.Content)
+	}
+}
+
+// wantCode checks a refusal's code and the address it names, in the result and in the text the
+// model reads.
+func wantCode(t *testing.T, r Result, code api.Code, address string) {
+	t.Helper()
+	if r.Code != code || r.Address != address || !r.IsError {
+		t.Errorf("want a refusal %s of %s, got code %q address %q error %v: %q", code, address, r.Code, r.Address, r.IsError, r.Content)
+	}
+	if want := "web_fetch refused " + address + " (code " + string(code) + "): "; !strings.HasPrefix(r.Content, want) {
+		t.Errorf("the model reads %q, want it to start %q", r.Content, want)
 	}
 }
 

@@ -35,6 +35,7 @@ const (
 	EventApprovalApprove EventType = "approval.approve"
 	EventApprovalDeny    EventType = "approval.deny"
 	EventToolRefused     EventType = "tool.refused"
+	EventToolCut         EventType = "tool.cut"
 	EventTurnRouted      EventType = "turn.routed"
 	EventCostDiscrepancy EventType = "cost.discrepancy"
 
@@ -99,6 +100,7 @@ var EventTypes = []EventTypeInfo{
 	{EventApprovalApprove, "a person approved a tool call"},
 	{EventApprovalDeny, "a person denied a tool call"},
 	{EventToolRefused, "a tool call was refused (approvals or a bad input)"},
+	{EventToolCut, "a tool's result was cut at its size limit (web_fetch's maxBytes: code FetchCut)"},
 	{EventTurnRouted, "the router chose the turn's model"},
 	{EventCostDiscrepancy, "a vendor reported usage beyond what the call could spend"},
 	{EventFolderRestored, "the run folder was restored from the store"},

@@ -32,6 +32,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -94,6 +98,17 @@ type Spec struct {
 	// Network lets the computer reach the network. Off by default.
 	Network bool
 	Limits  Limits
+	// Mounts are host files and folders the computer shows besides the run folder (a sandbox
+	// provider that cannot mount them fails Create): a harness's install, its home, the gateway's
+	// socket, an MCP server's package. Providers without a file system (a browser) ignore them.
+	Mounts []Mount
+}
+
+// Mount is a host file or folder shown inside a computer at Target (an absolute path there),
+// read-only unless Writable.
+type Mount struct {
+	Source, Target string
+	Writable       bool
 }
 
 // Availability says whether a provider can make computers on this machine.
@@ -223,6 +238,73 @@ type Sandbox interface {
 	Stop(ctx context.Context, id string) (ProcessInfo, error)
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 	WriteFile(ctx context.Context, path string, data []byte) error
+}
+
+// CheckMounts is the check every provider makes of Spec.Mounts before it mounts them: a source
+// that exists on the host, an absolute target that is not the root, the run folder or inside it,
+// nor the sandbox's own helper folder.
+func CheckMounts(ms []Mount) error {
+	for i, m := range ms {
+		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
+			return fmt.Errorf("mount %d (%s at %s): source and target must be absolute paths", i, m.Source, m.Target)
+		}
+		if _, err := os.Stat(m.Source); err != nil {
+			return fmt.Errorf("mount %d: %w", i, err)
+		}
+		t := filepath.Clean(m.Target)
+		if t == "/" || t == "/workspace" || strings.HasPrefix(t, "/workspace/") || t == "/.agentrun" || strings.HasPrefix(t, "/.agentrun/helper") || t == "/proc" || strings.HasPrefix(t, "/proc/") {
+			return fmt.Errorf("mount %d: %s cannot be mounted over in a computer", i, m.Target)
+		}
+	}
+	return nil
+}
+
+// SpawnOptions are the options of a process started with Spawner.Spawn.
+type SpawnOptions struct {
+	// Workdir is the working folder: relative to /workspace, or absolute inside the computer.
+	// Default /workspace.
+	Workdir string
+	// Env adds environment variables ("NAME=value") to the computer's own (PATH, HOME, LANG,
+	// TERM, TMPDIR); nothing of the host's environment is there.
+	Env []string
+}
+
+// Spawner is a sandbox that runs long-lived interactive processes, their stdin, stdout and
+// stderr streamed (an MCP server over stdio, a harness speaking its protocol): started inside
+// the computer under its limits and namespaces, each in its own process group, killed by its
+// Close and with the computer. The local and docker providers' sandboxes are Spawners.
+type Spawner interface {
+	// Spawn starts argv (argv[0] looked up on the computer's PATH when it has no slash) and
+	// returns once it runs. The process lives until its Close or the computer's, not until ctx
+	// ends: ctx bounds only the start. A command that is not in the computer is an *AgentError.
+	Spawn(ctx context.Context, argv []string, opts SpawnOptions) (StdioProcess, error)
+	// ForwardUnix listens on 127.0.0.1:port inside the computer (0, or a port in use: any free
+	// one) and connects each connection made to it to the unix socket at socket (a path inside
+	// the computer, a Mount of a host socket). It returns the address listened on; asked again
+	// for the same socket, it returns the same address. The listener lives as long as the
+	// computer: this is how a process inside a computer without network reaches one service of
+	// the host's and nothing else.
+	ForwardUnix(ctx context.Context, port int, socket string) (addr string, err error)
+}
+
+// StdioProcess is a process started by a Spawner.
+type StdioProcess interface {
+	// Stdin is the process's standard input; closing it closes the process's.
+	Stdin() io.WriteCloser
+	// Stdout and Stderr read what the process writes, to io.EOF once it has closed them (or
+	// was killed). A reader that stops reading holds the process up once a window of output is
+	// unread; it does not lose output.
+	Stdout() io.Reader
+	Stderr() io.Reader
+	// PID is the process's id inside the computer.
+	PID() int
+	// Done is closed when the process has exited and its output has been read by the computer
+	// (not necessarily by the caller); ExitCode is valid from then on: -1 when a signal killed it.
+	Done() <-chan struct{}
+	ExitCode() int
+	// Close kills the process and its process group at once and waits (bounded) for it to end.
+	// It is safe to call more than once.
+	Close() error
 }
 
 // Link is a link on a page.

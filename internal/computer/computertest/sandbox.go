@@ -29,6 +29,12 @@ var sandboxChecks = []Check{
 	{"LimitProcesses", checkLimitProcesses},
 	{"LimitMemory", checkLimitMemory},
 	{"Cleanup", checkCleanup},
+	// A Spawner's (stdio.go).
+	{"StdioStreams", checkStdioStreams},
+	{"StdioEnvAndLimits", checkStdioEnvLimits},
+	{"StdioKillOnClose", checkStdioKill},
+	{"StdioDiesWithComputer", checkStdioComputerClose},
+	{"StdioMountsAndForward", checkStdioMountsForward},
 }
 
 func sandbox(e *Env, run string, adjust func(*computer.Spec)) (computer.Sandbox, string, error) {

@@ -124,10 +124,17 @@ func start(ctx context.Context, cli *client.Client, tag, base string, spec compu
 		WorkingDir: "/workspace",
 		Labels:     map[string]string{labelComputer: string(kind), labelRun: spec.Run},
 	}
+	if err := computer.CheckMounts(spec.Mounts); err != nil {
+		return nil, err
+	}
+	binds := []string{folder + ":/workspace:rw", self + ":" + sandboxhelper.HelperPath + ":ro"}
+	for _, m := range spec.Mounts {
+		binds = append(binds, m.Source+":"+m.Target+map[bool]string{true: ":rw", false: ":ro"}[m.Writable])
+	}
 	initProc := true
 	pids := lim.Processes
 	hc := &container.HostConfig{
-		Binds:          []string{folder + ":/workspace:rw", self + ":" + sandboxhelper.HelperPath + ":ro"},
+		Binds:          binds,
 		NetworkMode:    container.NetworkMode(network),
 		AutoRemove:     true,
 		ReadonlyRootfs: true,

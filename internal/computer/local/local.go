@@ -252,6 +252,12 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 	args := append(baseArgs(spec.Network, lim),
 		"--bind", folder, "/workspace", "--chdir", "/workspace",
 		"--ro-bind", self, sandboxhelper.HelperPath)
+	if err := computer.CheckMounts(spec.Mounts); err != nil {
+		return nil, err
+	}
+	for _, m := range spec.Mounts {
+		args = append(args, map[bool]string{true: "--bind", false: "--ro-bind"}[m.Writable], m.Source, m.Target)
+	}
 	helper := sandboxhelper.Argv(hl)
 	if l != nil {
 		args = append(args, l.args...)
@@ -306,6 +312,7 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 		"provider: local (bubblewrap)",
 		"workspace: " + folder + " at /workspace",
 		fmt.Sprintf("network: %v", map[bool]string{true: "shared with the host", false: "none (own network namespace)"}[spec.Network]),
+		mountsInfo(spec.Mounts),
 		fmt.Sprintf("rlimits per process: CPU %d s, processes %d, address space %s", lim.CPUSeconds, lim.Processes,
 			map[bool]string{true: "not set (memory cgroup)", false: fmt.Sprint(lim.MemoryBytes) + " bytes"}[hl.AS == 0]),
 	}
@@ -327,4 +334,17 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 	}
 	s.pidNS = ns
 	return s, nil
+}
+
+// mountsInfo is the Info line of a computer's mounts besides the run folder.
+func mountsInfo(ms []computer.Mount) string {
+	if len(ms) == 0 {
+		return "mounts: none besides the run folder"
+	}
+	var b strings.Builder
+	b.WriteString("mounts:")
+	for _, m := range ms {
+		fmt.Fprintf(&b, " %s at %s (%s);", m.Source, m.Target, map[bool]string{true: "read-write", false: "read-only"}[m.Writable])
+	}
+	return strings.TrimSuffix(b.String(), ";")
 }

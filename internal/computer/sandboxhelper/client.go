@@ -28,6 +28,7 @@ type Client struct {
 	mu      sync.Mutex
 	nextID  int64
 	pending map[int64]chan response
+	streams map[int64]*stream // spawned processes, by id (stdio.go)
 	closed  bool
 	done    chan struct{} // closed when the helper's output has ended and the reader with it
 }
@@ -40,7 +41,7 @@ func NewClient(stdin io.WriteCloser, stdout io.Reader, stderr func() string) *Cl
 	if stderr == nil {
 		stderr = func() string { return "" }
 	}
-	c := &Client{stderr: stderr, stdin: stdin, pending: map[int64]chan response{}, done: make(chan struct{})}
+	c := &Client{stderr: stderr, stdin: stdin, pending: map[int64]chan response{}, streams: map[int64]*stream{}, done: make(chan struct{})}
 	go c.readLoop(stdout)
 	return c
 }
@@ -80,6 +81,10 @@ func (c *Client) readLoop(r io.Reader) {
 		if json.Unmarshal(line, &resp) != nil {
 			continue
 		}
+		if resp.Event != nil {
+			c.event(resp.Event)
+			continue
+		}
 		c.mu.Lock()
 		ch := c.pending[resp.ID]
 		delete(c.pending, resp.ID)
@@ -88,6 +93,8 @@ func (c *Client) readLoop(r io.Reader) {
 			ch <- resp // buffered
 		}
 	}
+	// The helper is gone, and its spawned processes with it.
+	c.endStreams()
 	// Drain, so a runaway helper cannot block on a full pipe.
 	io.Copy(io.Discard, r)
 }
@@ -129,6 +136,12 @@ func (c *Client) exited() error {
 // call sends req and waits for its response. When ctx ends first, a running
 // command is cancelled in the sandbox.
 func (c *Client) call(ctx context.Context, req request) (response, error) {
+	return c.callHook(ctx, req, nil)
+}
+
+// callHook is call, with hook (when not nil) told the request's id under the client's lock
+// before the request is sent.
+func (c *Client) callHook(ctx context.Context, req request, hook func(id int64)) (response, error) {
 	if _, ok := ctx.Deadline(); !ok && req.Op != "exec" {
 		// Code in the sandbox can write to the helper's output and garble
 		// an answer; no call waits for one forever.
@@ -151,6 +164,9 @@ func (c *Client) call(ctx context.Context, req request) (response, error) {
 	c.nextID++
 	req.ID = c.nextID
 	c.pending[req.ID] = ch
+	if hook != nil {
+		hook(req.ID)
+	}
 	c.mu.Unlock()
 	if err := c.send(req); err != nil {
 		// The helper reads whole lines only: a request it could not be sent did not run.

@@ -109,6 +109,10 @@ type helper struct {
 	procs   map[string]*bgProc
 	nextID  int
 	cancels map[int64]context.CancelFunc
+	// spawned are the running processes started by spawn, by their spawn request's id, and
+	// forwards the loopback listeners of forward, by socket (stdio.go).
+	spawned  map[int64]*spawned
+	forwards map[string]string
 }
 
 func helperMain(args []string) int {
@@ -195,6 +199,17 @@ func (h *helper) handle(req request) {
 		r = h.read(req)
 	case "write":
 		r = h.write(req)
+	case "spawn":
+		r = h.spawn(req)
+	case "stdin":
+		r = h.stdin(req)
+	case "ack":
+		h.ack(req)
+		return // unanswered: the host does not wait on it
+	case "kill":
+		r = h.kill(req)
+	case "forward":
+		r = h.forward(req)
 	default:
 		r = response{Err: "unknown op " + req.Op}
 	}

@@ -23,7 +23,7 @@ import (
 
 type request struct {
 	ID int64  `json:"id"`
-	Op string `json:"op"` // ping, exec, start, list, output, stop, read, write, cancel
+	Op string `json:"op"` // ping, exec, start, list, output, stop, read, write, cancel, spawn, stdin, ack, kill, forward
 
 	Cmd       string   `json:"cmd,omitempty"`
 	Workdir   string   `json:"workdir,omitempty"`
@@ -37,6 +37,15 @@ type request struct {
 
 	Path string `json:"path,omitempty"`
 	Data []byte `json:"data,omitempty"`
+
+	// spawn, stdin, ack, kill, forward (stdio.go)
+	Argv   []string `json:"argv,omitempty"`
+	Sid    int64    `json:"sid,omitempty"` // a spawned process: its spawn request's id
+	Fd     int      `json:"fd,omitempty"`  // 1 stdout, 2 stderr
+	N      int64    `json:"n,omitempty"`   // ack: bytes read by the host
+	EOF    bool     `json:"eof,omitempty"` // stdin: close it
+	Port   int      `json:"port,omitempty"`
+	Socket string   `json:"socket,omitempty"`
 }
 
 type response struct {
@@ -50,6 +59,20 @@ type response struct {
 	Procs  []computer.ProcessInfo `json:"procs,omitempty"`
 	Output *computer.Output       `json:"output,omitempty"`
 	Data   []byte                 `json:"data,omitempty"`
+
+	PID  int    `json:"pid,omitempty"`  // spawn
+	Addr string `json:"addr,omitempty"` // forward
+	// Event is output or the exit of a spawned process, sent unasked (ID 0).
+	Event *event `json:"event,omitempty"`
+}
+
+// event is a spawned process's output (Fd with Data, or EOF) or its exit (Exit).
+type event struct {
+	Sid  int64  `json:"sid"`
+	Fd   int    `json:"fd,omitempty"`
+	Data []byte `json:"data,omitempty"`
+	EOF  bool   `json:"eof,omitempty"`
+	Exit *int   `json:"exit,omitempty"`
 }
 
 // Limits is what the helper applies to each command it starts, as

@@ -108,16 +108,16 @@ type respTool struct {
 
 // Messages request shapes (only what the translation writes).
 type antRequest struct {
-	Model       string          `json:"model"`
-	MaxTokens   int64           `json:"max_tokens"`
-	System      []antBlock      `json:"system,omitempty"`
-	Messages    []antMessage    `json:"messages"`
-	Tools       []antTool       `json:"tools,omitempty"`
-	ToolChoice  *antToolChoice  `json:"tool_choice,omitempty"`
-	Thinking    *antThinking    `json:"thinking,omitempty"`
-	Temperature *float64        `json:"temperature,omitempty"`
-	TopP        *float64        `json:"top_p,omitempty"`
-	Stream      bool            `json:"stream,omitempty"`
+	Model       string         `json:"model"`
+	MaxTokens   int64          `json:"max_tokens"`
+	System      []antBlock     `json:"system,omitempty"`
+	Messages    []antMessage   `json:"messages"`
+	Tools       []antTool      `json:"tools,omitempty"`
+	ToolChoice  *antToolChoice `json:"tool_choice,omitempty"`
+	Thinking    *antThinking   `json:"thinking,omitempty"`
+	Temperature *float64       `json:"temperature,omitempty"`
+	TopP        *float64       `json:"top_p,omitempty"`
+	Stream      bool           `json:"stream,omitempty"`
 }
 
 type antMessage struct {

@@ -64,28 +64,40 @@ func New(key []byte) (*Box, error) {
 	return &Box{aead: aead}, nil
 }
 
+// Current returns the key a process started now would seal under: AGENTRUN_SEAL_KEY (getenv), or
+// the key in dir/seal.key, and says which. When neither is there it returns an error wrapping
+// os.ErrNotExist (Load then generates seal.key; Current never does).
+func Current(getenv func(string) string, dir string) ([]byte, string, error) {
+	if v := getenv(EnvVar); strings.TrimSpace(v) != "" {
+		k, err := ParseKey(v)
+		return k, EnvVar, err
+	}
+	path := filepath.Join(dir, KeyFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, "", fmt.Errorf("no seal key: %s is unset and %s does not exist: %w", EnvVar, path, os.ErrNotExist)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("read seal key: %w", err)
+	}
+	k, err := ParseKey(string(data))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	return k, path, nil
+}
+
 // Load returns the box for AGENTRUN_SEAL_KEY (getenv), or for the key in dir/seal.key, generating
 // that file (mode 0600) when it does not exist. It says where the key came from.
 func Load(getenv func(string) string, dir string) (*Box, string, error) {
-	if v := getenv(EnvVar); strings.TrimSpace(v) != "" {
-		k, err := ParseKey(v)
+	if k, where, err := Current(getenv, dir); !errors.Is(err, os.ErrNotExist) {
 		if err != nil {
 			return nil, "", err
 		}
 		b, err := New(k)
-		return b, EnvVar, err
+		return b, where, err
 	}
 	path := filepath.Join(dir, KeyFile)
-	if data, err := os.ReadFile(path); err == nil {
-		k, err := ParseKey(string(data))
-		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", path, err)
-		}
-		b, err := New(k)
-		return b, path, err
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, "", fmt.Errorf("read seal key: %w", err)
-	}
 	k := make([]byte, 32)
 	if _, err := rand.Read(k); err != nil {
 		return nil, "", fmt.Errorf("generate seal key: %w", err)
@@ -175,4 +187,41 @@ func (o *Opener) Open(ctx context.Context, name string) (map[string]string, erro
 		return nil, fmt.Errorf("secret %s: %w", name, err)
 	}
 	return m, nil
+}
+
+// Reseal returns the rotation of one sealed value from the box from to the box to: the value is
+// opened with from (its name bound as before) and sealed again under to. A value that does not
+// open with from is an error naming the secret, so a wrong old key is found before anything is
+// written.
+func Reseal(from, to *Box) func(name string, sealed []byte) ([]byte, error) {
+	return func(name string, sealed []byte) ([]byte, error) {
+		pt, err := from.Open(name, sealed)
+		if err != nil {
+			return nil, fmt.Errorf("secret %s does not open with the old key: %w", name, ErrWrongOldKey)
+		}
+		out, err := to.Seal(name, pt)
+		if err != nil {
+			return nil, fmt.Errorf("secret %s: %w", name, err)
+		}
+		return out, nil
+	}
+}
+
+// ErrWrongOldKey is returned by Reseal for a value the old key does not open.
+var ErrWrongOldKey = errors.New("it is not the key this secret was sealed under")
+
+// Unopened opens each named secret (read with get) with b and returns the names of those that do
+// not open (another key, or tampering). A process checks its key with it at start.
+func Unopened(ctx context.Context, b *Box, names []string, get func(ctx context.Context, name string) ([]byte, error)) ([]string, error) {
+	var bad []string
+	for _, n := range names {
+		sealed, err := get(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("check seal key: %w", err)
+		}
+		if _, err := b.Open(n, sealed); err != nil {
+			bad = append(bad, n)
+		}
+	}
+	return bad, nil
 }

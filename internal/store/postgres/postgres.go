@@ -52,6 +52,9 @@ type Store struct {
 	commits  chan *commitReq
 	loopDone chan struct{}
 
+	// inUse holds the store in use for this process (reseal.go), once HoldInUse is called.
+	inUse *inUseHold
+
 	closeOnce sync.Once
 }
 
@@ -116,6 +119,9 @@ func (s *Store) Close() error {
 		}
 		if s.lis != nil {
 			s.lis.stop()
+		}
+		if s.inUse != nil {
+			s.inUse.stop()
 		}
 		s.pool.Close()
 	})

@@ -34,6 +34,10 @@ type Store struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	loopDone  chan struct{}
+	// path is the database file ("" for one in memory); inUse is its lock file, held shared
+	// once HoldInUse is called (reseal.go).
+	path  string
+	inUse *os.File
 }
 
 var _ store.Store = (*Store)(nil)
@@ -56,6 +60,9 @@ func Open(path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	s := &Store{w: w, r: r, now: time.Now, wake: wake.New(), stmts: &stmtCache{db: w}, commits: make(chan *commitReq), closed: make(chan struct{}), loopDone: make(chan struct{})}
+	if path != ":memory:" && !strings.HasPrefix(path, "file:") {
+		s.path = path
+	}
 	if err := s.migrate(context.Background()); err != nil {
 		w.Close()
 		r.Close()
@@ -91,7 +98,11 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	<-s.loopDone
 	s.stmts.close()
-	return errors.Join(s.r.Close(), s.w.Close())
+	err := errors.Join(s.r.Close(), s.w.Close())
+	if s.inUse != nil {
+		s.inUse.Close() // lets go of the shared lock
+	}
+	return err
 }
 
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {

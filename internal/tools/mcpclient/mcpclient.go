@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
@@ -94,14 +97,9 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // Connect starts or reaches the server and completes the MCP handshake. dir is a stdio server's
-// working folder. at is the server's field path (spec.mcpServers[i]), for errors.
+// working folder (on this machine). at is the server's field path (spec.mcpServers[i]), for errors.
 func Connect(ctx context.Context, at string, srv api.MCPServer, dir string, open OpenSecret) (*Session, error) {
-	var t mcp.Transport
-	if srv.Command != "" {
-		env, err := resolve(ctx, at+".env", srv.Env, open)
-		if err != nil {
-			return nil, err
-		}
+	return connect(ctx, at, srv, open, func(env []string, stderr *tail) (mcp.Transport, error) {
 		// The server outlives this call (until Close): not bound to ctx.
 		cmd := exec.Command(srv.Command, srv.Args...)
 		cmd.Dir = dir
@@ -110,16 +108,63 @@ func Connect(ctx context.Context, at string, srv api.MCPServer, dir string, open
 				cmd.Env = append(cmd.Env, k+"="+v)
 			}
 		}
+		cmd.Env = append(cmd.Env, env...)
+		cmd.Stderr = stderr
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+	})
+}
+
+// ConnectIn is Connect for a run with a computer: a stdio server starts inside it (working folder
+// /workspace, the computer's environment and the server's env, nothing of this process's), an
+// HTTP server is reached from here as by Connect.
+func ConnectIn(ctx context.Context, at string, srv api.MCPServer, sp computer.Spawner, open OpenSecret) (*Session, error) {
+	return connect(ctx, at, srv, open, func(env []string, stderr *tail) (mcp.Transport, error) {
+		p, err := sp.Spawn(ctx, append([]string{srv.Command}, srv.Args...), computer.SpawnOptions{Env: env})
+		if err != nil {
+			return nil, fmt.Errorf("MCP server %s did not start in the run's computer: %w", srv.Name, err)
+		}
+		go io.Copy(stderr, p.Stderr()) // ends with the process
+		return &mcp.IOTransport{Reader: spawnedOut{p}, Writer: p.Stdin()}, nil
+	})
+}
+
+// spawnedOut is a spawned server's stdout; closing it ends the server: its stdin closed first,
+// then, if it has not exited within 2 s, killed.
+type spawnedOut struct{ p computer.StdioProcess }
+
+func (o spawnedOut) Read(b []byte) (int, error) { return o.p.Stdout().Read(b) }
+func (o spawnedOut) Close() error {
+	o.p.Stdin().Close()
+	select {
+	case <-o.p.Done():
+	case <-time.After(2 * time.Second):
+	}
+	return o.p.Close()
+}
+
+// connect is Connect's and ConnectIn's: stdio makes a stdio server's transport from its env
+// (secrets opened, sorted NAME=value) and the tail its stderr goes to.
+func connect(ctx context.Context, at string, srv api.MCPServer, open OpenSecret, stdio func(env []string, stderr *tail) (mcp.Transport, error)) (*Session, error) {
+	var t mcp.Transport
+	var stderr *tail
+	if srv.Command != "" {
+		env, err := resolve(ctx, at+".env", srv.Env, open)
+		if err != nil {
+			return nil, err
+		}
 		keys := make([]string, 0, len(env))
 		for k := range env {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		var list []string
 		for _, k := range keys {
-			cmd.Env = append(cmd.Env, k+"="+env[k])
+			list = append(list, k+"="+env[k])
 		}
-		cmd.Stderr = &tail{max: 4 << 10}
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		stderr = &tail{max: 4 << 10}
+		if t, err = stdio(list, stderr); err != nil {
+			return nil, err
+		}
 	} else {
 		headers, err := resolve(ctx, at+".headers", srv.Headers, open)
 		if err != nil {
@@ -133,19 +178,45 @@ func Connect(ctx context.Context, at string, srv api.MCPServer, dir string, open
 	defer cancel()
 	cs, err := client.Connect(cctx, t, nil)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %s did not start: %w%s", srv.Name, err, stderrOf(t))
+		if c, ok := t.(*mcp.IOTransport); ok {
+			c.Reader.Close() // the spawned server, which did not answer
+		}
+		return nil, fmt.Errorf("MCP server %s did not start: %w%s", srv.Name, err, stderrOf(stderr))
 	}
 	return &Session{Name: srv.Name, cs: cs}, nil
 }
 
-// stderrOf is the last of a stdio server's stderr, to say why it did not start.
-func stderrOf(t mcp.Transport) string {
-	ct, ok := t.(*mcp.CommandTransport)
-	if !ok {
-		return ""
+// Mounts are what a run's computer must show for a stdio server to start in it: for each
+// absolute path among its command and args that lies in an npm install (a node_modules folder),
+// the folder holding that install, read-only at the same path (the interpreter itself comes from
+// the computer: the host's /usr in a local sandbox, the image in a docker one).
+func Mounts(srv api.MCPServer) []computer.Mount {
+	if srv.Command == "" {
+		return nil
 	}
-	tl, ok := ct.Command.Stderr.(*tail)
-	if !ok {
+	var out []computer.Mount
+	seen := map[string]bool{}
+	for _, p := range append([]string{srv.Command}, srv.Args...) {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		i := strings.Index(p, "/node_modules/")
+		if i <= 0 || seen[p[:i]] {
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		seen[p[:i]] = true
+		out = append(out, computer.Mount{Source: p[:i], Target: p[:i]})
+	}
+	return out
+}
+
+// stderrOf is the last of a stdio server's stderr, to say why it did not start.
+func stderrOf(tl *tail) string {
+	if tl == nil {
 		return ""
 	}
 	if s := strings.TrimSpace(tl.String()); s != "" {

@@ -66,7 +66,7 @@ func (c claude) Start(ctx context.Context, s Session) (Process, error) {
 		// of its own between runs.
 		"CLAUDE_CODE_DISABLE_AUTO_MEMORY=1",
 		"CLAUDE_CODE_MAX_OUTPUT_TOKENS="+strconv.Itoa(s.MaxTokens))
-	cmd, err := StartCommand(ctx, c.Name(), s.Bin, args, env, s.Dir)
+	cmd, err := s.Command(ctx, c.Name(), args, env)
 	if err != nil {
 		return nil, err
 	}

@@ -120,7 +120,7 @@ func (c codex) Start(ctx context.Context, s Session) (Process, error) {
 	// log_dir is Codex's default (CODEX_HOME/log), given on the command line so that ps (and the
 	// tests) see which run's folder a codex process belongs to.
 	args := []string{"app-server", "-c", "log_dir=" + tomlString(filepath.Join(codexHome, "log"))}
-	cmd, err := StartCommand(ctx, c.Name(), s.Bin, args, env, s.Dir)
+	cmd, err := s.Command(ctx, c.Name(), args, env)
 	if err != nil {
 		return nil, err
 	}

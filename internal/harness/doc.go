@@ -24,9 +24,13 @@
 //     the MCP server at Session.MCPURL (header "Authorization: Bearer TOKEN") as its only tools, turn
 //     its own built-in tools off, set its output limit to Session.MaxTokens, run it with Session.Dir
 //     as its working directory and Session.Home as its HOME, and turn off every other network
-//     traffic (telemetry, update checks). Use StartCommand: it starts the process in its own process
-//     group, kills the group when ctx ends or Stop is called, kills it if the runner dies
-//     (Pdeathsig), and keeps the last stderr lines for ExitError.
+//     traffic (telemetry, update checks). Use Session.Command: it starts the process inside the
+//     run's computer when the session has one (Session.Computer: Dir is /workspace there, Bin and
+//     Home are mounted at their host paths, the gateway is reached at GatewayURL through a
+//     loopback port forwarded to the gateway's unix socket), on the runner otherwise; in its own
+//     process group either way, killed with the group when ctx ends or Stop is called, and when
+//     the runner dies (Pdeathsig on the runner; with the computer inside one); it keeps the last
+//     stderr lines for ExitError.
 //  2. Where the harness still asks permission for a tool of its own (a control request, an approval
 //     request), answer it with Session.Permit: our policy decides (allow / ask / deny, the server's
 //     deny set), and a call that asks parks the run.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"agentrun.dev/agentrun/internal/computer"
 )
 
 // Wire is the wire format a harness's model calls speak: which gateway endpoint it calls.
@@ -98,6 +100,21 @@ type Session struct {
 	Env []string
 	// Permit decides the harness's permission requests (see Permit).
 	Permit Permit
+	// Computer, when not nil, is the run's computer the harness runs inside (Command starts it
+	// there): Dir is then a path inside it (/workspace), Bin and Home are shown in it at their host
+	// paths, and GatewayURL and MCPURL are addresses inside it. Env is then added to the
+	// computer's own environment.
+	Computer computer.Spawner
+}
+
+// Command starts the harness's Bin with args and env (the driver's whole environment: Env and its
+// own variables) in Dir: inside the run's computer when the session has one, on the runner
+// otherwise.
+func (s Session) Command(ctx context.Context, name string, args, env []string) (*Cmd, error) {
+	if s.Computer != nil {
+		return StartIn(ctx, name, s.Computer, append([]string{s.Bin}, args...), env, s.Dir)
+	}
+	return StartCommand(ctx, name, s.Bin, args, env, s.Dir)
 }
 
 // ExitError is a harness that exited (or failed to speak its protocol) before answering a turn.

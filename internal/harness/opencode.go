@@ -146,7 +146,7 @@ func (p *opencodeProc) Turn(ctx context.Context, text string) (string, error) {
 	if p.session != "" {
 		args = append(args, "--session", p.session)
 	}
-	cmd, err := StartCommand(ctx, p.name, p.s.Bin, args, p.env, p.s.Dir)
+	cmd, err := p.s.Command(ctx, p.name, args, p.env)
 	if err != nil {
 		return "", err
 	}

@@ -92,7 +92,7 @@ func (d pi) Start(ctx context.Context, s Session) (Process, error) {
 		"AGENTRUN_GATEWAY_TOKEN="+s.Token,
 		// No traffic but the gateway's: no version check, no telemetry.
 		"PI_OFFLINE=1", "PI_TELEMETRY=0", "PI_SKIP_VERSION_CHECK=1")
-	cmd, err := StartCommand(ctx, d.Name(), s.Bin, args, env, s.Dir)
+	cmd, err := s.Command(ctx, d.Name(), args, env)
 	if err != nil {
 		return nil, err
 	}

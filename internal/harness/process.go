@@ -10,14 +10,18 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"agentrun.dev/agentrun/internal/computer"
 )
 
 // Cmd is a harness child process in its own process group: Stop, or the end of the ctx it was
-// started with, kills the whole group at once (the harness's own children included), and it is
-// killed too when the runner dies (Pdeathsig on Linux; its stdin also closes then).
+// started with, kills the whole group at once (the harness's own children included). Started on
+// the runner (StartCommand) it is killed too when the runner dies (Pdeathsig on Linux; its stdin
+// also closes then); started inside the run's computer (StartIn) it dies with the computer, whose
+// processes die with the runner.
 type Cmd struct {
 	name  string
-	cmd   *exec.Cmd
+	kill  func()
 	Stdin io.WriteCloser
 	// Lines are the lines of stdout; closed when stdout ends.
 	Lines <-chan string
@@ -51,7 +55,37 @@ func StartCommand(ctx context.Context, name, bin string, args, env []string, dir
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start harness %s (%s): %w", name, bin, err)
 	}
-	c := &Cmd{name: name, cmd: cmd, Stdin: stdin, done: make(chan struct{})}
+	kill := func() {
+		// The negative pid is the process group: the harness and everything it started.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	return newCmd(ctx, name, stdin, stdout, stderr, cmd.Wait, kill), nil
+}
+
+// StartIn starts argv inside a run's computer, in dir (there) with env added to the computer's
+// own environment (nothing of the server's).
+func StartIn(ctx context.Context, name string, sp computer.Spawner, argv, env []string, dir string) (*Cmd, error) {
+	p, err := sp.Spawn(ctx, argv, computer.SpawnOptions{Workdir: dir, Env: env})
+	if err != nil {
+		return nil, fmt.Errorf("start harness %s (%s) in the run's computer: %w", name, argv[0], err)
+	}
+	wait := func() error {
+		<-p.Done()
+		if code := p.ExitCode(); code != 0 {
+			if code < 0 {
+				return errors.New("killed by a signal (or with its computer)")
+			}
+			return fmt.Errorf("exit status %d", code)
+		}
+		return nil
+	}
+	return newCmd(ctx, name, p.Stdin(), p.Stdout(), p.Stderr(), wait, func() { p.Close() }), nil
+}
+
+// newCmd reads a started process's output: its stdout as Lines, the tail of its stderr; wait
+// returns how it ended once its output has been read, kill ends its group.
+func newCmd(ctx context.Context, name string, stdin io.WriteCloser, stdout, stderr io.Reader, wait func() error, kill func()) *Cmd {
+	c := &Cmd{name: name, kill: kill, Stdin: stdin, done: make(chan struct{})}
 	lines := make(chan string, 64)
 	c.Lines = lines
 	var readers sync.WaitGroup
@@ -82,7 +116,7 @@ func StartCommand(ctx context.Context, name, bin string, args, env []string, dir
 	}()
 	go func() {
 		readers.Wait()
-		c.err = cmd.Wait()
+		c.err = wait()
 		close(c.done)
 	}()
 	go func() {
@@ -92,14 +126,7 @@ func StartCommand(ctx context.Context, name, bin string, args, env []string, dir
 		case <-c.done:
 		}
 	}()
-	return c, nil
-}
-
-func (c *Cmd) kill() {
-	if c.cmd.Process != nil {
-		// The negative pid is the process group: the harness and everything it started.
-		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-	}
+	return c
 }
 
 // Stop kills the process group and waits (bounded) for the process to be reaped.

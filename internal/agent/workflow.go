@@ -155,7 +155,7 @@ func (h *wfHost) Ask(ctx context.Context, key string, q workflow.Question) (work
 		string(q.Schema) + `, "confidence": {"type": "number", "minimum": 0, "maximum": 1, "description": "how sure you are of the answer, 0 to 1"}}}`)
 	prompt := fmt.Sprintf("%s\n\nThe state:\n```json\n%s\n```\n\nAnswer as JSON {\"answer\": ..., \"confidence\": 0..1} where answer matches:\n%s", q.Instructions, state, q.Schema)
 	req := &model.Request{Model: modelID, System: "You answer one typed question of a workflow (" + q.Kind + " node " + q.Node + ") from the state you are given. Answer only with the JSON asked for.",
-		Messages: []model.Message{userText(prompt)}, MaxTokens: questionMaxTokens, OutputSchema: schema}
+		Messages: []model.Message{userText(prompt)}, MaxTokens: max(questionMaxTokens, q.MaxTokens), OutputSchema: schema}
 	resp, err := h.modelCall(ctx, key, "question ("+q.Kind+", "+modelID+"): "+q.Node, req)
 	if err != nil {
 		return workflow.Answer{}, err

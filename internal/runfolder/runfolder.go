@@ -277,6 +277,36 @@ func (d *Dir) ReadFile(rel string, limit int64) ([]byte, error) {
 	return readLimited(f, limit)
 }
 
+// Size returns the size of the regular file at rel, reached as ReadFile reaches it (no symlink
+// followed on the way; ErrNotRegular when it is not a regular file).
+func (d *Dir) Size(rel string) (int64, error) {
+	parts, err := splitPath(rel)
+	if err != nil {
+		return 0, err
+	}
+	pfd, err := d.openParent(parts, false)
+	if err != nil {
+		if swapped(err) {
+			return 0, fmt.Errorf("%s: %w", rel, ErrNotRegular)
+		}
+		return 0, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	defer unix.Close(pfd)
+	f, err := openRegular(pfd, parts[len(parts)-1])
+	if err != nil {
+		if errors.Is(err, ErrNotRegular) {
+			return 0, fmt.Errorf("%s: %w", rel, err)
+		}
+		return 0, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	return st.Size(), nil
+}
+
 // WriteFile makes rel hold data with permission bits perm&0777 (setuid, setgid and sticky are never
 // set). It writes a new file beside it and renames it into place, so a symlink standing at rel is
 // replaced, never written through, and a reader never sees half a file. Missing directories are

@@ -126,8 +126,9 @@ func returns(list []ast.Statement) ([]ast.Expression, bool) {
 var unavailable = []string{"Date", "Promise", "Function", "globalThis", "require", "process", "fetch",
 	"setTimeout", "setInterval", "queueMicrotask", "eval", "WeakRef", "FinalizationRegistry", "Atomics", "SharedArrayBuffer"}
 
-// RunCode calls the code node's function with the state and returns its result as JSON.
-func RunCode(src string, state map[string]any) (json.RawMessage, error) {
+// sandbox is a new goja runtime with nothing of the host reachable (code nodes and executor
+// bodies each get their own).
+func sandbox() (*goja.Runtime, error) {
 	vm := goja.New()
 	vm.SetMaxCallStackSize(codeStackDepth)
 	for _, name := range unavailable {
@@ -138,6 +139,15 @@ func RunCode(src string, state map[string]any) (json.RawMessage, error) {
 	// Math.random is the one nondeterministic pure built-in: it throws, so a replay computes the same.
 	if _, err := vm.RunString(`Math.random = function () { throw new Error("Math.random is unavailable: code is deterministic") };`); err != nil {
 		return nil, fmt.Errorf("code sandbox: %w", err)
+	}
+	return vm, nil
+}
+
+// RunCode calls the code node's function with the state and returns its result as JSON.
+func RunCode(src string, state map[string]any) (json.RawMessage, error) {
+	vm, err := sandbox()
+	if err != nil {
+		return nil, err
 	}
 	in, err := json.Marshal(state)
 	if err != nil {
@@ -175,6 +185,14 @@ func RunCode(src string, state map[string]any) (json.RawMessage, error) {
 	}
 	if _, isPromise := res.Export().(*goja.Promise); isPromise {
 		return nil, errors.New("the code returned a Promise: code is synchronous")
+	}
+	return stringify(vm, res)
+}
+
+// stringify is a JavaScript value as JSON, bounded to CodeMaxResult bytes.
+func stringify(vm *goja.Runtime, res goja.Value) (json.RawMessage, error) {
+	if goja.IsUndefined(res) {
+		return json.RawMessage("null"), nil
 	}
 	js, err := vm.RunString("JSON.stringify")
 	if err != nil {

@@ -29,6 +29,26 @@ type Host interface {
 	Agent(ctx context.Context, key string, t Task) (string, error)
 }
 
+// Timers is what a host also offers to run polled calls; a host without it fails a polled call
+// naming it (kind_not_runnable).
+type Timers interface {
+	// Clock is a durable reading of the time: the first time, the host records now as step key
+	// (titled title); on a replay it answers the recorded time. A polled call's waits are
+	// computed from these readings, so a restarted run waits only for what is left.
+	Clock(ctx context.Context, key, title string) (time.Time, error)
+	// Sleep waits until until (at once when it has passed), saying on the run's timeline what
+	// it waits on (what), or until ctx ends.
+	Sleep(ctx context.Context, key string, until time.Time, what string) error
+}
+
+// Files is what a host also offers to check a shell call's produces and run file artifacts; a
+// host without it fails them naming the node (kind_not_runnable).
+type Files interface {
+	// Stat returns the size of a file in the run folder (rel is relative to it), or an error
+	// saying why it is not there.
+	Stat(ctx context.Context, rel string) (int64, error)
+}
+
 // ToolResult is what a tool answered: its text, and whether the tool reported an error.
 type ToolResult struct {
 	Content string
@@ -52,6 +72,8 @@ type Question struct {
 	// Schema is the answer's JSON Schema (the node's out schema, or the branch names).
 	Schema json.RawMessage
 	Tier   string
+	// MaxTokens, when set, is the most the answer may take (a sift's answer grows with its items).
+	MaxTokens int
 }
 
 // Answer is a typed question's answer and the model's confidence in it (0..1).
@@ -111,6 +133,8 @@ const (
 	FailPath          = "path_missing"
 	FailBranch        = "branch_unknown"
 	FailWorkflowOut   = "workflow_output_invalid"
+	FailProduces      = "effect_produces_missing"
+	FailVerify        = "verification_failed"
 	FailNotRunnable   = CodeNotRunnable
 	defaultMapWorkers = 4
 )
@@ -128,19 +152,8 @@ func (w *Workflow) NotRunnable() []string {
 		if id == "" {
 			id = n.Kind
 		}
-		switch {
-		case !RunnableKinds[n.Kind]:
+		if !RunnableKinds[n.Kind] {
 			out = append(out, fmt.Sprintf("%s node %q", n.Kind, id))
-		case n.Kind == "call" && n.Via == "executor":
-			out = append(out, fmt.Sprintf("call via executor %q", id))
-		case n.Kind == "artifact" && n.Type != "markdown" && n.Type != "report":
-			out = append(out, fmt.Sprintf("artifact of type %q %q (only markdown and report artifacts run)", n.Type, id))
-		}
-		if len(n.Poll) > 0 {
-			out = append(out, fmt.Sprintf("polled call %q", id))
-		}
-		if len(n.Verify) > 0 {
-			out = append(out, fmt.Sprintf("verify of %q", id))
 		}
 		if n.SOPSection != "" {
 			out = append(out, fmt.Sprintf("sopSection of %q (this server has no SOP)", id))
@@ -248,7 +261,11 @@ func (r *runner) node(ctx context.Context, n *Node, path string, state map[strin
 		}
 		return state, nil
 	case "call":
-		v, err := r.call(ctx, n, key, state)
+		call := r.call
+		if n.Poll != nil {
+			call = r.polled
+		}
+		v, err := call(ctx, n, key, state)
 		if err != nil {
 			return nil, err
 		}
@@ -284,11 +301,18 @@ func (r *runner) node(ctx context.Context, n *Node, path string, state map[strin
 		return r.route(ctx, n, key, path, state)
 	case "pick":
 		return r.pick(ctx, n, key, state)
+	case "sift":
+		return r.sift(ctx, n, key, state)
 	case "workflow":
 		return r.child(ctx, n, key, state)
 	case "parallel":
 		return r.parallel(ctx, n, key, state)
-	case "agent", "report", "artifact":
+	case "artifact":
+		if n.Type != "markdown" && n.Type != "report" {
+			return r.fileArtifact(ctx, n, key, state)
+		}
+		return r.agent(ctx, n, key, state)
+	case "agent", "report":
 		return r.agent(ctx, n, key, state)
 	case "map":
 		return r.mapNode(ctx, n, key, state)
@@ -434,7 +458,13 @@ func (r *runner) callOnce(ctx context.Context, n *Node, key string, state map[st
 		if res.Code != 0 {
 			return nil, retryExit, r.fail(n, key, FailExit, "the command exited with code %d: %s", res.Code, firstLine(res.Stderr))
 		}
+		if err := r.produced(ctx, n, key, state); err != nil {
+			return nil, false, err
+		}
 		return map[string]any{"code": float64(res.Code), "stdout": res.Stdout, "stderr": res.Stderr, "truncated": res.Truncated}, false, nil
+	case "executor":
+		v, err := r.executor(ctx, n, key, state)
+		return v, false, err
 	}
 	return nil, false, r.fail(n, key, FailNotRunnable, "this server does not run calls via %q", n.Via)
 }
@@ -470,27 +500,33 @@ func (r *runner) question(ctx context.Context, n *Node, key string, state map[st
 	if sch == nil {
 		sch = json.RawMessage(`{"type": "string"}`)
 	}
-	ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: n.Kind, Instructions: instr, State: view, Schema: sch, Tier: n.Tier})
-	if err != nil {
-		return nil, err
-	}
-	var v any
-	if err := json.Unmarshal(ans.Value, &v); err != nil {
-		return nil, r.fail(n, key, FailOutput, "the answer is not JSON: %v", err)
-	}
-	if err := r.w.schemas.check(n.Out, v); n.Out != "" && err != nil {
-		return nil, r.fail(n, key, FailOutput, "the answer does not match schema %q: %v", n.Out, err)
+	var conf float64
+	// One drive is one question (a decide or extract node's verify may ask it again, keyed by drive).
+	drive := func(ctx context.Context, dk, feedback string) (any, error) {
+		ans, err := r.h.Ask(ctx, dk, Question{Node: n.Label, Kind: n.Kind, Instructions: instr + feedback, State: view, Schema: sch, Tier: n.Tier})
+		if err != nil {
+			return nil, err
+		}
+		var v any
+		if err := json.Unmarshal(ans.Value, &v); err != nil {
+			return nil, r.fail(n, dk, FailOutput, "the answer is not JSON: %v", err)
+		}
+		if err := r.w.schemas.check(n.Out, v); n.Out != "" && err != nil {
+			return nil, r.fail(n, dk, FailOutput, "the answer does not match schema %q: %v", n.Out, err)
+		}
+		conf = ans.Confidence
+		return v, nil
 	}
 	k := n.As
 	if k == "" {
 		k = n.Label
 	}
-	next, err := r.write(n, key, state, k, v)
+	next, err := r.drives(ctx, n, key, k, state, drive)
 	if err != nil {
 		return nil, err
 	}
 	if n.Kind == "judge" {
-		next[k+"$answers"] = map[string]any{"answers": v, "confidence": ans.Confidence}
+		next[k+"$answers"] = map[string]any{"answers": next[k], "confidence": conf}
 	}
 	return next, nil
 }
@@ -721,11 +757,32 @@ func (r *runner) agent(ctx context.Context, n *Node, key string, state map[strin
 			instr += "\n\nAnswer with one JSON value that matches this JSON Schema, and nothing else:\n" + string(sch)
 		}
 	}
+	if n.Kind == "agent" {
+		k := n.As
+		if k == "" {
+			k = n.Label
+		}
+		// One drive is one run of the agent's loop on the sub-task (verify may send it back).
+		drive := func(ctx context.Context, dk, feedback string) (any, error) {
+			text, err := r.h.Agent(ctx, dk, Task{Node: n.Label, Instructions: instr + feedback, State: view, Schema: sch, Tools: n.Tools})
+			if err != nil {
+				return nil, err
+			}
+			var v any = text
+			if sch != nil {
+				if err := json.Unmarshal([]byte(stripFence(text)), &v); err != nil {
+					return nil, r.fail(n, dk, FailOutput, "the agent's answer is not JSON: %v", err)
+				}
+			}
+			return v, nil
+		}
+		return r.drives(ctx, n, key, k, state, drive)
+	}
 	text, err := r.h.Agent(ctx, key, Task{Node: n.Label, Instructions: instr, State: view, Schema: sch, Tools: n.Tools})
 	if err != nil {
 		return nil, err
 	}
-	if n.Kind != "agent" {
+	{
 		if len(strings.TrimSpace(text)) < 40 {
 			return nil, r.fail(n, key, FailOutput, "the report is %d characters; a report has at least 40", len(strings.TrimSpace(text)))
 		}
@@ -733,17 +790,6 @@ func (r *runner) agent(ctx context.Context, n *Node, key string, state map[strin
 		next["report_markdown"] = text
 		return next, nil
 	}
-	k := n.As
-	if k == "" {
-		k = n.Label
-	}
-	var v any = text
-	if sch != nil {
-		if err := json.Unmarshal([]byte(stripFence(text)), &v); err != nil {
-			return nil, r.fail(n, key, FailOutput, "the agent's answer is not JSON: %v", err)
-		}
-	}
-	return r.write(n, key, state, k, v)
 }
 
 // stripFence takes the JSON out of a ```json fence, as models often write it.

@@ -166,20 +166,20 @@ func TestEngineStops(t *testing.T) {
 	}
 }
 
-// TestEngineNotRunnable: a kind the engine does not run is refused at run start naming it,
-// before any effect.
+// TestEngineNotRunnable: a field the engine does not run (sopSection: this server has no SOP) is
+// refused at run start naming it, before any effect.
 func TestEngineNotRunnable(t *testing.T) {
 	w, errs := Validate([]byte(`{"v": 2, "name": "s", "schemas": {"In": {"type": "object", "properties": {"items": {"type": "array"}}},
   "Q": {"type": "object", "properties": {"ok": {"type": "boolean", "description": "ok?"}}}, "A": {"type": "object"}},
   "input": {"schemaId": "In"}, "output": {"schemaId": "A"},
   "root": {"node": "chain", "steps": [{"node": "call", "label": "first", "via": "tool", "tool": "t", "args": {}, "out": "A", "as": "f", "deadline_s": 5},
-    {"node": "sift", "label": "keep", "itemsPath": "items", "out": "Q", "as": "r"}]}}`), Options{})
+    {"node": "decide", "label": "keep", "instructions": "Decide", "sopSection": "Triage", "out": "A", "as": "r"}]}}`), Options{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	h := &recHost{}
 	_, err := w.Run(context.Background(), h, map[string]any{"items": []any{}})
-	if !isFailure(err, CodeNotRunnable) || !strings.Contains(err.Error(), `sift node "keep"`) || len(h.keys) != 0 {
+	if !isFailure(err, CodeNotRunnable) || !strings.Contains(err.Error(), `sopSection of "keep"`) || len(h.keys) != 0 {
 		t.Errorf("got %v, effects %v", err, h.keys)
 	}
 }

@@ -66,10 +66,11 @@ type Node struct {
 	ValuePath    string                     `json:"valuePath,omitempty"`
 	Otherwise    string                     `json:"otherwise,omitempty"`
 	Metadata     map[string]json.RawMessage `json:"metadata,omitempty"`
+	Poll         *Poll                      `json:"poll,omitempty"`
+	Verify       *Verify                    `json:"verify,omitempty"`
+	Keep         *Keep                      `json:"keep,omitempty"`
 	// Kept so that a run refuses what the engine does not do yet, rather than ignoring it.
-	Poll       json.RawMessage `json:"poll,omitempty"`
-	Verify     json.RawMessage `json:"verify,omitempty"`
-	SOPSection string          `json:"sopSection,omitempty"`
+	SOPSection string `json:"sopSection,omitempty"`
 
 	// Decoded by build from BranchesRaw and ChildRaw.
 	Parallel []*Node       `json:"-"`
@@ -103,6 +104,31 @@ type Retry struct {
 	Attempts int      `json:"attempts"`
 	BackoffS float64  `json:"backoff_s,omitempty"`
 	On       []string `json:"on,omitempty"`
+}
+
+// Poll repeats a call until its own result meets Until (or FailWhen fails it), IntervalS apart,
+// for at most DeadlineS from the first issue.
+type Poll struct {
+	Until     *Predicate `json:"until"`
+	FailWhen  *Predicate `json:"fail_when,omitempty"`
+	IntervalS float64    `json:"interval_s"`
+	DeadlineS float64    `json:"deadline_s"`
+}
+
+// Verify is a generative node's reviewer: a question schema asked of each submission.
+type Verify struct {
+	Out       string         `json:"out"`
+	State     map[string]any `json:"state,omitempty"`
+	MaxDrives int            `json:"maxDrives,omitempty"`
+	Override  *struct {
+		Below float64 `json:"below"`
+	} `json:"override,omitempty"`
+}
+
+// Keep is a sift's filter: the items whose answer at Path is at least Gte.
+type Keep struct {
+	Path string   `json:"path"`
+	Gte  *float64 `json:"gte,omitempty"`
 }
 
 // Unsure is a route's low-confidence branch.

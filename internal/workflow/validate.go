@@ -54,9 +54,10 @@ var kinds = map[string]kindSpec{
 var legacy = map[string]map[string]bool{"agent": {"budget": true}, "decide": {"samples": true, "voteField": true}}
 
 // RunnableKinds are the kinds the engine runs; the rest are refused at run start and by
-// validation with Runnable (engine.go runs them; sift does not run yet).
+// validation with Runnable (engine.go and kinds.go run them: every kind of the published set).
 var RunnableKinds = map[string]bool{"chain": true, "call": true, "code": true, "report": true, "artifact": true,
-	"decide": true, "extract": true, "judge": true, "route": true, "pick": true, "workflow": true, "parallel": true, "agent": true, "map": true, "loop": true, "escalate": true}
+	"decide": true, "extract": true, "judge": true, "route": true, "pick": true, "workflow": true, "parallel": true, "agent": true, "map": true, "loop": true, "escalate": true,
+	"sift": true}
 
 var predicates = map[string]kindSpec{
 	"field_equals": {[]string{"path", "value"}, []string{"path", "value"}},
@@ -578,6 +579,9 @@ func (d *doc) node(v *value, ptr string, sc *scope, w where, top bool) {
 				sc.add(label)
 			}
 		}
+		if key := orElse(as, label); v.get("verify") != nil && key != "" {
+			sc.add(key + "$verify")
+		}
 	case "report":
 		sc.add("report_markdown")
 	case "artifact":
@@ -603,6 +607,7 @@ func (d *doc) node(v *value, ptr string, sc *scope, w where, top bool) {
 				d.sh.add(fv.off, ptr+"/"+f, CodeInvalidValue, "an artifact that names a file has no model fields: remove %q", f)
 			}
 		}
+		sc.add("artifact")
 	case "map":
 		if p, pv := d.nonEmpty(v, ptr, "itemsPath"); pv != nil {
 			d.read(sc, p, pv.off, ptr+"/itemsPath", w)
@@ -679,9 +684,12 @@ func (d *doc) node(v *value, ptr string, sc *scope, w where, top bool) {
 		}
 		if k := d.object(v, ptr, "keep"); k != nil {
 			d.fields(k, ptr+"/keep", "keep", []string{"path", "gte"}, []string{"path"})
-			d.nonEmpty(k, ptr+"/keep", "path")
-			if x, f, ok := d.number(k, ptr+"/keep", "gte"); ok && (x < 0 || x > 1) {
-				d.sh.add(f.off, ptr+"/keep/gte", CodeOutOfBounds, "keep.gte is a number in [0, 1]")
+			kp, kv := d.nonEmpty(k, ptr+"/keep", "path")
+			if kv != nil && id != "" {
+				d.keepPath(id, kp, kv.off, ptr+"/keep/path")
+			}
+			if x, f, ok := d.number(k, ptr+"/keep", "gte"); ok && x < 0 {
+				d.sh.add(f.off, ptr+"/keep/gte", CodeOutOfBounds, "keep.gte is a probability, a confidence or a score level: at least 0")
 			}
 		}
 		writeAs()
@@ -726,6 +734,9 @@ func (d *doc) generativeFields(v *value, ptr, kind string) {
 		d.fields(vf, ptr+"/verify", "verify", []string{"out", "state", "maxDrives", "override"}, []string{"out"})
 		if id := d.schemaRef(vf, ptr+"/verify", "out"); id != "" {
 			d.questionSchema(id, ptr+"/verify/out", vf.get("out").off)
+			if !d.hasBoolean(id) {
+				d.sh.add(vf.get("out").off, ptr+"/verify/out", CodeQuestionSchema, "verify.out %q has no yes/no question: a reviewer decides by yes/no (a boolean named after a submission field doubts it; any other boolean is a requirement)", id)
+			}
 		}
 		d.object(vf, ptr+"/verify", "state")
 		d.integer(vf, ptr+"/verify", "maxDrives", 1)
@@ -848,9 +859,6 @@ func (d *doc) call(v *value, ptr string, sc *scope, w where) {
 					}
 				}
 			}
-			if d.sh.opt.Runnable && via == "executor" {
-				d.sh.add(vv.off, ptr+"/via", CodeNotRunnable, "this server does not run calls via executor yet; use via tool or shell")
-			}
 		}
 	}
 	switch via {
@@ -872,7 +880,11 @@ func (d *doc) call(v *value, ptr string, sc *scope, w where) {
 				d.sh.add(v.off, ptr+"/"+f, CodeMissingField, "a call via executor needs %q", f)
 			}
 		}
-		d.nonEmpty(v, ptr, "code")
+		if body, cv := d.nonEmpty(v, ptr, "code"); cv != nil {
+			if err := CheckExecutorBody(body); err != nil {
+				d.sh.add(cv.off, ptr+"/code", CodeCodeInvalid, "%v", err)
+			}
+		}
 		if in := d.object(v, ptr, "input"); in != nil {
 			d.reads(sc, in, ptr+"/input", w)
 		}
@@ -927,9 +939,6 @@ func (d *doc) call(v *value, ptr string, sc *scope, w where) {
 		}
 		if x, f, ok := d.number(p, ptr+"/poll", "deadline_s"); ok && x < deadline {
 			d.sh.add(f.off, ptr+"/poll/deadline_s", CodeOutOfBounds, "poll.deadline_s is at least the call's deadline_s (%g)", deadline)
-		}
-		if d.sh.opt.Runnable {
-			d.sh.add(p.off, ptr+"/poll", CodeNotRunnable, "this server does not run polled calls yet")
 		}
 	}
 }
@@ -1014,6 +1023,11 @@ func writesOf(v *value) *scope {
 		case "agent", "decide", "extract":
 			if as == nil && label != nil && label.kind == 's' {
 				s.add(label.str)
+				if v.get("verify") != nil {
+					s.add(label.str + "$verify")
+				}
+			} else if as != nil && as.kind == 's' && v.get("verify") != nil {
+				s.add(as.str + "$verify")
 			}
 		case "code":
 			if as == nil {
@@ -1265,4 +1279,63 @@ func (d *doc) questionSchema(id, ptr string, off int) {
 func parseNumber(n json.Number) float64 {
 	f, _ := n.Float64()
 	return f
+}
+
+func orElse(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// questionProps are a question schema's properties (name -> its schema), nil when it has none.
+func (d *doc) questionProps(id string) []member {
+	s := d.schemas[id]
+	if s == nil || s.kind != 'o' {
+		return nil
+	}
+	p := s.get("properties")
+	if p == nil || p.kind != 'o' {
+		return nil
+	}
+	return p.mem
+}
+
+func (d *doc) hasBoolean(id string) bool {
+	props := d.questionProps(id)
+	if props == nil {
+		return true // questionSchema reported the schema itself
+	}
+	for _, m := range props {
+		if t := m.val.get("type"); t != nil && t.kind == 's' && t.str == "boolean" {
+			return true
+		}
+	}
+	return false
+}
+
+// keepPath checks a sift's keep.path: a question of its schema (a yes/no or a score), or
+// ID.confidence of any question; a choice is no keep axis.
+func (d *doc) keepPath(id, p string, off int, ptr string) {
+	props := d.questionProps(id)
+	if props == nil {
+		return
+	}
+	qid, tail, dotted := strings.Cut(p, ".")
+	var q *value
+	names := make([]string, 0, len(props))
+	for _, m := range props {
+		names = append(names, m.key)
+		if m.key == qid {
+			q = m.val
+		}
+	}
+	switch {
+	case q == nil || (dotted && tail != "confidence"):
+		d.sh.add(off, ptr, CodeInvalidValue, "keep.path %q names no question of schema %q; name one of %s, or ID.confidence", p, id, strings.Join(names, ", "))
+	case !dotted:
+		if t := q.get("type"); t != nil && t.kind == 's' && t.str == "string" {
+			d.sh.add(off, ptr, CodeInvalidValue, "keep.path %q is a choice, which has no order to keep by: keep on a yes/no or score question, or on %s.confidence", p, qid)
+		}
+	}
 }

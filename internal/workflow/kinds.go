@@ -1,0 +1,686 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+)
+
+// This file runs the kinds that build on the others: sift (one question set over many items),
+// polled calls, calls via executor, an agent, decide or extract node's verify, and artifacts that
+// name a file of the run folder.
+
+// MaxQuestionsPerRequest is how many questions one structured model call carries at most (the
+// published default). A sift whose items times questions exceed it is asked in several requests
+// of whole items, one after another, each its own step (KEY/part#N); one that fits is one step.
+const MaxQuestionsPerRequest = 256
+
+// question is one property of a flat question schema.
+type question struct {
+	id     string
+	kind   string // boolean, choice, score
+	schema map[string]any
+	desc   string
+}
+
+// questionsOf reads a question schema's properties, sorted by id (validation checked its shape).
+func (r *runner) questionsOf(id string) ([]question, error) {
+	var s struct {
+		Properties map[string]map[string]any `json:"properties"`
+	}
+	if err := json.Unmarshal(r.w.Schemas[id], &s); err != nil {
+		return nil, fmt.Errorf("question schema %q: %w", id, err)
+	}
+	out := make([]question, 0, len(s.Properties))
+	for qid, q := range s.Properties {
+		kind := "score"
+		switch q["type"] {
+		case "boolean":
+			kind = "boolean"
+		case "string":
+			kind = "choice"
+		}
+		desc, _ := q["description"].(string)
+		out = append(out, question{id: qid, kind: kind, schema: q, desc: desc})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out, nil
+}
+
+// answered is one question's answer with its confidence: for a yes/no, pYes is the probability
+// of yes and confidence is 2×|pYes−0.5| (the published derivation); for a choice or a score the
+// model's confidence in it.
+type answered struct {
+	value      any
+	pYes       float64
+	confidence float64
+}
+
+// askEach asks the questions of qs (ids prefixed by prefix(i) for item i, none for a plain set)
+// in one structured model call, each answered with its own confidence.
+func (r *runner) askEach(ctx context.Context, n *Node, key, kind, instr string, view map[string]any, ids []string, qs map[string]question) (map[string]answered, error) {
+	props := make(map[string]any, len(ids))
+	for _, id := range ids {
+		q := qs[id]
+		sch := make(map[string]any, len(q.schema))
+		for k, v := range q.schema {
+			if k != "criteria" {
+				sch[k] = v
+			}
+		}
+		props[id] = map[string]any{"type": "object", "additionalProperties": false, "required": []string{"answer", "confidence"},
+			"description": q.desc,
+			"properties": map[string]any{"answer": sch, "confidence": map[string]any{"type": "number", "minimum": 0, "maximum": 1,
+				"description": "how sure you are of this answer, 0 to 1"}}}
+		if c, ok := q.schema["criteria"].([]any); ok {
+			var b strings.Builder
+			for lvl, d := range c {
+				fmt.Fprintf(&b, " %d: %v;", lvl, d)
+			}
+			props[id].(map[string]any)["description"] = q.desc + " (levels:" + strings.TrimSuffix(b.String(), ";") + ")"
+		}
+	}
+	schema, err := json.Marshal(map[string]any{"type": "object", "additionalProperties": false, "required": ids, "properties": props})
+	if err != nil {
+		return nil, fmt.Errorf("encode %s question schema: %w", key, err)
+	}
+	ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: kind, Instructions: instr, State: view, Schema: schema, MaxTokens: 256 + 48*len(ids)})
+	if err != nil {
+		return nil, err
+	}
+	var got map[string]struct {
+		Answer     any      `json:"answer"`
+		Confidence *float64 `json:"confidence"`
+	}
+	if err := json.Unmarshal(ans.Value, &got); err != nil {
+		return nil, r.fail(n, key, FailOutput, "the answer is not an object of the questions' answers: %v", err)
+	}
+	out := make(map[string]answered, len(ids))
+	for _, id := range ids {
+		a, ok := got[id]
+		if !ok || a.Confidence == nil || *a.Confidence < 0 || *a.Confidence > 1 {
+			return nil, r.fail(n, key, FailOutput, "no answer with a confidence between 0 and 1 for question %q", id)
+		}
+		c := *a.Confidence
+		res := answered{value: a.Answer, confidence: c}
+		if qs[id].kind == "boolean" {
+			yes, isBool := a.Answer.(bool)
+			if !isBool {
+				return nil, r.fail(n, key, FailOutput, "question %q is yes/no; the answer %v is not true or false", id, a.Answer)
+			}
+			res.pYes = c
+			if !yes {
+				res.pYes = 1 - c
+			}
+			res.confidence = 2 * math.Abs(res.pYes-0.5)
+		}
+		out[id] = res
+	}
+	return out, nil
+}
+
+// sidecar is one question set's raw answers and confidences, as <as>$answers and a sift's
+// answers hold them.
+func sidecar(qs []question, got map[string]answered, prefix string) map[string]any {
+	ans, conf := map[string]any{}, map[string]any{}
+	for _, q := range qs {
+		a := got[prefix+q.id]
+		if q.kind == "boolean" {
+			ans[q.id] = map[string]any{"noul": a.pYes}
+		} else {
+			ans[q.id] = map[string]any{"answer": a.value}
+		}
+		conf[q.id] = a.confidence
+	}
+	return map[string]any{"answers": ans, "confidence": conf}
+}
+
+// sift asks the same questions of every item at itemsPath in one request: item i's questions are
+// "i.ID", described "For `items[i]` (id item_i): QUESTION", and the state the model sees holds
+// items [{id, summary?, item}]. Its value is {items, kept, values, answers}: every item's answers
+// (values[i] the decoded object, answers[i] the raw answers and confidences), and at items the
+// items keep passes, in their order.
+func (r *runner) sift(ctx context.Context, n *Node, key string, state map[string]any) (map[string]any, error) {
+	v, _ := lookupOK(state, n.ItemsPath)
+	items, ok := v.([]any)
+	if !ok {
+		return nil, r.fail(n, key, FailPath, "itemsPath %q holds %T, not a list", n.ItemsPath, v)
+	}
+	qs, err := r.questionsOf(n.Out)
+	if err != nil {
+		return nil, err
+	}
+	base := map[string]any{}
+	if n.State != nil {
+		if base, err = r.view(n, key, state); err != nil {
+			return nil, err
+		}
+	}
+	values, sidecars := make([]any, len(items)), make([]any, len(items))
+	kept, keptItems := []any{}, []any{}
+	per := max(1, MaxQuestionsPerRequest/max(1, len(qs)))
+	parts := (len(items) + per - 1) / per
+	for c := 0; c < parts; c++ {
+		lo, hi := c*per, min(len(items), (c+1)*per)
+		pk := key
+		if parts > 1 {
+			pk = fmt.Sprintf("%s/part#%d", key, c)
+		}
+		named := make([]any, 0, hi-lo)
+		ids := make([]string, 0, (hi-lo)*len(qs))
+		byID := map[string]question{}
+		for i := lo; i < hi; i++ {
+			j := i - lo
+			e := map[string]any{"id": fmt.Sprintf("item_%d", i), "item": items[i]}
+			if n.Describe != "" {
+				st := cloneMap(state)
+				st["item"], st["item_index"] = items[i], float64(i)
+				e["summary"] = strings.Join(strings.Fields(renderText(n.Describe, st)), " ")
+			}
+			named = append(named, e)
+			for _, q := range qs {
+				id := fmt.Sprintf("%d.%s", j, q.id)
+				q.desc = fmt.Sprintf("For `items[%d]` (id item_%d): %s", j, i, q.desc)
+				ids, byID[id] = append(ids, id), q
+			}
+		}
+		view := cloneMap(base)
+		view["items"] = named
+		got, err := r.askEach(ctx, n, pk, "sift", "Answer every question of the schema from the state: each property's description is its question, about one item of items.", view, ids, byID)
+		if err != nil {
+			return nil, err
+		}
+		for i := lo; i < hi; i++ {
+			prefix := fmt.Sprintf("%d.", i-lo)
+			val := map[string]any{}
+			for _, q := range qs {
+				val[q.id] = got[prefix+q.id].value
+			}
+			if err := r.w.schemas.check(n.Out, val); err != nil {
+				return nil, r.fail(n, pk, FailOutput, "the answers for item %d do not match schema %q: %v", i, n.Out, err)
+			}
+			values[i], sidecars[i] = val, sidecar(qs, got, prefix)
+			if n.Keep == nil || passes(n.Keep, got, prefix, qs) {
+				kept, keptItems = append(kept, float64(i)), append(keptItems, items[i])
+			}
+		}
+	}
+	next := cloneMap(state)
+	next[n.As] = map[string]any{"items": keptItems, "kept": kept, "values": values, "answers": sidecars}
+	return next, nil
+}
+
+// passes is keep: a yes/no question keeps on its probability of yes (at least gte, default 0.5),
+// a score on its level (at least gte, default 0), ID.confidence on the answer's confidence.
+func passes(k *Keep, got map[string]answered, prefix string, qs []question) bool {
+	id, tail, _ := strings.Cut(k.Path, ".")
+	a, ok := got[prefix+id]
+	if !ok {
+		return false
+	}
+	var measure, gte float64
+	switch {
+	case tail == "confidence":
+		measure = a.confidence
+	case a.value == true || a.value == false:
+		measure, gte = a.pYes, 0.5
+	default:
+		f, isNum := a.value.(float64)
+		if !isNum {
+			return false
+		}
+		measure = f
+	}
+	if k.Gte != nil {
+		gte = *k.Gte
+	}
+	return measure >= gte
+}
+
+// polled issues the call, then polls it (the same call again) until poll.until holds on its own
+// result, poll.fail_when fails it, or the next poll would come after poll.deadline_s from the
+// first issue: the engine always bounds the loop (the published engine does not when its host
+// recovers runs, Lean finding F8). The issue is step KEY and poll i is KEY/$poll#i, so a
+// restarted run replays the ones done and never issues the call again; the time of the first
+// issue and of each wait are durable clock readings (KEY/$poll, KEY/$poll#i/wait), so a restart
+// waits only for what is left of a wait.
+func (r *runner) polled(ctx context.Context, n *Node, key string, state map[string]any) (any, error) {
+	p := n.Poll
+	tm, ok := r.h.(Timers)
+	if !ok {
+		return nil, r.fail(n, key, FailNotRunnable, "this host keeps no durable time, so it runs no polled calls")
+	}
+	start, err := tm.Clock(ctx, key+"/$poll", fmt.Sprintf("poll %q every %gs for at most %gs", n.Label, p.IntervalS, p.DeadlineS))
+	if err != nil {
+		return nil, err
+	}
+	end := start.Add(seconds(p.DeadlineS))
+	interval := seconds(p.IntervalS)
+	for i := 0; ; i++ {
+		ck := key
+		if i > 0 {
+			ck = fmt.Sprintf("%s/$poll#%d", key, i)
+		}
+		v, err := r.call(ctx, n, ck, state)
+		if err != nil {
+			return nil, err
+		}
+		if n.Out != "" {
+			if err := r.w.schemas.check(n.Out, v); err != nil {
+				return nil, r.fail(n, ck, FailOutput, "the value does not match schema %q: %v", n.Out, err)
+			}
+		}
+		res, _ := v.(map[string]any)
+		if p.FailWhen != nil {
+			if hit, err := r.holds(p.FailWhen, res); err != nil {
+				return nil, r.fail(n, ck, FailPath, "poll.fail_when: %v", err)
+			} else if hit {
+				return nil, r.fail(n, ck, FailEffect, "poll met fail_when after %d checks: %s", i+1, firstLine(textOf(v)))
+			}
+		}
+		if done, err := r.holds(p.Until, res); err != nil {
+			return nil, r.fail(n, ck, FailPath, "poll.until: %v", err)
+		} else if done {
+			return v, nil
+		}
+		wk := fmt.Sprintf("%s/$poll#%d/wait", key, i+1)
+		at, err := tm.Clock(ctx, wk, fmt.Sprintf("wait %gs before poll %d of %q", p.IntervalS, i+1, n.Label))
+		if err != nil {
+			return nil, err
+		}
+		next := at.Add(interval)
+		if next.After(end) {
+			return nil, r.fail(n, ck, FailTimeout, "poll.until did not hold within poll.deadline_s (%gs) after %d checks; the last result: %s", p.DeadlineS, i+1, firstLine(textOf(v)))
+		}
+		if err := tm.Sleep(ctx, wk, next, fmt.Sprintf("poll %d of %q at %s (every %gs; poll.deadline_s ends at %s)",
+			i+1, n.Label, next.UTC().Format("15:04:05.000"), p.IntervalS, end.UTC().Format("15:04:05"))); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// produced checks, after a shell call, that each file it declares in produces is in the run
+// folder (effect_produces_missing otherwise).
+func (r *runner) produced(ctx context.Context, n *Node, key string, state map[string]any) error {
+	if len(n.Produces) == 0 {
+		return nil
+	}
+	fs, ok := r.h.(Files)
+	if !ok {
+		return r.fail(n, key, FailNotRunnable, "this host cannot see the run folder, so it cannot check produces")
+	}
+	for _, p := range n.Produces {
+		rel := renderText(p, state)
+		if _, err := fs.Stat(ctx, rel); err != nil {
+			return r.fail(n, key, FailProduces, "the command declares it produces %q, which is not in the run folder after it: %v", rel, err)
+		}
+	}
+	return nil
+}
+
+// fileArtifact is an artifact of a type other than markdown or report: the file at path, which an
+// earlier shell call produced in the run folder, is the run's deliverable; its value at
+// "artifact" is {path, filename, type, bytes}.
+func (r *runner) fileArtifact(ctx context.Context, n *Node, key string, state map[string]any) (map[string]any, error) {
+	fs, ok := r.h.(Files)
+	if !ok {
+		return nil, r.fail(n, key, FailNotRunnable, "this host cannot see the run folder, so it delivers no file artifacts")
+	}
+	size, err := fs.Stat(ctx, n.Path)
+	if err != nil {
+		return nil, r.fail(n, key, FailProduces, "the artifact's file %q is not in the run folder: %v", n.Path, err)
+	}
+	next := cloneMap(state)
+	next["artifact"] = map[string]any{"path": n.Path, "filename": path.Base(n.Path), "type": n.Type, "bytes": float64(size)}
+	return next, nil
+}
+
+// drives runs a generative node's drive and writes its value at k; with verify, each submission
+// is reviewed by the verify question set (step KEY/$verify#D) and a rejected one goes back for
+// another drive (step KEY/drive#D), told its previous answer and the reasons, up to maxDrives
+// (default 2). The reviews are at k$verify: {drives: [{drive, doubted, unmet, accepted,
+// answers}], answers}. When the drives are spent the node fails verification_failed naming the
+// reasons: a rejected submission is never accepted silently.
+func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[string]any, drive func(ctx context.Context, dk, feedback string) (any, error)) (map[string]any, error) {
+	vf := n.Verify
+	if vf == nil {
+		v, err := drive(ctx, key, "")
+		if err != nil {
+			return nil, err
+		}
+		return r.write(n, key, state, k, v)
+	}
+	qs, err := r.questionsOf(vf.Out)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]question{}
+	ids := make([]string, 0, len(qs))
+	for _, q := range qs {
+		ids, byID[q.id] = append(ids, q.id), q
+	}
+	maxDrives := vf.MaxDrives
+	if maxDrives <= 0 {
+		maxDrives = 2
+	}
+	below := 0.3
+	if vf.Override != nil {
+		below = vf.Override.Below
+	}
+	var (
+		record   []any
+		feedback string
+	)
+	for d := 1; ; d++ {
+		dk := key
+		if d > 1 {
+			dk = fmt.Sprintf("%s/drive#%d", key, d)
+		}
+		v, err := drive(ctx, dk, feedback)
+		if err != nil {
+			return nil, err
+		}
+		if n.Out != "" {
+			if err := r.w.schemas.check(n.Out, v); err != nil {
+				return nil, r.fail(n, dk, FailOutput, "the value does not match schema %q: %v", n.Out, err)
+			}
+		}
+		sub, _ := v.(map[string]any)
+		if sub == nil {
+			sub = map[string]any{}
+		}
+		st := cloneMap(state)
+		st["submission"], st[k] = sub, sub
+		view := map[string]any{}
+		if vf.State != nil {
+			iv, err := interpolate(vf.State, st)
+			if err != nil {
+				return nil, r.fail(n, key, FailPath, "verify.state: %v", err)
+			}
+			view = iv.(map[string]any)
+		}
+		view["submission"] = sub
+		vk := fmt.Sprintf("%s/$verify#%d", key, d)
+		got, err := r.askEach(ctx, n, vk, "verify", "Review the submission: answer each question of the schema (each property's description is its question) from the state.", view, ids, byID)
+		if err != nil {
+			return nil, err
+		}
+		var doubted, unmet []string
+		for _, q := range qs {
+			if q.kind != "boolean" {
+				continue
+			}
+			a := got[q.id]
+			if fv, named := sub[q.id]; named {
+				if filled(fv) && a.pYes < below {
+					doubted = append(doubted, q.id)
+				}
+			} else if a.pYes < 0.5 {
+				unmet = append(unmet, q.id)
+			}
+		}
+		accepted := len(doubted) == 0 && len(unmet) == 0
+		side := sidecar(qs, got, "")
+		record = append(record, map[string]any{"drive": float64(d), "doubted": anyList(doubted), "unmet": anyList(unmet), "accepted": accepted, "answers": side})
+		if accepted {
+			next, err := r.write(n, dk, state, k, v)
+			if err != nil {
+				return nil, err
+			}
+			next[k+"$verify"] = map[string]any{"drives": record, "answers": side["answers"]}
+			return next, nil
+		}
+		if d >= maxDrives {
+			return nil, r.fail(n, vk, FailVerify, "the reviewer rejected all %d drives (verify.maxDrives); the last: unmet %s, doubted %s", maxDrives, orDash(unmet), orDash(doubted))
+		}
+		line := func(ids []string) string {
+			parts := make([]string, len(ids))
+			for i, id := range ids {
+				parts[i] = id + ": " + strings.Join(strings.Fields(byID[id].desc), " ")
+			}
+			return strings.Join(parts, " | ")
+		}
+		prev, _ := json.Marshal(v)
+		var b strings.Builder
+		fmt.Fprintf(&b, "\n\nA reviewer did not accept your previous answer (drive %d of at most %d):\n%s\n", d, maxDrives, prev)
+		if len(doubted) > 0 {
+			b.WriteString("Not supported by your evidence (remove it, or show what supports it): " + line(doubted) + ".\n")
+		}
+		if len(unmet) > 0 {
+			b.WriteString("Still required: " + line(unmet) + ".\n")
+		}
+		b.WriteString("Answer again.")
+		feedback = b.String()
+	}
+}
+
+var placeholderValue = regexp.MustCompile(`(?i)^(none|null|nil|n/a|na|unknown|not published|not stated|not available|not found|not applicable|-)$`)
+
+// filled is a submission field with a value a reviewer can doubt (the published rule).
+func filled(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return strings.TrimSpace(x) != "" && !placeholderValue.MatchString(strings.TrimSpace(x))
+	case []any:
+		return len(x) > 0
+	}
+	return true
+}
+
+func anyList(s []string) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
+}
+
+func orDash(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// A call via executor runs its code body in goja, as a code node does (the same interpreter, no
+// I/O, no clock, no randomness), with two names bound: input, the call's interpolated input, and
+// tools, through which the body calls the agent's tools: tools.NAME(args) is one tool call, the
+// same tool step a call via tool makes (the agent's tools, approvals and journal), keyed
+// KEY/tool#N for the body's Nth call, so a replay answers the ones done from the journal. It
+// answers {ok, content, data?} and throws when the tool answers an error. The body may await
+// (it runs as an async function; tool calls complete at once). What it returns is the result.
+func executorSource(body string) string { return "(async (input, tools) => {\n" + body + "\n})" }
+
+var executorBanned = regexp.MustCompile(`\b(require|process|fetch|eval|Function|import)\b`)
+
+// CheckExecutorBody reports why body is not a call's executor body, or nil.
+func CheckExecutorBody(body string) error {
+	if len(body) > codeMaxSource {
+		return fmt.Errorf("the body is over %d KiB", codeMaxSource>>10)
+	}
+	if !regexp.MustCompile(`\breturn\b`).MatchString(body) {
+		return errors.New("the executor body must return its JSON result")
+	}
+	if m := executorBanned.FindString(body); m != "" {
+		return fmt.Errorf("the executor body may use only tools and input, not %s", m)
+	}
+	if _, err := parser.ParseFile(nil, "", executorSource(body), 0); err != nil {
+		return fmt.Errorf("not a JavaScript function body: %v", err)
+	}
+	return nil
+}
+
+func (r *runner) executor(ctx context.Context, n *Node, key string, state map[string]any) (any, error) {
+	in, err := interpolate(anyOrEmpty(n.Input), state)
+	if err != nil {
+		return nil, r.fail(n, key, FailPath, "input: %v", err)
+	}
+	calls := 0
+	res, err := RunExecutor(ctx, n.Code, in, func(tool string, args any) (any, error) {
+		k := fmt.Sprintf("%s/tool#%d", key, calls)
+		calls++
+		am, _ := args.(map[string]any)
+		if am == nil {
+			am = map[string]any{}
+		}
+		tr, err := r.h.Tool(ctx, k, tool, am)
+		if err != nil {
+			return nil, err
+		}
+		if tr.IsError {
+			return nil, &toolError{fmt.Sprintf("%s answered an error: %s", tool, firstLine(tr.Content))}
+		}
+		v := map[string]any{"ok": true, "content": tr.Content}
+		var data any
+		if json.Unmarshal([]byte(tr.Content), &data) == nil {
+			v["data"] = data
+		}
+		return v, nil
+	})
+	if err != nil {
+		var ce *codeError
+		if errors.As(err, &ce) {
+			return nil, r.fail(n, key, FailCode, "%v", ce.err)
+		}
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(res, &v); err != nil {
+		return nil, r.fail(n, key, FailCode, "decode result: %v", err)
+	}
+	return v, nil
+}
+
+func anyOrEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// toolError is a tool's error answer, thrown in the body (it may catch it).
+type toolError struct{ msg string }
+
+func (e *toolError) Error() string { return e.msg }
+
+// codeError is the body's own failure (it threw, returned nothing JSON holds, ran out of time),
+// as opposed to the host's (a journal write, a park), which ends the run as the host says.
+type codeError struct{ err error }
+
+func (e *codeError) Error() string { return e.err.Error() }
+
+// RunExecutor runs an executor body with input and a tools proxy whose calls go to call. A host
+// error from call stops the body and is returned as it is; the body cannot catch it.
+func RunExecutor(ctx context.Context, body string, input any, call func(tool string, args any) (any, error)) (json.RawMessage, error) {
+	vm, err := sandbox()
+	if err != nil {
+		return nil, err
+	}
+	var hostErr error
+	stop := context.AfterFunc(ctx, func() { vm.Interrupt("the call's deadline_s passed") })
+	defer stop()
+	toolFn := func(name string) func(goja.FunctionCall) goja.Value {
+		return func(fc goja.FunctionCall) goja.Value {
+			if hostErr != nil {
+				panic(vm.NewGoError(hostErr))
+			}
+			var args any
+			if a := fc.Argument(0); !goja.IsUndefined(a) && !goja.IsNull(a) {
+				raw, err := json.Marshal(a.Export())
+				if err == nil {
+					err = json.Unmarshal(raw, &args)
+				}
+				if err != nil {
+					panic(vm.NewTypeError("tools.%s: the arguments are not JSON: %v", name, err))
+				}
+			}
+			v, err := call(name, args)
+			var te *toolError
+			switch {
+			case errors.As(err, &te):
+				panic(vm.NewGoError(te))
+			case err != nil:
+				hostErr = err
+				vm.Interrupt(err)
+				panic(vm.NewGoError(err))
+			}
+			raw, _ := json.Marshal(v)
+			out, jerr := vm.RunString("(" + string(raw) + ")")
+			if jerr != nil {
+				panic(vm.NewGoError(jerr))
+			}
+			return out
+		}
+	}
+	proxyGet := vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+		name := fc.Argument(1).String()
+		if name == "then" {
+			// tools is not a thenable: awaiting it gives tools.
+			return goja.Undefined()
+		}
+		return vm.ToValue(toolFn(name))
+	})
+	mk, err := vm.RunString(`(function (get) { return new Proxy({}, { get: get }); })`)
+	if err != nil {
+		return nil, fmt.Errorf("executor sandbox: %w", err)
+	}
+	mkf, _ := goja.AssertFunction(mk)
+	tools, err := mkf(goja.Undefined(), proxyGet)
+	if err != nil {
+		return nil, fmt.Errorf("executor sandbox: %w", err)
+	}
+	raw, err := json.Marshal(input)
+	if err != nil {
+		return nil, fmt.Errorf("executor input: %w", err)
+	}
+	in, err := vm.RunString("(" + string(raw) + ")")
+	if err != nil {
+		return nil, fmt.Errorf("executor input: %w", err)
+	}
+	fnv, err := vm.RunString(executorSource(body))
+	if err != nil {
+		return nil, &codeError{codeErr(err)}
+	}
+	fn, _ := goja.AssertFunction(fnv)
+	pv, err := fn(goja.Undefined(), in, tools)
+	if hostErr != nil {
+		return nil, hostErr
+	}
+	if err != nil {
+		return nil, &codeError{codeErr(err)}
+	}
+	p, ok := pv.Export().(*goja.Promise)
+	if !ok {
+		return nil, &codeError{errors.New("the body did not run as an async function")}
+	}
+	switch p.State() {
+	case goja.PromiseStateRejected:
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &codeError{fmt.Errorf("the body threw: %s", strings.TrimSpace(p.Result().String()))}
+	case goja.PromiseStatePending:
+		return nil, &codeError{errors.New("the body awaited something that never settles (only tool calls and values can be awaited)")}
+	}
+	s, err := stringify(vm, p.Result())
+	if err != nil {
+		return nil, &codeError{err}
+	}
+	return s, nil
+}

@@ -349,21 +349,3 @@ func TestCodexCancel(t *testing.T) {
 	}
 	noHarnessLeft(t, e.dir, 10*time.Second)
 }
-
-// Codex speaks only the OpenAI Responses API: on a run whose provider is Anthropic's it cannot
-// work, and the run fails HarnessUnavailable naming the setting to change, before any install or
-// model call.
-func TestCodexNeedsOpenAIProvider(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, codexHarnessScript) // Anthropic's provider only
-	e.start()
-	e.codexAgent("anth", `["write"]`, "")
-	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"a1"},"spec":{"agent":"anth","input":"Say hello"}}`, nil)
-	r := e.waitPhase("a1", 30*time.Second, api.PhaseFailed, api.PhaseSucceeded)
-	if r.Status.Reason != api.ReasonHarnessUnavailable || !strings.Contains(r.Status.Message, "spec.model.provider openai") {
-		t.Errorf("a1: %s %s", r.Status.Reason, r.Status.Message)
-	}
-	if calls := e.model.Calls(); len(calls) != 0 {
-		t.Errorf("the scripted server was called %d times", len(calls))
-	}
-}

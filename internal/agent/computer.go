@@ -119,7 +119,8 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 			d.j.Emit(api.Event{Type: api.EventComputerPrepared, Message: fmt.Sprintf("%s provider ready after %s", p.Name(), time.Since(start).Round(100*time.Millisecond))})
 		}
 	}
-	spec := computer.Spec{Run: d.run.Metadata.Name, Folder: d.folder, Kind: kind, Network: d.spec.Computer != nil && d.spec.Computer.Network, Limits: computer.DefaultLimits}
+	spec := computer.Spec{Run: d.run.Metadata.Name, Folder: d.folder, Kind: kind, Network: d.spec.Computer != nil && d.spec.Computer.Network, Limits: computer.DefaultLimits,
+		Mounts: d.computerMounts()}
 	live := d.e.liveComputers()
 	kept := live.Peek(spec.Run) != nil
 	c, err := live.Get(ctx, p.Name(), spec)

@@ -14,7 +14,8 @@ import (
 	"agentrun.dev/agentrun/internal/tools/mcpclient"
 )
 
-// The MCP servers an agent names: started (stdio, on the runner, in the run folder) or reached
+// The MCP servers an agent names: started (stdio, inside the run's computer when it has a sandbox
+// or a desktop, on the runner in the run folder otherwise: incomputer.go) or reached
 // (streamable HTTP) when a drive starts, their ticked tools offered as mcp__SERVER__TOOL, each
 // call a journal step. A server that does not start, or dies, makes its tools answer with the
 // error and says so on the timeline; the run goes on.
@@ -83,7 +84,7 @@ func (d *drive) connectMCP(ctx context.Context, i int) (*mcpclient.Session, erro
 	if s := d.mcp.sessions[srv.Name]; s != nil {
 		return s, nil
 	}
-	s, err := mcpclient.Connect(ctx, mcpField(i), srv, d.folder, d.mcpOpen())
+	s, err := d.connectMCPServer(ctx, mcpField(i), srv)
 	if err != nil {
 		return nil, err
 	}

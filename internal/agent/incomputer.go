@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/computer"
+	"agentrun.dev/agentrun/internal/gateway"
+	"agentrun.dev/agentrun/internal/harness"
+	"agentrun.dev/agentrun/internal/tools/mcpclient"
+)
+
+// What runs inside the run's computer besides the agent's commands: a run whose computer can
+// start processes with streamed stdio (computer.Spawner: the local and docker sandboxes and
+// desktops) has its stdio MCP servers and its harness started in it, in /workspace, with the
+// computer's environment; a run without one (no computer, or a browser) has them on the runner,
+// in the run folder. What they need of the host is mounted when the computer is made
+// (computerMounts): the npm installs an MCP server's command names, and for a harness its
+// install, its home and the gateway's unix socket. A harness reaches the gateway at a loopback
+// port inside the computer, forwarded to that socket (computer.Spawner.ForwardUnix), so a
+// computer without network reaches the gateway and nothing else.
+
+// gatewaySocket is where a harness run's computer shows the gateway's unix socket.
+const gatewaySocket = "/.agentrun/gateway.sock"
+
+// gatewayPort is the loopback port the gateway is forwarded to inside a computer (another one
+// when it is taken, as in a computer sharing the host's network).
+const gatewayPort = 4180
+
+// sandboxPath is PATH for a harness inside a computer: the computer's own.
+const sandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// runsInComputer says whether the run's stdio MCP servers and harness start inside its computer:
+// its kind is one whose providers make Spawners (a sandbox or a desktop).
+func (d *drive) runsInComputer() bool {
+	k := d.computerKind()
+	return k == computer.KindSandbox || k == computer.KindDesktop
+}
+
+// spawner makes (or takes) the run's computer for a process to start in it.
+func (d *drive) spawner(ctx context.Context) (computer.Spawner, error) {
+	c, err := d.ensureComputer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sp, ok := c.(computer.Spawner)
+	if !ok {
+		return nil, fmt.Errorf("the run's %s computer cannot start processes with their stdio (%T)", c.Kind(), c)
+	}
+	return sp, nil
+}
+
+// harnessHome is a harness run's home folder on the host: kept while the run waits, removed
+// when it is over.
+func harnessHome(dataDir, run string) string { return filepath.Join(dataDir, "harness-home", run) }
+
+// computerMounts are the host paths the run's computer shows for what starts inside it.
+func (d *drive) computerMounts() []computer.Mount {
+	if !d.runsInComputer() {
+		return nil
+	}
+	var ms []computer.Mount
+	seen := map[string]bool{}
+	add := func(m computer.Mount) {
+		if !seen[m.Target] {
+			seen[m.Target] = true
+			ms = append(ms, m)
+		}
+	}
+	for _, srv := range d.spec.MCPServers {
+		for _, m := range mcpclient.Mounts(srv) {
+			add(m)
+		}
+	}
+	if d.spec.Harness == "" || d.spec.Harness == "builtin" {
+		return ms
+	}
+	// The harness's install, read-only where the runner finds it (the cache a test or CI fills,
+	// and the data folder's, made now so that an install after the computer is made shows too).
+	if c := os.Getenv(harness.CacheEnv); c != "" {
+		if st, err := os.Stat(c); err == nil && st.IsDir() {
+			add(computer.Mount{Source: c, Target: c})
+		}
+	}
+	installs := filepath.Join(d.e.DataDir, "harnesses")
+	if os.MkdirAll(installs, 0o700) == nil {
+		add(computer.Mount{Source: installs, Target: installs})
+	}
+	home := harnessHome(d.e.DataDir, d.run.Metadata.Name)
+	if os.MkdirAll(home, 0o700) == nil {
+		add(computer.Mount{Source: home, Target: home, Writable: true})
+	}
+	if gw, err := d.e.gateway(); err == nil && gw.SocketPath() != "" {
+		add(computer.Mount{Source: gw.SocketPath(), Target: gatewaySocket})
+	}
+	return ms
+}
+
+// connectMCPServer starts or reaches server srv (field at) for this drive: a stdio server inside
+// the run's computer when it has one that can, on the runner otherwise.
+func (d *drive) connectMCPServer(ctx context.Context, at string, srv api.MCPServer) (*mcpclient.Session, error) {
+	if srv.Command == "" || !d.runsInComputer() {
+		return mcpclient.Connect(ctx, at, srv, d.folder, d.mcpOpen())
+	}
+	sp, err := d.spawner(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s cannot start in the run's computer: %w", srv.Name, err)
+	}
+	return mcpclient.ConnectIn(ctx, at, srv, sp, d.mcpOpen())
+}
+
+// harnessInComputer moves a harness session into the run's computer when it has one that can
+// start it: working folder /workspace, the computer's PATH, and the gateway at a loopback port
+// inside forwarded to its socket. It returns where the harness runs, for the timeline.
+func (d *drive) harnessInComputer(ctx context.Context, s *harness.Session, gw *gateway.Gateway) (string, error) {
+	if !d.runsInComputer() {
+		return "on the runner, in the run folder", nil
+	}
+	sp, err := d.spawner(ctx)
+	if err != nil {
+		return "", fmt.Errorf("start the harness in the run's computer: %w", err)
+	}
+	addr, err := sp.ForwardUnix(ctx, gatewayPort, gatewaySocket)
+	if err != nil {
+		return "", fmt.Errorf("reach the gateway from the run's computer: %w", err)
+	}
+	base := "http://" + addr
+	local := gw.URL()
+	s.GatewayURL = base + s.GatewayURL[len(local):]
+	s.MCPURL = base + s.MCPURL[len(local):]
+	s.Dir = "/workspace"
+	s.Env = harness.BaseEnv(sandboxPath, s.Home)
+	s.Computer = sp
+	return fmt.Sprintf("inside the run's %s computer, in /workspace, reaching the gateway at %s", d.computerKind(), addr), nil
+}

@@ -101,6 +101,10 @@ type drive struct {
 	learn *learnState
 	// mcp are the agent's MCP servers and their ticked tools (startMCP).
 	mcp *mcpState
+	// offered are the tools the run is offered (a learned workflow's agent nodes get them too);
+	// inWorkflow is set while a learned workflow runs as a tool call (one does not call another).
+	offered    []model.ToolDef
+	inWorkflow bool
 }
 
 // Drive runs one claimed run until it finishes, parks, or ctx ends (lease lost, runner stopping,
@@ -224,6 +228,7 @@ func (d *drive) loop(ctx context.Context) error {
 	if err := d.loadLearning(ctx); err != nil {
 		return err
 	}
+	defs = d.withLearnedTools(defs)
 	if len(d.spec.Workflow) > 0 {
 		// A workflow runs in the server's engine whatever the harness (workflow.go).
 		return d.workflowLoop(ctx, defs)
@@ -621,7 +626,10 @@ func (d *drive) allowed(name string) bool {
 	if name == catalog.NoteName {
 		return d.spec.Learning
 	}
-	return name == catalog.SkillName && len(d.spec.Skills) > 0
+	if d.learnedWorkflow(name) != nil {
+		return true
+	}
+	return name == catalog.SkillName && (len(d.spec.Skills) > 0 || len(d.skills) > 0)
 }
 
 // toolCall runs (or replays) one tool call and returns its tool_result block.
@@ -645,6 +653,9 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block) (model.Block, error) {
 	result := func(content string, isErr bool) model.Block {
 		return model.Block{Type: model.BlockToolResult, ToolUseID: call.ID, Content: content, IsError: isErr}
+	}
+	if w := d.learnedWorkflow(call.Name); w != nil {
+		return d.runLearnedWorkflow(ctx, key, call, w, result)
 	}
 	if !d.allowed(call.Name) {
 		d.refused(next, key, call.Name, "not available to this agent")

@@ -487,11 +487,12 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	if askModel == "" {
 		askModel, _ = familyModel(d.e.Prices, d.acc.provider.Name(), "sonnet")
 	}
-	// The instructions name the agent's skills, as the built-in loop's system prompt does: the
-	// harness reads one with the run's skill tool, served over MCP like the other tools.
+	// The instructions are the built-in loop's system prompt: the agent's skills (its own and the
+	// learned ones) and a learning run's notes index; the harness opens a skill or a note with the
+	// run's skill and note tools, served over MCP like the other tools.
 	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: base, Token: token,
 		Headers: map[string]string{gateway.RunHeader: run}, MCPURL: gw.URL() + "/v2/gateway/runs/" + run + "/mcp", MCPName: mcpName,
-		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.skillsSystem(),
+		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.system(),
 		Env: harness.BaseEnv(os.Getenv("PATH"), home), Permit: h.permit}
 	where, err := d.harnessInComputer(hctx, &sess, gw)
 	if err != nil {
@@ -503,9 +504,10 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	}
 	defer proc.Stop()
 	d.j.Emit(api.Event{Type: api.EventHarnessStarted, Message: fmt.Sprintf("started %s (%s) %s; its model calls and tools go through this runner's gateway", drv.Name(), pkg.Spec(), where)})
-	for {
+	// turn is one user turn of the harness: its final text, or why the drive stops.
+	turn := func(prompt string) (string, error) {
 		if err := h.beginTurn(prompt); err != nil {
-			return err
+			return "", err
 		}
 		text, err := proc.Turn(hctx, prompt)
 		h.mu.Lock()
@@ -514,12 +516,19 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 		if herr != nil {
 			var dv *divergence
 			if errors.As(herr, &dv) {
-				return d.diverged(ctx, dv)
+				return "", d.diverged(ctx, dv)
 			}
-			return herr
+			return "", herr
 		}
 		if err != nil {
-			return d.harnessFailed(err)
+			return "", d.harnessFailed(err)
+		}
+		return text, nil
+	}
+	for {
+		text, err := turn(prompt)
+		if err != nil {
+			return err
 		}
 		h.mu.Lock()
 		d.setAnswer(text)
@@ -529,6 +538,13 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 			return err
 		}
 		if len(pending) == 0 && !d.run.Spec.KeepAlive {
+			// A learning agent's run proposes what to keep in the harness's next user turn: its
+			// model calls are the run's, through the gateway under the cap, as every other turn's.
+			if err := d.learnFrom(ctx, true, func(ctx context.Context) (string, error) {
+				return d.harnessProposal(ctx, h.name, turn)
+			}); err != nil {
+				return err
+			}
 			return d.finishAnswer(ctx)
 		}
 		next, err := d.nextMessage(ctx, msgN, "the turn is done; waiting for your next message")

@@ -27,6 +27,10 @@ type learnState struct {
 	base  string
 	notes []learning.File
 	index string
+	// skills are the learned skills offered beside the agent's own (by name; the agent's own
+	// skill of the same name wins); workflows the learned workflows offered as tools.
+	skills    map[string]*api.Skill
+	workflows []learning.Workflow
 }
 
 // loadLearning pins the commit of main the run starts from and reads its notes.
@@ -53,6 +57,7 @@ func (d *drive) loadLearning(ctx context.Context) error {
 		return fmt.Errorf("learning/base: %w", err)
 	}
 	ls := &learnState{base: base.Commit}
+	var left []string // what the folder holds that the run is not offered, and why
 	if base.Commit != "" {
 		repo, err := learning.Open(ctx, d.e.Store, agent)
 		if err != nil {
@@ -68,17 +73,70 @@ func (d *drive) loadLearning(ctx context.Context) error {
 			}
 		}
 		ls.index = learning.Index(files)
+		skills, badSkills := learning.Skills(files)
+		workflows, badWorkflows := learning.Workflows(files)
+		left = append(badSkills, badWorkflows...)
+		ls.skills = map[string]*api.Skill{}
+		for _, s := range skills {
+			if _, own := d.skills[s.Metadata.Name]; own {
+				left = append(left, fmt.Sprintf("skills/%s: the agent has its own skill of that name", s.Metadata.Name))
+				continue
+			}
+			ls.skills[s.Metadata.Name] = s
+		}
+		for _, w := range workflows {
+			if d.allowed(w.Tool) {
+				left = append(left, fmt.Sprintf("%s: its tool name %s is one of the agent's tools", w.Path, w.Tool))
+				continue
+			}
+			ls.workflows = append(ls.workflows, w)
+		}
 	}
 	d.learn = ls
+	if len(ls.skills) > 0 && d.skills == nil {
+		d.skills = map[string]*api.Skill{}
+	}
+	for n, s := range ls.skills {
+		d.skills[n] = s
+	}
 	if !out.Replayed {
-		var names []string
+		var names, skills, workflows []string
 		for _, f := range ls.notes {
 			names = append(names, f.Path)
 		}
-		d.j.Emit(api.Event{Type: api.EventLearningGiven, Message: fmt.Sprintf("started from learning commit %s with %d notes", short(base.Commit), len(names)),
-			Data: mustRaw(map[string]any{"commit": base.Commit, "notes": names})})
+		for n := range ls.skills {
+			skills = append(skills, n)
+		}
+		slices.Sort(skills)
+		for _, w := range ls.workflows {
+			workflows = append(workflows, w.Tool)
+		}
+		msg := fmt.Sprintf("started from learning commit %s with %d notes, %d skills and %d workflows", short(base.Commit), len(names), len(skills), len(workflows))
+		if len(left) > 0 {
+			msg += "; left out: " + strings.Join(left, "; ")
+		}
+		d.j.Emit(api.Event{Type: api.EventLearningGiven, Message: msg,
+			Data: mustRaw(map[string]any{"commit": base.Commit, "notes": names, "skills": skills, "workflows": workflows, "leftOut": left})})
 	}
 	return nil
+}
+
+// learnedSkill reports whether the run's skill name is a learned one (not the agent's own).
+func (d *drive) learnedSkill(name string) bool {
+	if d.learn == nil {
+		return false
+	}
+	_, ok := d.learn.skills[name]
+	return ok
+}
+
+// skillRef names a skill on the timeline: NAME@VERSION for the agent's own, NAME@learning:COMMIT
+// for a learned one (pinned to the commit the run started from).
+func (d *drive) skillRef(s *api.Skill) string {
+	if d.learnedSkill(s.Metadata.Name) {
+		return s.Metadata.Name + "@learning:" + short(d.learn.base)
+	}
+	return s.Ref()
 }
 
 func short(h string) string {
@@ -215,6 +273,20 @@ type verdict struct {
 // the proposal, one grader call judges what passed, a person approves what is risky, and what is
 // kept is committed to main in one step.
 func (d *drive) learnTurn(ctx context.Context, conv []model.Message, succeeded bool) error {
+	maxTokens := d.spec.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = api.DefaultMaxTokens
+	}
+	return d.learnFrom(ctx, succeeded, func(ctx context.Context) (string, error) {
+		msgs := append(slices.Clone(conv), userText(proposePrompt))
+		return d.learnCall(ctx, "learn/propose", "proposal of what to keep", &model.Request{Model: d.learnModel(), System: d.system(), Messages: lastImages(msgs, maxImages), MaxTokens: maxTokens, Stream: true})
+	})
+}
+
+// learnFrom is the learning turn of every loop: propose makes the proposal (the built-in loop: one
+// model call, step learn/propose; a harness: its next user turn, recorded as learn/propose), then
+// the same checks, grader, risky-approval wait and commit judge and keep it.
+func (d *drive) learnFrom(ctx context.Context, succeeded bool, propose func(ctx context.Context) (string, error)) error {
 	if !d.spec.Learning {
 		return nil
 	}
@@ -232,8 +304,7 @@ func (d *drive) learnTurn(ctx context.Context, conv []model.Message, succeeded b
 			d.j.Emit(ev)
 		}
 	}
-	msgs := append(slices.Clone(conv), userText(proposePrompt))
-	text, err := d.learnCall(ctx, "learn/propose", "proposal of what to keep", &model.Request{Model: d.learnModel(), System: d.system(), Messages: lastImages(msgs, maxImages), MaxTokens: maxTokens, Stream: true})
+	text, err := propose(ctx)
 	if err != nil {
 		return err
 	}
@@ -297,6 +368,28 @@ func (d *drive) learnTurn(ctx context.Context, conv []model.Message, succeeded b
 		return nil
 	}
 	return d.learnCommit(ctx, kept)
+}
+
+// harnessProposal is a harness run's proposal: the harness's next user turn asks it, and its
+// answer is recorded as step learn/propose. After a crash the turn is replayed from the journal
+// like the ones before it (so its calls are accounted again), and the recorded answer is the one
+// judged.
+func (d *drive) harnessProposal(ctx context.Context, harnessName string, turn func(prompt string) (string, error)) (string, error) {
+	text, err := turn(proposePrompt)
+	if err != nil {
+		return "", err
+	}
+	out, err := d.j.Record(ctx, journal.Spec{Key: "learn/propose", Kind: "learning", Title: "proposal of what to keep (" + harnessName + "'s last turn)"}, map[string]string{"text": text})
+	if err != nil {
+		return "", err
+	}
+	var rec struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(out, &rec); err != nil {
+		return "", fmt.Errorf("learn/propose: %w", err)
+	}
+	return rec.Text, nil
 }
 
 func itemPaths(items []learning.Item) []string {

@@ -138,7 +138,11 @@ func (d *drive) skillsSystem() string {
 	}
 	b.WriteString("# Skills\n\nYou have these skills. When a task fits one, first read it with the skill tool (its name), then follow it:\n")
 	for _, n := range names {
-		fmt.Fprintf(&b, "- %s: %s\n", n, strings.Join(strings.Fields(d.skills[n].Spec.Description), " "))
+		learned := ""
+		if d.learnedSkill(n) {
+			learned = " (learned in an earlier run)"
+		}
+		fmt.Fprintf(&b, "- %s: %s%s\n", n, strings.Join(strings.Fields(d.skills[n].Spec.Description), " "), learned)
 	}
 	return b.String()
 }
@@ -171,7 +175,7 @@ func (d *drive) readSkill(ctx context.Context, key string, call model.Block, in 
 			for _, f := range s.Spec.Files {
 				files = append(files, f.Path)
 			}
-			return tools.Result{IsError: true, Content: fmt.Sprintf("skill %s has no file %q (its files: %s)", s.Ref(), file, strings.Join(files, ", "))}, nil, nil
+			return tools.Result{IsError: true, Content: fmt.Sprintf("skill %s has no file %q (its files: %s)", d.skillRef(s), file, strings.Join(files, ", "))}, nil, nil
 		}
 		text := strings.ToValidUTF8(string(content), "\uFFFD")
 		if file == api.SkillFileName && len(s.Spec.Files) > 1 {
@@ -181,7 +185,7 @@ func (d *drive) readSkill(ctx context.Context, key string, call model.Block, in 
 					files = append(files, f.Path)
 				}
 			}
-			text += "\n\n[skill " + s.Ref() + " has these files beside SKILL.md, read with the skill tool's file: " + strings.Join(files, ", ") + "]"
+			text += "\n\n[skill " + d.skillRef(s) + " has these files beside SKILL.md, read with the skill tool's file: " + strings.Join(files, ", ") + "]"
 		}
 		return tools.Result{Content: text}, nil, nil
 	})
@@ -189,8 +193,8 @@ func (d *drive) readSkill(ctx context.Context, key string, call model.Block, in 
 		return model.Block{}, err
 	}
 	if !out.Replayed && s != nil {
-		d.j.Emit(api.Event{Type: api.EventSkillOpened, StepKey: key, Message: fmt.Sprintf("opened skill %s (%s)", s.Ref(), file),
-			Data: mustRaw(map[string]string{"skill": s.Metadata.Name, "ref": s.Ref(), "file": file})})
+		d.j.Emit(api.Event{Type: api.EventSkillOpened, StepKey: key, Message: fmt.Sprintf("opened skill %s (%s)", d.skillRef(s), file),
+			Data: mustRaw(map[string]string{"skill": s.Metadata.Name, "ref": d.skillRef(s), "file": file})})
 	}
 	return toolOutcome(key, out, result)
 }

@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// Learning on every loop: a harness run's instructions carry the notes index, its proposal is
+// the harness's next user turn (judged by the same checks, grader and commit as the built-in
+// loop's), and every learning run is offered the folder's learned skills (through the skill
+// tool) and learned workflows (one tool each, its nodes journal steps under the call).
+
+const tallyWorkflow = `{"v": 2, "name": "tally",
+ "schemas": {"In": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"type": "string"}}}},
+   "Counted": {"type": "object", "required": ["ok", "content"]}, "Out": {"type": "object"}},
+ "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+ "root": {"node": "chain", "steps": [
+   {"node": "map", "label": "each", "itemsPath": "items", "as": "counted", "maxConcurrency": 1,
+    "body": {"node": "call", "label": "count", "via": "tool", "tool": "dev_count", "args": {"label": "wf-{item}"}, "out": "Counted", "as": "c", "deadline_s": 30}}]}}`
+
+const tallySkill = "---\nname: tally\ndescription: Count a list of items once each.\n---\nCall the workflow_tally tool with the items.\n"
+
+// seedLearned has a built-in run of agent propose a skill and a workflow, the grader keep both,
+// and a signed-in person approve each (both are risky): main then holds them.
+func seedLearned(t *testing.T, e *env, agent string) {
+	t.Helper()
+	e.startRun(agent, "seed", "Seed the folder")
+	session := ""
+	for range 3 {
+		r := e.waitPhase("seed", 60*time.Second, api.PhaseWaiting, api.PhaseSucceeded, api.PhaseFailed)
+		if r.Status.Phase != api.PhaseWaiting {
+			if r.Status.Phase != api.PhaseSucceeded {
+				t.Fatalf("seed: %s %s", r.Status.Phase, r.Status.Message)
+			}
+			break
+		}
+		if session == "" {
+			session = e.personSession()
+		}
+		var approvals struct {
+			Items []struct {
+				ID    int64
+				State string
+			}
+		}
+		e.do("GET", "/v2/agentruns/seed/approvals", nil, &approvals)
+		for _, a := range approvals.Items {
+			if a.State == "pending" {
+				if st := e.doAs(session, "POST", fmt.Sprintf("/v2/agentruns/seed/approvals/%d", a.ID), `{"decision":"approve"}`, nil); st != 200 {
+					t.Fatalf("approve: HTTP %d", st)
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var list struct{ Items []struct{ Kind, Path string } }
+	e.do("GET", "/v2/agents/"+agent+"/learning", nil, &list)
+	var paths []string
+	for _, it := range list.Items {
+		paths = append(paths, it.Path)
+	}
+	if strings.Join(paths, " ") != "skills/tally/SKILL.md workflows/tally.json" {
+		t.Fatalf("after the seed run main holds %v", paths)
+	}
+}
+
+func seedEntries() []scriptEntry {
+	return []scriptEntry{
+		grader("Seed the folder", keep(0, "a clear procedure"), keep(1, "a useful workflow")),
+		{Name: "seed", Match: "Seed the folder", Turns: []scriptTurn{{Text: "seeded"}, {Text: proposal(
+			map[string]any{"kind": "skill", "path": "skills/tally", "files": []map[string]string{{"path": "SKILL.md", "content": tallySkill}}},
+			map[string]any{"kind": "workflow", "action": "add", "path": "workflows/tally.json", "content": tallyWorkflow},
+		)}}},
+	}
+}
+
+// checkLearnedUse checks run name of a later run: its first model request names the learned skill
+// and offers the workflow as a tool with the workflow's input schema; it opened the skill; the
+// workflow's nodes are steps under the tool call, each item counted once; the model got the
+// workflow's output.
+func checkLearnedUse(t *testing.T, e *env, run, callKey string, bodies func() [][]byte) {
+	t.Helper()
+	if got := e.answerOf(run); !strings.Contains(got, `"counted"`) {
+		t.Errorf("answer of %s does not carry the workflow's output: %q", run, got)
+	}
+	var first []byte
+	for _, b := range bodies() {
+		if bytes.Contains(b, []byte("Use what you learned")) {
+			first = b
+			break
+		}
+	}
+	if !bytes.Contains(first, []byte("tally: Count a list of items once each. (learned in an earlier run)")) {
+		t.Errorf("%s's first model request does not name the learned skill: %.2000s", run, first)
+	}
+	if !bytes.Contains(first, []byte("workflow_tally")) || !bytes.Contains(first, []byte(`"required":["items"]`)) {
+		t.Errorf("%s's first model request does not offer workflow_tally with its input schema", run)
+	}
+	evs := e.events(run)
+	if !hasEvent(evs, api.EventSkillOpened, "opened skill tally@learning:") {
+		t.Errorf("%s's timeline does not say it opened the learned skill", run)
+	}
+	if !hasEvent(evs, api.EventLearningGiven, "1 skills and 1 workflows") {
+		t.Errorf("%s's timeline does not say what it was given from the folder", run)
+	}
+	var keys []string
+	for _, s := range e.steps(run) {
+		if strings.HasPrefix(s.Key, callKey) {
+			keys = append(keys, s.Key)
+		}
+	}
+	for _, want := range []string{callKey, callKey + "/wf/each[0]/count", callKey + "/wf/each[1]/count"} {
+		if !slices.Contains(keys, want) {
+			t.Errorf("%s's steps under the workflow call are %v; %s missing", run, keys, want)
+		}
+	}
+	if got := strings.Join(e.counted(), " "); got != "wf-a wf-b" {
+		t.Errorf("dev_count ran %q, want each item once (wf-a wf-b)", got)
+	}
+}
+
+// TestLearnedSkillsAndWorkflows: on the built-in loop, a skill and a workflow a run kept are offered
+// to the next run: the skill in its instructions and through the skill tool (opened, recorded),
+// the workflow as the tool workflow_tally whose nodes run dev_count as steps under the call.
+func TestLearnedSkillsAndWorkflows(t *testing.T) {
+	t.Parallel()
+	entries := append(seedEntries(), scriptEntry{Name: "use", Match: "Use what you learned", Turns: []scriptTurn{
+		{ToolCalls: []map[string]any{{"name": "skill", "input": map[string]any{"name": "tally"}}}},
+		{ToolCalls: []map[string]any{{"name": "workflow_tally", "input": map[string]any{"items": []string{"a", "b"}}}}},
+		{Text: "tallied: {{last_tool_result}}"},
+		{Text: `{"items": []}`},
+	}})
+	e := newEnv(t, learnScript(entries...))
+	url, bodies := recordingProxy(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+url)
+	e.mustAgent("tallier", `{"metadata":{"name":"tallier"},"spec":{"system":"You count things.","learning":true,"tools":["dev_count"],"computer":{"kind":"none"},"approvals":"never-ask"}}`)
+	seedLearned(t, e, "tallier")
+	e.startRun("tallier", "use", "Use what you learned: tally a and b")
+	checkLearnedUse(t, e, "use", "t1/tool/0", bodies)
+}
+
+// claudeLearner is a learning agent on the claude-agent harness.
+func claudeLearner(e *env, name, tools string) {
+	e.mustAgent(name, `{"metadata":{"name":"`+name+`"},"spec":{"harness":"claude-agent","system":"You keep a service running.","learning":true,"tools":`+tools+`,"approvals":"never-ask"}}`)
+}
+
+// TestClaudeLearning: a claude-agent run learns a note in its proposal turn (the harness's next
+// user turn, its model call billed to the run) while the item holding the run's model key is
+// refused (the key nowhere in the folder or the timeline); the next claude-agent run's first model
+// request carries the note in its instructions and it opens the note with mcp__agentrun__note.
+func TestClaudeLearning(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, learnScript(
+		grader("Learn H1", keep(0, "a clear, useful fact")),
+		scriptEntry{Name: "h1", Match: "Learn H1", Turns: []scriptTurn{{Text: "The deploy script is scripts/deploy.sh."}, {Text: proposal(
+			noteItem("notes/deploy.md", deployMD),
+			noteItem("notes/key.md", learnNote("key", "The model key.", "The model key is test-key, keep it.")),
+		)}}},
+		scriptEntry{Name: "h2", Match: "Learn H2", Turns: []scriptTurn{
+			{ToolCalls: []map[string]any{{"name": "mcp__agentrun__note", "input": map[string]any{"name": "deploy"}}}},
+			{Text: "Deployed as the note says."},
+			{Text: `{"items": []}`},
+		}},
+	))
+	url, bodies := recordingProxy(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+url)
+	claudeLearner(e, "clearner", `["write"]`)
+
+	e.startRun("clearner", "h1", "Learn H1: find the deploy script")
+	if got := e.answerOf("h1"); got != "The deploy script is scripts/deploy.sh." {
+		t.Errorf("answer of h1 (the proposal turn must not replace it): %q", got)
+	}
+	evs := e.events("h1")
+	if !hasEvent(evs, api.EventHarnessStarted, "started claude-agent") {
+		t.Fatalf("h1 did not run on the claude-agent harness: %+v", evs)
+	}
+	for _, want := range []struct {
+		typ  api.EventType
+		text string
+	}{
+		{api.EventLearningProposed, "2 items"},
+		{api.EventLearningRefused, "notes/key.md refused: it holds a secret the run was handed"},
+		{api.EventLearningKept, "notes/deploy.md kept"},
+		{api.EventLearningCommitted, "notes/deploy.md"},
+	} {
+		if !hasEvent(evs, want.typ, want.text) {
+			t.Errorf("h1's timeline lacks %s %q", want.typ, want.text)
+		}
+	}
+	if evJSON, _ := json.Marshal(evs); bytes.Contains(evJSON, []byte("test-key")) {
+		t.Error("the run's model key is on its timeline")
+	}
+	// The proposal turn is the harness's: its model call (t1/model, through the gateway) and the
+	// grade are billed to the run; the proposal it answered is step learn/propose.
+	billed := map[string]bool{}
+	var propose bool
+	for _, st := range e.steps("h1") {
+		if st.Kind == "model" && st.CostMicros != nil && *st.CostMicros > 0 {
+			billed[st.Key] = true
+		}
+		propose = propose || (st.Key == "learn/propose" && st.State == api.StepCompleted)
+	}
+	if !billed["t1/model"] || !billed["learn/grade"] || !propose {
+		t.Errorf("h1's billed model steps are %v (learn/propose recorded: %v); want t1/model (the proposal turn) and learn/grade", billed, propose)
+	}
+	r := e.getRun("h1")
+	if len(r.Status.Turns) != 2 {
+		t.Errorf("h1 has %d turns in its status, want 2 (the task and the proposal)", len(r.Status.Turns))
+	}
+	var list struct{ Items []struct{ Path string } }
+	e.do("GET", "/v2/agents/clearner/learning", nil, &list)
+	if len(list.Items) != 1 || list.Items[0].Path != "notes/deploy.md" {
+		t.Fatalf("learning list after h1: %+v", list.Items)
+	}
+	if out := e.mustCLI(0, "learning", "export", "clearner").stdout; strings.Contains(out, "test-key") {
+		t.Error("the model key is in the learning folder's bundle")
+	}
+
+	e.startRun("clearner", "h2", "Learn H2: deploy again")
+	if got := e.answerOf("h2"); got != "Deployed as the note says." {
+		t.Errorf("answer of h2: %q", got)
+	}
+	var first []byte
+	for _, b := range bodies() {
+		if bytes.Contains(b, []byte("Learn H2: deploy again")) {
+			first = b
+			break
+		}
+	}
+	if !bytes.Contains(first, []byte("deploy (notes/deploy.md): Where the deploy script is.")) {
+		t.Errorf("h2's first model request lacks the learned note in its instructions: %.3000s", first)
+	}
+	if res := e.toolResults("h2")["t0/tool/0"]; res.IsError || res.Content != deployMD {
+		t.Errorf("the note tool's result over MCP: %+v", res)
+	}
+	evs = e.events("h2")
+	if !hasEvent(evs, api.EventLearningGiven, "1 notes") || !hasEvent(evs, api.EventLearningOpened, "opened note notes/deploy.md") {
+		t.Error("h2's timeline does not say which notes it was given and opened")
+	}
+}
+
+// TestClaudeLearnedSkillsAndWorkflows: a claude-agent run is offered the skill and the workflow a
+// built-in run of the same agent kept: it opens the skill over MCP and calls workflow_tally, whose
+// nodes are steps under the call.
+func TestClaudeLearnedSkillsAndWorkflows(t *testing.T) {
+	t.Parallel()
+	entries := append(seedEntries(), scriptEntry{Name: "use", Match: "Use what you learned", Turns: []scriptTurn{
+		{ToolCalls: []map[string]any{{"name": "mcp__agentrun__skill", "input": map[string]any{"name": "tally"}}}},
+		{ToolCalls: []map[string]any{{"name": "mcp__agentrun__workflow_tally", "input": map[string]any{"items": []string{"a", "b"}}}}},
+		{Text: "tallied: {{last_tool_result}}"},
+		{Text: `{"items": []}`},
+	}})
+	e := newClaudeEnv(t, learnScript(entries...))
+	url, bodies := recordingProxy(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+url)
+	e.mustAgent("ctallier", `{"metadata":{"name":"ctallier"},"spec":{"system":"You count things.","learning":true,"tools":["dev_count"],"computer":{"kind":"none"},"approvals":"never-ask"}}`)
+	seedLearned(t, e, "ctallier")
+	e.mustAgent("ctallier", `{"metadata":{"name":"ctallier"},"spec":{"harness":"claude-agent","system":"You count things.","learning":true,"tools":["dev_count"],"approvals":"never-ask"}}`)
+	e.startRun("ctallier", "cuse", "Use what you learned: tally a and b")
+	checkLearnedUse(t, e, "cuse", "t1/tool/0", bodies)
+}
+
+// TestClaudeLearningCrash: SIGKILL while the harness's proposal turn is calling the model (its
+// step's intent written, no answer yet): main holds none of the proposal; after the restart the
+// harness is started again, its turns replayed from the journal, and main holds the whole
+// proposal in exactly one commit of the run.
+func TestClaudeLearningCrash(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, learnScript(
+		grader("Learn K", keep(0, "useful"), keep(1, "useful")),
+		scriptEntry{Name: "k", Match: "Learn K", Turns: []scriptTurn{{Text: "done"}, {Text: proposal(
+			noteItem("notes/k1.md", learnNote("k1", "First.", "The first fact.")),
+			noteItem("notes/k2.md", learnNote("k2", "Second.", "The second fact.")))}}},
+	))
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "AGENTRUN_DEV_PAUSE_AT=after-intent:t1/model")
+	claudeLearner(e, "learner", `["write"]`)
+	e.startRun("learner", "lk", "Learn K")
+	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent t1/model", 60*time.Second)
+	var list struct{ Items []struct{ Path string } }
+	e.do("GET", "/v2/agents/learner/learning", nil, &list)
+	if len(list.Items) != 0 {
+		t.Errorf("during the proposal turn main holds %+v", list.Items)
+	}
+	e.kill()
+	noHarnessLeft(t, e.dir, 30*time.Second)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"})
+	if got := e.answerOf("lk"); got != "done" {
+		t.Errorf("answer: %q", got)
+	}
+	e.do("GET", "/v2/agents/learner/learning", nil, &list)
+	if len(list.Items) != 2 || list.Items[0].Path != "notes/k1.md" || list.Items[1].Path != "notes/k2.md" {
+		t.Errorf("after the restart main holds %+v, want both notes", list.Items)
+	}
+	if n := strings.Count(e.mustCLI(0, "learning", "log", "learner").stdout, "run lk kept"); n != 1 {
+		t.Errorf("the run's commit is on main %d times, want once", n)
+	}
+}

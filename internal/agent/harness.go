@@ -18,6 +18,7 @@ import (
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/gateway"
+	"agentrun.dev/agentrun/internal/gateway/translate"
 	"agentrun.dev/agentrun/internal/harness"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/metrics"
@@ -190,6 +191,9 @@ type gatewayResult struct {
 	HTTPStatus  int    `json:"httpStatus"`
 	ContentType string `json:"contentType,omitempty"`
 	Body        []byte `json:"body"`
+	// Wire is the wire format of Body when it is not the harness's: the gateway translated the
+	// call (a Responses call answered by Anthropic) and translates Body back at every drive.
+	Wire string `json:"wire,omitempty"`
 }
 
 func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, error) {
@@ -222,11 +226,34 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 	}
 	out, _ := json.Marshal(body)
 	norm := normalize(body, d.folder)
+	provider := d.acc.provider
+	// What goes to the vendor: the body as it is, or, for a Responses call on Anthropic, its
+	// translation (the journal records the vendor's answer; every drive translates it back).
+	fwd, fwdBody, vendorWire := c, out, h.wire
+	var tr *translate.Translation
+	if h.wire == gateway.WireResponses && provider.Name() == "anthropic" {
+		var err error
+		if tr, err = translate.Request(out); err != nil {
+			return gateway.Reply{}, &gateway.BadRequest{Msg: err.Error()}
+		}
+		hdr := http.Header{"Content-Type": {"application/json"}}
+		if tr.Stream {
+			hdr.Set("Accept", "text/event-stream")
+		}
+		fwd, fwdBody, vendorWire = gateway.Call{Wire: gateway.WireAnthropic, Path: "/messages", Header: hdr}, tr.Body, gateway.WireAnthropic
+		if _, seen := d.j.Lookup("t0/model"); !seen && h.n == 0 {
+			msg := fmt.Sprintf("%s speaks the OpenAI Responses API and this run's model access is Anthropic's: the gateway translates each call to the Messages API and each answer back (the journal keeps Anthropic's bytes)", h.name)
+			if len(tr.Dropped) > 0 {
+				msg += "; tools Anthropic does not serve are left out: " + strings.Join(tr.Dropped, ", ")
+			}
+			d.j.Emit(api.Event{Type: api.EventGatewayTranslated, StepKey: key, Message: msg})
+		}
+	}
 	req := &model.Request{Model: modelName, MaxTokens: maxTokens}
-	if err := d.guard(ctx, key, req, out, modelName); err != nil {
+	if err := d.guard(ctx, key, req, fwdBody, modelName); err != nil {
 		return gateway.Reply{}, h.fail(err)
 	}
-	provider := d.acc.provider
+	defer d.settle(key)
 	var mr modelResult
 	accounted := false
 	account := func(result json.RawMessage, c *int64) error {
@@ -238,7 +265,7 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 		return nil
 	}
 	res, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s via %s, call %d)", modelName, h.name, h.n+1),
-		Args:   map[string]any{"harness": h.name, "provider": provider.Name(), "model": modelName, "bytes": len(out)},
+		Args:   harnessCallArgs(h.name, provider.Name(), modelName, len(out), tr != nil),
 		HashOf: journal.Encoded(norm), Safe: !d.acc.byok, Bill: !d.acc.byok,
 		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
 			if err := account(result, c); err != nil {
@@ -247,14 +274,18 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 			return &d.status, nil
 		}},
 		func(ctx context.Context) (any, *int64, error) {
-			status, ctype, data, err := d.forward(ctx, provider, c, out)
+			status, ctype, data, err := d.forward(ctx, provider, fwd, fwdBody)
 			if err != nil {
 				return nil, nil, err
 			}
-			sum := gateway.Summarize(h.wire, data)
+			sum := gateway.Summarize(vendorWire, data)
 			resp := model.Response{Model: sum.Model, StopReason: sum.StopReason, Usage: sum.Usage}
 			recorded, vendor := d.callCost(&resp, modelName, key)
-			return gatewayResult{modelResult: modelResult{Response: resp, VendorMicros: vendor}, HTTPStatus: status, ContentType: ctype, Body: data}, recorded, nil
+			gr := gatewayResult{modelResult: modelResult{Response: resp, VendorMicros: vendor}, HTTPStatus: status, ContentType: ctype, Body: data}
+			if vendorWire != h.wire {
+				gr.Wire = vendorWire
+			}
+			return gr, recorded, nil
 		})
 	if errors.Is(err, journal.ErrNondeterminism) {
 		return gateway.Reply{}, h.fail(&divergence{key: key, why: "the harness sent a different request than the one recorded (beyond session ids, metadata and cache keys)"})
@@ -278,8 +309,31 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 	}
 	h.n++
 	// The model's text in this call is the reason an approval of the tool calls it asks for shows.
-	d.turnText = gateway.Summarize(h.wire, gr.Body).Text
-	return gateway.Reply{Status: gr.HTTPStatus, ContentType: gr.ContentType, Body: gr.Body}, nil
+	recWire := h.wire
+	if gr.Wire != "" {
+		recWire = gr.Wire
+	}
+	d.turnText = gateway.Summarize(recWire, gr.Body).Text
+	if recWire == h.wire {
+		return gateway.Reply{Status: gr.HTTPStatus, ContentType: gr.ContentType, Body: gr.Body}, nil
+	}
+	if tr == nil {
+		return gateway.Reply{}, h.fail(&failure{api.ReasonModelError, fmt.Sprintf("step %s recorded a %s answer, which this drive cannot translate for %s (the run's provider changed?)", key, recWire, h.name)})
+	}
+	translated, ctype, err := tr.Response(gr.Body)
+	if err != nil {
+		return gateway.Reply{}, h.fail(&failure{api.ReasonModelError, fmt.Sprintf("step %s: %v", key, err)})
+	}
+	return gateway.Reply{Status: gr.HTTPStatus, ContentType: ctype, Body: translated}, nil
+}
+
+// harnessCallArgs are a harness model step's arguments, as people see them.
+func harnessCallArgs(name, provider, model string, bytes int, translated bool) map[string]any {
+	a := map[string]any{"harness": name, "provider": provider, "model": model, "bytes": bytes}
+	if translated {
+		a["translated"] = "openai-responses to anthropic-messages"
+	}
+	return a
 }
 
 // forward sends the harness's request to the vendor as it is (with the turn's model and limit),
@@ -433,9 +487,10 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	if !ok {
 		return &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %q is not built into this runner (built: %s)", d.spec.Harness, strings.Join(harness.Names(), ", "))}
 	}
-	// Anthropic's API has no OpenAI endpoints: a harness speaking them (codex) needs a provider that
-	// serves them, and says so now rather than as the vendor's 401 or 404 on its first call.
-	if p := d.acc.provider.Name(); p == "anthropic" && drv.Wire() != harness.WireAnthropic {
+	// Anthropic's API has no OpenAI endpoints: the gateway translates Responses calls (codex) to
+	// its Messages API, but not Chat Completions calls, whose harness needs a provider that serves
+	// them, and says so now rather than as the vendor's 401 or 404 on its first call.
+	if p := d.acc.provider.Name(); p == "anthropic" && drv.Wire() == harness.WireChat {
 		return &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %s speaks the OpenAI %s API, which provider %s does not serve: give the agent spec.model.provider openai or openrouter (or make one the server's default provider)", drv.Name(), drv.Wire(), p)}
 	}
 	pkg := drv.Package()

@@ -33,6 +33,7 @@ func Main(args []string) int {
 	}
 	root.AddCommand(serve, newRunnerCmd(), newDevCmd())
 	root.AddCommand(cli.Commands()...)
+	addToSecrets(root)
 	root.AddCommand(newComputerCmd())
 	root.AddCommand(newBackupCmd(), newRestoreCmd(), newHealthcheckCmd())
 	cli.Version = version

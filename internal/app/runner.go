@@ -68,6 +68,9 @@ restored from the store, so runners need no shared disk; --data is only a local 
 			if err != nil {
 				return err
 			}
+			if err := useStore(ctx, st, ro.seal, ro.sealFrom, log); err != nil {
+				return err
+			}
 			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
 			r := newRunner(st, models, dir, name, ro, log)
 			p := parts{runner: r, controllers: map[string]func(context.Context){}, log: log}

@@ -112,6 +112,8 @@ type runnerOptions struct {
 	Router string
 	prices *cost.Table
 	seal   *secret.Box
+	// sealFrom says where seal's key came from.
+	sealFrom string
 	// DevHooks is the dev flag (dev.go).
 	DevHooks bool
 	// FetchAllow is --fetch-allow: addresses web_fetch may reach although they are not public.
@@ -131,7 +133,7 @@ func (o *runnerOptions) loadMoney(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	o.seal = box
+	o.seal, o.sealFrom = box, where
 	src := "embedded"
 	if o.Prices != "" {
 		src = o.Prices
@@ -294,6 +296,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			models := model.ConfigFromEnv(os.Getenv, &http.Client{Timeout: 10 * time.Minute})
 			moneyDesc, err := ro.loadMoney(dir)
 			if err != nil {
+				return err
+			}
+			if err := useStore(cmd.Context(), st, ro.seal, ro.sealFrom, log); err != nil {
 				return err
 			}
 

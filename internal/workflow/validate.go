@@ -721,8 +721,13 @@ func (d *doc) generativeFields(v *value, ptr, kind string) {
 	if _, ok := kinds[kind]; ok && kind != "route" && kind != "pick" {
 		d.nonEmpty(v, ptr, "instructions")
 	}
-	if sop := v.get("sopSection"); sop != nil && sop.kind != 's' {
-		d.strList(v, ptr, "sopSection")
+	if sop := v.get("sopSection"); sop != nil {
+		if sop.kind != 's' {
+			d.strList(v, ptr, "sopSection")
+		}
+		if d.sh.opt.Runnable {
+			d.sh.add(sop.off, ptr+"/sopSection", CodeNotRunnable, "this server has no SOP for sopSection to name a section of; remove it and put what the node needs in its instructions")
+		}
 	}
 	if x, f, ok := d.number(v, ptr, "budget_usd"); ok && x <= 0 {
 		d.sh.add(f.off, ptr+"/budget_usd", CodeOutOfBounds, "budget_usd is a number of dollars above 0")
@@ -928,11 +933,11 @@ func (d *doc) call(v *value, ptr string, sc *scope, w where) {
 	}
 	if p := d.object(v, ptr, "poll"); p != nil {
 		d.fields(p, ptr+"/poll", "poll", []string{"until", "fail_when", "interval_s", "deadline_s"}, []string{"until", "interval_s", "deadline_s"})
-		if u := p.get("until"); u != nil {
-			d.predicate(u, ptr+"/poll/until", sc, w, true)
-		}
-		if f := p.get("fail_when"); f != nil {
-			d.predicate(f, ptr+"/poll/fail_when", sc, w, true)
+		for _, f := range []string{"until", "fail_when"} {
+			if pv := p.get(f); pv != nil {
+				d.predicate(pv, ptr+"/poll/"+f, sc, w, true)
+				d.resultPath(v, via, pv, ptr+"/poll/"+f)
+			}
 		}
 		if x, f, ok := d.number(p, ptr+"/poll", "interval_s"); ok && x < 0.1 {
 			d.sh.add(f.off, ptr+"/poll/interval_s", CodeOutOfBounds, "interval_s is at least 0.1 (a busy-loop guard)")
@@ -1338,4 +1343,52 @@ func (d *doc) keepPath(id, p string, off int, ptr string) {
 			d.sh.add(off, ptr, CodeInvalidValue, "keep.path %q is a choice, which has no order to keep by: keep on a yes/no or score question, or on %s.confidence", p, qid)
 		}
 	}
+}
+
+// resultPath checks that a poll predicate's path reads a key the call's own result has: a shell
+// call's {code, stdout, stderr, truncated}, a tool call's {ok, content, data}, an executor's out
+// schema's properties (when it lists them).
+func (d *doc) resultPath(call *value, via string, pred *value, ptr string) {
+	if pred.kind != 'o' {
+		return
+	}
+	field := "path"
+	pv := pred.get(field)
+	if pv == nil {
+		field, pv = "key", pred.get("key")
+	}
+	if pv == nil || pv.kind != 's' {
+		return
+	}
+	var keys []string
+	switch via {
+	case "shell":
+		keys = []string{"code", "stdout", "stderr", "truncated"}
+	case "tool":
+		keys = []string{"ok", "content", "data"}
+	case "executor":
+		out := call.get("out")
+		if out == nil || out.kind != 's' {
+			return
+		}
+		// Only a schema that allows no other keys says which keys the result has.
+		sch := d.schemas[out.str]
+		if sch == nil || sch.kind != 'o' {
+			return
+		}
+		if ap := sch.get("additionalProperties"); ap == nil || ap.kind != 'b' || ap.b {
+			return
+		}
+		props, _ := d.topProperties(out.str)
+		keys = props
+	default:
+		return
+	}
+	root := pathRoot(pv.str)
+	for _, k := range keys {
+		if k == root {
+			return
+		}
+	}
+	d.sh.add(pv.off, ptr+"/"+field, CodePathUnwritten, "a poll reads the call's own result, which has no %q here: it has %s", root, strings.Join(keys, ", "))
 }

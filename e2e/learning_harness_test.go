@@ -302,3 +302,113 @@ func TestClaudeLearningCrash(t *testing.T) {
 		t.Errorf("the run's commit is on main %d times, want once", n)
 	}
 }
+
+// TestCodexLearning: the same on the codex harness (OpenAI Responses through the gateway): the
+// proposal turn is Codex's next user turn, the model key's item is refused, and the next run's
+// first model request carries the note; Codex opens it with the note tool over MCP.
+func TestCodexLearning(t *testing.T) {
+	t.Parallel()
+	e := newCodexEnv(t, learnScript(
+		grader("Learn X1", keep(0, "a clear, useful fact")),
+		scriptEntry{Name: "x1", Match: "Learn X1", Turns: []scriptTurn{{Text: "The deploy script is scripts/deploy.sh."}, {Text: proposal(
+			noteItem("notes/deploy.md", deployMD),
+			noteItem("notes/key.md", learnNote("key", "The model key.", "The model key is test-key, keep it.")),
+		)}}},
+		scriptEntry{Name: "x2", Match: "Learn X2", Turns: []scriptTurn{
+			{ToolCalls: []map[string]any{{"name": "note", "input": map[string]any{"name": "deploy"}}}},
+			{Text: "Deployed as the note says."},
+			{Text: `{"items": []}`},
+		}},
+	))
+	url, bodies := recordingProxy(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "OPENAI_BASE_URL="+url+"/v1")
+	e.mustAgent("xlearner", `{"metadata":{"name":"xlearner"},"spec":{"harness":"codex","system":"You keep a service running.","learning":true,"tools":["write"],"approvals":"never-ask"}}`)
+	e.startRun("xlearner", "x1", "Learn X1: find the deploy script")
+	if got := e.answerOf("x1"); got != "The deploy script is scripts/deploy.sh." {
+		t.Errorf("answer of x1: %q", got)
+	}
+	evs := e.events("x1")
+	if !hasEvent(evs, api.EventHarnessStarted, "started codex") || !hasEvent(evs, api.EventLearningRefused, "notes/key.md refused: it holds a secret the run was handed") ||
+		!hasEvent(evs, api.EventLearningCommitted, "notes/deploy.md") {
+		t.Errorf("x1's timeline: %+v", evs)
+	}
+	if evJSON, _ := json.Marshal(evs); bytes.Contains(evJSON, []byte("test-key")) {
+		t.Error("the run's model key is on its timeline")
+	}
+	e.startRun("xlearner", "x2", "Learn X2: deploy again")
+	if got := e.answerOf("x2"); got != "Deployed as the note says." {
+		t.Errorf("answer of x2: %q", got)
+	}
+	var first []byte
+	for _, b := range bodies() {
+		if bytes.Contains(b, []byte("Learn X2: deploy again")) {
+			first = b
+			break
+		}
+	}
+	if !bytes.Contains(first, []byte("deploy (notes/deploy.md): Where the deploy script is.")) {
+		t.Errorf("x2's first model request lacks the learned note in its instructions: %.3000s", first)
+	}
+	if !hasEvent(e.events("x2"), api.EventLearningOpened, "opened note notes/deploy.md") {
+		t.Error("x2's timeline does not say it opened the note")
+	}
+}
+
+// TestLearnedWorkflowApprovalsAndCrash: a learned workflow's tool calls pass the run's approvals
+// (dev_count asks, so each item's call waits for a person), and SIGKILL right after the first
+// item's call completed repeats nothing: after the restart the workflow runs again from its
+// journal, the first count is answered from it and each item is counted once.
+func TestLearnedWorkflowApprovalsAndCrash(t *testing.T) {
+	t.Parallel()
+	entries := append(seedEntries(), scriptEntry{Name: "use", Match: "Use what you learned", Turns: []scriptTurn{
+		{ToolCalls: []map[string]any{{"name": "workflow_tally", "input": map[string]any{"items": []string{"a", "b"}}}}},
+		{Text: "tallied: {{last_tool_result}}"},
+		{Text: `{"items": []}`},
+	}})
+	e := newEnv(t, learnScript(entries...))
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}
+	e.startWith(args, "AGENTRUN_DEV_PAUSE_AT=after-result:t0/tool/0/wf/each[0]/count")
+	e.mustAgent("careful", `{"metadata":{"name":"careful"},"spec":{"system":"You count things.","learning":true,"tools":["dev_count"],"computer":{"kind":"none"},"approvals":{"default":"allow","rules":[{"match":"dev_count","action":"ask"}]}}}`)
+	seedLearned(t, e, "careful")
+	session := e.personSession()
+	approve := func(stepKey string) {
+		t.Helper()
+		r := e.waitPhase("use", 60*time.Second, api.PhaseWaiting, api.PhaseSucceeded, api.PhaseFailed)
+		if r.Status.Phase != api.PhaseWaiting || r.Status.Reason != api.ReasonApproval || r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != stepKey {
+			t.Fatalf("use: %s/%s %s (waiting on %+v); want Waiting/Approval on %s", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.WaitingOn, stepKey)
+		}
+		var approvals struct {
+			Items []struct {
+				ID          int64
+				State, Tool string
+				StepKey     string `json:"stepKey"`
+			}
+		}
+		e.do("GET", "/v2/agentruns/use/approvals", nil, &approvals)
+		for _, a := range approvals.Items {
+			if a.State == "pending" {
+				if a.Tool != "dev_count" {
+					t.Fatalf("the pending approval is of %s", a.Tool)
+				}
+				if st := e.doAs(session, "POST", fmt.Sprintf("/v2/agentruns/use/approvals/%d", a.ID), `{"decision":"approve"}`, nil); st != 200 {
+					t.Fatalf("approve: HTTP %d", st)
+				}
+			}
+		}
+	}
+	e.startRun("careful", "use", "Use what you learned: tally a and b")
+	approve("t0/tool/0/wf/each[0]/count/approval")
+	e.waitStderr("AGENTRUN_DEV_PAUSED after-result t0/tool/0/wf/each[0]/count", 30*time.Second)
+	e.kill()
+	if got := strings.Join(e.counted(), " "); got != "wf-a" {
+		t.Fatalf("at the kill dev_count ran %q, want wf-a", got)
+	}
+	e.startWith(args)
+	approve("t0/tool/0/wf/each[1]/count/approval")
+	if got := e.answerOf("use"); !strings.Contains(got, `"counted"`) {
+		t.Errorf("answer: %q", got)
+	}
+	if got := strings.Join(e.counted(), " "); got != "wf-a wf-b" {
+		t.Errorf("dev_count ran %q, want each item once (wf-a wf-b)", got)
+	}
+}

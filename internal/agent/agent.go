@@ -93,6 +93,7 @@ type drive struct {
 	turnCost cost.Total
 	// reserved is each model call's worst case checked by guard in this drive: its most charge.
 	reserved map[string]reservation
+	resMu    sync.Mutex // reserved is read by effects that run outside a workflow's drive lock
 	// promptTools counts the tool calls of the current turn (spec.maxToolCalls bounds them).
 	promptTools int
 	// skills are the agent revision's skills by name (loadSkills).
@@ -451,6 +452,7 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 // cost into the status exactly once, in the commit of the call's result, or after it when the
 // result was replayed or completed by a person.
 func (d *drive) modelStep(ctx context.Context, key, title string, provider model.Provider, req *model.Request, reqJSON []byte, messages int, add func(mr modelResult, c *int64)) (modelResult, error) {
+	defer d.settle(key)
 	var mr modelResult
 	accounted := false
 	account := func(result json.RawMessage, c *int64) error {
@@ -465,7 +467,7 @@ func (d *drive) modelStep(ctx context.Context, key, title string, provider model
 	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: title,
 		Args: map[string]any{"provider": provider.Name(), "model": req.Model, "messages": messages}, HashOf: journal.Encoded(reqJSON),
 		// A call on the server's own key is safe to repeat; on the user's own key it is not.
-		Safe: !d.acc.byok, Bill: !d.acc.byok,
+		Safe: !d.acc.byok, Bill: !d.acc.byok, Concurrent: true,
 		// The status with this call's usage and cost is written with its result.
 		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
 			if err := account(result, c); err != nil {
@@ -703,7 +705,7 @@ func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block
 	if !ok {
 		return result(fmt.Sprintf("tool %q is not available on this server", call.Name), true), nil
 	}
-	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly()}
+	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly(), Concurrent: true}
 	if !tool.ReadOnly() {
 		spec.Files = d.folderChanges
 	}

@@ -166,7 +166,7 @@ func (d *drive) endDrive() {
 
 // computerCall runs (or replays) one call of a computer tool as a journal step.
 func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDef, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
-	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly || td.Repeatable}
+	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly || td.Repeatable, Concurrent: true}
 	if !td.ReadOnly {
 		spec.Files = d.folderChanges
 	}
@@ -178,16 +178,24 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 		}
 	}
 	out, err := d.j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
-		c, err := d.ensureComputer(ctx)
+		// The effect runs outside a workflow's drive lock (journal.Gate): what it reads or
+		// changes of the drive, it does under it.
+		var c computer.Computer
+		var err error
+		d.j.Locked(func() { c, err = d.ensureComputer(ctx) })
 		if err != nil {
 			return nil, nil, err
 		}
 		r, err := computer.RunInput(ctx, c, in)
 		for again := true; errors.Is(err, computer.ErrClosed) && ctx.Err() == nil; again = false {
 			// The computer died (not the agent's doing): the next call gets a new one around the folder.
-			d.e.liveComputers().Forget(d.run.Metadata.Name, c)
-			c.Close()
-			d.comp = nil
+			d.j.Locked(func() {
+				d.e.liveComputers().Forget(d.run.Metadata.Name, c)
+				c.Close()
+				if d.comp == c {
+					d.comp = nil
+				}
+			})
 			if !errors.Is(err, computer.ErrNotStarted) && !spec.Safe {
 				// The call may have run part way (a command that appended to a file, then filled
 				// the memory): repeating it could do its effect twice, so a person decides.
@@ -197,7 +205,7 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 				break
 			}
 			// It never started, or it changes nothing: make it once more on a new computer.
-			if c, err = d.ensureComputer(ctx); err != nil {
+			if d.j.Locked(func() { c, err = d.ensureComputer(ctx) }); err != nil {
 				return nil, nil, err
 			}
 			r, err = computer.RunInput(ctx, c, in)

@@ -161,20 +161,30 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 		return nil
 	}
 	worst, priced := d.e.Prices.WorstCall(modelID, inputBoundOf(req, reqJSON), int64(req.MaxTokens))
-	// What the call may be charged, whatever its reply claims (callCost).
+	// What the call may be charged, whatever its reply claims (callCost). Calls in flight at the
+	// same time (a workflow's map items) each count at their worst case until they settle.
+	d.resMu.Lock()
 	if d.reserved == nil {
 		d.reserved = map[string]reservation{}
 	}
-	d.reserved[key] = reservation{amount: worst, priced: priced}
+	var open cost.Micros
+	for k, r := range d.reserved {
+		if r.open && k != key {
+			open += r.amount
+		}
+	}
+	d.reserved[key] = reservation{amount: worst, priced: priced, open: priced}
+	d.resMu.Unlock()
 	if limit, capped := d.limit(); capped && priced {
-		if _, over := cost.OverCap(d.spent.total.Known, worst, limit); over {
+		if _, over := cost.OverCap(d.spent.total.Known+open, worst, limit); over {
 			// The cap may have been raised since this drive read the run.
 			if run, err := d.e.Store.GetRun(ctx, d.run.Metadata.Name); err == nil {
 				d.run.Spec.MaxCostUSD = run.Spec.MaxCostUSD
 				limit, _ = d.limit()
 			}
 		}
-		if needed, over := cost.OverCap(d.spent.total.Known, worst, limit); over {
+		if needed, over := cost.OverCap(d.spent.total.Known+open, worst, limit); over {
+			d.settle(key)
 			msg := fmt.Sprintf("the next call (%s, %s) may be billed up to $%s and the run has spent $%s of its $%s cap: raise the cap to at least $%s (agentrun runs raise-cap %s %s)",
 				key, modelID, worst, d.spent.total.Known, limit, needed, d.run.Metadata.Name, needed)
 			d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonMaxCostReached, msg
@@ -220,6 +230,18 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 type reservation struct {
 	amount cost.Micros
 	priced bool
+	// open: the call has not settled (its cost is not yet in spent).
+	open bool
+}
+
+// settle marks the reservation of step key as no longer in flight: its cost, if any, is in spent.
+func (d *drive) settle(key string) {
+	d.resMu.Lock()
+	defer d.resMu.Unlock()
+	if r, ok := d.reserved[key]; ok {
+		r.open = false
+		d.reserved[key] = r
+	}
 }
 
 // callCost prices the response of the call of step key: what the run records (billed on the
@@ -245,7 +267,9 @@ func (d *drive) callCost(resp *model.Response, requested, key string) (recorded,
 		return &v, &v
 	}
 	billed := p.Bill(u)
+	d.resMu.Lock()
 	r, ok := d.reserved[key]
+	d.resMu.Unlock()
 	if !ok {
 		// Not reached: guard runs before every call on the server's access.
 		b := int64(billed)
@@ -262,9 +286,12 @@ func (d *drive) callCost(resp *model.Response, requested, key string) (recorded,
 		metrics.CostDiscrepancyMicros.Add(float64(excess))
 		data, _ := json.Marshal(map[string]any{"model": id, "usage": resp.Usage, "reportedUSD": billed.String(),
 			"reservedUSD": r.amount.String(), "chargedUSD": charged.String(), "excessUSD": excess.String()})
-		d.j.Emit(api.Event{Type: api.EventCostDiscrepancy, StepKey: key, Data: data, Message: fmt.Sprintf(
-			"the vendor reported usage for %s (%s: %d input, %d output tokens) billed at $%s, more than the $%s worst case reserved before the call; charged $%s, the $%s above it is a vendor discrepancy",
-			key, id, resp.Usage.InputTokens, resp.Usage.OutputTokens, billed, r.amount, charged, excess)})
+		// callCost runs inside the call's effect, which may be outside the drive's lock.
+		d.j.Locked(func() {
+			d.j.Emit(api.Event{Type: api.EventCostDiscrepancy, StepKey: key, Data: data, Message: fmt.Sprintf(
+				"the vendor reported usage for %s (%s: %d input, %d output tokens) billed at $%s, more than the $%s worst case reserved before the call; charged $%s, the $%s above it is a vendor discrepancy",
+				key, id, resp.Usage.InputTokens, resp.Usage.OutputTokens, billed, r.amount, charged, excess)})
+		})
 	}
 	b := int64(charged)
 	return &b, &v

@@ -47,7 +47,7 @@ func (d *drive) webFetch(ctx context.Context, key string, call model.Block, in c
 	if f == nil {
 		f = &webfetch.Fetcher{}
 	}
-	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true}
+	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true, Concurrent: true}
 	out, err := d.j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
 		r, err := f.Fetch(ctx, wf, d.redirectAllowed)
 		if err != nil {
@@ -56,12 +56,14 @@ func (d *drive) webFetch(ctx context.Context, key string, call model.Block, in c
 		// The timeline says what was refused (or cut) and its code, once: a replay does not
 		// fetch, so it does not say it again.
 		data := mustRaw(map[string]string{"tool": call.Name, "code": string(r.Code), "address": r.Address, "url": wf.URL})
-		switch {
-		case r.Code == api.CodeFetchCut:
-			d.j.Emit(api.Event{Type: api.EventToolCut, StepKey: key, Message: fmt.Sprintf("web_fetch %s: cut at maxBytes (%s)", r.Address, r.Code), Data: data})
-		case r.Code != "":
-			d.j.Emit(api.Event{Type: api.EventToolRefused, StepKey: key, Message: fmt.Sprintf("web_fetch refused %s (%s)", r.Address, r.Code), Data: data})
-		}
+		d.j.Locked(func() { // the fetch runs outside a workflow's drive lock (Concurrent)
+			switch {
+			case r.Code == api.CodeFetchCut:
+				d.j.Emit(api.Event{Type: api.EventToolCut, StepKey: key, Message: fmt.Sprintf("web_fetch %s: cut at maxBytes (%s)", r.Address, r.Code), Data: data})
+			case r.Code != "":
+				d.j.Emit(api.Event{Type: api.EventToolRefused, StepKey: key, Message: fmt.Sprintf("web_fetch refused %s (%s)", r.Address, r.Code), Data: data})
+			}
+		})
 		return tools.Result{Content: r.Content, IsError: r.IsError}, nil, nil
 	})
 	if err != nil {

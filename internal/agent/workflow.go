@@ -34,7 +34,12 @@ func (d *drive) workflowLoop(ctx context.Context, defs []model.ToolDef) error {
 	d.spent = spend{}
 	d.updateCost(nil)
 	h := &wfHost{d: d, defs: defs}
-	res, err := w.Run(ctx, h, in)
+	res, err := h.run(ctx, w, in)
+	if d.parked {
+		// An item parked the run (an approval, a question, the cap) while others ran: their
+		// effects recorded their results first, and nothing started after.
+		return errParked
+	}
 	if err != nil {
 		var f *workflow.Failure
 		if errors.As(err, &f) {
@@ -51,13 +56,29 @@ func (d *drive) workflowLoop(ctx context.Context, defs []model.ToolDef) error {
 	return d.finishAnswer(ctx)
 }
 
-// wfHost is the workflow engine's Host on a drive. A drive's journal and status are one
-// goroutine's, so effects are performed one at a time (mu): a map's items are scheduled
-// concurrently by the engine but their steps are journaled in turn.
+// wfHost is the workflow engine's Host on a drive. The engine calls it from several goroutines
+// (map items, parallel branches); mu is the drive's lock: every host method holds it, and the
+// journal (gated on it) lets it go while an effect runs, so the effects of a map run at once up
+// to its maxConcurrency while the journal, the status and the drive's bookkeeping stay one
+// goroutine's at a time. Each effect is its own step under its execution path, so the order in
+// which they finish changes nothing on replay.
 type wfHost struct {
 	d    *drive
 	defs []model.ToolDef
 	mu   sync.Mutex
+}
+
+// run runs w with the journal gated on the host's lock.
+func (h *wfHost) run(ctx context.Context, w *workflow.Workflow, in map[string]any) (*workflow.Result, error) {
+	h.mu.Lock()
+	h.d.j.Gate(&h.mu)
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.d.j.Gate(nil)
+		h.mu.Unlock()
+	}()
+	return w.Run(ctx, h, in)
 }
 
 func (h *wfHost) Tool(ctx context.Context, key, tool string, args map[string]any) (workflow.ToolResult, error) {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,9 @@ var (
 	ErrCancelled = errors.New("run cancellation requested")
 	// ErrNondeterminism: replay reached a completed step with different arguments.
 	ErrNondeterminism = errors.New("journal replay diverged")
+	// ErrReleased: the drive gave its lease back (it parked) while other effects were in flight
+	// (Gate); a step asked for after that does not start.
+	ErrReleased = errors.New("the drive released its lease; no new step starts")
 )
 
 // NeedsResolution is returned when an interrupted step with an uncertain outcome blocks the run.
@@ -71,6 +75,10 @@ type Spec struct {
 	// that follows from the result (a model call's tokens and cost) costs no commit of its own.
 	// It is not called for a replayed step or one a person resolved.
 	Status func(result json.RawMessage, cost *int64) (*api.AgentRunStatus, error)
+	// Concurrent: fn may run without the gate (Gate), at the same time as other steps' effects;
+	// what it touches of the caller's state, it touches under Locked. Without a gate it means
+	// nothing.
+	Concurrent bool
 }
 
 // Outcome is how a step ended.
@@ -98,6 +106,31 @@ type Journal struct {
 	// last is the status most recently written (the drive's own, live): what a run waiting for
 	// store space shows again once the write goes through.
 	last *api.AgentRunStatus
+	// gate, when set (Gate), is the lock every caller holds: Do lets it go while the effect runs,
+	// so effects of several goroutines overlap while the journal's and the caller's bookkeeping
+	// stay one goroutine's at a time. inflight counts effects running; idle is signalled when it
+	// drops; released is set once a commit gave the lease back.
+	gate     *sync.Mutex
+	idle     *sync.Cond
+	inflight int
+	released bool
+	// frozen is set at a dev pause point (with a gate): no new step starts, so the process is
+	// killed with every effect in flight recorded.
+	frozen bool
+}
+
+// Gate makes the journal usable from several goroutines that all hold mu when they call it
+// (nil: one goroutine, the default). Do unlocks mu while a Concurrent effect runs and locks it again
+// before recording the result, so effects overlap and every step stays its own. A commit that
+// releases the lease (a park) first waits for the effects in flight to record their results,
+// and after it no new step starts (ErrReleased): a parked run leaves no step it started behind
+// without its outcome.
+func (j *Journal) Gate(mu *sync.Mutex) {
+	j.gate = mu
+	j.idle = nil
+	if mu != nil {
+		j.idle = sync.NewCond(mu)
+	}
 }
 
 // Open loads the run's journal for a drive under lease.
@@ -154,6 +187,11 @@ func (j *Journal) CommitFiles(ctx context.Context, status *api.AgentRunStatus, r
 func (j *Journal) Stage(status *api.AgentRunStatus) { j.staged = status }
 
 func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, error) {
+	if j.gate != nil && w.Release {
+		for j.inflight > 0 {
+			j.idle.Wait()
+		}
+	}
 	w.Events = append(w.Events, j.pending...)
 	if w.Status == nil {
 		w.Status = j.staged
@@ -169,6 +207,9 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 	}
 	if w.Status != nil {
 		j.last = w.Status
+	}
+	if w.Release {
+		j.released = true
 	}
 	j.pending = nil
 	j.staged = nil
@@ -255,7 +296,13 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 			attempt = prev.Attempt + 1
 		}
 	}
-	j.pause.at("before-intent", spec.Key)
+	if j.gate != nil && j.released {
+		return Outcome{}, fmt.Errorf("step %s: %w", spec.Key, ErrReleased)
+	}
+	for j.gate != nil && j.frozen {
+		j.idle.Wait() // a dev pause: the process is about to be killed
+	}
+	j.pauseAt("before-intent", spec.Key)
 	argsJSON, _ := json.Marshal(spec.Args)
 	started := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: attempt, ArgsHash: hash, Args: argsJSON, StartedAt: j.now()}
 	j.Emit(api.Event{Type: api.EventStepStarted, StepKey: spec.Key, Message: spec.Title})
@@ -269,9 +316,9 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	if err := ctx.Err(); err != nil {
 		return Outcome{}, err
 	}
-	j.pause.at("after-intent", spec.Key)
+	j.pauseAt("after-intent", spec.Key)
 	effectStart := time.Now()
-	res, cost, err := fn(ctx)
+	res, cost, err := j.effect(ctx, spec.Concurrent, fn)
 	metrics.StepSeconds.Since(effectStart, spec.Kind)
 	var cut *Interrupted
 	if err != nil && errors.As(err, &cut) && ctx.Err() == nil {
@@ -328,8 +375,36 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}, Files: files, Charges: charges, Status: status}); err != nil {
 		return Outcome{}, err
 	}
-	j.pause.at("after-result", spec.Key)
+	j.pauseAt("after-result", spec.Key)
 	return Outcome{Result: out, CostMicros: cost}, nil
+}
+
+// Locked runs f holding the gate, from inside an effect (which runs without it): for an effect
+// that must touch what the gate guards (the drive making its computer again). Without a gate it
+// just runs f.
+func (j *Journal) Locked(f func()) {
+	if j.gate != nil {
+		j.gate.Lock()
+		defer j.gate.Unlock()
+	}
+	f()
+}
+
+// effect runs fn, outside the gate when there is one.
+func (j *Journal) effect(ctx context.Context, concurrent bool, fn func(ctx context.Context) (any, *int64, error)) (any, *int64, error) {
+	if j.gate == nil || !concurrent {
+		return fn(ctx)
+	}
+	j.inflight++
+	j.gate.Unlock()
+	defer func() {
+		j.gate.Lock()
+		j.inflight--
+		if j.inflight == 0 {
+			j.idle.Broadcast()
+		}
+	}()
+	return fn(ctx)
 }
 
 func isSkipped(r json.RawMessage) bool {
@@ -408,8 +483,28 @@ func devPause() pausePoint {
 	return pausePoint{}
 }
 
+// pauseAt is the dev pause at point for key. With a gate it first lets the effects in flight
+// (other goroutines') record their results and stops new steps from starting, so the kill comes
+// at exactly that point: the crash matrix's cases say what was recorded when the process died.
+func (j *Journal) pauseAt(point, key string) {
+	if !j.pause.is(point, key) {
+		return
+	}
+	if j.gate != nil {
+		j.frozen = true
+		for j.inflight > 0 {
+			j.idle.Wait()
+		}
+	}
+	j.pause.at(point, key)
+}
+
+func (p pausePoint) is(point, key string) bool {
+	return p.point != "" && p.point == point && p.key == key
+}
+
 func (p pausePoint) at(point, key string) {
-	if p.point == "" || p.point != point || p.key != key {
+	if !p.is(point, key) {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "AGENTRUN_DEV_PAUSED %s %s\n", point, key)

@@ -1,0 +1,134 @@
+package journal_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/journal"
+)
+
+// With a gate, effects of several goroutines run at once while each stays its own step: n
+// effects each wait until all n have started, which only ends if they overlap (one at a time
+// they never would, and the wait gives up with an error after a minute rather than hang).
+func TestGateEffectsOverlap(t *testing.T) {
+	h := newHarness(t)
+	j := h.open(h.lease)
+	var mu sync.Mutex
+	j.Gate(&mu)
+	const n = 8
+	var started sync.WaitGroup
+	started.Add(n)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			_, errs[i] = j.Do(bg, journal.Spec{Key: fmt.Sprintf("wf/m[%d]", i), Kind: "tool", Args: i, Concurrent: true},
+				func(ctx context.Context) (any, *int64, error) {
+					started.Done()
+					select {
+					case <-all:
+						return i * 10, nil, nil
+					case <-time.After(time.Minute):
+						return nil, nil, errors.New("the other effects never started while this one ran")
+					}
+				})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("effect %d: %v", i, err)
+		}
+	}
+	steps, err := h.st.ListSteps(bg, h.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := map[string]string{}
+	for _, s := range steps {
+		if s.State == api.StepCompleted {
+			done[s.Key] = string(s.Result)
+		}
+	}
+	for i := range n {
+		if got, want := done[fmt.Sprintf("wf/m[%d]", i)], fmt.Sprint(i*10); got != want {
+			t.Errorf("step wf/m[%d] result %q, want %q (all: %v)", i, got, want, done)
+		}
+	}
+	// A replay answers each from the journal without running it.
+	j2 := h.open(h.takeOver())
+	for i := range n {
+		out, err := j2.Do(bg, journal.Spec{Key: fmt.Sprintf("wf/m[%d]", i), Kind: "tool", Args: i, Concurrent: true},
+			func(ctx context.Context) (any, *int64, error) {
+				t.Errorf("effect %d ran again", i)
+				return nil, nil, nil
+			})
+		if err != nil || !out.Replayed {
+			t.Fatalf("replay of %d: %+v, %v", i, out, err)
+		}
+	}
+}
+
+// A commit that gives the lease back (a park) waits for the effects in flight to record their
+// results, and no step starts after it.
+func TestGateReleaseWaitsForEffects(t *testing.T) {
+	h := newHarness(t)
+	j := h.open(h.lease)
+	var mu sync.Mutex
+	j.Gate(&mu)
+	running := make(chan struct{})
+	finish := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var effErr error
+	go func() {
+		defer wg.Done()
+		mu.Lock()
+		defer mu.Unlock()
+		_, effErr = j.Do(bg, journal.Spec{Key: "wf/a", Kind: "tool", Args: "a", Concurrent: true}, func(ctx context.Context) (any, *int64, error) {
+			close(running)
+			<-finish
+			return "a done", nil, nil
+		})
+	}()
+	<-running
+	parked := make(chan error, 1)
+	go func() {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := j.Commit(bg, &api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonQuestion}, true, nil)
+		parked <- err
+	}()
+	close(finish)
+	if err := <-parked; err != nil {
+		t.Fatalf("park: %v", err)
+	}
+	wg.Wait()
+	if effErr != nil {
+		t.Fatalf("the effect in flight: %v", effErr)
+	}
+	steps, _ := h.st.ListSteps(bg, h.run)
+	if len(steps) != 1 || steps[0].State != api.StepCompleted || string(steps[0].Result) != `"a done"` {
+		t.Fatalf("steps after the park: %+v; want wf/a completed before the lease went back", steps)
+	}
+	mu.Lock()
+	_, err := j.Do(bg, journal.Spec{Key: "wf/b", Kind: "tool", Args: "b", Concurrent: true}, func(ctx context.Context) (any, *int64, error) {
+		t.Error("a step started after the park")
+		return nil, nil, nil
+	})
+	mu.Unlock()
+	if !errors.Is(err, journal.ErrReleased) {
+		t.Fatalf("a step after the park: %v, want ErrReleased", err)
+	}
+}

@@ -1,0 +1,280 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/secret"
+	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/store/postgres"
+	"agentrun.dev/agentrun/internal/store/sqlite"
+	"agentrun.dev/agentrun/internal/trigger"
+)
+
+// Seal-key rotation (issue 17): secrets sealed under key A are resealed under key B by
+// `agentrun secrets reseal --from-key`, on each backend: refused while a server or runner uses the
+// store and with a wrong old key (nothing changed), all or nothing when killed in the middle, and
+// afterwards a server with B opens every secret (a BYOK run uses the model key, a webhook
+// delivery verifies with the signing secret) while one with A refuses to start.
+func TestResealSQLite(t *testing.T) { t.Parallel(); testReseal(t, false) }
+
+func TestResealPostgres(t *testing.T) { t.Parallel(); testReseal(t, true) }
+
+const resealScript = `
+entries:
+  - name: own
+    match: "*"
+    turns:
+      - text: "paid by you"
+        usage: {input_tokens: 10, output_tokens: 5}
+`
+
+// extraSecrets is how many secrets besides the model key and the signing secret the store holds,
+// so that a reseal killed after a few writes has written some and not others.
+const extraSecrets = 12
+
+func newSealKey(t *testing.T, dir, name string) (string, string) {
+	t.Helper()
+	k := make([]byte, 32)
+	rand.Read(k)
+	v := base64.StdEncoding.EncodeToString(k)
+	return v, writeFile(t, dir, name, v+"\n")
+}
+
+func testReseal(t *testing.T, pg bool) {
+	e := newEnv(t, resealScript)
+	storeURL := "sqlite:" + filepath.Join(e.dir, "agentrun.db")
+	if pg {
+		storeURL = pgURL(t)
+		e.extra = append(e.extra, "AGENTRUN_STORE_URL="+storeURL)
+	}
+	keys := t.TempDir()
+	keyA, fileA := newSealKey(t, keys, "a.key")
+	keyB, _ := newSealKey(t, keys, "b.key")
+	_, fileC := newSealKey(t, keys, "c.key")
+	withA, withB := "AGENTRUN_SEAL_KEY="+keyA, "AGENTRUN_SEAL_KEY="+keyB
+
+	e.start(withA, "ANTHROPIC_API_KEY=")
+	session := e.personSession()
+	put := func(name, body string) {
+		t.Helper()
+		if st := e.doAs(session, "PUT", "/v2/secrets/"+name, body, nil); st != 200 {
+			t.Fatalf("set secret %s: HTTP %d", name, st)
+		}
+	}
+	put("anthropic-key", `{"data":{"ANTHROPIC_API_KEY":"sk-ant-test-reseal"}}`)
+	put("lead-hook", `{"data":{"WEBHOOK_SECRET":"`+vecSecret+`"}}`)
+	for i := range extraSecrets {
+		put(fmt.Sprintf("tool-%02d", i), fmt.Sprintf(`{"data":{"TOKEN":"tok-%d"}}`, i))
+	}
+	if st := e.do("PUT", "/v2/agents/mine", `{"metadata":{"name":"mine"},"spec":{"model":{"access":"BYOK","name":"claude-sonnet-4-5","apiKeySecret":"anthropic-key"}}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	if st := e.do("PUT", "/v2/triggers/inbound-lead", `{"apiVersion":"agentrun.dev/v1","kind":"Trigger","metadata":{"name":"inbound-lead"},
+		"spec":{"agent":"mine","input":"Lead {{.body.email}}","webhook":{"secretRef":"lead-hook"}}}`, nil); st != 201 {
+		t.Fatalf("create trigger: HTTP %d", st)
+	}
+	byokRun(t, e)
+	all := extraSecrets + 2
+	if got := sealedUnder(t, storeURL, keyA); got != all {
+		t.Fatalf("%d of %d secrets open with key A after setting them", got, all)
+	}
+
+	reseal := func(stdin string, extraEnv []string, args ...string) result {
+		t.Helper()
+		cmd := exec.Command(binPath, append([]string{"secrets", "reseal"}, args...)...)
+		cmd.Env = append(e.baseEnv(), extraEnv...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("reseal: %v", err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	mustRefuse := func(what string, r result, want ...string) {
+		t.Helper()
+		if r.code != 1 {
+			t.Errorf("%s: exit %d, want 1\nstdout: %s\nstderr: %s", what, r.code, r.stdout, r.stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr does not say %q:\n%s", what, w, r.stderr)
+			}
+		}
+		if got := sealedUnder(t, storeURL, keyA); got != all {
+			t.Fatalf("%s changed the store: %d of %d secrets open with key A", what, got, all)
+		}
+	}
+
+	// While the server runs, the store is in use: refused, naming who holds it.
+	held := "is held, by pid"
+	if pg {
+		held = "held by agentrun (in use)"
+	}
+	mustRefuse("a reseal while the server runs", reseal("", []string{withB}, "--from-key", fileA), "in use by a running agentrun process", held, "nothing was changed")
+	e.kill() // SIGKILL: the system lets go of what it held
+
+	// A runner alone holds it too.
+	runnerData := t.TempDir()
+	rcmd := exec.Command(binPath, "runner", "--name", "r1", "--data", runnerData)
+	rcmd.Env = append(e.baseEnv(), withA, "AGENTRUN_STORE_URL="+storeURL)
+	rout := &syncBuffer{}
+	rcmd.Stdout, rcmd.Stderr = rout, rout
+	if err := rcmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rdone := make(chan struct{})
+	go func() { rcmd.Wait(); close(rdone) }()
+	waitOutput(t, rout, rdone, "agentrun runner r1")
+	mustRefuse("a reseal while a runner runs", reseal("", []string{withB}, "--from-key", fileA), "in use by a running agentrun process", "nothing was changed")
+	rcmd.Process.Signal(syscall.SIGTERM)
+	<-rdone
+
+	// Bad input, refused before anything is written.
+	mustRefuse("a wrong old key", reseal("", []string{withB}, "--from-key", fileC), "does not open with the old key", "nothing was changed")
+	mustRefuse("the old key on the command line", reseal("", []string{withB}, "--from-key", keyA), "never the key itself")
+	mustRefuse("no --from-key", reseal("", []string{withB}), "--from-key is required")
+	mustRefuse("the old key as the new one", reseal("", []string{withA}, "--from-key", fileA), "is the new key")
+	mustRefuse("an old key that is not a key", reseal("not a key", []string{withB}, "--from-key", "-"), "32 bytes")
+
+	// Killed in the middle of its writes (inside its transaction): the store is still all on A.
+	cmd := exec.Command(binPath, "secrets", "reseal", "--from-key", fileA)
+	cmd.Env = append(e.baseEnv(), withB, "AGENTRUN_DEV_RESEAL_PAUSE_AFTER=5")
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	waitOutput(t, out, done, "paused after 5 values")
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+	if got := sealedUnder(t, storeURL, keyA); got != all {
+		t.Fatalf("a reseal killed after 5 writes left %d of %d secrets on key A (and %d on B)", got, all, sealedUnder(t, storeURL, keyB))
+	}
+
+	// The rotation, the old key from an environment variable this time.
+	r := reseal("", []string{withB, "OLD_SEAL_KEY=" + keyA}, "--from-key", "env:OLD_SEAL_KEY")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("resealed %d secrets", all)) {
+		t.Fatalf("reseal: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, keyA) || strings.Contains(r.stdout+r.stderr, keyB) {
+		t.Error("reseal printed a key")
+	}
+	if got := sealedUnder(t, storeURL, keyB); got != all {
+		t.Fatalf("after the reseal %d of %d secrets open with key B", got, all)
+	}
+
+	// A server with the old key refuses to start, saying why.
+	srv := exec.Command(binPath, "serve", "--listen", "127.0.0.1:0")
+	srv.Env = append(e.baseEnv(), withA)
+	b, err := srv.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(b), "opens none of the store's 14 secrets") {
+		t.Fatalf("a server with the old key: %v\n%s", err, b)
+	}
+
+	// A server with the new key opens every secret: a BYOK run, a signed delivery.
+	e.start(withB, "ANTHROPIC_API_KEY=")
+	if strings.Contains(e.stderr.String(), "do not open") {
+		t.Errorf("the server with key B warned of secrets it cannot open:\n%s", e.stderr.String())
+	}
+	byokRun(t, e)
+	now := time.Now().Unix()
+	body := []byte(`{"email": "ada@example.com"}`)
+	st, fb := e.hook("inbound-lead", standardHeaders("msg_1", now, trigger.SignStandard(vecSecret, "msg_1", now, body)), body)
+	var fa fireAnswer
+	json.Unmarshal(fb, &fa)
+	if st != 201 || fa.Fire.Outcome != api.FireStarted {
+		t.Fatalf("a delivery signed with the resealed signing secret: HTTP %d %s", st, fb)
+	}
+	if run := e.waitPhase(fa.Fire.Run, 30*time.Second, api.PhaseSucceeded, api.PhaseFailed); run.Status.Phase != api.PhaseSucceeded {
+		t.Errorf("the delivery's run: %s %s", run.Status.Phase, run.Status.Message)
+	}
+	var list api.List[store.SecretInfo]
+	if st := e.do("GET", "/v2/secrets", nil, &list); st != 200 || len(list.Items) != all {
+		t.Errorf("GET /v2/secrets: HTTP %d, %d items, want %d", st, len(list.Items), all)
+	}
+}
+
+// byokRun runs the BYOK agent to its end: its model key is the sealed secret.
+func byokRun(t *testing.T, e *env) {
+	t.Helper()
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/mine/runs", `{"input":{"content":"Own key"}}`, &run); st != 201 {
+		t.Fatalf("start run: HTTP %d", st)
+	}
+	if r := e.waitPhase(run.Metadata.Name, 30*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseWaiting); r.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("BYOK run: %s %s %s", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+}
+
+// sealedUnder opens the store (no process running on it) and counts the secrets that open with
+// key (base64).
+func sealedUnder(t *testing.T, storeURL, key string) int {
+	t.Helper()
+	k, err := secret.ParseKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := secret.New(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var st store.Store
+	if p, ok := strings.CutPrefix(storeURL, "sqlite:"); ok {
+		st, err = sqlite.Open(p)
+	} else {
+		st, err = postgres.Open(ctx, storeURL)
+	}
+	if err != nil {
+		t.Fatalf("open the store: %v", err)
+	}
+	defer st.Close()
+	list, err := st.ListSecrets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range list {
+		sealed, err := st.GetSecret(ctx, s.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := box.Open(s.Name, sealed); err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// waitOutput waits for s in a process's output, failing if the process ends first.
+func waitOutput(t *testing.T, out *syncBuffer, done chan struct{}, s string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(out.String(), s) {
+		select {
+		case <-done:
+			t.Fatalf("the process ended before printing %q:\n%s", s, out.String())
+		case <-deadline:
+			t.Fatalf("waited 30 s for %q:\n%s", s, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

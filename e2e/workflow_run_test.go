@@ -207,8 +207,8 @@ func TestWorkflowKinds(t *testing.T) {
 		apiErr.Field != "spec.workflow/root/steps/1/body/args/label" || !strings.Contains(apiErr.Message, "path_unwritten") {
 		t.Errorf("broken workflow: HTTP %d %+v", st, apiErr)
 	}
-	if st := e.do("PUT", "/v2/agents/sifter", `{"metadata":{"name":"sifter"},"spec":{"workflow":`+siftWorkflow+`}}`, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "kind_not_runnable") || apiErr.Field != "spec.workflow/root/steps/0/node" {
-		t.Errorf("sift workflow: HTTP %d %+v", st, apiErr)
+	if st := e.do("PUT", "/v2/agents/sop", `{"metadata":{"name":"sop"},"spec":{"workflow":`+sopWorkflow+`}}`, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "kind_not_runnable") || apiErr.Field != "spec.workflow/root/steps/0/sopSection" {
+		t.Errorf("sopSection workflow: HTTP %d %+v", st, apiErr)
 	}
 }
 

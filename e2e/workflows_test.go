@@ -24,11 +24,11 @@ const seedWorkflow = `{
 }
 `
 
-// siftWorkflow has a kind the engine does not run yet.
-const siftWorkflow = `{"v": 2, "name": "s", "schemas": {"In": {"type": "object", "properties": {"items": {"type": "array"}}},
-  "Q": {"type": "object", "properties": {"ok": {"type": "boolean", "description": "ok?"}}}, "A": {"type": "object"}},
+// sopWorkflow names an SOP section, which this server does not have.
+const sopWorkflow = `{"v": 2, "name": "s", "schemas": {"In": {"type": "object", "properties": {"items": {"type": "array"}}},
+  "A": {"type": "object"}},
   "input": {"schemaId": "In"}, "output": {"schemaId": "A"},
-  "root": {"node": "chain", "steps": [{"node": "sift", "label": "keep", "itemsPath": "items", "out": "Q", "as": "r"}]}}`
+  "root": {"node": "chain", "steps": [{"node": "decide", "label": "keep", "instructions": "Decide", "sopSection": "Triage", "out": "A", "as": "r"}]}}`
 
 // TestWorkflowsValidate: the real binary's workflows validate takes the seed's example (exit 0)
 // and prints every error of a broken one as FILE:LINE:COL code at pointer (exit 1); workflows
@@ -65,9 +65,9 @@ func TestWorkflowsValidate(t *testing.T) {
 	if r := e.cli(dir, "workflows", "validate", "--runnable", good); r.code != 0 {
 		t.Errorf("validate --runnable of the seed's example (its call runs): exit %d %s", r.code, r.stdout)
 	}
-	// sift does not run yet: refused naming it, by validate --runnable and by run.
-	par := writeFile(t, dir, "sift.json", siftWorkflow)
-	if r := e.cli(dir, "workflows", "validate", "--runnable", par); r.code != 1 || !strings.Contains(r.stdout, "kind_not_runnable at /root/steps/0/node") || !strings.Contains(r.stdout, `"sift"`) {
+	// sopSection does not run (no SOP here): refused naming it, by validate --runnable and by run.
+	par := writeFile(t, dir, "sop.json", sopWorkflow)
+	if r := e.cli(dir, "workflows", "validate", "--runnable", par); r.code != 1 || !strings.Contains(r.stdout, "kind_not_runnable at /root/steps/0/sopSection") {
 		t.Errorf("validate --runnable: exit %d %s", r.code, r.stdout)
 	}
 	plan := e.cli(dir, "workflows", "run", good, "--agent", "reader", "--input", `{"website": "https://example.com"}`, "--dry-run")

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// claudeBoxScript is claudeScript with a turn that lists the folders of a filesystem MCP server.
+const claudeBoxScript = claudeScript + `
+  - name: files
+    match: "List your folders"
+    turns:
+      - tool_calls:
+          - name: mcp__agentrun__mcp__files__list_allowed_directories
+            input: {}
+      - text: "folders: {{last_tool_result}}"
+`
+
+// inSandbox checks that each process of procs (harnessProcs lines) is in a PID and a network
+// namespace other than this test's, with /workspace as its working folder, and returns how many.
+func inSandbox(t *testing.T, procs []string) int {
+	t.Helper()
+	self := func(ns string) string { l, _ := os.Readlink("/proc/self/ns/" + ns); return l }
+	n := 0
+	for _, p := range procs {
+		pid, err := strconv.Atoi(strings.SplitN(p, ":", 2)[0])
+		if err != nil {
+			continue
+		}
+		pidNS, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+		netNS, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		if pidNS == "" {
+			continue // gone meanwhile
+		}
+		n++
+		if pidNS == self("pid") || netNS == self("net") || cwd != "/workspace" {
+			t.Errorf("harness process %s: pid namespace %s (the host's %s), network namespace %s (the host's %s), cwd %q; want its own namespaces and /workspace",
+				p, pidNS, self("pid"), netNS, self("net"), cwd)
+		}
+	}
+	return n
+}
+
+// TestClaudeInSandbox: an agent on the claude-agent harness with a sandbox computer (network
+// off) has the real claude CLI run inside the sandbox: while it waits on its second model call
+// (the runner paused there) its process is in the sandbox's PID and network namespaces with
+// /workspace as its working folder, and it still reaches the gateway (through the forwarded unix
+// socket). SIGKILL of the runner leaves no harness process (it dies with the computer); the
+// restarted runner replays it in a new sandbox to the end, each scripted turn reaching the model
+// once and the counting tool running once. Then the seed's quickstart with the harness in a
+// sandbox, and the real server-filesystem over stdio in the sandbox, served to the harness: the
+// folder it lists is /workspace, not the run folder's host path.
+func TestClaudeInSandbox(t *testing.T) {
+	t.Parallel()
+	npmDir := mcpNPMServers(t)
+	e := newClaudeEnv(t, claudeBoxScript)
+	e.start("AGENTRUN_DEV_PAUSE_AT=after-intent:t1/model")
+	if st := e.do("PUT", "/v2/agents/boxed", `{"metadata":{"name":"boxed"},"spec":{"harness":"claude-agent","computer":{"kind":"sandbox"},"tools":["write","dev_count"]}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"b1"},"spec":{"agent":"boxed","input":"Crash test one"}}`, nil)
+	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent t1/model", 90*time.Second)
+	if n := inSandbox(t, harnessProcs(e.dir)); n == 0 {
+		t.Fatal("no harness process is running while the runner waits on its model call")
+	}
+	var started string
+	for _, ev := range e.events("b1") {
+		if ev.Type == api.EventHarnessStarted {
+			started = ev.Message
+		}
+	}
+	if !strings.Contains(started, "inside the run's sandbox computer, in /workspace") {
+		t.Errorf("harness.started says %q", started)
+	}
+	e.kill()
+	noHarnessLeft(t, e.dir, 10*time.Second)
+	e.start()
+	r := e.waitPhase("b1", 90*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "finished" {
+		t.Fatalf("b1: %s %s %s %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+	}
+	if got := e.counted(); !slices.Equal(got, []string{"crash"}) {
+		t.Errorf("dev_count ran %v, want once", got)
+	}
+	for turn := 0; turn < 3; turn++ {
+		if n := e.model.CountTurn("crash", turn); n != 1 {
+			t.Errorf("scripted turn %d reached the model server %d times, want 1", turn, n)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(e.dir, "runs", "b1", "after.txt")); err != nil || string(b) != "done" {
+		t.Errorf("after.txt = %q, %v", b, err)
+	}
+
+	// The seed's quickstart, the harness in a sandbox.
+	work := t.TempDir()
+	script := strings.Replace(seedQuickstart, `{"definition": {"id": "notes",`, `{"definition": {"id": "notes", "harness": "claude-agent", "computer": {"kind": "sandbox"},`, 1)
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = work
+	cmd.Env = append(e.baseEnv(), "PATH="+filepath.Dir(binPath)+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("quickstart failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "start-exit=8") || !strings.Contains(string(out), "# Europe") || !strings.Contains(string(out), "Notes about Europe") {
+		t.Errorf("quickstart output:\n%s", out)
+	}
+
+	// The filesystem MCP server inside the sandbox, its tool served to the harness.
+	files := filepath.Join(npmDir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+	agent := fmt.Sprintf(`{"metadata":{"name":"filer"},"spec":{"harness":"claude-agent","computer":{"kind":"sandbox"},"approvals":"never-ask",
+  "mcpServers":[{"name":"files","command":"node","args":[%q,"."],"tools":["list_allowed_directories"]}]}}`, files)
+	var apiErr api.Error
+	if st := e.do("PUT", "/v2/agents/filer", agent, &apiErr); st != 201 {
+		t.Fatalf("create the filer agent: HTTP %d %+v", st, apiErr)
+	}
+	e.startRun("filer", "f1", "List your folders")
+	a := e.answerOf("f1")
+	if !strings.Contains(a, "/workspace") || strings.Contains(a, filepath.Join(e.dir, "runs")) {
+		t.Errorf("the filesystem server's folders, seen by the harness: %q", a)
+	}
+	noHarnessLeft(t, e.dir, 10*time.Second)
+}

@@ -412,3 +412,48 @@ func TestLearnedWorkflowApprovalsAndCrash(t *testing.T) {
 		t.Errorf("dev_count ran %q, want each item once (wf-a wf-b)", got)
 	}
 }
+
+// TestClaudeLearningCap: the proposal turn is held to the run's cap like the task's. The cap is
+// raised each time the run parks MaxCostReached to exactly what it needs: the task's call fits
+// it, then the proposal turn's call (a bigger request on top of what the task spent) parks the run
+// again before it reaches the model server; raised once more, the proposal is judged and kept.
+func TestClaudeLearningCap(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, learnScript(
+		grader("Learn Cap", keep(0, "useful")),
+		scriptEntry{Name: "capped", Match: "Learn Cap", Turns: []scriptTurn{{Text: "done"}, {Text: proposal(
+			noteItem("notes/cap.md", learnNote("cap", "A fact.", "The fact.")))}}},
+	))
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"})
+	claudeLearner(e, "learner", `["write"]`)
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"lcap"},"spec":{"agent":"learner","input":"Learn Cap","maxCostUSD":"0.000001"}}`, nil)
+	var parkedAt []string
+	for range 6 {
+		r := e.waitPhase("lcap", 60*time.Second, api.PhaseWaiting, api.PhaseSucceeded, api.PhaseFailed)
+		if r.Status.Phase != api.PhaseWaiting {
+			if r.Status.Phase != api.PhaseSucceeded {
+				t.Fatalf("lcap: %s %s", r.Status.Phase, r.Status.Message)
+			}
+			break
+		}
+		if r.Status.Reason != api.ReasonMaxCostReached || r.Status.WaitingOn == nil || r.Status.Cost == nil || r.Status.Cost.NeededUSD == "" {
+			t.Fatalf("lcap waits %s %+v", r.Status.Reason, r.Status.WaitingOn)
+		}
+		key := r.Status.WaitingOn.StepKey
+		parkedAt = append(parkedAt, key)
+		if key == "t1/model" && e.model.CountTurn("capped", 1) != 0 {
+			t.Error("the proposal turn's capped call reached the model server")
+		}
+		e.mustCLI(0, "runs", "raise-cap", "lcap", r.Status.Cost.NeededUSD)
+		for e.getRun("lcap").Status.WaitingOn != nil && e.getRun("lcap").Status.WaitingOn.StepKey == key {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Logf("the run parked at %v", parkedAt)
+	if len(parkedAt) < 2 || parkedAt[0] != "t0/model" || parkedAt[1] != "t1/model" {
+		t.Errorf("the run parked at %v; want t0/model (the task) then t1/model (the proposal turn)", parkedAt)
+	}
+	if !hasEvent(e.events("lcap"), api.EventLearningCommitted, "notes/cap.md") {
+		t.Error("the proposal was not committed after the cap was raised")
+	}
+}

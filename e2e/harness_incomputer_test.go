@@ -130,3 +130,62 @@ func TestClaudeInSandbox(t *testing.T) {
 	}
 	noHarnessLeft(t, e.dir, 10*time.Second)
 }
+
+// procsWithEnv lists the processes whose environment holds both marks ("PID: cmdline").
+func procsWithEnv(a, b string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, en := range ents {
+		env, err := os.ReadFile(filepath.Join("/proc", en.Name(), "environ"))
+		if err != nil || !strings.Contains(string(env), a) || !strings.Contains(string(env), b) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		out = append(out, en.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+	}
+	return out
+}
+
+// TestPiInSandbox: pi (a Node program, node from the host's /usr) on a sandbox computer without
+// network runs inside it: while its model call waits on the scripted server, its process is in
+// the sandbox's namespaces with /workspace as its working folder; SIGKILL of the runner leaves no
+// pi process; and the seed's quickstart runs with pi in a sandbox.
+func TestPiInSandbox(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	e.start()
+	if st := e.do("PUT", "/v2/agents/boxed", `{"metadata":{"name":"boxed"},"spec":{"harness":"pi","computer":{"kind":"sandbox"},"tools":["write"]}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"p1"},"spec":{"agent":"boxed","input":"Be slow"}}`, nil)
+	mine := func() []string { return procsWithEnv("AGENTRUN_PI_CONFIG=", filepath.Join(e.dir, "harness-home")) }
+	for deadline := time.Now().Add(60 * time.Second); len(mine()) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no pi process within 60 s; run: %+v", e.getRun("p1").Status)
+		}
+	}
+	if n := inSandbox(t, mine()); n == 0 {
+		t.Fatal("the pi process went before it could be looked at")
+	}
+	e.kill()
+	for deadline := time.Now().Add(10 * time.Second); len(mine()) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pi processes survived the runner: %v", mine())
+		}
+	}
+	e.start()
+	e.do("POST", "/v2/agentruns/p1/cancel", nil, nil)
+
+	work := t.TempDir()
+	script := strings.Replace(seedQuickstart, `{"definition": {"id": "notes",`, `{"definition": {"id": "notes", "harness": "pi", "computer": {"kind": "sandbox"},`, 1)
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = work
+	cmd.Env = append(e.baseEnv(), "PATH="+filepath.Dir(binPath)+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("quickstart failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "start-exit=8") || !strings.Contains(string(out), "# Europe\n\nNotes about Europe.\n") {
+		t.Errorf("quickstart output:\n%s", out)
+	}
+}

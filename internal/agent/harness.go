@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -404,29 +406,95 @@ func (d *drive) accountTurn(idx int, turnCost *cost.Total, mr modelResult, c *in
 	d.updateCost(nil)
 }
 
-// CountTokens forwards a token count: no cost, no effect, so it is not a journal step. The vendor's
-// answer goes back as it is, a refusal too (a harness estimates the count itself then): the run
-// has not stopped, so it is not the 503 of a model call that could not be made.
+// countResult is a token count step's recorded result: the vendor's answer as it was.
+type countResult struct {
+	HTTPStatus  int    `json:"httpStatus"`
+	ContentType string `json:"contentType,omitempty"`
+	Body        []byte `json:"body"`
+	// InputTokens is the count the answer gave (0 for a refusal), shown with the step.
+	InputTokens int64 `json:"inputTokens"`
+}
+
+// CountTokens is a token count (Anthropic's count_tokens) as a journal step: keyed by the request
+// (count/HASH of it normalized as a model call's replay check is), so a harness started again
+// after a crash, which asks the same count again, is answered from the journal and the vendor is
+// not asked twice. It is safe (no effect: an interrupted count is asked again), never billed and
+// not a turn's model call; the agentrun_gateway_counts_total metric counts it. The vendor's answer
+// goes back as it is, a refusal too (a harness estimates the count itself then): the run has not
+// stopped, so it is not the 503 of a model call that could not be made.
 func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply, error) {
-	p := h.d.acc.provider
-	fw, ok := p.(model.Forwarder)
-	if !ok {
-		return gateway.Reply{}, &failure{api.ReasonModelError, "provider " + p.Name() + " cannot forward harness calls"}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return gateway.Reply{}, h.err
 	}
-	resp, err := fw.Forward(h.ctx, c.Path, c.Header, c.Body)
-	var data []byte
-	if err == nil {
-		data, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
+	d, ctx := h.d, h.ctx
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(c.Body, &body); err != nil {
+		return gateway.Reply{}, &gateway.BadRequest{Msg: "the body is not a JSON object: " + err.Error()}
 	}
-	if h.ctx.Err() != nil {
-		return gateway.Reply{}, h.ctx.Err()
+	// Counted for the model the call would go to, as a model call's model is the turn's.
+	modelName := d.acc.model
+	if h.cur != nil {
+		modelName = h.cur.model
+	}
+	if modelName != "" {
+		body["model"], _ = json.Marshal(modelName)
+	}
+	out, _ := json.Marshal(body)
+	norm := normalize(body, d.folder)
+	sum := sha256.Sum256(norm)
+	key := "count/" + hex.EncodeToString(sum[:6])
+	provider := d.acc.provider
+	res, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "count", Title: fmt.Sprintf("token count (%s via %s)", modelName, h.name),
+		Args: map[string]any{"harness": h.name, "provider": provider.Name(), "model": modelName, "bytes": len(out)}, HashOf: journal.Encoded(norm), Safe: true},
+		func(ctx context.Context) (any, *int64, error) {
+			fw, ok := provider.(model.Forwarder)
+			if !ok {
+				return nil, nil, &failure{api.ReasonModelError, "provider " + provider.Name() + " cannot forward harness calls"}
+			}
+			start := time.Now()
+			resp, err := fw.Forward(ctx, c.Path, c.Header, out)
+			var data []byte
+			if err == nil {
+				data, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			metrics.ModelSeconds.Since(start, provider.Name())
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			if err != nil {
+				msg, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": "count_tokens: " + provider.Name() + ": " + err.Error()}})
+				return countResult{HTTPStatus: http.StatusBadGateway, ContentType: "application/json", Body: msg}, nil, nil
+			}
+			cr := countResult{HTTPStatus: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: data}
+			if resp.StatusCode/100 == 2 {
+				var n struct {
+					InputTokens int64 `json:"input_tokens"`
+				}
+				json.Unmarshal(data, &n)
+				cr.InputTokens = n.InputTokens
+			}
+			return cr, nil, nil
+		})
+	if errors.Is(err, journal.ErrNondeterminism) {
+		// Not reachable by a harness (the key is the request's hash), but said plainly if it is.
+		return gateway.Reply{}, h.fail(&divergence{key: key, why: "a token count's request differs from the one recorded under its hash"})
 	}
 	if err != nil {
-		msg, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": "count_tokens: " + p.Name() + ": " + err.Error()}})
-		return gateway.Reply{Status: http.StatusBadGateway, ContentType: "application/json", Body: msg}, nil
+		return gateway.Reply{}, h.fail(err)
 	}
-	return gateway.Reply{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: data}, nil
+	var cr countResult
+	if err := json.Unmarshal(res.Result, &cr); err != nil {
+		return gateway.Reply{}, h.fail(fmt.Errorf("decode %s result: %w", key, err))
+	}
+	outcome := "vendor"
+	if res.Replayed {
+		outcome = "journal"
+	}
+	metrics.GatewayCounts.Inc(provider.Name(), outcome)
+	return gateway.Reply{Status: cr.HTTPStatus, ContentType: cr.ContentType, Body: cr.Body}, nil
 }
 
 // CallTool is one of the run's tools called over MCP: the built-in loop's toolCall (strict decode,

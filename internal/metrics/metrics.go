@@ -239,4 +239,7 @@ var (
 	// reservation, the excess recorded here and on the run's timeline (cost.discrepancy).
 	CostDiscrepancies     = Default.NewCounter("agentrun_cost_discrepancies_total", "Model calls whose reported usage priced above the worst case reserved for them (charged at the reservation).")
 	CostDiscrepancyMicros = Default.NewCounter("agentrun_cost_discrepancy_micros_total", "Micro-dollars of reported usage above the reservations, not charged.")
+	// A harness's token count (count_tokens) through the gateway: answered by the vendor or, for
+	// a count asked again after a restart, from the journal.
+	GatewayCounts = Default.NewCounter("agentrun_gateway_counts_total", "Token counts harnesses asked the gateway for, by provider and by who answered (vendor or journal).", "provider", "outcome")
 )

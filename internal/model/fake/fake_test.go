@@ -270,6 +270,11 @@ func TestRequestChecks(t *testing.T) {
 		{"no messages", "/chat/completions", `{"model":"m","messages":[]}`, oaiKey, 400, "messages"},
 		{"not json", "/chat/completions", `{`, oaiKey, 400, "invalid_request_error"},
 		{"wrong path", "/v1/v1/messages", `{}`, antKey, 404, "no route for POST /v1/v1/messages"},
+		// count_tokens: a quarter of the conversation's 42 characters; no max_tokens needed.
+		{"count_tokens", "/v1/messages/count_tokens", `{"model":"m","messages":[{"role":"user","content":"count these forty-four characters, please!"}]}`,
+			antKey, 200, `{"input_tokens":10}`},
+		{"count_tokens no key", "/v1/messages/count_tokens", `{}`, nil, 401, `"type":"authentication_error"`},
+		{"count_tokens bad messages", "/v1/messages/count_tokens", `{"model":"m","messages":"x"}`, antKey, 400, "invalid_request_error"},
 	}
 	for _, tc := range cases {
 		status, body := post(t, url+tc.path, tc.body, tc.headers)

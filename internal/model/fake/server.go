@@ -51,6 +51,9 @@ type Call struct {
 	// FirstUser is the conversation's first user message (at most 200 bytes): with Turn it names
 	// one turn of one conversation, so tests can count calls per conversation.
 	FirstUser string `json:"firstUser,omitempty"`
+	// Endpoint is "count_tokens" for a token count (POST /v1/messages/count_tokens, answered with
+	// an estimate and matched to no entry), empty for a model call.
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // Server is the scripted model server; it implements http.Handler.
@@ -77,6 +80,7 @@ func New(s *Script) *Server {
 	}
 	srv := &Server{script: s, mux: http.NewServeMux()}
 	srv.mux.HandleFunc("POST /v1/messages", srv.handleModel(FormatAnthropic))
+	srv.mux.HandleFunc("POST /v1/messages/count_tokens", srv.handleCountTokens)
 	srv.mux.HandleFunc("POST /v1/chat/completions", srv.handleModel(FormatOpenAI))
 	srv.mux.HandleFunc("POST /chat/completions", srv.handleModel(FormatOpenAI))
 	srv.mux.HandleFunc("POST /v1/responses", srv.handleModel(FormatResponses))
@@ -366,6 +370,47 @@ func (s *Server) handleModel(format string) http.HandlerFunc {
 	}
 }
 
+// handleCountTokens answers Anthropic's count_tokens with the server's input estimate (a
+// quarter of the conversation's characters, as a reply's usage without a scripted one), so a
+// count is a function of the request as a reply is.
+func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
+	call := &Call{EntryIndex: -1, Format: FormatAnthropic, Endpoint: "count_tokens", Time: time.Now()}
+	fail := func(status int, kind, msg string) {
+		call.Status, call.Error = status, msg
+		s.record(call)
+		s.setCompleted(call, true)
+		s.finish(call, writeError(w, FormatAnthropic, status, kind, msg))
+	}
+	if !authorized(FormatAnthropic, r) {
+		fail(http.StatusUnauthorized, "auth", "fake model server: no API key: send an x-api-key header")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		fail(http.StatusBadRequest, "invalid", "fake model server: read body: "+err.Error())
+		return
+	}
+	// A count has no max_tokens; the rest reads as a Messages request.
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		fail(http.StatusBadRequest, "invalid", "body is not a count_tokens request: "+err.Error())
+		return
+	}
+	if _, ok := req["max_tokens"]; !ok {
+		req["max_tokens"] = json.RawMessage("1")
+	}
+	body, _ = json.Marshal(req)
+	conv, err := parseAnthropic(body)
+	if err != nil {
+		fail(http.StatusBadRequest, "invalid", err.Error())
+		return
+	}
+	call.Turn, call.FirstUser, call.Status = conv.assistants, clip(conv.firstUser, 200), http.StatusOK
+	s.record(call)
+	s.setCompleted(call, true)
+	s.finish(call, writeJSON(w, http.StatusOK, map[string]int64{"input_tokens": max(int64(conv.chars/4), 1)}))
+}
+
 // authorized checks loosely that the client sent some key, so a provider built without one is caught.
 func authorized(format string, r *http.Request) bool {
 	bearer := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer"))
@@ -440,7 +485,7 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 // handleNotFound answers unknown paths in both vendors' error shapes at once, so a wrong base URL
 // (a doubled /v1, say) reads plainly whichever client sees it.
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	msg := fmt.Sprintf("fake model server: no route for %s %s (serves POST /v1/messages, POST /v1/chat/completions, POST /chat/completions, POST /v1/responses, POST /responses)", r.Method, r.URL.Path)
+	msg := fmt.Sprintf("fake model server: no route for %s %s (serves POST /v1/messages, POST /v1/messages/count_tokens, POST /v1/chat/completions, POST /chat/completions, POST /v1/responses, POST /responses)", r.Method, r.URL.Path)
 	_ = writeJSON(w, http.StatusNotFound, map[string]any{
 		"type":  "error",
 		"error": map[string]any{"type": "not_found_error", "message": msg, "code": "not_found"},

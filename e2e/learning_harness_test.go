@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/harness"
 )
 
 // Learning on every loop: a harness run's instructions carry the notes index, its proposal is
@@ -456,4 +457,67 @@ func TestClaudeLearningCap(t *testing.T) {
 	if !hasEvent(e.events("lcap"), api.EventLearningCommitted, "notes/cap.md") {
 		t.Error("the proposal was not committed after the cap was raised")
 	}
+}
+
+// harnessLearning is TestClaudeLearning's note check on another Anthropic-wire harness (pi,
+// OpenCode), whose model names our tools with prefix: a run learns a note in the harness's
+// proposal turn (the key's item refused), the next run's first request carries it and the harness
+// opens it over MCP.
+func harnessLearning(t *testing.T, name, prefix string) {
+	cache := installedHarness(t, name)
+	e := newEnv(t, learnScript(
+		grader("Learn P1", keep(0, "a clear, useful fact")),
+		scriptEntry{Name: "p1", Match: "Learn P1", Turns: []scriptTurn{{Text: "The deploy script is scripts/deploy.sh."}, {Text: proposal(
+			noteItem("notes/deploy.md", deployMD),
+			noteItem("notes/key.md", learnNote("key", "The model key.", "The model key is test-key, keep it.")),
+		)}}},
+		scriptEntry{Name: "p2", Match: "Learn P2", Turns: []scriptTurn{
+			{ToolCalls: []map[string]any{{"name": prefix + "note", "input": map[string]any{"name": "deploy"}}}},
+			{Text: "Deployed as the note says."},
+			{Text: `{"items": []}`},
+		}},
+	))
+	e.extra = append(e.extra, harness.CacheEnv+"="+cache)
+	url, bodies := recordingProxy(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+url)
+	e.mustAgent("plearner", `{"metadata":{"name":"plearner"},"spec":{"harness":"`+name+`","system":"You keep a service running.","learning":true,"tools":["write"],"approvals":"never-ask"}}`)
+	e.startRun("plearner", "p1", "Learn P1: find the deploy script")
+	if got := e.answerOf("p1"); got != "The deploy script is scripts/deploy.sh." {
+		t.Errorf("answer of p1: %q", got)
+	}
+	evs := e.events("p1")
+	if !hasEvent(evs, api.EventHarnessStarted, "started "+name) || !hasEvent(evs, api.EventLearningRefused, "notes/key.md refused: it holds a secret the run was handed") ||
+		!hasEvent(evs, api.EventLearningCommitted, "notes/deploy.md") {
+		t.Errorf("p1's timeline: %+v", evs)
+	}
+	if evJSON, _ := json.Marshal(evs); bytes.Contains(evJSON, []byte("test-key")) {
+		t.Error("the run's model key is on its timeline")
+	}
+	e.startRun("plearner", "p2", "Learn P2: deploy again")
+	if got := e.answerOf("p2"); got != "Deployed as the note says." {
+		t.Errorf("answer of p2: %q", got)
+	}
+	var first []byte
+	for _, b := range bodies() {
+		if bytes.Contains(b, []byte("Learn P2: deploy again")) {
+			first = b
+			break
+		}
+	}
+	if !bytes.Contains(first, []byte("deploy (notes/deploy.md): Where the deploy script is.")) {
+		t.Errorf("p2's first model request lacks the learned note in its instructions: %.3000s", first)
+	}
+	if !hasEvent(e.events("p2"), api.EventLearningOpened, "opened note notes/deploy.md") {
+		t.Error("p2's timeline does not say it opened the note")
+	}
+}
+
+func TestPiLearning(t *testing.T) {
+	t.Parallel()
+	harnessLearning(t, "pi", piCase.prefix)
+}
+
+func TestOpenCodeLearning(t *testing.T) {
+	t.Parallel()
+	harnessLearning(t, "opencode", opencodeCase.prefix)
 }

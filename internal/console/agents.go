@@ -114,7 +114,7 @@ func (c *Console) tickMCP(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/agents/"+template.URLQueryEscaper(r.PathValue("name"))+"/mcp?saved="+template.URLQueryEscaper(server), http.StatusSeeOther)
 }
 
-var agentMCPTmpl = template.Must(template.New("agent-mcp").Funcs(funcs).Parse(head + `{{with .Agent}}<h1>Agent {{.Metadata.Name}}: MCP tools</h1>
+var agentMCPTmpl = template.Must(template.New("agent-mcp").Funcs(funcs).Funcs(learningFuncs).Parse(agentTabs + head + `{{template "agentTabs" (tabs .Agent.Metadata.Name "mcp")}}{{with .Agent}}<h1>Agent {{.Metadata.Name}}: MCP tools</h1>
 <p>Revision {{.Status.Revision}}. A run is offered a server's ticked tools (as <code>mcp__SERVER__TOOL</code>) and no others; ticking applies a new revision of the agent, which runs started from then on get.</p>{{end}}
 {{with .Saved}}<p id="saved">Applied the ticks of {{.}}: a new revision of the agent.</p>{{end}}
 {{with .Failed}}<p class="wait" id="refused">Not applied: {{.Code}}{{if .Field}} on {{.Field}}{{end}}: {{.Message}}</p>{{end}}

@@ -58,6 +58,9 @@ type Console struct {
 	Follow func(r *http.Request) (release func(), ok bool)
 	// Agents, when set, gives the agent pages the API's MCP tool lister and agent patch (agents.go).
 	Agents Agents
+	// Learning, when set, gives a learning agent's Learning tab the API's reads, retire and
+	// restore (learning.go).
+	Learning Learning
 
 	streams   atomic.Int64  // live timelines open now
 	heartbeat time.Duration // a comment on an idle stream this often (0: 15 s; tests shorten it)
@@ -89,6 +92,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	c.registerGroups(mux)
 	c.registerTriggers(mux)
 	c.registerAgents(mux)
+	c.registerLearning(mux)
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
 	mux.HandleFunc("GET /logout", c.guard(c.logoutPage))
@@ -266,7 +270,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 	render(w, runTmpl, map[string]any{"Run": run, "Steps": steps, "Events": events, "After": after, "Files": fileRows(name, files),
 		"Refresh": refresh, "Streaming": streaming, "View": pageView(run), "Script": scriptVersion,
 		"Approvals": approvals, "CSRF": csrfToken(r), "Screen": c.screenSection(run, steps), "Keys": screenKeyButtons,
-		"AnswerOpen": answerOpen, "Takeover": takingOver(run)})
+		"AnswerOpen": answerOpen, "Takeover": takingOver(run), "Learning": runLearningOf(run.Spec.Agent, events, approvals)})
 }
 
 func render(w http.ResponseWriter, t *template.Template, data any) {
@@ -340,9 +344,10 @@ When you are done, <b>answer the run's question below</b>: that hands the {{.Wha
 {{range .Status.Turns}}<tr><td>{{.Index}}</td><td>{{.Model}}</td><td>{{.ChosenBy}}</td><td>{{.InputTokens}}</td><td>{{.OutputTokens}}</td><td>{{.CostUSD}}</td></tr>{{end}}</table>{{end}}
 {{end}}
 {{if .Approvals}}<h2>Approvals</h2><table><tr><th>#</th><th>Tool</th><th>Arguments</th><th>Reason</th><th>State</th><th></th></tr>
-{{range .Approvals}}<tr><td>{{.ID}}</td><td>{{.Tool}}</td><td><pre>{{.Input}}</pre></td><td>{{.Reason}}</td><td>{{.State}}{{if .DecidedBy}} by {{.DecidedBy}}{{end}}</td>
+{{range .Approvals}}<tr id="approval-{{.ID}}"><td>{{.ID}}</td><td>{{.Tool}}</td><td><pre>{{.Input}}</pre></td><td>{{.Reason}}</td><td>{{.State}}{{if .DecidedBy}} by {{.DecidedBy}}{{end}}</td>
 <td>{{if eq .State "pending"}}<form method="post" action="/runs/{{$.Run.Metadata.Name}}/approvals/{{.ID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
 <input name="reason" placeholder="reason (optional)"> <button name="decision" value="approve">Approve</button> <button name="decision" value="deny">Deny</button></form>{{end}}</td></tr>{{end}}</table>{{end}}
+{{with .Learning}}{{template "learning" .}}{{end}}
 <h2>Steps</h2><table><tr><th>#</th><th>Key</th><th>Kind</th><th>State</th><th>Attempt</th><th>What</th></tr>
 {{range .Steps}}<tr><td>{{.Seq}}</td><td>{{.Key}}</td><td>{{.Kind}}</td><td>{{.State}}{{if .Resolution}} ({{.Resolution}}){{end}}</td><td>{{.Attempt}}</td><td>{{.Title}}{{if .Error}}<br>{{.Error}}{{end}}</td></tr>{{end}}</table>
 <h2>Files</h2>{{if .Files}}<table id="files"><tr><th>Path</th><th>Size</th><th>Modified</th></tr>

@@ -20,6 +20,7 @@ import (
 // Approval is a tool call that asked a person, as the run page shows it.
 type Approval struct {
 	ID        int64
+	StepKey   string // the approval step's key (a learning item's: learn/approval/N)
 	Tool      string
 	Input     string
 	Reason    string

@@ -165,7 +165,7 @@ func (a consoleApprover) Approvals(ctx context.Context, run string) ([]console.A
 	}
 	out := make([]console.Approval, len(vs))
 	for i, v := range vs {
-		out[i] = console.Approval{ID: v.ID, Tool: v.Tool, Input: humanjson.String(v.Input), Reason: v.Reason, State: v.State, DecidedBy: v.DecidedBy}
+		out[i] = console.Approval{ID: v.ID, StepKey: v.StepKey, Tool: v.Tool, Input: humanjson.String(v.Input), Reason: v.Reason, State: v.State, DecidedBy: v.DecidedBy}
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/console"
 	"agentrun.dev/agentrun/internal/learning"
 	"agentrun.dev/agentrun/internal/store"
 )
@@ -28,22 +30,13 @@ func (s *Server) learningRoutes(v2 *http.ServeMux) {
 	v2.HandleFunc("POST /v2/agents/{name}/learning/restore", s.restoreLearned)
 }
 
-// LearnedItem is one file of main: a note (with its front matter), a skill's file or a workflow.
-type LearnedItem struct {
-	Kind        string `json:"kind"`
-	Path        string `json:"path"`
-	ETag        string `json:"etag"`
-	Name        string `json:"name,omitempty"`
-	Description string `json:"description,omitempty"`
-	Type        string `json:"type,omitempty"`
-}
-
-// LearningList is GET /v2/agents/{name}/learning.
-type LearningList struct {
-	Agent string        `json:"agent"`
-	Main  string        `json:"main"`
-	Items []LearnedItem `json:"items"`
-}
+// LearnedItem, LearningList and LearningChange are the API's shapes (internal/api), named here
+// for the OpenAPI table.
+type (
+	LearnedItem    = api.LearnedItem
+	LearningList   = api.LearningList
+	LearningChange = api.LearningChange
+)
 
 // LearningLog is GET /v2/agents/{name}/learning/log: main's commits, newest first.
 type LearningLog struct {
@@ -57,12 +50,6 @@ type LearnedFile struct {
 	Content string `json:"content"`
 }
 
-// LearningChange is the answer of a retire or a restore: the commit it made.
-type LearningChange struct {
-	Commit string `json:"commit"`
-	Path   string `json:"path"`
-}
-
 type restoreBody struct {
 	// Path is the file (or a note's name) to bring back.
 	Path string `json:"path"`
@@ -72,22 +59,28 @@ type restoreBody struct {
 
 // openLearning reads the named agent's folder, refusing an agent without spec.learning.
 func (s *Server) openLearning(w http.ResponseWriter, r *http.Request) (*learning.Repo, bool) {
-	name := r.PathValue("name")
-	a, err := s.Store.GetAgent(r.Context(), name)
+	repo, err := s.learningFolder(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeErr(w, err)
 		return nil, false
 	}
-	if !a.Spec.Learning {
-		writeErr(w, api.Errorf(http.StatusConflict, api.CodeLearningOff, "spec.learning", "agent %s has no learning folder: its spec.learning is off", name))
-		return nil, false
-	}
-	repo, err := learning.Open(r.Context(), s.Store, name)
-	if err != nil {
-		writeErr(w, fmt.Errorf("learning folder of %s: %w", name, err))
-		return nil, false
-	}
 	return repo, true
+}
+
+// learningFolder reads agent's folder, refusing an agent without spec.learning.
+func (s *Server) learningFolder(ctx context.Context, name string) (*learning.Repo, error) {
+	a, err := s.Store.GetAgent(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !a.Spec.Learning {
+		return nil, api.Errorf(http.StatusConflict, api.CodeLearningOff, "spec.learning", "agent %s has no learning folder: its spec.learning is off", name)
+	}
+	repo, err := learning.Open(ctx, s.Store, name)
+	if err != nil {
+		return nil, fmt.Errorf("learning folder of %s: %w", name, err)
+	}
+	return repo, nil
 }
 
 // learnedPath is a file's path in the folder: a bare name is a note (notes/NAME.md).
@@ -114,12 +107,21 @@ func (s *Server) listLearning(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	files, err := repo.Files(repo.Main)
+	out, err := listOf(r.PathValue("name"), repo)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	out := LearningList{Agent: r.PathValue("name"), Items: []LearnedItem{}}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listOf is main's files with their ETags, and each note's front matter.
+func listOf(agent string, repo *learning.Repo) (LearningList, error) {
+	files, err := repo.Files(repo.Main)
+	if err != nil {
+		return LearningList{}, err
+	}
+	out := LearningList{Agent: agent, Items: []LearnedItem{}}
 	if !repo.Main.IsZero() {
 		out.Main = repo.Main.String()
 	}
@@ -132,7 +134,7 @@ func (s *Server) listLearning(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Items = append(out.Items, it)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 func (s *Server) learningLog(w http.ResponseWriter, r *http.Request) {
@@ -168,20 +170,18 @@ func (s *Server) learningBundle(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// current finds path in main, or answers NotFound.
-func current(w http.ResponseWriter, repo *learning.Repo, p string) (learning.File, bool) {
+// current finds path in main, or is NotFound.
+func current(repo *learning.Repo, p string) (learning.File, error) {
 	files, err := repo.Files(repo.Main)
 	if err != nil {
-		writeErr(w, err)
-		return learning.File{}, false
+		return learning.File{}, err
 	}
 	for _, f := range files {
 		if f.Path == p {
-			return f, true
+			return f, nil
 		}
 	}
-	writeErr(w, api.Errorf(http.StatusNotFound, api.CodeNotFound, "path", "the learning folder's main has no %s (agentrun learning list shows what it has)", p))
-	return learning.File{}, false
+	return learning.File{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "path", "the learning folder's main has no %s (agentrun learning list shows what it has)", p)
 }
 
 func (s *Server) showLearned(w http.ResponseWriter, r *http.Request) {
@@ -189,8 +189,9 @@ func (s *Server) showLearned(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	f, ok := current(w, repo, learnedPath(r.PathValue("path")))
-	if !ok {
+	f, err := current(repo, learnedPath(r.PathValue("path")))
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
 	w.Header().Set("ETag", `"`+f.ETag+`"`)
@@ -207,33 +208,40 @@ func author(r *http.Request) string {
 
 func (s *Server) retireLearned(w http.ResponseWriter, r *http.Request) {
 	match := strings.Trim(strings.TrimPrefix(r.Header.Get("If-Match"), "W/"), `"`)
-	if match == "" {
-		writeErr(w, api.Errorf(http.StatusUnprocessableEntity, api.CodeRequired, "If-Match", "retiring needs the file's current ETag in If-Match (agentrun learning list shows it)"))
-		return
-	}
-	repo, ok := s.openLearning(w, r)
-	if !ok {
-		return
-	}
-	p := learnedPath(r.PathValue("path"))
-	f, ok := current(w, repo, p)
-	if !ok {
-		return
-	}
-	if f.ETag != match {
-		writeErr(w, api.Errorf(http.StatusPreconditionFailed, api.CodePreconditionFailed, "If-Match", "%s changed: its ETag is %s now, not %s; read it again", p, f.ETag, match))
-		return
-	}
-	h, err := repo.Commit(r.Context(), []learning.Change{{Path: p, Delete: true}}, author(r), fmt.Sprintf("retire %s\n\nBy: %s\n", p, author(r)), time.Now())
-	if errors.Is(err, store.ErrConflict) {
-		writeErr(w, api.Errorf(http.StatusPreconditionFailed, api.CodePreconditionFailed, "If-Match", "the learning folder changed while %s was retired; read it again", p))
-		return
-	}
+	ch, err := s.retire(r.Context(), r.PathValue("name"), r.PathValue("path"), match, author(r))
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, LearningChange{Commit: h.String(), Path: p})
+	writeJSON(w, http.StatusOK, ch)
+}
+
+// retire is a commit by who that removes path (a bare name is a note) from agent's main, if
+// etag is still its ETag: the API's DELETE and the console's Retire button.
+func (s *Server) retire(ctx context.Context, agent, path, etag, who string) (LearningChange, error) {
+	if etag == "" {
+		return LearningChange{}, api.Errorf(http.StatusUnprocessableEntity, api.CodeRequired, "If-Match", "retiring needs the file's current ETag in If-Match (agentrun learning list shows it)")
+	}
+	repo, err := s.learningFolder(ctx, agent)
+	if err != nil {
+		return LearningChange{}, err
+	}
+	p := learnedPath(path)
+	f, err := current(repo, p)
+	if err != nil {
+		return LearningChange{}, err
+	}
+	if f.ETag != etag {
+		return LearningChange{}, api.Errorf(http.StatusPreconditionFailed, api.CodePreconditionFailed, "If-Match", "%s changed: its ETag is %s now, not %s; read it again", p, f.ETag, etag)
+	}
+	h, err := repo.Commit(ctx, []learning.Change{{Path: p, Delete: true}}, who, fmt.Sprintf("retire %s\n\nBy: %s\n", p, who), time.Now())
+	if errors.Is(err, store.ErrConflict) {
+		return LearningChange{}, api.Errorf(http.StatusPreconditionFailed, api.CodePreconditionFailed, "If-Match", "the learning folder changed while %s was retired; read it again", p)
+	}
+	if err != nil {
+		return LearningChange{}, err
+	}
+	return LearningChange{Commit: h.String(), Path: p}, nil
 }
 
 func (s *Server) restoreLearned(w http.ResponseWriter, r *http.Request) {
@@ -242,30 +250,36 @@ func (s *Server) restoreLearned(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = api.DecodeStrict(raw, &body)
 	}
+	if err == nil {
+		var ch LearningChange
+		if ch, err = s.restore(r.Context(), r.PathValue("name"), body.Path, body.From, author(r)); err == nil {
+			writeJSON(w, http.StatusOK, ch)
+			return
+		}
+	}
+	writeErr(w, err)
+}
+
+// restore is a commit by who that brings path (a bare name is a note) back to agent's main as
+// commit from held it: the API's POST .../restore and the console's Restore button.
+func (s *Server) restore(ctx context.Context, agent, path, from, who string) (LearningChange, error) {
+	if b, err := hex.DecodeString(from); err != nil || len(b) != 20 {
+		return LearningChange{}, api.Invalid("from", "from is a commit's 40-digit hash (agentrun learning log shows them)")
+	}
+	if path == "" {
+		return LearningChange{}, api.E(api.CodeRequired, "path", "path names the file to restore")
+	}
+	repo, err := s.learningFolder(ctx, agent)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return LearningChange{}, err
 	}
-	if b, err := hex.DecodeString(body.From); err != nil || len(b) != 20 {
-		writeErr(w, api.Invalid("from", "from is a commit's 40-digit hash (agentrun learning log shows them)"))
-		return
-	}
-	if body.Path == "" {
-		writeErr(w, api.E(api.CodeRequired, "path", "path names the file to restore"))
-		return
-	}
-	repo, ok := s.openLearning(w, r)
-	if !ok {
-		return
-	}
-	p := learnedPath(body.Path)
-	old, err := repo.Files(plumbing.NewHash(body.From))
+	p := learnedPath(path)
+	old, err := repo.Files(plumbing.NewHash(from))
 	if err == nil && old == nil {
 		err = errors.New("empty commit")
 	}
 	if err != nil {
-		writeErr(w, api.Errorf(http.StatusNotFound, api.CodeNotFound, "from", "commit %s is not in the learning folder", body.From))
-		return
+		return LearningChange{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "from", "commit %s is not in the learning folder", from)
 	}
 	var change *learning.Change
 	for _, f := range old {
@@ -274,20 +288,64 @@ func (s *Server) restoreLearned(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if change == nil {
-		writeErr(w, api.Errorf(http.StatusNotFound, api.CodeNotFound, "path", "commit %s has no %s", body.From, p))
-		return
+		return LearningChange{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "path", "commit %s has no %s", from, p)
 	}
-	h, err := repo.Commit(r.Context(), []learning.Change{*change}, author(r), fmt.Sprintf("restore %s from %s\n\nBy: %s\n", p, body.From, author(r)), time.Now())
+	h, err := repo.Commit(ctx, []learning.Change{*change}, who, fmt.Sprintf("restore %s from %s\n\nBy: %s\n", p, from, who), time.Now())
 	switch {
 	case errors.Is(err, learning.ErrNoChange):
-		writeJSON(w, http.StatusOK, LearningChange{Commit: repo.Main.String(), Path: p})
-		return
+		return LearningChange{Commit: repo.Main.String(), Path: p}, nil
 	case errors.Is(err, store.ErrConflict):
-		writeErr(w, api.Errorf(http.StatusConflict, api.CodeConflict, "", "the learning folder changed while %s was restored; try again", p))
-		return
+		return LearningChange{}, api.Errorf(http.StatusConflict, api.CodeConflict, "", "the learning folder changed while %s was restored; try again", p)
 	case err != nil:
-		writeErr(w, err)
-		return
+		return LearningChange{}, err
 	}
-	writeJSON(w, http.StatusOK, LearningChange{Commit: h.String(), Path: p})
+	return LearningChange{Commit: h.String(), Path: p}, nil
+}
+
+// consoleLearning gives the console's Learning tab the API's reads, retire and restore.
+type consoleLearning struct{ s *Server }
+
+// Folder is the agent's main (as GET .../learning lists it), its log and what it retired.
+func (c consoleLearning) Folder(ctx context.Context, agent string) (console.LearningFolder, error) {
+	repo, err := c.s.learningFolder(ctx, agent)
+	if err != nil {
+		return console.LearningFolder{}, answerErr(err)
+	}
+	list, err := listOf(agent, repo)
+	if err != nil {
+		return console.LearningFolder{}, err
+	}
+	log, err := repo.Log()
+	if err != nil {
+		return console.LearningFolder{}, err
+	}
+	retired, err := repo.Retired(consoleLogDepth)
+	if err != nil {
+		return console.LearningFolder{}, err
+	}
+	return console.LearningFolder{List: list, Log: log, Retired: retired}, nil
+}
+
+// consoleLogDepth is how many commits back the console looks for retired files.
+const consoleLogDepth = 200
+
+func (c consoleLearning) Retire(ctx context.Context, agent, path, etag, user string) (api.LearningChange, error) {
+	ch, err := c.s.retire(ctx, agent, path, etag, user)
+	return ch, answerErr(err)
+}
+
+func (c consoleLearning) Restore(ctx context.Context, agent, path, from, user string) (api.LearningChange, error) {
+	ch, err := c.s.restore(ctx, agent, path, from, user)
+	return ch, answerErr(err)
+}
+
+// answerErr is err as the API answers it (an *api.Error; a store error mapped), nil for nil.
+func answerErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := api.AsError(err); ok {
+		return e
+	}
+	return storeErr(err)
 }

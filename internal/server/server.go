@@ -329,7 +329,7 @@ func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args..
 func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	if s.Accounts != nil {
 		(&console.Console{Store: s.Store, Accounts: s.Accounts, Approver: consoleApprover{s}, Computers: s.Computers,
-			Screens: s.Screens, Runner: s.LocalRunner, TrustProxy: s.TrustProxy, Agents: consoleAgents{s},
+			Screens: s.Screens, Runner: s.LocalRunner, TrustProxy: s.TrustProxy, Agents: consoleAgents{s}, Learning: consoleLearning{s},
 			Follow: func(r *http.Request) (func(), bool) { return s.followers.acquire(r, s.MaxFollowers) }}).Register(mux)
 	}
 }

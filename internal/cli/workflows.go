@@ -149,12 +149,23 @@ input; --wait waits as runs wait does. A node kind this server does not run is r
 			modelID, _ := prices.FamilyModel("haiku")
 			if price, ok := prices.Lookup(modelID); ok && p.Questions > 0 {
 				each := price.WorstCaseBill(int64(api.MaxInputBytes), questionOutput)
-				fmt.Fprintf(out, "typed questions at worst: $%s (%d × $%s on %s)\n", cost.Micros(int64(each)*p.Questions), p.Questions, each, modelID)
+				total := int64(each) * (p.Questions - p.SiftCalls)
+				if p.SiftCalls > 0 {
+					// A sift's answer grows with its items: priced at the most one call may take.
+					sift := price.WorstCaseBill(int64(api.MaxInputBytes), int64(workflow.AnswerTokens(workflow.MaxQuestionsPerRequest)))
+					total += int64(sift) * p.SiftCalls
+					fmt.Fprintf(out, "typed questions at worst: $%s (%d × $%s, and %d sift calls × $%s, on %s)\n", cost.Micros(total), p.Questions-p.SiftCalls, each, p.SiftCalls, sift, modelID)
+				} else {
+					fmt.Fprintf(out, "typed questions at worst: $%s (%d × $%s on %s)\n", cost.Micros(total), p.Questions, each, modelID)
+				}
 			} else if p.Questions > 0 {
 				fmt.Fprintln(out, "typed questions at worst: unknown (the cheapest family is not priced)")
 			}
 			if p.AgentSteps > 0 {
 				fmt.Fprintln(out, "agent steps at worst: the run's cap (an agent's loop has no bound of its own)")
+			}
+			if p.ExecutorCalls > 0 {
+				fmt.Fprintf(out, "executor bodies: %d (their tool calls are known only when they run; each is bounded by its deadline_s)\n", p.ExecutorCalls)
 			}
 			return nil
 		}),

@@ -25,6 +25,9 @@ import (
 // of whole items, one after another, each its own step (KEY/part#N); one that fits is one step.
 const MaxQuestionsPerRequest = 256
 
+// AnswerTokens bounds the answer of a call asking n questions, each answered with its confidence.
+func AnswerTokens(n int) int { return 256 + 48*n }
+
 // question is one property of a flat question schema.
 type question struct {
 	id     string
@@ -94,7 +97,7 @@ func (r *runner) askEach(ctx context.Context, n *Node, key, kind, instr string, 
 	if err != nil {
 		return nil, fmt.Errorf("encode %s question schema: %w", key, err)
 	}
-	ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: kind, Instructions: instr, State: view, Schema: schema, MaxTokens: 256 + 48*len(ids)})
+	ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: kind, Instructions: instr, State: view, Schema: schema, MaxTokens: AnswerTokens(len(ids))})
 	if err != nil {
 		return nil, err
 	}

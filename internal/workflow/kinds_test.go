@@ -405,3 +405,23 @@ func TestEngineFileArtifact(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestPlanKinds: the dry run counts a polled call at its most runs (the issue and one per
+// interval within poll.deadline_s), a verified agent at maxDrives drives and reviews, a sift's
+// calls apart (their answers grow with the items), and executor bodies apart (their tool calls
+// are known only when they run).
+func TestPlanKinds(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "p", "schemas": {"In": {"type": "object", "properties": {"xs": {"type": "array"}}}, "A": {"type": "object"},
+  "Q": {"type": "object", "properties": {"ok": {"type": "boolean", "description": "ok?"}}}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "A"},
+  "root": {"node": "chain", "steps": [
+    {"node": "call", "label": "job", "via": "tool", "tool": "t", "args": {}, "out": "A", "as": "j", "deadline_s": 5,
+     "poll": {"until": {"predicate": "field_true", "path": "data.done"}, "interval_s": 2, "deadline_s": 10}},
+    {"node": "sift", "label": "s", "itemsPath": "xs", "out": "Q", "as": "s"},
+    {"node": "call", "label": "ex", "via": "executor", "code": "return {};", "out": "A", "as": "e", "deadline_s": 5},
+    {"node": "agent", "label": "a", "instructions": "Do", "out": "A", "as": "n", "verify": {"out": "Q", "maxDrives": 3}}]}}`)
+	p := w.MakePlan(map[string]any{"xs": []any{1.0}})
+	if p.ToolCalls != 6 || p.SiftCalls != 1 || p.ExecutorCalls != 1 || p.AgentSteps != 3 || p.Questions != 4 {
+		t.Errorf("plan %+v: want 6 tool calls (the issue and 5 polls), 1 sift call, 1 executor body, 3 agent drives, 4 questions (the sift and 3 reviews)", p)
+	}
+}

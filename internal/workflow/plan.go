@@ -16,7 +16,12 @@ type Plan struct {
 	Questions  int64 `json:"questions"`
 	AgentSteps int64 `json:"agentSteps"`
 	CodeSteps  int64 `json:"codeSteps"`
-	Unbounded  bool  `json:"unbounded"`
+	// SiftCalls are the typed questions that are a sift's (counted in Questions too): their
+	// answers grow with the items, up to AnswerTokens(MaxQuestionsPerRequest).
+	SiftCalls int64 `json:"siftCalls"`
+	// ExecutorCalls are calls via executor, whose bodies' tool calls are known only when they run.
+	ExecutorCalls int64 `json:"executorCalls"`
+	Unbounded     bool  `json:"unbounded"`
 }
 
 // MakePlan walks the document with the run's input (nil: unknown); a map over an input list
@@ -43,19 +48,41 @@ func (p *Plan) walk(n *Node, path string, times int64, input map[string]any, dep
 	}
 	switch n.Kind {
 	case "call":
-		if n.Via == "shell" {
-			p.ShellCalls += times
+		// A polled call runs at most once per interval within poll.deadline_s, and the issue.
+		runs := times
+		if n.Poll != nil && n.Poll.IntervalS > 0 {
+			runs *= 1 + int64(n.Poll.DeadlineS/n.Poll.IntervalS)
+		}
+		switch n.Via {
+		case "shell":
+			p.ShellCalls += runs
 			line += fmt.Sprintf(" shell (deadline %gs)", n.DeadlineS)
-		} else {
-			p.ToolCalls += times
+		case "executor":
+			p.ExecutorCalls += runs
+			line += fmt.Sprintf(" executor body (deadline %gs; its tool calls are not counted)", n.DeadlineS)
+		default:
+			p.ToolCalls += runs
 			line += fmt.Sprintf(" tool %s (deadline %gs)", n.Tool, n.DeadlineS)
 		}
 		if n.Retry != nil && n.Retry.Attempts > 1 {
 			line += fmt.Sprintf(", up to %d attempts", n.Retry.Attempts)
 		}
-	case "judge", "pick", "sift", "decide", "extract":
+		if n.Poll != nil {
+			line += fmt.Sprintf(", polled every %gs for at most %gs (up to %d runs)", n.Poll.IntervalS, n.Poll.DeadlineS, runs/times)
+		}
+	case "sift":
 		p.Questions += times
-		line += " one structured model call"
+		p.SiftCalls += times
+		line += fmt.Sprintf(" one structured model call (%d questions at most per call)", MaxQuestionsPerRequest)
+	case "judge", "pick", "decide", "extract":
+		q := times
+		if n.Verify != nil {
+			q *= 2 * int64(verifyDrives(n.Verify))
+			line += fmt.Sprintf(" up to %d drives, each one structured model call and its review", verifyDrives(n.Verify))
+		} else {
+			line += " one structured model call"
+		}
+		p.Questions += q
 	case "route":
 		if n.ValuePath == "" {
 			p.Questions += times
@@ -63,7 +90,21 @@ func (p *Plan) walk(n *Node, path string, times int64, input map[string]any, dep
 		} else {
 			line += " dispatch on " + n.ValuePath
 		}
-	case "agent", "report", "artifact":
+	case "artifact":
+		if n.Type != "markdown" && n.Type != "report" {
+			line += " the file " + n.Path
+			break
+		}
+		p.AgentSteps += times
+		line += " the agent's loop (bounded by the run's cap)"
+	case "agent", "report":
+		if n.Verify != nil {
+			d := int64(verifyDrives(n.Verify))
+			p.AgentSteps += times * d
+			p.Questions += times * d
+			line += fmt.Sprintf(" the agent's loop (bounded by the run's cap), up to %d drives, each reviewed by one structured model call", d)
+			break
+		}
 		p.AgentSteps += times
 		line += " the agent's loop (bounded by the run's cap)"
 	case "code":
@@ -146,4 +187,11 @@ func canonicalIndex(s string) (int, bool) {
 		n = n*10 + int(r-'0')
 	}
 	return n, true
+}
+
+func verifyDrives(v *Verify) int {
+	if v.MaxDrives > 0 {
+		return v.MaxDrives
+	}
+	return 2
 }

@@ -30,7 +30,22 @@ type WorkflowResult struct {
 	MapMs          float64 `json:"mapMs"`
 	MapStepsPerSec float64 `json:"mapStepsPerSec"`
 	ServerPeakRSSK int64   `json:"serverPeakRssKB"`
+	// ServerRSSBeforeK is the server's resident memory before the map (VmRSS), ServerRSSAfterK after.
+	ServerRSSBeforeK int64 `json:"serverRssBeforeKB"`
+	ServerRSSAfterK  int64 `json:"serverRssAfterKB"`
+	// The question map: QuestionItems judge questions, each answered after QuestionLatencyMs by the
+	// scripted model server, MapConcurrency at a time: its exec time and model steps per second
+	// (one at a time it cannot be under QuestionItems × the latency).
+	QuestionItems     int     `json:"questionItems"`
+	QuestionLatencyMs float64 `json:"questionLatencyMs"`
+	QuestionMapMs     float64 `json:"questionMapMs"`
+	QuestionStepsPerS float64 `json:"questionStepsPerSec"`
 }
+
+const (
+	questionItems   = 200
+	questionLatency = 50 * time.Millisecond
+)
 
 const workflowSteps = 50
 
@@ -39,7 +54,17 @@ func workflowScript() *fake.Script {
 	for i := range calls {
 		calls[i] = fake.ToolCall{Name: "ls", Input: json.RawMessage(`{"path":"."}`)}
 	}
-	return &fake.Script{Entries: []fake.Entry{{Name: "builtin", Match: "*", Turns: []fake.Turn{{ToolCalls: calls}, {Text: "done"}}}}}
+	return &fake.Script{Entries: []fake.Entry{
+		{Name: "question", Match: "BENCH-QUESTION", Turns: []fake.Turn{{Text: `{"answer": {"ok": true}, "confidence": 0.9}`, Latency: fake.Duration(questionLatency)}}},
+		{Name: "builtin", Match: "*", Turns: []fake.Turn{{ToolCalls: calls}, {Text: "done"}}}}}
+}
+
+// questionWorkflow is a map of one judge question per item, conc at a time.
+func questionWorkflow(conc int) string {
+	return fmt.Sprintf(`{"v": 2, "name": "bench-q", "schemas": {"In": {"type": "object"}, "Out": {"type": "object"},
+    "Q": {"type": "object", "properties": {"ok": {"type": "boolean", "description": "Is the item fine?"}}, "required": ["ok"]}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"}, "root": {"node": "chain", "steps": [{"node": "map", "label": "each", "itemsPath": "items", "as": "all", "maxConcurrency": %d,
+    "body": {"node": "judge", "label": "q", "state": {"item": "{item}", "about": "BENCH-QUESTION"}, "out": "Q", "as": "a"}}]}}`, conc)
 }
 
 // lsWorkflow is a chain of n call nodes of ls, or with mapped, one map of ls over the input's items.
@@ -79,7 +104,7 @@ func runWorkflowBench(c config, root string) (*WorkflowResult, error) {
 		list[i] = i
 	}
 	inMap, _ := json.Marshal(map[string]any{"items": list})
-	for _, a := range []struct{ name, doc string }{{"b-builtin", ""}, {"b-chain", lsWorkflow(workflowSteps, false, 0)}, {"b-map", lsWorkflow(0, true, conc)}} {
+	for _, a := range []struct{ name, doc string }{{"b-builtin", ""}, {"b-chain", lsWorkflow(workflowSteps, false, 0)}, {"b-map", lsWorkflow(0, true, conc)}, {"b-questions", questionWorkflow(conc)}} {
 		if err := put(a.name, a.doc); err != nil {
 			return nil, fmt.Errorf("agent %s: %w", a.name, err)
 		}
@@ -116,6 +141,7 @@ func runWorkflowBench(c config, root string) (*WorkflowResult, error) {
 		return nil, err
 	}
 	progress("workflow: a map of %d items, %d at a time", items, conc)
+	res.ServerRSSBeforeK = procStatus(w.srv.pid)["VmRSS"]
 	ms, run, err := exec("b-map", string(inMap))
 	if err != nil {
 		return nil, err
@@ -127,6 +153,17 @@ func runWorkflowBench(c config, root string) (*WorkflowResult, error) {
 	res.MapMs = ms
 	res.MapStepsPerSec = float64(len(steps)) / (ms / 1000)
 	res.ServerPeakRSSK = procStatus(w.srv.pid)["VmHWM"]
+	res.ServerRSSAfterK = procStatus(w.srv.pid)["VmRSS"]
+	progress("workflow: a map of %d questions answered after %s each, %d at a time", questionItems, questionLatency, conc)
+	qIn, _ := json.Marshal(map[string]any{"items": list[:questionItems]})
+	res.QuestionItems, res.QuestionLatencyMs = questionItems, float64(questionLatency.Milliseconds())
+	if res.QuestionMapMs, run, err = exec("b-questions", string(qIn)); err != nil {
+		return nil, err
+	}
+	if steps, err = w.steps(run.Metadata.Name); err != nil {
+		return nil, err
+	}
+	res.QuestionStepsPerS = float64(len(steps)) / (res.QuestionMapMs / 1000)
 	res.BuiltinPerStepMs = res.BuiltinMs / workflowSteps
 	res.WorkflowPerNodeMs = res.WorkflowMs / workflowSteps
 	return res, nil
@@ -137,4 +174,7 @@ func printWorkflow(r *WorkflowResult) {
 		r.Steps, r.BuiltinMs, r.BuiltinPerStepMs, r.WorkflowMs, r.WorkflowPerNodeMs)
 	fmt.Printf("workflow: map of %d ls calls, %d at a time: %.0f ms, %.0f steps/s, server peak RSS %d MiB\n",
 		r.MapItems, r.MapConcurrency, r.MapMs, r.MapStepsPerSec, r.ServerPeakRSSK>>10)
+	fmt.Printf("workflow: server RSS %d MiB before the map, %d MiB after\n", r.ServerRSSBeforeK>>10, r.ServerRSSAfterK>>10)
+	fmt.Printf("workflow: map of %d questions (%.0f ms scripted latency each), %d at a time: %.0f ms, %.0f steps/s (one at a time: at least %.0f ms)\n",
+		r.QuestionItems, r.QuestionLatencyMs, r.MapConcurrency, r.QuestionMapMs, r.QuestionStepsPerS, float64(r.QuestionItems)*r.QuestionLatencyMs)
 }

@@ -148,8 +148,8 @@ func TestWorkflowMoreKinds(t *testing.T) {
 }
 
 // TestWorkflowMoreCrash: SIGKILL inside a sift (its call recorded), inside the executor's body
-// (after its first tool call), inside verify's second drive, and between a polled call's issue and
-// its first poll; after the restart the run ends with every completed step made once, and the
+// (after its first tool call), inside verify's second drive, between a polled call's issue and
+// its first poll, and between two polls; after the restart the run ends with every completed step made once, and the
 // polled call is polled again, never issued again.
 func TestWorkflowMoreCrash(t *testing.T) {
 	t.Parallel()
@@ -159,6 +159,8 @@ func TestWorkflowMoreCrash(t *testing.T) {
 		{"executor", "after-result:wf/count/tool#0"},
 		{"verify-drive", "after-result:wf/research/drive#2/t0/model"},
 		{"poll-issue", "after-result:wf/job"},
+		// After the first poll's result: the restart waits (what is left of) the second wait.
+		{"poll-poll", "after-result:wf/job/$poll#1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -40,7 +40,7 @@ const moreWorkflow = `{
 }`
 
 // The scripted answers: the sift keeps a and c; the agent's first answer does not cite a ticket,
-// the reviewer says so, the second does. Entries match the first user message, the specific ones first.
+// the reviewer says so, and the agent answers again in the same conversation, citing them. Entries match the first user message, the specific ones first.
 const moreScript = `
 entries:
   - name: sift
@@ -55,14 +55,11 @@ entries:
     match: "Review the submission"
     turns:
       - text: '{"answer": {"cites": {"answer": false, "confidence": 0.9}}, "confidence": 0.9}'
-  - name: drive-2
-    match: "A reviewer did not accept"
-    turns:
-      - text: '{"summary": "two billing results (ticket a, ticket c)"}'
-  - name: drive-1
+  - name: research
     match: "Summarize the billing results"
     turns:
       - text: '{"summary": "two billing results"}'
+      - text: '{"summary": "two billing results (ticket a, ticket c)"}'
 `
 
 func (e *env) checkMore(t *testing.T, run api.AgentRun) {
@@ -95,7 +92,7 @@ func (e *env) checkMore(t *testing.T, run api.AgentRun) {
 		t.Errorf("executor %+v", out.Counted)
 	}
 	if out.Notes["summary"] != "two billing results (ticket a, ticket c)" || out.Verify != nil {
-		t.Errorf("verify: notes %v (the second drive's), notes$verify %v (not in the output)", out.Notes, out.Verify)
+		t.Errorf("verify: notes %v (the second answer), notes$verify %v (not in the output)", out.Notes, out.Verify)
 	}
 	if out.Job["stdout"] != "3" {
 		t.Errorf("poll: %v, want the third run's stdout", out.Job)
@@ -109,7 +106,7 @@ func (e *env) checkMore(t *testing.T, run api.AgentRun) {
 		t.Errorf("side effects %v: each executor tool call exactly once", got)
 	}
 	calls := e.completedCalls()
-	for entry, want := range map[string]int{"sift": 1, "drive-1": 1, "drive-2": 1, "verify-reject": 1, "verify-accept": 1} {
+	for entry, want := range map[string]int{"sift": 1, "research": 2, "verify-reject": 1, "verify-accept": 1} {
 		if calls[entry] != want {
 			t.Errorf("completed model calls of %s: %d, want %d (all: %v)", entry, calls[entry], want, calls)
 		}
@@ -119,10 +116,14 @@ func (e *env) checkMore(t *testing.T, run api.AgentRun) {
 		keys[s.Key] = s
 	}
 	for _, k := range []string{"wf/rank", "wf/count/tool#0", "wf/count/tool#1", "wf/research/t0/model", "wf/research/$verify#1",
-		"wf/research/drive#2/t0/model", "wf/research/$verify#2", "wf/job/$poll", "wf/job", "wf/job/$poll#1/wait", "wf/job/$poll#1", "wf/job/$poll#2"} {
+		"wf/research/t1/model", "wf/research/$verify#2", "wf/job/$poll", "wf/job", "wf/job/$poll#1/wait", "wf/job/$poll#1", "wf/job/$poll#2"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("no step %s", k)
 		}
+	}
+	// The rejected answer was answered again in the same conversation, not in a second drive.
+	if _, ok := keys["wf/research/drive#2/t0/model"]; ok {
+		t.Errorf("verify started a second drive instead of continuing the conversation")
 	}
 	// Polled until the third run: the issue and two polls, never a fourth (a re-issue would add one).
 	if _, ok := keys["wf/job/$poll#3"]; ok {
@@ -134,7 +135,8 @@ func (e *env) checkMore(t *testing.T, run api.AgentRun) {
 }
 
 // TestWorkflowMoreKinds runs moreWorkflow through the real binary against the scripted model
-// server: sift, executor, verify, a polled shell call and a file artifact, each effect once.
+// server: sift, executor, verify (the rejected answer answered again in the same conversation), a
+// polled shell call and a file artifact, each effect once.
 func TestWorkflowMoreKinds(t *testing.T) {
 	t.Parallel()
 	needBwrap(t)
@@ -157,7 +159,7 @@ func TestWorkflowMoreCrash(t *testing.T) {
 	for _, c := range []struct{ name, pause string }{
 		{"sift", "after-result:wf/rank"},
 		{"executor", "after-result:wf/count/tool#0"},
-		{"verify-drive", "after-result:wf/research/drive#2/t0/model"},
+		{"verify-drive", "after-result:wf/research/t1/model"},
 		{"poll-issue", "after-result:wf/job"},
 		// After the first poll's result: the restart waits (what is left of) the second wait.
 		{"poll-poll", "after-result:wf/job/$poll#1"},

@@ -278,7 +278,19 @@ func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (string
 			}
 		}
 		if len(uses) == 0 {
-			return text.String(), nil
+			if t.Review == nil {
+				return text.String(), nil
+			}
+			// verify: the answer is reviewed (a typed question, made through this host, so
+			// without its lock); a rejected one is answered again in this conversation.
+			h.mu.Unlock()
+			ok, feedback, err := t.Review(ctx, text.String())
+			h.mu.Lock()
+			if err != nil || ok {
+				return text.String(), err
+			}
+			conv = append(conv, userText(feedback))
+			continue
 		}
 		results := make([]model.Block, 0, len(uses))
 		for i, u := range uses {

@@ -90,6 +90,11 @@ type Task struct {
 	// Schema, when set, is the answer's JSON Schema: the answer is that JSON.
 	Schema json.RawMessage
 	Tools  []string
+	// Review, when set (the node has verify), reviews an answer before the host returns it: a
+	// host that can continues the same conversation with feedback when it is not accepted, and
+	// asks again; err ends the node (the reviews are spent). A host may ignore it: the engine
+	// reviews what the host returns, and sends a rejected answer back for another drive.
+	Review func(ctx context.Context, answer string) (accepted bool, feedback string, err error)
 }
 
 // Result is how a run ended: complete with its output, or escalated.
@@ -502,7 +507,7 @@ func (r *runner) question(ctx context.Context, n *Node, key string, state map[st
 	}
 	var conf float64
 	// One drive is one question (a decide or extract node's verify may ask it again, keyed by drive).
-	drive := func(ctx context.Context, dk, feedback string) (any, error) {
+	drive := func(ctx context.Context, dk, feedback string, _ reviewFunc) (any, error) {
 		ans, err := r.h.Ask(ctx, dk, Question{Node: n.Label, Kind: n.Kind, Instructions: instr + feedback, State: view, Schema: sch, Tier: n.Tier})
 		if err != nil {
 			return nil, err
@@ -762,12 +767,7 @@ func (r *runner) agent(ctx context.Context, n *Node, key string, state map[strin
 		if k == "" {
 			k = n.Label
 		}
-		// One drive is one run of the agent's loop on the sub-task (verify may send it back).
-		drive := func(ctx context.Context, dk, feedback string) (any, error) {
-			text, err := r.h.Agent(ctx, dk, Task{Node: n.Label, Instructions: instr + feedback, State: view, Schema: sch, Tools: n.Tools})
-			if err != nil {
-				return nil, err
-			}
+		decode := func(dk, text string) (any, error) {
 			var v any = text
 			if sch != nil {
 				if err := json.Unmarshal([]byte(stripFence(text)), &v); err != nil {
@@ -775,6 +775,31 @@ func (r *runner) agent(ctx context.Context, n *Node, key string, state map[strin
 				}
 			}
 			return v, nil
+		}
+		// One drive is one run of the agent's loop on the sub-task; with verify, the host may
+		// have each answer reviewed in the same conversation (Task.Review).
+		drive := func(ctx context.Context, dk, feedback string, review reviewFunc) (any, error) {
+			t := Task{Node: n.Label, Instructions: instr + feedback, State: view, Schema: sch, Tools: n.Tools}
+			if review != nil {
+				t.Review = func(ctx context.Context, text string) (bool, string, error) {
+					v, err := decode(dk, text)
+					if err == nil && n.Out != "" {
+						if cerr := r.w.schemas.check(n.Out, v); cerr != nil {
+							err = cerr
+						}
+					}
+					if err != nil {
+						// Not reviewable: the answer itself is wrong; say so in the conversation.
+						return false, fmt.Sprintf("Your answer was not accepted: %v. Answer again with one JSON value that matches the schema.", err), nil
+					}
+					return review(ctx, v)
+				}
+			}
+			text, err := r.h.Agent(ctx, dk, t)
+			if err != nil {
+				return nil, err
+			}
+			return decode(dk, text)
 		}
 		return r.drives(ctx, n, key, k, state, drive)
 	}

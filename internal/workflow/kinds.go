@@ -350,16 +350,22 @@ func (r *runner) fileArtifact(ctx context.Context, n *Node, key string, state ma
 	return next, nil
 }
 
-// drives runs a generative node's drive and writes its value at k; with verify, each submission
-// is reviewed by the verify question set (step KEY/$verify#D) and a rejected one goes back for
-// another drive (step KEY/drive#D), told its previous answer and the reasons, up to maxDrives
-// (default 2). The reviews are at k$verify: {drives: [{drive, doubted, unmet, accepted,
+// reviewFunc reviews one answer (the decoded value): accepted, or the feedback to give with it.
+type reviewFunc func(ctx context.Context, v any) (accepted bool, feedback string, err error)
+
+// drives runs a generative node's drive and writes its value at k. With verify, each answer is
+// reviewed by the verify question set (one review is one drive, step KEY/$verify#D): a host
+// that can (the built-in loop) has the agent answer again in the same conversation, told the
+// reasons (Task.Review); an answer the host returns unreviewed is reviewed here, and a rejected
+// one goes back for another drive of the node (step KEY/drive#D, told its previous answer and the
+// reasons; a decide or extract node is one question, so its drives are always these). Up to
+// maxDrives (default 2); the reviews are at k$verify: {drives: [{drive, doubted, unmet, accepted,
 // answers}], answers}. When the drives are spent the node fails verification_failed naming the
-// reasons: a rejected submission is never accepted silently.
-func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[string]any, drive func(ctx context.Context, dk, feedback string) (any, error)) (map[string]any, error) {
+// reasons: a rejected answer is never accepted silently.
+func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[string]any, drive func(ctx context.Context, dk, feedback string, review reviewFunc) (any, error)) (map[string]any, error) {
 	vf := n.Verify
 	if vf == nil {
-		v, err := drive(ctx, key, "")
+		v, err := drive(ctx, key, "", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -384,21 +390,14 @@ func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[s
 	}
 	var (
 		record   []any
-		feedback string
+		accepted string // the JSON of the answer the last review accepted
+		last     map[string]any
 	)
-	for d := 1; ; d++ {
-		dk := key
-		if d > 1 {
-			dk = fmt.Sprintf("%s/drive#%d", key, d)
-		}
-		v, err := drive(ctx, dk, feedback)
-		if err != nil {
-			return nil, err
-		}
-		if n.Out != "" {
-			if err := r.w.schemas.check(n.Out, v); err != nil {
-				return nil, r.fail(n, dk, FailOutput, "the value does not match schema %q: %v", n.Out, err)
-			}
+	review := func(ctx context.Context, v any) (bool, string, error) {
+		d := len(record) + 1
+		vk := fmt.Sprintf("%s/$verify#%d", key, d)
+		if d > maxDrives {
+			return false, "", r.fail(n, vk, FailVerify, "the reviewer rejected all %d drives (verify.maxDrives)", maxDrives)
 		}
 		sub, _ := v.(map[string]any)
 		if sub == nil {
@@ -410,15 +409,14 @@ func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[s
 		if vf.State != nil {
 			iv, err := interpolate(vf.State, st)
 			if err != nil {
-				return nil, r.fail(n, key, FailPath, "verify.state: %v", err)
+				return false, "", r.fail(n, vk, FailPath, "verify.state: %v", err)
 			}
 			view = iv.(map[string]any)
 		}
 		view["submission"] = sub
-		vk := fmt.Sprintf("%s/$verify#%d", key, d)
 		got, err := r.askEach(ctx, n, vk, "verify", "Review the submission: answer each question of the schema (each property's description is its question) from the state.", view, ids, byID)
 		if err != nil {
-			return nil, err
+			return false, "", err
 		}
 		var doubted, unmet []string
 		for _, q := range qs {
@@ -434,19 +432,16 @@ func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[s
 				unmet = append(unmet, q.id)
 			}
 		}
-		accepted := len(doubted) == 0 && len(unmet) == 0
-		side := sidecar(qs, got, "")
-		record = append(record, map[string]any{"drive": float64(d), "doubted": anyList(doubted), "unmet": anyList(unmet), "accepted": accepted, "answers": side})
-		if accepted {
-			next, err := r.write(n, dk, state, k, v)
-			if err != nil {
-				return nil, err
-			}
-			next[k+"$verify"] = map[string]any{"drives": record, "answers": side["answers"]}
-			return next, nil
+		ok := len(doubted) == 0 && len(unmet) == 0
+		last = sidecar(qs, got, "")
+		record = append(record, map[string]any{"drive": float64(d), "doubted": anyList(doubted), "unmet": anyList(unmet), "accepted": ok, "answers": last})
+		if ok {
+			b, _ := json.Marshal(v)
+			accepted = string(b)
+			return true, "", nil
 		}
 		if d >= maxDrives {
-			return nil, r.fail(n, vk, FailVerify, "the reviewer rejected all %d drives (verify.maxDrives); the last: unmet %s, doubted %s", maxDrives, orDash(unmet), orDash(doubted))
+			return false, "", r.fail(n, vk, FailVerify, "the reviewer rejected all %d drives (verify.maxDrives); the last: unmet %s, doubted %s", maxDrives, orDash(unmet), orDash(doubted))
 		}
 		line := func(ids []string) string {
 			parts := make([]string, len(ids))
@@ -457,7 +452,7 @@ func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[s
 		}
 		prev, _ := json.Marshal(v)
 		var b strings.Builder
-		fmt.Fprintf(&b, "\n\nA reviewer did not accept your previous answer (drive %d of at most %d):\n%s\n", d, maxDrives, prev)
+		fmt.Fprintf(&b, "A reviewer did not accept your answer (drive %d of at most %d):\n%s\n", d, maxDrives, prev)
 		if len(doubted) > 0 {
 			b.WriteString("Not supported by your evidence (remove it, or show what supports it): " + line(doubted) + ".\n")
 		}
@@ -465,7 +460,41 @@ func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[s
 			b.WriteString("Still required: " + line(unmet) + ".\n")
 		}
 		b.WriteString("Answer again.")
-		feedback = b.String()
+		return false, b.String(), nil
+	}
+	feedback := ""
+	for {
+		dk := key
+		if len(record) > 0 {
+			dk = fmt.Sprintf("%s/drive#%d", key, len(record)+1)
+		}
+		v, err := drive(ctx, dk, feedback, review)
+		if err != nil {
+			return nil, err
+		}
+		if n.Out != "" {
+			if err := r.w.schemas.check(n.Out, v); err != nil {
+				return nil, r.fail(n, dk, FailOutput, "the value does not match schema %q: %v", n.Out, err)
+			}
+		}
+		b, _ := json.Marshal(v)
+		ok := accepted != "" && accepted == string(b)
+		if !ok {
+			// The host returned an answer no review accepted (it ignored Review): review it here.
+			var fb string
+			if ok, fb, err = review(ctx, v); err != nil {
+				return nil, err
+			}
+			feedback = "\n\n" + fb
+		}
+		if ok {
+			next, err := r.write(n, dk, state, k, v)
+			if err != nil {
+				return nil, err
+			}
+			next[k+"$verify"] = map[string]any{"drives": record, "answers": last["answers"]}
+			return next, nil
+		}
 	}
 }
 

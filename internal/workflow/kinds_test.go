@@ -425,3 +425,57 @@ func TestPlanKinds(t *testing.T) {
 		t.Errorf("plan %+v: want 6 tool calls (the issue and 5 polls), 1 sift call, 1 executor body, 3 agent drives, 4 questions (the sift and 3 reviews)", p)
 	}
 }
+
+// sessionHost continues the same conversation when Task.Review rejects an answer, as the built-in
+// loop does: one Agent call, its answers reviewed in turn.
+type sessionHost struct {
+	*kindHost
+	feedback []string
+}
+
+func (h *sessionHost) Agent(ctx context.Context, key string, t Task) (string, error) {
+	h.enter(key)
+	defer h.leave()
+	for turn := 1; ; turn++ {
+		text := fmt.Sprintf(`{"summary": "draft %d"}`, turn)
+		ok, fb, err := t.Review(ctx, text)
+		if err != nil || ok {
+			return text, err
+		}
+		h.feedback = append(h.feedback, fb)
+	}
+}
+
+// TestEngineVerifySession: a host that reviews in the same conversation gets the reviewer's
+// reasons as feedback; its accepted answer is not reviewed again, and no second drive is started.
+func TestEngineVerifySession(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "v", "schemas": {"In": {"type": "object"}, "Notes": {"type": "object", "required": ["summary"]},
+  "Check": {"type": "object", "properties": {"cites": {"type": "boolean", "description": "Does it cite a source?"}}}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "agent", "label": "research", "instructions": "Research it", "out": "Notes", "as": "notes", "verify": {"out": "Check"}}}`)
+	h := &sessionHost{kindHost: newKindHost()}
+	h.ask = func(key string, q Question) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"cites": {"answer": %t, "confidence": 0.9}}`, strings.HasSuffix(key, "#2")))
+	}
+	r, err := w.Run(context.Background(), h, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(h.effects, " "); got != "wf/research/$verify#1 wf/research/$verify#2" {
+		t.Errorf("reviews %s: two reviews in one drive", got)
+	}
+	if strings.Join(h.recHost.keys, " ") != "wf/research" || len(h.feedback) != 1 || !strings.Contains(h.feedback[0], "Still required: cites") {
+		t.Errorf("drives %v, feedback %q", h.recHost.keys, h.feedback)
+	}
+	if !strings.Contains(string(r.Output), `"summary":"draft 2"`) {
+		t.Errorf("output %s", r.Output)
+	}
+	// Rejected every time: the second review ends the node.
+	h = &sessionHost{kindHost: newKindHost()}
+	h.ask = func(key string, q Question) json.RawMessage {
+		return json.RawMessage(`{"cites": {"answer": false, "confidence": 0.9}}`)
+	}
+	if _, err := w.Run(context.Background(), h, map[string]any{}); !isFailure(err, FailVerify) || len(h.feedback) != 1 {
+		t.Errorf("exhausted: %v after %d rejections", err, len(h.feedback))
+	}
+}

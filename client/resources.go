@@ -301,6 +301,16 @@ func (c *Client) Steps(ctx context.Context, run string) ([]Step, error) {
 	return l.Items, nil
 }
 
+// Nodes is GET /v2/agentruns/NAME/nodes: a workflow run's node tree (Root is nil for a run
+// whose agent revision has no workflow).
+func (c *Client) Nodes(ctx context.Context, run string) (*WorkflowTree, error) {
+	var t WorkflowTree
+	if _, _, err := c.call(ctx, request{method: http.MethodGet, path: objectPath(AgentRuns, run, "nodes")}, &t); err != nil {
+		return nil, fmt.Errorf("nodes of agentrun %q: %w", run, err)
+	}
+	return &t, nil
+}
+
 // Answer is GET /v2/agentruns/NAME/answer: the whole final answer. A run with no answer yet fails
 // with code NoAnswer (HTTP 404).
 func (c *Client) Answer(ctx context.Context, run string) (string, error) {

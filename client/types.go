@@ -60,6 +60,9 @@ type (
 	RunCost        = api.RunCost
 	Turn           = api.Turn
 	Step           = api.Step
+	WorkflowTree   = api.WorkflowTree
+	WorkflowNode   = api.WorkflowNode
+	TreeNode       = api.WorkflowNode // the same type under its own name (internal/workflow.TreeNode)
 	Event          = api.Event
 	Message        = api.Message
 )

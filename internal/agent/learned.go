@@ -29,7 +29,7 @@ func (d *drive) withLearnedTools(defs []model.ToolDef) []model.ToolDef {
 				defs = append(defs, model.ToolDef{Name: e.Name, Description: e.Description, InputSchema: e.Schema})
 			}
 		}
-		for _, w := range d.learn.workflows {
+		for _, w := range d.learnedWorkflows() {
 			defs = append(defs, model.ToolDef{Name: w.Tool, Description: w.Description, InputSchema: w.InputSchema})
 		}
 	}
@@ -37,23 +37,31 @@ func (d *drive) withLearnedTools(defs []model.ToolDef) []model.ToolDef {
 	return defs
 }
 
-// learnedWorkflow is the learned workflow offered as tool name (nil: none is).
-func (d *drive) learnedWorkflow(name string) *learning.Workflow {
+// learnedWorkflows are the learned workflows the run is offered as tools (loadLearning chose
+// them).
+func (d *drive) learnedWorkflows() []learning.Workflow {
 	if d.learn == nil {
 		return nil
 	}
-	for i := range d.learn.workflows {
-		if d.learn.workflows[i].Tool == name {
-			return &d.learn.workflows[i]
+	return d.learn.workflows
+}
+
+// learnedWorkflow is the learned workflow offered as tool name (nil: none is).
+func (d *drive) learnedWorkflow(name string) *learning.Workflow {
+	ws := d.learnedWorkflows()
+	for i := range ws {
+		if ws[i].Tool == name {
+			return &ws[i]
 		}
 	}
 	return nil
 }
 
 // runLearnedWorkflow runs a learned workflow as tool call key: the engine runs the document on
-// the call's input with the workflow host of the drive, every node with an effect a journal step
-// keyed under the call (KEY/wf/...), each tool call through the run's tool step (its tools, the
-// deny set, its approvals), each model call under its cap. The call's own step, recorded once the
+// the call's input with the workflow host of the drive (the journal gated on its lock, so a
+// map's items run at once up to its maxConcurrency, as in a workflow run), every node with an
+// effect a journal step keyed under the call (KEY/wf/...), each tool call through the run's tool
+// step (its tools, the deny set, its approvals), each model call under its cap. The call's own step, recorded once the
 // workflow ended, holds what the model is answered; after a crash the workflow runs again and
 // every node completed is answered from the journal. A failed node is the call's error result,
 // not the run's failure.
@@ -71,10 +79,15 @@ func (d *drive) runLearnedWorkflow(ctx context.Context, key string, call model.B
 		res = tools.Result{IsError: true, Content: fmt.Sprintf("%s: the input is a JSON object (the workflow's input); the call did not run", call.Name)}
 	default:
 		d.inWorkflow = true
-		out, err := w.W.Run(ctx, &keyedHost{h: &wfHost{d: d, defs: d.offered}, under: key}, in)
+		h := &wfHost{d: d, defs: d.offered}
+		out, err := h.runAs(ctx, w.W, &keyedHost{h: h, under: key}, in)
 		d.inWorkflow = false
 		var f *workflow.Failure
 		switch {
+		case d.parked:
+			// An item parked the run (an approval, the cap) while others ran: their effects
+			// recorded their results first, and nothing started after.
+			return model.Block{}, errParked
 		case errors.As(err, &f):
 			res = tools.Result{IsError: true, Content: f.Error()}
 		case err != nil:

@@ -85,6 +85,12 @@ func (d *drive) loadLearning(ctx context.Context) error {
 			ls.skills[s.Metadata.Name] = s
 		}
 		for _, w := range workflows {
+			if len(d.spec.Workflow) > 0 {
+				// Its engine gates the journal on its own lock from its nodes' goroutines: a
+				// workflow called from one of its agent nodes could not run its effects under it.
+				left = append(left, fmt.Sprintf("%s: an agent that runs a workflow of its own is not offered learned workflows", w.Path))
+				continue
+			}
 			if d.allowed(w.Tool) {
 				left = append(left, fmt.Sprintf("%s: its tool name %s is one of the agent's tools", w.Path, w.Tool))
 				continue

@@ -14,6 +14,7 @@ import (
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/workflow"
 )
 
@@ -22,7 +23,8 @@ import (
 // the node's execution path, so a drive after a crash, a park or a takeover runs the document
 // again from the start and every completed effect is answered from the journal.
 func (d *drive) workflowLoop(ctx context.Context, defs []model.ToolDef) error {
-	w, errs := workflow.Validate(d.spec.Workflow, workflow.Options{Runnable: true})
+	// Children named by string run at the revisions pinned when this revision was saved.
+	w, errs := workflow.Validate(d.spec.Workflow, workflow.Options{Runnable: true, Resolve: store.PinnedWorkflows(ctx, d.e.Store, d.spec.WorkflowChildren)})
 	if len(errs) > 0 {
 		return &failure{api.ReasonWorkflowFailed, "spec.workflow: " + errs.Error()}
 	}
@@ -43,6 +45,7 @@ func (d *drive) workflowLoop(ctx context.Context, defs []model.ToolDef) error {
 	if err != nil {
 		var f *workflow.Failure
 		if errors.As(err, &f) {
+			d.status.FailedNode = f.Key
 			return &failure{api.ReasonWorkflowFailed, f.Error()}
 		}
 		return err
@@ -70,6 +73,12 @@ type wfHost struct {
 
 // run runs w with the journal gated on the host's lock.
 func (h *wfHost) run(ctx context.Context, w *workflow.Workflow, in map[string]any) (*workflow.Result, error) {
+	return h.runAs(ctx, w, h, in)
+}
+
+// runAs is run with the engine calling host, which performs each effect through h (a learned
+// workflow's keyedHost, which puts the step keys under its tool call's).
+func (h *wfHost) runAs(ctx context.Context, w *workflow.Workflow, host workflow.Host, in map[string]any) (*workflow.Result, error) {
 	h.mu.Lock()
 	h.d.j.Gate(&h.mu)
 	h.mu.Unlock()
@@ -78,7 +87,7 @@ func (h *wfHost) run(ctx context.Context, w *workflow.Workflow, in map[string]an
 		h.d.j.Gate(nil)
 		h.mu.Unlock()
 	}()
-	return w.Run(ctx, h, in)
+	return w.Run(ctx, host, in)
 }
 
 func (h *wfHost) Tool(ctx context.Context, key, tool string, args map[string]any) (workflow.ToolResult, error) {

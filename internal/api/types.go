@@ -82,6 +82,11 @@ type AgentSpec struct {
 	// Workflow, when set, is the workflow document (internal/workflow) a run of this agent runs
 	// instead of the agent's open loop: its input is the run's input as a JSON object.
 	Workflow json.RawMessage `json:"workflow,omitempty"`
+	// WorkflowChildren pins each child the workflow names by string ("workflow": "NAME", the
+	// workflow of agent NAME) to that agent's revision: given, it is kept (each must exist); left
+	// out, the server pins the current revision when it saves this one. Every run of this revision
+	// runs those children.
+	WorkflowChildren map[string]int64 `json:"workflowChildren,omitempty"`
 }
 
 // ModelSpec says how the agent reaches a model.
@@ -248,6 +253,8 @@ type AgentRunStatus struct {
 	PayloadsPurgedAt *time.Time `json:"payloadsPurgedAt,omitempty"`
 	// Escalation is set when a workflow's escalate node ended the run (Succeeded, Escalated).
 	Escalation *Escalation `json:"escalation,omitempty"`
+	// FailedNode is the execution path of the workflow node a WorkflowFailed run failed at.
+	FailedNode string `json:"failedNode,omitempty"`
 }
 
 // Escalation is what an escalate node stopped a workflow with: its kind, stage, interpolated

@@ -144,7 +144,15 @@ func validateWorkflow(raw json.RawMessage) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	_, errs := workflow.Validate(raw, workflow.Options{Runnable: true})
+	// A child named by string is another agent's workflow: the server resolves and pins it
+	// when it saves the agent (it has the store), so it is not refused here.
+	_, errs := workflow.Validate(raw, workflow.Options{Runnable: true, DeferNamed: true})
+	return WorkflowInvalid(errs)
+}
+
+// WorkflowInvalid is spec.workflow's errors as one Invalid error (nil for none): each at its
+// pointer under spec.workflow, the first as the error's field.
+func WorkflowInvalid(errs workflow.Invalid) error {
 	if len(errs) == 0 {
 		return nil
 	}

@@ -234,6 +234,30 @@ func stepRows(steps []api.Step) [][]string {
 	return rows
 }
 
+var nodeHeader = []string{"NODE", "KIND", "STATE", "VALUE", "COST", "STEPS"}
+
+// nodeRows is a workflow run's node tree as table rows, each node indented under its parent.
+func nodeRows(root *api.WorkflowNode) [][]string {
+	var rows [][]string
+	var walk func(n *api.WorkflowNode, depth int)
+	walk = func(n *api.WorkflowNode, depth int) {
+		label := n.Label
+		if label == "" {
+			label = n.Kind
+		}
+		c := "-"
+		if n.CostMicros != 0 || n.CostUnknown > 0 {
+			c = cost.Dollars(cost.Total{Known: cost.Micros(n.CostMicros), Unknown: n.CostUnknown}.String())
+		}
+		rows = append(rows, []string{strings.Repeat("  ", depth) + label, n.Kind, n.State, truncate(n.Value, 50), c, fmt.Sprint(n.Steps)})
+		for _, ch := range n.Children {
+			walk(ch, depth+1)
+		}
+	}
+	walk(root, 0)
+	return rows
+}
+
 // genericRows makes a table of objects this CLI has no Go type for (AgentGroups and others) from
 // their JSON: NAME, then PHASE, RUNS, ACTIVE and COST for groups, and AGE.
 func genericRows(items []map[string]any, group bool, now time.Time) (header []string, rows [][]string) {

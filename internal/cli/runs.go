@@ -295,11 +295,26 @@ func stepsCmd(use string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			tree, err := c.Nodes(ctxOf(cmd), args[0])
+			if err != nil {
+				return err
+			}
 			if output == "json" || output == "yaml" {
 				if steps == nil {
 					steps = []api.Step{}
 				}
-				return writeValue(cmd.OutOrStdout(), map[string]any{"items": steps}, output)
+				v := map[string]any{"items": steps}
+				if tree.Root != nil {
+					v["nodes"] = tree.Root
+				}
+				return writeValue(cmd.OutOrStdout(), v, output)
+			}
+			if tree.Root != nil {
+				// A workflow run: its node tree, then the journal steps it is made of.
+				if err := writeTable(cmd.OutOrStdout(), nodeHeader, nodeRows(tree.Root)); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout())
 			}
 			return writeTable(cmd.OutOrStdout(), stepHeader, stepRows(steps))
 		}),

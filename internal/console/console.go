@@ -270,7 +270,8 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 	render(w, runTmpl, map[string]any{"Run": run, "Steps": steps, "Events": events, "After": after, "Files": fileRows(name, files),
 		"Refresh": refresh, "Streaming": streaming, "View": pageView(run), "Script": scriptVersion,
 		"Approvals": approvals, "CSRF": csrfToken(r), "Screen": c.screenSection(run, steps), "Keys": screenKeyButtons,
-		"AnswerOpen": answerOpen, "Takeover": takingOver(run), "Learning": runLearningOf(run.Spec.Agent, events, approvals)})
+		"AnswerOpen": answerOpen, "Takeover": takingOver(run), "Learning": runLearningOf(run.Spec.Agent, events, approvals),
+		"Tree": c.workflowTree(r.Context(), run)})
 }
 
 func render(w http.ResponseWriter, t *template.Template, data any) {
@@ -348,6 +349,9 @@ When you are done, <b>answer the run's question below</b>: that hands the {{.Wha
 <td>{{if eq .State "pending"}}<form method="post" action="/runs/{{$.Run.Metadata.Name}}/approvals/{{.ID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
 <input name="reason" placeholder="reason (optional)"> <button name="decision" value="approve">Approve</button> <button name="decision" value="deny">Deny</button></form>{{end}}</td></tr>{{end}}</table>{{end}}
 {{with .Learning}}{{template "learning" .}}{{end}}
+{{with .Run.Status.Escalation}}<p id="escalation" class="wait">Escalated at <b>{{.Label}}</b> ({{.Kind}}, stage {{.Stage}}): {{.Summary}}</p>{{end}}
+{{if .Tree}}<h2>Workflow</h2><table id="workflow-tree"><tr><th>Node</th><th>Kind</th><th>State</th><th>Value</th><th>Cost</th><th>Steps</th></tr>
+{{range .Tree}}<tr data-key="{{.Key}}" data-state="{{.State}}"><td style="padding-left:{{.Depth}}.5em" title="{{.Key}}">{{.Label}}</td><td>{{.Kind}}</td><td class="node-{{.State}}">{{.State}}</td><td>{{.Value}}</td><td>{{.Cost}}</td><td>{{.Steps}}</td></tr>{{end}}</table>{{end}}
 <h2>Steps</h2><table><tr><th>#</th><th>Key</th><th>Kind</th><th>State</th><th>Attempt</th><th>What</th></tr>
 {{range .Steps}}<tr><td>{{.Seq}}</td><td>{{.Key}}</td><td>{{.Kind}}</td><td>{{.State}}{{if .Resolution}} ({{.Resolution}}){{end}}</td><td>{{.Attempt}}</td><td>{{.Title}}{{if .Error}}<br>{{.Error}}{{end}}</td></tr>{{end}}</table>
 <h2>Files</h2>{{if .Files}}<table id="files"><tr><th>Path</th><th>Size</th><th>Modified</th></tr>

@@ -41,6 +41,9 @@ func (s *Server) validateAgent(ctx context.Context, a *api.Agent) error {
 	if err := s.resolveSkills(ctx, a); err != nil {
 		return err
 	}
+	if err := s.resolveWorkflowChildren(ctx, a); err != nil {
+		return err
+	}
 	if a.Spec.Approvals != nil {
 		if field, err := policy.Validate(*a.Spec.Approvals); err != nil {
 			return api.Invalid("spec.approvals."+field, "%v", err)
@@ -240,6 +243,11 @@ func (s *Server) patchAgentWith(ctx context.Context, cur *api.Agent, body []byte
 	var a api.Agent
 	if err := api.DecodeStrict(b, &a); err != nil {
 		return nil, err
+	}
+	if patchesWorkflowOnly(body) {
+		// A new workflow, no pins given: its named children are pinned afresh, not kept at the
+		// revisions the old document's were.
+		a.Spec.WorkflowChildren = nil
 	}
 	if err := s.validateAgent(ctx, &a); err != nil {
 		return nil, err

@@ -226,6 +226,7 @@ var apiRoutes = []apiRoute{
 	{Pattern: "POST /v2/agentruns/{name}/cancel", Tag: "runs", Summary: "Cancel a run", OptionalBody: true, Responses: ok(typ[api.AgentRun]()),
 		Errors: []api.Code{api.CodeNotFound, api.CodeStoreFull, api.CodeAgentRunFinished}},
 	{Pattern: "GET /v2/agentruns/{name}/steps", Tag: "runs", Summary: "The run's journal: each model and tool call, in order", Responses: ok(typ[items[api.Step]]()), Errors: []api.Code{api.CodeNotFound}},
+	{Pattern: "GET /v2/agentruns/{name}/nodes", Tag: "runs", Summary: "A workflow run's node tree: each node's state, value preview and cost, rolled up", Responses: ok(typ[api.WorkflowTree]()), Errors: []api.Code{api.CodeNotFound}},
 	{Pattern: "GET /v2/agentruns/{name}/answer", Tag: "runs", Summary: "The whole answer",
 		Responses: []apiResponse{{Status: 200, Content: "text/plain"}}, Errors: []api.Code{api.CodeNotFound, api.CodeNoAnswer}},
 	{Pattern: "GET /v2/agentruns/{name}/events", Tag: "runs", Summary: "The timeline: a JSON page, or with Accept: text/event-stream an SSE stream that follows the run until it finishes",

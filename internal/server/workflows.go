@@ -21,6 +21,7 @@ type WorkflowValidation struct {
 
 func (s *Server) workflowRoutes(v2 *http.ServeMux) {
 	v2.HandleFunc("POST /v2/workflows:validate", s.validateWorkflow)
+	v2.HandleFunc("GET /v2/agentruns/{name}/nodes", s.runNodes)
 }
 
 // validateWorkflow checks the body, a workflow document; ?runnable=true also refuses what this

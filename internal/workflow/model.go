@@ -210,6 +210,9 @@ func (n *Node) decode(opt Options) error {
 		raw := []byte(n.ChildRaw)
 		var name string
 		if json.Unmarshal(n.ChildRaw, &name) == nil {
+			if opt.Resolve == nil && opt.DeferNamed {
+				return nil
+			}
 			if opt.Resolve == nil {
 				return fmt.Errorf("child workflow %q: nothing resolves names", name)
 			}

@@ -290,7 +290,8 @@ func rank(s string) int {
 // resolve sets every node's state and rolls costs and step counts up, children first.
 func (b *treeBuilder) resolve(root *TreeNode) {
 	for t, o := range b.order {
-		if t.Key == b.run.FailedKey && b.run.FailedKey != "" {
+		f := b.run.FailedKey
+		if f != "" && (t.Key == f || t.Kind == "call" && strings.HasPrefix(f, t.Key+"#")) {
 			b.setMark(t, NodeFailed)
 			b.frontier = max(b.frontier, o)
 		}

@@ -17,6 +17,9 @@ type Options struct {
 	// Resolve returns the document a child node names by string ("workflow": "NAME"); nil: named
 	// children are refused.
 	Resolve func(name string) ([]byte, error)
+	// DeferNamed, when Resolve is nil, leaves named children for a later check that can resolve
+	// them (the server's, at save): they are neither refused nor resolved (Node.Child stays nil).
+	DeferNamed bool
 }
 
 // kindSpec is a node kind's exact field set and its required fields.
@@ -1186,6 +1189,9 @@ func (d *doc) childNode(v *value, ptr string, sc *scope, w where) {
 				d.sh.add(cv.off, cptr, CodeChildCycle, "child workflow %q calls itself (%s → %s); a workflow may not contain itself", name, strings.Join(d.sh.stack, " → "), name)
 				return
 			}
+		}
+		if d.sh.opt.Resolve == nil && d.sh.opt.DeferNamed {
+			return
 		}
 		if d.sh.opt.Resolve == nil {
 			d.sh.add(cv.off, cptr, CodeChildUnresolved, "child workflow %q is named, not inline, and nothing here resolves names; inline the child document", name)

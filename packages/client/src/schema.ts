@@ -283,6 +283,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/agentruns/{name}/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A workflow run's node tree: each node's state, value preview and cost, rolled up */
+        get: operations["get_agentruns__name__nodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/agentruns/{name}/resolve": {
         parameters: {
             query?: never;
@@ -978,6 +995,7 @@ export interface components {
             cost?: components["schemas"]["RunCost"] | null;
             deadline?: string | null;
             escalation?: components["schemas"]["Escalation"] | null;
+            failedNode?: string;
             finishedAt?: string | null;
             message?: string;
             payloadsPurgedAt?: string | null;
@@ -997,6 +1015,7 @@ export interface components {
             cost?: components["schemas"]["RunCostInput"] | null;
             deadline?: string | null;
             escalation?: components["schemas"]["EscalationInput"] | null;
+            failedNode?: string;
             finishedAt?: string | null;
             message?: string;
             payloadsPurgedAt?: string | null;
@@ -1025,6 +1044,9 @@ export interface components {
             system?: string;
             tools?: string[];
             workflow?: unknown;
+            workflowChildren?: {
+                [key: string]: number;
+            };
         };
         AgentSpecInput: {
             allowUnpricedModels?: boolean;
@@ -1043,6 +1065,9 @@ export interface components {
             system?: string;
             tools?: string[] | null;
             workflow?: unknown | null;
+            workflowChildren?: {
+                [key: string]: number;
+            } | null;
         };
         AgentStatus: {
             revision?: number;
@@ -1767,6 +1792,17 @@ export interface components {
             scored?: number;
             taskId?: string;
         };
+        TreeNode: {
+            children?: ((components["schemas"]["TreeNode"] | null) | null)[];
+            costMicros: number;
+            costUnknown?: number;
+            key: string;
+            kind: string;
+            label?: string;
+            state: string;
+            steps: number;
+            value?: string;
+        };
         Trigger: {
             apiVersion?: string;
             kind?: string;
@@ -1930,6 +1966,11 @@ export interface components {
             line: number;
             message: string;
             pointer: string;
+        };
+        WorkflowTree: {
+            root?: components["schemas"]["TreeNode"] | null;
+            run: string;
+            workflow?: string;
         };
         WorkflowValidation: {
             errors: components["schemas"]["WorkflowError"][] | null;
@@ -4035,6 +4076,74 @@ export interface operations {
             };
             /** @description StoreFull */
             507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_agentruns__name__nodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowTree"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

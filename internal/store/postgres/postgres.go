@@ -23,6 +23,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -38,6 +39,9 @@ import (
 // Store is the PostgreSQL backend.
 type Store struct {
 	pool *pgxpool.Pool
+	// commitPool holds the group committers' connections (one each), so a commit never queues
+	// behind the reads waiting for pool.
+	commitPool *pgxpool.Pool
 	// read runs the statements outside a transaction (reads, mostly) on pool.
 	read   reads
 	wake   *wake.Waker
@@ -45,12 +49,12 @@ type Store struct {
 	events *eventNotifier
 	revs   revCache
 
-	// life ends when the store closes (stopLife); commits feeds the group committer
-	// (commitLoop, group.go), which closes loopDone when it has stopped.
+	// life ends when the store closes (stopLife); commits feeds the group committers
+	// (commitLoop, group.go), which leave loops when they have stopped.
 	life     context.Context
 	stopLife context.CancelFunc
 	commits  chan *commitReq
-	loopDone chan struct{}
+	loops    sync.WaitGroup
 
 	// inUse holds the store in use for this process (reseal.go), once HoldInUse is called.
 	inUse *inUseHold
@@ -72,6 +76,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "agentrun"
 	}
+	cfg.ShouldPing = shouldPing
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
@@ -93,10 +98,21 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
 	}
 	s.lis = lis
+	ccfg := cfg.Copy()
+	ccfg.MaxConns, ccfg.MinConns = committers, 0
+	ccfg.ConnConfig.RuntimeParams["application_name"] += " (commits)"
+	if s.commitPool, err = pgxpool.NewWithConfig(ctx, ccfg); err != nil {
+		lis.stop()
+		pool.Close()
+		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
+	}
 	s.events = newEventNotifier(s)
 	s.life, s.stopLife = context.WithCancel(context.Background())
-	s.commits, s.loopDone = make(chan *commitReq), make(chan struct{})
-	go s.commitLoop()
+	s.commits = make(chan *commitReq)
+	for range committers {
+		s.loops.Add(1)
+		go s.commitLoop()
+	}
 	return s, nil
 }
 
@@ -111,8 +127,8 @@ func (s *Store) Backend() string { return "postgres" }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		if s.stopLife != nil {
-			s.stopLife() // ends a batch in flight; commits still waiting are refused
-			<-s.loopDone
+			s.stopLife() // ends the batches in flight; commits still waiting are refused
+			s.loops.Wait()
 		}
 		if s.events != nil {
 			s.events.close()
@@ -122,6 +138,9 @@ func (s *Store) Close() error {
 		}
 		if s.inUse != nil {
 			s.inUse.stop()
+		}
+		if s.commitPool != nil {
+			s.commitPool.Close()
 		}
 		s.pool.Close()
 	})
@@ -147,6 +166,9 @@ func retry(ctx context.Context, try func() (err error, committing bool)) error {
 	backoff := 25 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err, committing := try()
+		if err != nil && unreachable(err) {
+			noteConnFailure()
+		}
 		if err == nil || attempt == maxAttempts || ctx.Err() != nil || !retryable(err, committing) {
 			if err != nil && ctx.Err() == nil && unreachable(err) {
 				err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
@@ -184,6 +206,11 @@ func (s *Store) tryTx(ctx context.Context, fn func(pgx.Tx) error) (err error, co
 // it certainly applied nothing; build is called again each time. The batch must not hold
 // transaction control statements.
 func (s *Store) pipe(ctx context.Context, build func(b *pgx.Batch)) error {
+	return pipeOn(ctx, s.pool, build)
+}
+
+// pipeOn is pipe on the given pool.
+func pipeOn(ctx context.Context, pool *pgxpool.Pool, build func(b *pgx.Batch)) error {
 	return retry(ctx, func() (error, bool) {
 		b := &pgx.Batch{}
 		build(b)
@@ -192,7 +219,7 @@ func (s *Store) pipe(ctx context.Context, build func(b *pgx.Batch)) error {
 		}
 		// The commit happens at the batch's end: an error that does not prove a rollback leaves
 		// the outcome unknown, as for a failed COMMIT.
-		return s.pool.SendBatch(ctx, b).Close(), true
+		return pool.SendBatch(ctx, b).Close(), true
 	})
 }
 
@@ -288,10 +315,31 @@ func (r readRows) Scan(dest ...any) error { return readErr(r.ctx, r.Rows.Scan(de
 
 // readErr marks err as ErrUnavailable when it says the database could not be reached.
 func readErr(ctx context.Context, err error) error {
+	if err != nil && unreachable(err) {
+		noteConnFailure()
+	}
 	if err != nil && ctx.Err() == nil && unreachable(err) {
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return err
+}
+
+// lastConnFailure is when (Unix nanoseconds) an operation of this process last failed because a
+// connection or the server failed (a restart, a killed backend): see shouldPing.
+var lastConnFailure atomic.Int64
+
+func noteConnFailure() { lastConnFailure.Store(time.Now().UnixNano()) }
+
+// shouldPing is the pools' liveness check of a connection handed out: pgx's default (a
+// connection idle for a second is pinged first) and also one that sat idle while a connection
+// failure was seen. A PostgreSQL restart or a killed backend leaves the pool's idle connections
+// dead; a commit sent on one fails with its outcome unknown (ErrUnavailable, the run retried),
+// so once one operation has seen such a failure the others check their connection before use.
+func shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
+	if p.IdleDuration >= time.Second {
+		return true
+	}
+	return time.Now().Add(-p.IdleDuration).UnixNano() <= lastConnFailure.Load()
 }
 
 func isUnique(err error) bool {

@@ -162,7 +162,9 @@ func TestClaudeQuickstart(t *testing.T) {
 			t.Errorf("model step %s does not name the harness: %q", s.Key, s.Title)
 		}
 	}
-	if want := "t0/route t0/model t0/tool/0 t1/model t1/tool/0 t2/model"; strings.Join(keys, " ") != want {
+	// The seed's agent has a sandbox (its default computer), which the harness runs in: the
+	// computer is made before the harness starts.
+	if want := "computer t0/route t0/model t0/tool/0 t1/model t1/tool/0 t2/model"; strings.Join(keys, " ") != want {
 		t.Errorf("steps = %v, want %s", keys, want)
 	}
 	// status.turns and status.cost read as for builtin: one routed turn, three calls, priced.

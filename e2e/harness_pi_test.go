@@ -214,7 +214,9 @@ func harnessQuickstart(t *testing.T, e *env, h harnessCase) {
 			t.Errorf("model step %s does not name the harness: %q", s.Key, s.Title)
 		}
 	}
-	if want := "t0/route t0/model t0/tool/0 t1/model t1/tool/0 t2/model"; strings.Join(keys, " ") != want {
+	// The seed's agent has a sandbox (its default computer), which the harness runs in: the
+	// computer is made before the harness starts.
+	if want := "computer t0/route t0/model t0/tool/0 t1/model t1/tool/0 t2/model"; strings.Join(keys, " ") != want {
 		t.Errorf("steps = %v, want %s", keys, want)
 	}
 	if tr := final.Status.Turns; len(tr) != 1 || tr[0].ModelCalls != 3 || tr[0].Family != "sonnet" || tr[0].ChosenBy != "jev" || tr[0].InputTokens == 0 {

@@ -109,7 +109,7 @@ func main() {
 	flag.IntVar(&c.keepAlive, "keepalive", 10000, "memory: keep-alive runs left waiting for a message")
 	flag.StringVar(&memBackends, "memory-backends", "sqlite,postgres", "memory: sqlite (serve, one process), postgres (a runner process)")
 	flag.IntVar(&c.computers, "computers", 20, "computers: sandboxes made with each available provider")
-	flag.StringVar(&c.pprofDir, "pprof-dir", "", "scale: save a 10 s CPU profile of the first PostgreSQL runner (r1), started with the backlog burn-down, to DIR/scale-pg-K-r1.cpu.pprof")
+	flag.StringVar(&c.pprofDir, "pprof-dir", "", "scale: save a 10 s CPU profile and a 2 s execution trace of the first PostgreSQL runner (r1), started with the backlog burn-down, to DIR/scale-pg-K-r1.cpu.pprof and .trace")
 	flag.StringVar(&longRuns, "long-runs", "1000", "long: runs active at once (comma-separated list), each on every -runners count")
 	flag.IntVar(&c.longTurns, "long-turns", 21, "long: model calls per run (each but the last answered with one ls call)")
 	flag.DurationVar(&c.longLatency, "long-latency", time.Second, "long: the scripted model server's latency per call")

@@ -94,17 +94,24 @@ func scalePG(c config, root string, k int) (*ScaleResult, error) {
 			}
 		}
 		if addr != "" {
-			prof = make(chan error, 1)
+			prof = make(chan error, 2)
 			go func() {
-				prof <- saveCPUProfile(addr, filepath.Join(c.pprofDir, fmt.Sprintf("scale-pg-%d-r1.cpu.pprof", k)), 10)
+				prof <- saveProfile(addr, "profile", filepath.Join(c.pprofDir, fmt.Sprintf("scale-pg-%d-r1.cpu.pprof", k)), 10)
+			}()
+			go func() {
+				// An execution trace of the first seconds shows what the runs wait on (pool
+				// acquires, the group committer, the network), which a CPU profile does not.
+				prof <- saveProfile(addr, "trace", filepath.Join(c.pprofDir, fmt.Sprintf("scale-pg-%d-r1.trace", k)), 2)
 			}()
 		}
 		return nil
 	})
 	if prof != nil {
 		// The live phase waits for the profile, so that it covers the burn-down only.
-		if perr := <-prof; perr != nil {
-			progress("scale: CPU profile of r1: %v", perr)
+		for range 2 {
+			if perr := <-prof; perr != nil {
+				progress("scale: profile of r1: %v", perr)
+			}
 		}
 	}
 	if err != nil {
@@ -257,16 +264,16 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// saveCPUProfile fetches a CPU profile of secs seconds from the pprof server at addr (retrying
-// until it answers, for up to 10 s) and writes it to path.
-func saveCPUProfile(addr, path string, secs int) error {
+// saveProfile fetches a CPU profile ("profile") or an execution trace ("trace") of secs seconds
+// from the pprof server at addr (retrying until it answers, for up to 10 s) and writes it to path.
+func saveProfile(addr, kind, path string, secs int) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	hc := &http.Client{Timeout: time.Duration(secs+30) * time.Second}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := hc.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs))
+		resp, err := hc.Get(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, kind, secs))
 		if err != nil {
 			if time.Now().After(deadline) {
 				return err
@@ -277,7 +284,7 @@ func saveCPUProfile(addr, path string, secs int) error {
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			b, _ := io.ReadAll(resp.Body)
-			return fmt.Errorf("GET profile: %s: %s", resp.Status, b)
+			return fmt.Errorf("GET %s: %s: %s", kind, resp.Status, b)
 		}
 		f, err := os.Create(path)
 		if err != nil {
@@ -287,7 +294,7 @@ func saveCPUProfile(addr, path string, secs int) error {
 			f.Close()
 			return err
 		}
-		progress("scale: CPU profile of r1 saved to %s", path)
+		progress("scale: %s of r1 saved to %s", kind, path)
 		return f.Close()
 	}
 }

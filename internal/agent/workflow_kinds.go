@@ -66,3 +66,16 @@ func (h *wfHost) Stat(ctx context.Context, rel string) (int64, error) {
 	defer dir.Close()
 	return dir.Size(rel)
 }
+
+// A learned workflow's host (keyedHost, its steps under the tool call's key) keeps time and sees
+// the run folder as the run's own does.
+
+func (k *keyedHost) Clock(ctx context.Context, key, title string) (time.Time, error) {
+	return k.h.Clock(ctx, k.under+"/"+key, title)
+}
+
+func (k *keyedHost) Sleep(ctx context.Context, key string, until time.Time, what string) error {
+	return k.h.Sleep(ctx, k.under+"/"+key, until, what)
+}
+
+func (k *keyedHost) Stat(ctx context.Context, rel string) (int64, error) { return k.h.Stat(ctx, rel) }

@@ -479,3 +479,33 @@ func TestEngineVerifySession(t *testing.T) {
 		t.Errorf("exhausted: %v after %d rejections", err, len(h.feedback))
 	}
 }
+
+// TestTreeKinds: a polled call's polls are the node's own (its value the last poll's; its steps
+// count every run and reading), its clock readings and an executor's tool calls its step
+// children; a sift's parts and a verify's reviews are its node's steps.
+func TestTreeKinds(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "t", "schemas": {"In": {"type": "object", "properties": {"xs": {"type": "array"}}}, "A": {"type": "object"},
+  "Q": {"type": "object", "properties": {"ok": {"type": "boolean", "description": "ok?"}}}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "A"},
+  "root": {"node": "chain", "steps": [
+    {"node": "call", "label": "job", "via": "tool", "tool": "t", "args": {}, "out": "A", "as": "j", "deadline_s": 5,
+     "poll": {"until": {"predicate": "field_true", "path": "data.done"}, "interval_s": 1, "deadline_s": 10}},
+    {"node": "sift", "label": "s", "itemsPath": "xs", "out": "Q", "as": "s"}]}}`)
+	tool := func(key, content string) TreeStep {
+		return TreeStep{Key: key, Kind: "tool", State: "Completed", Result: json.RawMessage(`{"Content": "` + content + `", "IsError": false}`)}
+	}
+	clock := func(key string) TreeStep {
+		return TreeStep{Key: key, Kind: "clock", State: "Completed", Result: json.RawMessage(`{"at": "2026-12-01T12:00:00Z"}`)}
+	}
+	steps := []TreeStep{clock("wf/job/$poll"), tool("wf/job", "queued"), clock("wf/job/$poll#1/wait"), tool("wf/job/$poll#1", "done"),
+		{Key: "wf/s/part#0", Kind: "model", State: "Completed"}, {Key: "wf/s/part#1", Kind: "model", State: "Started"}}
+	tr := w.Tree(steps, TreeRun{})
+	job := find(tr, "wf/job")
+	if job == nil || job.Steps != 4 || !strings.Contains(job.Value, "done") || len(job.Children) != 2 || job.Children[0].Key != "wf/job/$poll" || job.Children[1].Key != "wf/job/$poll#1/wait" {
+		t.Errorf("polled call node %+v", job)
+	}
+	s := find(tr, "wf/s")
+	if s == nil || len(s.Children) != 2 || s.Children[1].Key != "wf/s/part#1" {
+		t.Errorf("sift node %+v", s)
+	}
+}

@@ -133,8 +133,17 @@ func (b *treeBuilder) node(n *Node, path string) *TreeNode {
 				b.own(t, k) // a retry's attempt
 			}
 		}
+		// A polled call's polls (KEY/$poll#i) are the node's own too, in order, so its value is
+		// the last poll's; its clock readings and an executor body's tool calls are its steps.
+		polls := b.indexes(key+"/$poll#", "")
+		for _, i := range polls {
+			b.own(t, fmt.Sprintf("%s/$poll#%d", key, i))
+		}
+		b.subSteps(t, key, func(rest string) bool { _, err := strconv.Atoi(strings.TrimPrefix(rest, "$poll#")); return err == nil })
 	case "decide", "extract", "judge", "pick", "sift":
 		b.own(t, key)
+		// A sift asked in parts (KEY/part#N), a verify's reviews and drives: the node's steps.
+		b.subSteps(t, key, nil)
 	case "route":
 		b.own(t, key)
 		if ss := b.steps[key]; len(ss) > 0 && ss[len(ss)-1].State == "Completed" {
@@ -200,13 +209,29 @@ func (b *treeBuilder) node(n *Node, path string) *TreeNode {
 	return t
 }
 
-// indexes are the numbers n of the steps keyed prefix+n+end..., in order.
+// subSteps puts the steps keyed KEY/... under t, each a step node, but those skip says are t's own.
+func (b *treeBuilder) subSteps(t *TreeNode, key string, skip func(rest string) bool) {
+	for _, k := range b.withPrefix(key + "/") {
+		if skip != nil && skip(k[len(key)+1:]) {
+			continue
+		}
+		st := &TreeNode{Key: k, Kind: "step", Label: k[len(key)+1:]}
+		b.place(st)
+		b.own(st, k)
+		t.Children = append(t.Children, st)
+	}
+}
+
+// indexes are the numbers n of the steps keyed prefix+n+end..., in order ("" end: prefix+n).
 func (b *treeBuilder) indexes(prefix, end string) []int {
 	seen := map[int]bool{}
 	var out []int
 	for _, k := range b.withPrefix(prefix) {
 		rest := k[len(prefix):]
 		j := strings.Index(rest, end)
+		if end == "" {
+			j = len(rest)
+		}
 		if j <= 0 {
 			continue
 		}

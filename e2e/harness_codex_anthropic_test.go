@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +48,26 @@ entries:
           - name: mcp__agentrun__write
             input: {path: region.md, content: "# {{last_tool_result}}\n\nNotes about {{last_tool_result}}.\n"}
       - text: "I wrote region.md."
+  - name: careful
+    match: "Count carefully"
+    turns:
+      - text: "I need to count this once."
+        tool_calls:
+          - name: mcp__agentrun__write
+            input: {path: "secret.txt", content: "leak"}
+      - tool_calls:
+          - name: mcp__agentrun__dev_count
+            input: {label: "careful"}
+      - text: "counted"
+  - name: keep
+    match: "Keep talking"
+    turns:
+      - text: "first answer"
+      - text: "second answer: {{last_user}}"
+  - name: hello
+    match: "Say hello"
+    turns:
+      - text: "hello from the scripted model"
   - name: crash
     match: "Crash test"
     turns:
@@ -192,4 +213,96 @@ func TestCodexAnthropicCrashReplay(t *testing.T) {
 	if said != 1 {
 		t.Errorf("gateway.translated %d times over three drives, want once", said)
 	}
+}
+
+// On the translated path as on OpenAI's: a tool call the server's deny set refuses is answered to
+// codex without running, one that asks parks the run Waiting/Approval with its arguments (the
+// model's text of the Anthropic answer as its reason) until approved, then runs once; a cap too
+// small for codex's first call parks MaxCostReached with neededUSD, and raising the cap to it lets the
+// run finish; a keep-alive run's message is codex's next turn, the first replayed from the journal.
+func TestCodexAnthropicApprovalCapKeepAlive(t *testing.T) {
+	t.Parallel()
+	e := newCodexAnthropicEnv(t, codexAnthropicScript)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug", "--deny", "write(secret*)"})
+	e.codexAgent("careful", `["write","dev_count"]`, `,"approvals":{"default":"allow","rules":[{"match":"dev_count","action":"ask"}]}`)
+	e.codexAgent("plain", `["write"]`, "")
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"c1"},"spec":{"agent":"careful","input":"Count carefully: one"}}`, nil)
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"cap1"},"spec":{"agent":"plain","input":"Say hello","maxCostUSD":"0.01"}}`, nil)
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"ka"},"spec":{"agent":"plain","input":"Keep talking","keepAlive":true}}`, nil)
+
+	r := e.waitPhase("c1", 60*time.Second, api.PhaseWaiting, api.PhaseFailed)
+	if r.Status.Reason != api.ReasonApproval || r.Status.WaitingOn == nil || !strings.Contains(r.Status.WaitingOn.Detail, `"label":"careful"`) {
+		t.Fatalf("c1 is %s %s (%s) waiting on %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.WaitingOn)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "runs", "c1", "secret.txt")); err == nil {
+		t.Errorf("the denied write ran")
+	}
+	var list struct {
+		Items []struct {
+			ID    int64
+			State string
+		}
+	}
+	res := e.mustCLI(0, "runs", "approvals", "c1", "-o", "json")
+	if err := json.Unmarshal([]byte(res.stdout), &list); err != nil || len(list.Items) != 2 || list.Items[0].State != "denied" || list.Items[1].State != "pending" {
+		t.Fatalf("approvals = %s (%v)", res.stdout, err)
+	}
+	if n := len(e.counted()); n != 0 {
+		t.Fatalf("dev_count ran %d times before approval", n)
+	}
+	// A person approves (the CLI signed in as the console's first user).
+	if r := e.cliIn(e.dir, "correct horse battery\n", "login", "--setup-code", e.setupCode(), "--password-stdin"); r.code != 0 {
+		t.Fatalf("login: exit %d %q", r.code, r.stderr)
+	}
+	e.mustCLI(0, "runs", "approve", "c1", jsonNumber(list.Items[1].ID))
+	r = e.waitPhase("c1", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "counted" {
+		t.Errorf("c1 after approval: %s %s %+v", r.Status.Phase, r.Status.Message, r.Status.Answer)
+	}
+	if got := e.counted(); !slices.Equal(got, []string{"careful"}) {
+		t.Errorf("dev_count ran %v, want once", got)
+	}
+	for turn := 0; turn < 3; turn++ {
+		if n := e.model.CountTurn("careful", turn); n != 1 {
+			t.Errorf("careful: scripted turn %d reached the model server %d times, want 1", turn, n)
+		}
+	}
+
+	r = e.waitPhase("cap1", 60*time.Second, api.PhaseWaiting, api.PhaseFailed, api.PhaseSucceeded)
+	// The router's question fits the cap; codex's first call, translated, does not.
+	if r.Status.Reason != api.ReasonMaxCostReached || r.Status.Cost == nil || r.Status.Cost.NeededUSD == "" || !strings.Contains(r.Status.Message, "t0/model") {
+		t.Fatalf("cap1 is %s %s (%s), cost %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Cost)
+	}
+	if n := e.model.CountTurn("hello", 0); n != 0 {
+		t.Fatalf("the capped call reached the model server %d times", n)
+	}
+	e.mustCLI(0, "runs", "raise-cap", "cap1", r.Status.Cost.NeededUSD)
+	r = e.waitPhase("cap1", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "hello from the scripted model" {
+		t.Fatalf("cap1 after raise-cap: %s %s %+v", r.Status.Phase, r.Status.Message, r.Status.Answer)
+	}
+
+	r = e.waitPhase("ka", 60*time.Second, api.PhaseWaiting, api.PhaseFailed)
+	if r.Status.Reason != api.ReasonMessage || r.Status.Answer == nil || r.Status.Answer.Preview != "first answer" {
+		t.Fatalf("ka after the first turn: %s %s %s %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+	}
+	e.mustCLI(0, "agentrun", "send", "ka", "and more", "--key", "k1")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r = e.getRun("ka")
+		if a := r.Status.Answer; a != nil && a.Preview == "second answer: and more" && r.Status.Phase == api.PhaseWaiting {
+			break
+		}
+		if time.Now().After(deadline) || r.Status.Phase == api.PhaseFailed {
+			t.Fatalf("ka after the message: %s %s %+v", r.Status.Phase, r.Status.Message, r.Status.Answer)
+		}
+	}
+	for turn := 0; turn < 2; turn++ {
+		if n := e.model.CountTurn("keep", turn); n != 1 {
+			t.Errorf("keep: scripted turn %d reached the model server %d times, want 1", turn, n)
+		}
+	}
+	anthropicOnly(t, e.model.Calls())
+	e.mustCLI(0, "cancel", "agentrun/ka")
+	e.waitPhase("ka", 20*time.Second, api.PhaseCancelled)
+	noHarnessLeft(t, e.dir, 10*time.Second)
 }

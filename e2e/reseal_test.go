@@ -124,7 +124,7 @@ func testReseal(t *testing.T, pg bool) {
 	// While the server runs, the store is in use: refused, naming who holds it.
 	held := "is held, by pid"
 	if pg {
-		held = "held by agentrun (in use)"
+		held = "held by 1 agentrun process, connected from"
 	}
 	mustRefuse("a reseal while the server runs", reseal("", []string{withB}, "--from-key", fileA), "in use by a running agentrun process", held, "nothing was changed")
 	e.kill() // SIGKILL: the system lets go of what it held

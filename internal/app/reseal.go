@@ -148,6 +148,14 @@ key: a process whose key opens none of the store's secrets refuses to start.`,
 				}
 			}
 			ctx := cmd.Context()
+			if !strings.HasPrefix(os.Getenv("AGENTRUN_STORE_URL"), "postgres") {
+				// Opening a SQLite path makes a new, empty store: a wrong --data would "reseal" nothing.
+				if path, err := sqlitePath(dir); err == nil {
+					if _, err := os.Stat(path); err != nil {
+						return fmt.Errorf("no store to reseal at %s (%v): give the data folder with --data or AGENTRUN_HOME, or AGENTRUN_STORE_URL", path, errors.Unwrap(err))
+					}
+				}
+			}
 			st, desc, err := openStore(ctx, dir)
 			if err != nil {
 				return err
@@ -175,6 +183,10 @@ key: a process whose key opens none of the store's secrets refuses to start.`,
 					return fmt.Errorf("%w; nothing was changed", err)
 				}
 				return err
+			}
+			if n == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s holds no secrets: nothing to reseal (is it the store you meant?)\n", desc)
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "resealed %d secrets under the key from %s: start every process with that key\n", n, where)
 			return nil

@@ -158,10 +158,10 @@ func (s *Store) ResealSecrets(ctx context.Context, reseal func(name string, seal
 	return n, nil
 }
 
-// pgHolders names the sessions holding the in-use lock (" (held by agentrun (in use) from
-// 10.0.0.5, ...)"), or "" when the database does not say.
+// pgHolders says how many sessions hold the in-use lock and where from (" (held by 2 agentrun
+// processes, connected from 10.0.0.5, 10.0.0.6)"), or "" when the database does not say.
 func pgHolders(ctx context.Context, tx pgx.Tx) string {
-	rows, err := tx.Query(ctx, `SELECT coalesce(a.application_name, ''), coalesce(host(a.client_addr), 'local socket')
+	rows, err := tx.Query(ctx, `SELECT coalesce(host(a.client_addr), 'a local socket')
 		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::int4::oid
 		  AND l.objid = hashtext(current_schema())::oid AND l.objsubid = 2 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -170,15 +170,18 @@ func pgHolders(ctx context.Context, tx pgx.Tx) string {
 		return ""
 	}
 	defer rows.Close()
-	var who []string
+	var from []string
 	for rows.Next() {
-		var app, addr string
-		if rows.Scan(&app, &addr) == nil {
-			who = append(who, app+" from "+addr)
+		var addr string
+		if rows.Scan(&addr) == nil {
+			from = append(from, addr)
 		}
 	}
-	if len(who) == 0 {
+	switch len(from) {
+	case 0:
 		return ""
+	case 1:
+		return " (held by 1 agentrun process, connected from " + from[0] + ")"
 	}
-	return " (held by " + strings.Join(who, ", ") + ")"
+	return fmt.Sprintf(" (held by %d agentrun processes, connected from %s)", len(from), strings.Join(from, ", "))
 }

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -22,8 +24,12 @@ import (
 
 // MaxQuestionsPerRequest is how many questions one structured model call carries at most (the
 // published default). A sift whose items times questions exceed it is asked in several requests
-// of whole items, one after another, each its own step (KEY/part#N); one that fits is one step.
-const MaxQuestionsPerRequest = 256
+// of whole items, each its own step (KEY/part#N), SiftPartsAtOnce at a time (the published
+// engine's bound); one that fits is one step.
+const (
+	MaxQuestionsPerRequest = 256
+	SiftPartsAtOnce        = 4
+)
 
 // AnswerTokens bounds the answer of a call asking n questions, each answered with its confidence.
 func AnswerTokens(n int) int { return 256 + 48*n }
@@ -172,17 +178,20 @@ func (r *runner) sift(ctx context.Context, n *Node, key string, state map[string
 	values, sidecars := make([]any, len(items)), make([]any, len(items))
 	kept, keptItems := []any{}, []any{}
 	per := max(1, MaxQuestionsPerRequest/max(1, len(qs)))
-	parts := (len(items) + per - 1) / per
-	for c := 0; c < parts; c++ {
-		lo, hi := c*per, min(len(items), (c+1)*per)
-		pk := key
-		if parts > 1 {
-			pk = fmt.Sprintf("%s/part#%d", key, c)
-		}
-		named := make([]any, 0, hi-lo)
-		ids := make([]string, 0, (hi-lo)*len(qs))
-		byID := map[string]question{}
-		for i := lo; i < hi; i++ {
+	type part struct {
+		lo, hi int
+		key    string
+		view   map[string]any
+		ids    []string
+		byID   map[string]question
+		got    map[string]answered
+		err    error
+	}
+	var parts []*part
+	for lo := 0; lo < len(items); lo += per {
+		pt := &part{lo: lo, hi: min(len(items), lo+per), key: key, byID: map[string]question{}}
+		named := make([]any, 0, pt.hi-lo)
+		for i := lo; i < pt.hi; i++ {
 			j := i - lo
 			e := map[string]any{"id": fmt.Sprintf("item_%d", i), "item": items[i]}
 			if n.Describe != "" {
@@ -194,26 +203,61 @@ func (r *runner) sift(ctx context.Context, n *Node, key string, state map[string
 			for _, q := range qs {
 				id := fmt.Sprintf("%d.%s", j, q.id)
 				q.desc = fmt.Sprintf("For `items[%d]` (id item_%d): %s", j, i, q.desc)
-				ids, byID[id] = append(ids, id), q
+				pt.ids, pt.byID[id] = append(pt.ids, id), q
 			}
 		}
-		view := cloneMap(base)
-		view["items"] = named
-		got, err := r.askEach(ctx, n, pk, "sift", "Answer every question of the schema from the state: each property's description is its question, about one item of items.", view, ids, byID)
-		if err != nil {
-			return nil, err
+		pt.view = cloneMap(base)
+		pt.view["items"] = named
+		parts = append(parts, pt)
+	}
+	if len(parts) > 1 {
+		for c, pt := range parts {
+			pt.key = fmt.Sprintf("%s/part#%d", key, c)
 		}
-		for i := lo; i < hi; i++ {
-			prefix := fmt.Sprintf("%d.", i-lo)
+	}
+	// The parts are asked at most SiftPartsAtOnce at a time; after a failure no part starts, the
+	// ones asked finish, and the first part's failure in order is the node's.
+	sem := make(chan struct{}, SiftPartsAtOnce)
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	for _, pt := range parts {
+		sem <- struct{}{}
+		if stop.Load() || ctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			pt.got, pt.err = r.askEach(ctx, n, pt.key, "sift", "Answer every question of the schema from the state: each property's description is its question, about one item of items.", pt.view, pt.ids, pt.byID)
+			if pt.err != nil {
+				stop.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, pt := range parts {
+		if pt.err != nil {
+			return nil, pt.err
+		}
+		if pt.got == nil {
+			return nil, r.fail(n, pt.key, FailEffect, "not asked: an earlier part failed")
+		}
+		for i := pt.lo; i < pt.hi; i++ {
+			prefix := fmt.Sprintf("%d.", i-pt.lo)
 			val := map[string]any{}
 			for _, q := range qs {
-				val[q.id] = got[prefix+q.id].value
+				val[q.id] = pt.got[prefix+q.id].value
 			}
 			if err := r.w.schemas.check(n.Out, val); err != nil {
-				return nil, r.fail(n, pk, FailOutput, "the answers for item %d do not match schema %q: %v", i, n.Out, err)
+				return nil, r.fail(n, pt.key, FailOutput, "the answers for item %d do not match schema %q: %v", i, n.Out, err)
 			}
-			values[i], sidecars[i] = val, sidecar(qs, got, prefix)
-			if n.Keep == nil || passes(n.Keep, got, prefix, qs) {
+			values[i], sidecars[i] = val, sidecar(qs, pt.got, prefix)
+			if n.Keep == nil || passes(n.Keep, pt.got, prefix, qs) {
 				kept, keptItems = append(kept, float64(i)), append(keptItems, items[i])
 			}
 		}

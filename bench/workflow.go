@@ -40,6 +40,10 @@ type WorkflowResult struct {
 	QuestionLatencyMs float64 `json:"questionLatencyMs"`
 	QuestionMapMs     float64 `json:"questionMapMs"`
 	QuestionStepsPerS float64 `json:"questionStepsPerSec"`
+	// The same QuestionItems items asked as one sift: one structured model call (answered after
+	// QuestionLatencyMs with every item's answer), its exec time and the model calls it made.
+	SiftMs         float64 `json:"siftMs"`
+	SiftModelCalls int     `json:"siftModelCalls"`
 }
 
 const (
@@ -54,7 +58,14 @@ func workflowScript() *fake.Script {
 	for i := range calls {
 		calls[i] = fake.ToolCall{Name: "ls", Input: json.RawMessage(`{"path":"."}`)}
 	}
+	// The sift's one answer holds every item's (ids i.ok).
+	sift := map[string]any{}
+	for i := 0; i < questionItems; i++ {
+		sift[fmt.Sprintf("%d.ok", i)] = map[string]any{"answer": i%2 == 0, "confidence": 0.9}
+	}
+	siftAnswer, _ := json.Marshal(map[string]any{"answer": sift, "confidence": 0.9})
 	return &fake.Script{Entries: []fake.Entry{
+		{Name: "sift", Match: "BENCH-SIFT", Turns: []fake.Turn{{Text: string(siftAnswer), Latency: fake.Duration(questionLatency)}}},
 		{Name: "question", Match: "BENCH-QUESTION", Turns: []fake.Turn{{Text: `{"answer": {"ok": true}, "confidence": 0.9}`, Latency: fake.Duration(questionLatency)}}},
 		{Name: "builtin", Match: "*", Turns: []fake.Turn{{ToolCalls: calls}, {Text: "done"}}}}}
 }
@@ -65,6 +76,14 @@ func questionWorkflow(conc int) string {
     "Q": {"type": "object", "properties": {"ok": {"type": "boolean", "description": "Is the item fine?"}}, "required": ["ok"]}},
   "input": {"schemaId": "In"}, "output": {"schemaId": "Out"}, "root": {"node": "chain", "steps": [{"node": "map", "label": "each", "itemsPath": "items", "as": "all", "maxConcurrency": %d,
     "body": {"node": "judge", "label": "q", "state": {"item": "{item}", "about": "BENCH-QUESTION"}, "out": "Q", "as": "a"}}]}}`, conc)
+}
+
+// siftWorkflow asks the question of questionWorkflow of every item in one sift.
+func siftWorkflow() string {
+	return `{"v": 2, "name": "bench-sift", "schemas": {"In": {"type": "object"}, "Out": {"type": "object"},
+    "Q": {"type": "object", "properties": {"ok": {"type": "boolean", "description": "Is the item fine?"}}, "required": ["ok"]}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"}, "root": {"node": "chain", "steps": [
+    {"node": "sift", "label": "all", "itemsPath": "items", "state": {"about": "BENCH-SIFT"}, "out": "Q", "as": "s", "keep": {"path": "ok"}}]}}`
 }
 
 // lsWorkflow is a chain of n call nodes of ls, or with mapped, one map of ls over the input's items.
@@ -104,7 +123,7 @@ func runWorkflowBench(c config, root string) (*WorkflowResult, error) {
 		list[i] = i
 	}
 	inMap, _ := json.Marshal(map[string]any{"items": list})
-	for _, a := range []struct{ name, doc string }{{"b-builtin", ""}, {"b-chain", lsWorkflow(workflowSteps, false, 0)}, {"b-map", lsWorkflow(0, true, conc)}, {"b-questions", questionWorkflow(conc)}} {
+	for _, a := range []struct{ name, doc string }{{"b-builtin", ""}, {"b-chain", lsWorkflow(workflowSteps, false, 0)}, {"b-map", lsWorkflow(0, true, conc)}, {"b-questions", questionWorkflow(conc)}, {"b-sift", siftWorkflow()}} {
 		if err := put(a.name, a.doc); err != nil {
 			return nil, fmt.Errorf("agent %s: %w", a.name, err)
 		}
@@ -164,6 +183,18 @@ func runWorkflowBench(c config, root string) (*WorkflowResult, error) {
 		return nil, err
 	}
 	res.QuestionStepsPerS = float64(len(steps)) / (res.QuestionMapMs / 1000)
+	progress("workflow: the same %d questions as one sift", questionItems)
+	if res.SiftMs, run, err = exec("b-sift", string(qIn)); err != nil {
+		return nil, err
+	}
+	if steps, err = w.steps(run.Metadata.Name); err != nil {
+		return nil, err
+	}
+	for _, s := range steps {
+		if s.Kind == "model" {
+			res.SiftModelCalls++
+		}
+	}
 	res.BuiltinPerStepMs = res.BuiltinMs / workflowSteps
 	res.WorkflowPerNodeMs = res.WorkflowMs / workflowSteps
 	return res, nil
@@ -177,4 +208,5 @@ func printWorkflow(r *WorkflowResult) {
 	fmt.Printf("workflow: server RSS %d MiB before the map, %d MiB after\n", r.ServerRSSBeforeK>>10, r.ServerRSSAfterK>>10)
 	fmt.Printf("workflow: map of %d questions (%.0f ms scripted latency each), %d at a time: %.0f ms, %.0f steps/s (one at a time: at least %.0f ms)\n",
 		r.QuestionItems, r.QuestionLatencyMs, r.MapConcurrency, r.QuestionMapMs, r.QuestionStepsPerS, float64(r.QuestionItems)*r.QuestionLatencyMs)
+	fmt.Printf("workflow: the same %d questions as one sift: %.0f ms, %d model call(s)\n", r.QuestionItems, r.SiftMs, r.SiftModelCalls)
 }

@@ -71,10 +71,8 @@ type respRequest struct {
 	Stream             bool            `json:"stream"`
 	Temperature        *float64        `json:"temperature"`
 	TopP               *float64        `json:"top_p"`
-	Reasoning          *struct {
-		Effort string `json:"effort"`
-	} `json:"reasoning"`
-	Text json.RawMessage `json:"text"`
+	Reasoning          json.RawMessage `json:"reasoning"`
+	Text               json.RawMessage `json:"text"`
 }
 
 type respItem struct {
@@ -199,11 +197,9 @@ func Request(body []byte) (*Translation, error) {
 	if r.MaxOutputTokens == nil || *r.MaxOutputTokens <= 0 {
 		return nil, errf("max_output_tokens: required to translate to Anthropic's max_tokens")
 	}
-	var raw map[string]json.RawMessage
-	json.Unmarshal(body, &raw)
 	t := &Translation{Stream: r.Stream, tools: map[string]toolRef{}}
 	t.echo = echo{Instructions: r.Instructions, MaxOutputTokens: r.MaxOutputTokens, Parallel: r.ParallelToolCalls == nil || *r.ParallelToolCalls,
-		ToolChoice: r.ToolChoice, Tools: r.Tools, Reasoning: raw["reasoning"], Text: r.Text}
+		ToolChoice: r.ToolChoice, Tools: r.Tools, Reasoning: r.Reasoning, Text: r.Text}
 	out := antRequest{Model: r.Model, MaxTokens: *r.MaxOutputTokens, Stream: r.Stream, Messages: []antMessage{}}
 
 	if s, ok := unquote(r.Instructions); ok && s != "" {
@@ -226,8 +222,14 @@ func Request(body []byte) (*Translation, error) {
 	}
 	// Thinking, when the request asks for reasoning and the call leaves room for it; Anthropic
 	// takes no forced tool choice and no temperature with it.
-	if r.Reasoning != nil {
-		budget := min(effortBudget[r.Reasoning.Effort], *r.MaxOutputTokens/2)
+	var reasoning struct {
+		Effort string `json:"effort"`
+	}
+	if !isNull(r.Reasoning) && json.Unmarshal(r.Reasoning, &reasoning) != nil {
+		return nil, errf("reasoning: want an object")
+	}
+	if reasoning.Effort != "" {
+		budget := min(effortBudget[reasoning.Effort], *r.MaxOutputTokens/2)
 		forced := out.ToolChoice != nil && (out.ToolChoice.Type == "any" || out.ToolChoice.Type == "tool")
 		if budget >= minThinkingBudget && !forced {
 			out.Thinking = &antThinking{Type: "enabled", BudgetTokens: budget}

@@ -122,6 +122,7 @@ func TestRequestRefusals(t *testing.T) {
 		{`{"model":"m","max_output_tokens":10,"tools":[{"type":"function"}],"input":"x"}`, "tools[0].name: field required"},
 		{`{"model":"m","max_output_tokens":10,"tools":[{"type":"function","name":"a"}],"tool_choice":{"type":"function","name":"b"},"input":"x"}`, `tool_choice.name: no tool "b"`},
 		{`{"model":"m","max_output_tokens":10,"input":[{"role":"developer","content":"only instructions"}]}`, "input: no message"},
+		{`{"model":"m","max_output_tokens":10,"reasoning":"high","input":"x"}`, "reasoning: want an object"},
 	}
 	for _, c := range cases {
 		_, err := Request([]byte(c.body))

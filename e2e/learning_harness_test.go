@@ -521,3 +521,32 @@ func TestOpenCodeLearning(t *testing.T) {
 	t.Parallel()
 	harnessLearning(t, "opencode", opencodeCase.prefix)
 }
+
+// TestClaudeLearningRouted: on routed access (the agent names no model, the router chooses one per
+// prompt), the harness's proposal turn keeps the model of the turn that did the job, as the
+// built-in loop's proposal does: one routing call for the run, not one for the proposal too.
+func TestClaudeLearningRouted(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, learnScript(
+		scriptEntry{Name: "router", Match: "Route this request", Turns: []scriptTurn{{Text: `{"family": "haiku", "confidence": 0.9}`}}},
+		grader("Learn R", keep(0, "useful")),
+		scriptEntry{Name: "r", Match: "Learn R", Turns: []scriptTurn{{Text: "done"}, {Text: proposal(
+			noteItem("notes/r.md", learnNote("r", "A fact.", "The fact.")))}}},
+	))
+	e.start()
+	claudeLearner(e, "rlearner", `["write"]`)
+	e.startRun("rlearner", "lr", "Learn R")
+	if got := e.answerOf("lr"); got != "done" {
+		t.Errorf("answer: %q", got)
+	}
+	r := e.getRun("lr")
+	if len(r.Status.Turns) != 2 || r.Status.Turns[1].Model != r.Status.Turns[0].Model || r.Status.Turns[1].ChosenBy != r.Status.Turns[0].ChosenBy || r.Status.Turns[0].ChosenBy != "jev" {
+		t.Errorf("turns %+v: want the proposal turn on the routed task turn's model", r.Status.Turns)
+	}
+	if n := e.model.CountTurn("router", 0); n != 1 {
+		t.Errorf("the router was called %d times, want once (the task's prompt only)", n)
+	}
+	if !hasEvent(e.events("lr"), api.EventLearningCommitted, "notes/r.md") {
+		t.Error("the proposal was not committed")
+	}
+}

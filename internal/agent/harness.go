@@ -76,6 +76,9 @@ type hostRun struct {
 	cur     *turnState
 	err     error
 	clamped bool
+	// proposal is set for a learning run's proposal turn: it keeps the model of the turn before
+	// it, as the built-in loop's proposal call does, with no routing call of its own.
+	proposal bool
 }
 
 func (h *hostRun) fail(err error) error {
@@ -532,7 +535,14 @@ func (h *hostRun) beginTurn(prompt string) error {
 	defer h.mu.Unlock()
 	d := h.d
 	d.promptTools, h.tools = 0, 0
-	if d.acc.routed {
+	modelID, chosen := d.acc.model, "agent"
+	switch {
+	case h.proposal:
+		modelID = d.learnModel()
+		if n := len(d.status.Turns); n > 0 && d.status.Turns[n-1].ChosenBy != "" {
+			chosen = d.status.Turns[n-1].ChosenBy
+		}
+	case d.acc.routed:
 		ts, err := d.route(h.ctx, h.n, prompt)
 		if err != nil {
 			return err
@@ -541,8 +551,8 @@ func (h *hostRun) beginTurn(prompt string) error {
 		return nil
 	}
 	d.turnCost = cost.Total{}
-	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: d.acc.model, Family: familyOf(d.e.Prices, d.acc.model), ChosenBy: "agent", CostUSD: d.turnCost.String()})
-	h.cur = &turnState{index: len(d.status.Turns) - 1, model: d.acc.model, chosenBy: "agent"}
+	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: modelID, Family: familyOf(d.e.Prices, modelID), ChosenBy: chosen, CostUSD: d.turnCost.String()})
+	h.cur = &turnState{index: len(d.status.Turns) - 1, model: modelID, chosenBy: chosen}
 	return nil
 }
 
@@ -664,6 +674,9 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 			// A learning agent's run proposes what to keep in the harness's next user turn: its
 			// model calls are the run's, through the gateway under the cap, as every other turn's.
 			if err := d.learnFrom(ctx, true, func(ctx context.Context) (string, error) {
+				h.mu.Lock()
+				h.proposal = true
+				h.mu.Unlock()
 				return d.harnessProposal(ctx, h.name, turn)
 			}); err != nil {
 				return err

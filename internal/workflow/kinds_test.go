@@ -516,3 +516,37 @@ func TestTreeKinds(t *testing.T) {
 		t.Errorf("sift node %+v", s)
 	}
 }
+
+// TestEngineVerifyDecide: a decide node's verify asks the question again (KEY/drive#2), its
+// instructions carrying the previous answer and the reasons; a doubted field (a yes/no named after
+// it, below override.below) is a reason too.
+func TestEngineVerifyDecide(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "v", "schemas": {"In": {"type": "object"}, "V": {"type": "object", "required": ["urgent"], "properties": {"urgent": {"type": "boolean"}}},
+  "Check": {"type": "object", "properties": {"urgent": {"type": "boolean", "description": "Does the ticket show it is urgent?"}}}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "decide", "label": "triage", "instructions": "Triage", "out": "V", "as": "v", "verify": {"out": "Check", "override": {"below": 0.4}}}}`)
+	h := newKindHost()
+	h.ask = func(key string, q Question) json.RawMessage {
+		switch key {
+		case "wf/triage":
+			return json.RawMessage(`{"urgent": true}`)
+		case "wf/triage/drive#2":
+			return json.RawMessage(`{"urgent": false}`)
+		}
+		// The reviewer doubts urgent: yes at 0.35 (below 0.4) the first time; a false urgent is not filled.
+		return json.RawMessage(`{"urgent": {"answer": false, "confidence": 0.65}}`)
+	}
+	r, err := w.Run(context.Background(), h, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(h.effects, " "); got != "wf/triage wf/triage/$verify#1 wf/triage/drive#2 wf/triage/$verify#2" {
+		t.Errorf("steps %s", got)
+	}
+	if !strings.Contains(h.asked[2].Instructions, `{"urgent":true}`) || !strings.Contains(h.asked[2].Instructions, "Not supported by your evidence") {
+		t.Errorf("the second question's instructions: %q", h.asked[2].Instructions)
+	}
+	if !strings.Contains(string(r.Output), `"v":{"urgent":false}`) {
+		t.Errorf("output %s", r.Output)
+	}
+}

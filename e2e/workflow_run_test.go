@@ -317,6 +317,14 @@ func TestWorkflowCrash(t *testing.T) {
 						t.Fatalf("the interrupted call ran before the resolution")
 					}
 				}
+				// The node tree shows the interrupted call waiting on a person, what came before done.
+				var tree api.WorkflowTree
+				e.do("GET", "/v2/agentruns/"+run.Metadata.Name+"/nodes", "", &tree)
+				for key, state := range map[string]string{c.resolve: "waiting", "wf/each": "waiting", "wf/prep": "done", "wf/final": "pending"} {
+					if n := findNode(tree.Root, key); n == nil || n.State != state {
+						t.Errorf("node %s: %+v, want %s", key, n, state)
+					}
+				}
 				e.mustCLI(0, "runs", "resolve", run.Metadata.Name, "--retry")
 				r = e.waitPhase(run.Metadata.Name, 30*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
 			}

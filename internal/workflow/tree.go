@@ -83,7 +83,7 @@ func (w *Workflow) Tree(steps []TreeStep, run TreeRun) *TreeNode {
 	sort.Strings(keys)
 	b.keys = keys
 	root := &TreeNode{Key: "wf", Kind: "workflow", Label: w.Name}
-	root.Children = []*TreeNode{b.node(w.Root, "wf")}
+	root.Children = b.nodes(w.Root, "wf")
 	b.resolve(root)
 	return root
 }
@@ -115,6 +115,18 @@ func (b *treeBuilder) place(t *TreeNode) {
 	b.order[t] = len(b.order)
 }
 
+// nodes is n's subtree at path; a chain without a label is its steps (it adds nothing to a key).
+func (b *treeBuilder) nodes(n *Node, path string) []*TreeNode {
+	if n.Kind != "chain" || n.Label != "" {
+		return []*TreeNode{b.node(n, path)}
+	}
+	var out []*TreeNode
+	for _, s := range n.Steps {
+		out = append(out, b.nodes(s, path)...)
+	}
+	return out
+}
+
 // node builds n's subtree at path, as the engine keys it (engine.go).
 func (b *treeBuilder) node(n *Node, path string) *TreeNode {
 	key := Key(path, n.Label)
@@ -124,7 +136,7 @@ func (b *treeBuilder) node(n *Node, path string) *TreeNode {
 	case "chain":
 		t.Key = path
 		for _, s := range n.Steps {
-			t.Children = append(t.Children, b.node(s, path))
+			t.Children = append(t.Children, b.nodes(s, path)...)
 		}
 	case "call":
 		b.own(t, key)
@@ -162,7 +174,7 @@ func (b *treeBuilder) node(n *Node, path string) *TreeNode {
 			bp := key + ">" + escapeSeg(r.Name)
 			bt := &TreeNode{Key: bp, Kind: "branch", Label: r.Name}
 			b.place(bt)
-			bt.Children = []*TreeNode{b.node(r.Body, bp)}
+			bt.Children = b.nodes(r.Body, bp)
 			t.Children = append(t.Children, bt)
 		}
 	case "map":
@@ -170,7 +182,7 @@ func (b *treeBuilder) node(n *Node, path string) *TreeNode {
 			ip := fmt.Sprintf("%s[%d]", key, i)
 			it := &TreeNode{Key: ip, Kind: "item", Label: fmt.Sprintf("[%d]", i)}
 			b.place(it)
-			it.Children = []*TreeNode{b.node(n.Body, ip)}
+			it.Children = b.nodes(n.Body, ip)
 			t.Children = append(t.Children, it)
 		}
 	case "loop":
@@ -178,7 +190,7 @@ func (b *treeBuilder) node(n *Node, path string) *TreeNode {
 			ip := fmt.Sprintf("%s#%d", key, i)
 			it := &TreeNode{Key: ip, Kind: "iteration", Label: fmt.Sprintf("#%d", i)}
 			b.place(it)
-			it.Children = []*TreeNode{b.node(n.Body, ip)}
+			it.Children = b.nodes(n.Body, ip)
 			if n.Until != nil && n.Until.Predicate == "ask" {
 				u := &TreeNode{Key: ip + "/$until", Kind: "ask", Label: "until"}
 				b.place(u)
@@ -189,11 +201,11 @@ func (b *treeBuilder) node(n *Node, path string) *TreeNode {
 		}
 	case "parallel":
 		for _, br := range n.Parallel {
-			t.Children = append(t.Children, b.node(br, key))
+			t.Children = append(t.Children, b.nodes(br, key)...)
 		}
 	case "workflow":
 		if n.Child != nil {
-			t.Children = []*TreeNode{b.node(n.Child.Root, key)}
+			t.Children = b.nodes(n.Child.Root, key)
 		}
 	case "agent", "report", "artifact":
 		b.own(t, key)
@@ -202,6 +214,10 @@ func (b *treeBuilder) node(n *Node, path string) *TreeNode {
 			b.place(st)
 			b.own(st, k)
 			t.Children = append(t.Children, st)
+		}
+		if len(t.Children) > 0 {
+			// Its answer: the last model call's text.
+			t.Value = t.Children[len(t.Children)-1].Value
 		}
 	case "escalate":
 		b.own(t, key+"/$when")

@@ -26,6 +26,11 @@ import (
 // statements do nothing and the batch reports that member fenced, while the others apply. A
 // caller is answered only after the batch's commit returned.
 //
+// The server's hot writes that are not under a lease (a run created, timeline events appended)
+// join the same batches as ops (commitReq.op): each queues its own statements, which report its
+// own outcome without failing the batch, so many API requests share one transaction and one WAL
+// flush as a runner's commits do, and runs created together send one agentrun_work notification.
+//
 // Batches in flight at once never wait on each other in a cycle: each takes its run rows in name
 // order (as RenewLeases does), and the credits account row, which charges lock, only after every
 // run row (the store's lock order, credits.go).
@@ -38,11 +43,16 @@ const maxGroup = 128
 // batch ran (a 1,000-run burn-down spent two thirds of its runs' time queued for the committer).
 const committers = 4
 
-// commitReq is one Commit waiting in the group committer.
+// commitReq is one write waiting in the group committer: a runner's fenced write (l, w), or an op.
 type commitReq struct {
 	ctx context.Context
 	l   store.Lease
 	w   store.Write
+	// op, when set, is a write under no lease, of the run named l.Run (which orders it in the
+	// batch): it queues its statements, whose callbacks set err for this write alone (they must
+	// not fail the batch). notifyWork has the batch notify agentrun_work once, after its writes.
+	op         func(b *pgx.Batch, r *commitReq)
+	notifyWork bool
 
 	// Set by the committer before done is closed.
 	sig    store.Signals
@@ -50,6 +60,26 @@ type commitReq struct {
 	fenced bool
 	err    error
 	done   chan struct{}
+}
+
+// submit hands req to a committer and waits for its batch to end: req.err is the write's outcome.
+// Once a committer took the write it may commit, so the wait is not cut short by ctx (the batch's
+// own context ends with its callers' contexts).
+func (s *Store) submit(ctx context.Context, req *commitReq) error {
+	req.done = make(chan struct{})
+	s.waiting.Add(1)
+	select {
+	case s.commits <- req:
+		s.waiting.Add(-1)
+	case <-s.life.Done():
+		s.waiting.Add(-1)
+		return errors.New("store closed")
+	case <-ctx.Done():
+		s.waiting.Add(-1)
+		return ctx.Err()
+	}
+	<-req.done
+	return req.err
 }
 
 // commitLoop is one committer; it owns its batches until the store's life ends.
@@ -77,6 +107,7 @@ func (s *Store) commitLoop() {
 		// deadlock_timeout (1 s by default) and costs both a retry. Writes of one run keep their
 		// order.
 		sort.SliceStable(batch, func(i, j int) bool { return batch[i].l.Run < batch[j].l.Run })
+		s.batches.Add(1)
 		s.commitGroup(batch)
 		for _, r := range batch {
 			close(r.done)
@@ -152,7 +183,13 @@ func (s *Store) commitMembers(ctx context.Context, members []*commitReq) error {
 // lock) only once it holds all its run rows; and the releases (which drop a run's remaining
 // reservations) after the charges, which settle theirs.
 func queueWrites(b *pgx.Batch, members []*commitReq) {
+	notify := false
 	for _, r := range members {
+		if r.op != nil {
+			r.op(b, r)
+			notify = notify || r.notifyWork
+			continue
+		}
 		l, w := r.l, r.w
 		queueFence(b, l, w, func(cancel bool, poke int64, ph string) {
 			r.sig.CancelRequested, r.sig.PokeSeq, r.phase = cancel, poke, ph
@@ -175,6 +212,9 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 			queueRelease(b, r.l, r.w.WakeAt)
 		}
 	}
+	if notify {
+		b.Queue(`SELECT pg_notify($1, '')`, chanWork)
+	}
 }
 
 // fenceCond is the condition every statement of a member after its fence carries: the run is
@@ -196,7 +236,7 @@ func statementFailed(err error) bool {
 	return !strings.HasPrefix(pe.Code, "08") && !strings.HasPrefix(pe.Code, "57P") && !strings.HasPrefix(pe.Code, "53")
 }
 
-// afterCommit tells this store's waiters what a committed write changed.
+// afterCommit tells this store's waiters what a committed fenced write changed.
 func (s *Store) afterCommit(r *commitReq) {
 	if r.w.Release && !api.Finished(r.phase) {
 		s.wake.Poke()

@@ -150,18 +150,8 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 // Completed step must have a row) aborts the transaction; the batch is then committed again one
 // write at a time, so only the write that failed it fails.
 func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store.Signals, error) {
-	req := &commitReq{ctx: ctx, l: l, w: w, done: make(chan struct{})}
-	select {
-	case s.commits <- req:
-	case <-s.life.Done():
-		return store.Signals{}, fmt.Errorf("commit run %s: store closed", l.Run)
-	case <-ctx.Done():
-		return store.Signals{}, fmt.Errorf("commit run %s: %w", l.Run, ctx.Err())
-	}
-	// Once taken the write may commit, so wait for the outcome whatever ctx says (the batch's
-	// own context ends with its callers' contexts).
-	<-req.done
-	if err := req.err; err != nil {
+	req := &commitReq{ctx: ctx, l: l, w: w}
+	if err := s.submit(ctx, req); err != nil {
 		if isCode(err, errFencedCode) {
 			err = store.ErrFenced
 		}

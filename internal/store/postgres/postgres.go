@@ -55,6 +55,10 @@ type Store struct {
 	stopLife context.CancelFunc
 	commits  chan *commitReq
 	loops    sync.WaitGroup
+	// waiting counts writes waiting for a committer to take them; batches counts the batches
+	// sent (tests read both).
+	waiting atomic.Int64
+	batches atomic.Int64
 
 	// inUse holds the store in use for this process (reseal.go), once HoldInUse is called.
 	inUse *inUseHold
@@ -98,8 +102,11 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
 	}
 	s.lis = lis
+	// As many committers as the pool may have connections, at most committers: a URL that
+	// sets pool_max_conns low keeps the store's connections low.
+	n := min(committers, int(cfg.MaxConns))
 	ccfg := cfg.Copy()
-	ccfg.MaxConns, ccfg.MinConns = committers, 0
+	ccfg.MaxConns, ccfg.MinConns = int32(n), 0
 	ccfg.ConnConfig.RuntimeParams["application_name"] += " (commits)"
 	if s.commitPool, err = pgxpool.NewWithConfig(ctx, ccfg); err != nil {
 		lis.stop()
@@ -109,7 +116,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	s.events = newEventNotifier(s)
 	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.commits = make(chan *commitReq)
-	for range committers {
+	for range n {
 		s.loops.Add(1)
 		go s.commitLoop()
 	}

@@ -18,26 +18,39 @@ import (
 // finishedPhases is the SQL list of terminal phases (api.Finished).
 const finishedPhases = `('Succeeded', 'Failed', 'Cancelled')`
 
-// CreateRun stores a new run, claimable at once unless its phase is terminal.
+// CreateRun stores a new run, claimable at once unless its phase is terminal. The insert joins
+// the store's group commit (group.go) with the other writes waiting, and a claimable run has the
+// batch notify other stores.
 func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
 	name := r.Metadata.Name
 	uid := newUID()
 	claimable := !api.Finished(r.Status.Phase)
 	var created time.Time
-	// One statement: the insert, and the notification to other stores if the run is claimable.
-	err := s.pipe(ctx, func(b *pgx.Batch) {
-		b.Queue(`
-			WITH i AS (
-				INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at)
-				VALUES ($1, $2, $3, 1, now(), $4, $5, $6, $7, CASE WHEN $8::boolean THEN now() END)
-				RETURNING created_at)
-			SELECT created_at, CASE WHEN $8::boolean THEN pg_notify($9, $1) END FROM i`,
-			name, uid, r.Spec.Agent, mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable, chanWork).
-			QueryRow(func(row pgx.Row) error {
-				var notified any
-				return row.Scan(&created, &notified)
+	// ON CONFLICT DO NOTHING: a name taken is this write's answer (no row), not an error that
+	// would abort the writes it is batched with.
+	err := s.submit(ctx, &commitReq{ctx: ctx, l: store.Lease{Run: name}, notifyWork: claimable, op: func(b *pgx.Batch, req *commitReq) {
+		b.Queue(`INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at)
+			VALUES ($1, $2, $3, 1, now(), $4, $5, $6, $7, CASE WHEN $8::boolean THEN now() END)
+			ON CONFLICT (name) DO NOTHING
+			RETURNING created_at`,
+			name, uid, r.Spec.Agent, mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable).
+			Query(func(rows pgx.Rows) error {
+				found := false
+				for rows.Next() {
+					found = true
+					if err := rows.Scan(&created); err != nil {
+						return err
+					}
+				}
+				if err := rows.Err(); err != nil {
+					return err
+				}
+				if !found {
+					req.err = store.ErrAlreadyExists
+				}
+				return nil
 			})
-	})
+	}})
 	if isUnique(err) {
 		err = store.ErrAlreadyExists
 	}
@@ -359,7 +372,8 @@ func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) e
 	// One statement: the events take the run's next seqs. Other stores are told after the commit,
 	// coalesced (see eventNotifier), as for a runner's commit: a NOTIFY in the transaction would
 	// serialize its commit with every other notifying one.
-	err := s.pipe(ctx, func(b *pgx.Batch) {
+	// The write joins the store's group commit (group.go) with the other writes waiting.
+	err := s.submit(ctx, &commitReq{ctx: ctx, l: store.Lease{Run: run}, op: func(b *pgx.Batch, req *commitReq) {
 		times, types, keys, msgs, data := eventArrays(evs)
 		b.Queue(`
 			WITH r AS (UPDATE runs SET next_event = next_event + $2 WHERE name = $1 RETURNING next_event)
@@ -368,11 +382,11 @@ func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) e
 			FROM r, unnest($3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e (time, type, step_key, message, data, ord)`,
 			run, len(evs), times, types, keys, msgs, data).Exec(func(tag pgconn.CommandTag) error {
 			if tag.RowsAffected() == 0 {
-				return store.ErrNotFound
+				req.err = store.ErrNotFound
 			}
 			return nil
 		})
-	})
+	}})
 	if err != nil {
 		return fmt.Errorf("append events to %s: %w", run, err)
 	}

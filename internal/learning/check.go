@@ -207,8 +207,12 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 			}
 			for _, f := range it.Files {
 				if f.Path == api.SkillFileName {
-					if _, e := api.ParseSkillFrontMatter([]byte(f.Content)); e != nil {
+					if fm, e := api.ParseSkillFrontMatter([]byte(f.Content)); e != nil {
 						reject("InvalidFrontMatter", "%s", e.Message)
+						bad = "x"
+					} else if folder := strings.TrimPrefix(it.Path, "skills/"); fm.Name != folder {
+						// A run is offered the skill by its folder's name, which SKILL.md states.
+						reject("InvalidFrontMatter", "SKILL.md names the skill %q, not its folder's name %q", fm.Name, folder)
 						bad = "x"
 					}
 				}

@@ -117,6 +117,10 @@ func TestCheck(t *testing.T) {
 			t.Errorf("a refusal's reason repeats the secret: %s", r.Reason)
 		}
 	}
+	misnamed := Item{Kind: "skill", Path: "skills/ship", Files: skill.Files}
+	if _, refused := Check(Proposal{Items: []Item{misnamed}}, nil, true); len(refused) != 1 || refused[0].Code != "InvalidFrontMatter" || !strings.Contains(refused[0].Reason, `not its folder's name "ship"`) {
+		t.Fatalf("a skill whose SKILL.md names another skill than its folder: %+v", refused)
+	}
 	if _, refused := Check(Proposal{Items: []Item{skill}}, nil, false); len(refused) != 1 || refused[0].Code != "SkillNeedsSuccess" {
 		t.Fatalf("a skill from a run that did not succeed: %+v", refused)
 	}

@@ -51,6 +51,10 @@ func Skills(files []File) (skills []*api.Skill, bad []string) {
 			bad = append(bad, fmt.Sprintf("skills/%s: %s", name, e.Message))
 			continue
 		}
+		if fm.Name != name {
+			bad = append(bad, fmt.Sprintf("skills/%s: SKILL.md names the skill %q, not its folder's name", name, fm.Name))
+			continue
+		}
 		s.Spec.Description = fm.Description
 		skills = append(skills, s)
 	}

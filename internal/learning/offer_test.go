@@ -21,6 +21,7 @@ func TestSkillsAndWorkflows(t *testing.T) {
 		{Path: "skills/tally/ref.md", Content: "more"},
 		{Path: "skills/broken/SKILL.md", Content: "no front matter"},
 		{Path: "skills/nomd/notes.txt", Content: "x"},
+		{Path: "skills/other/SKILL.md", Content: "---\nname: tally\ndescription: Count items.\n---\nx\n"},
 		{Path: "workflows/a.json", Content: okWorkflow},
 		{Path: "workflows/b.json", Content: strings.Replace(okWorkflow, "Tally Items!", "tally items", 1)},
 		{Path: "workflows/bad.json", Content: `{"v": 2}`},
@@ -29,7 +30,7 @@ func TestSkillsAndWorkflows(t *testing.T) {
 	if len(skills) != 1 || skills[0].Metadata.Name != "tally" || skills[0].Spec.Description != "Count items." || len(skills[0].Spec.Files) != 2 {
 		t.Fatalf("skills: %+v", skills)
 	}
-	if len(bad) != 2 || !strings.Contains(bad[0], "skills/broken") || !strings.Contains(bad[1], "skills/nomd has no SKILL.md") {
+	if len(bad) != 3 || !strings.Contains(bad[0], "skills/broken") || !strings.Contains(bad[1], "skills/nomd has no SKILL.md") || !strings.Contains(bad[2], `skills/other: SKILL.md names the skill "tally"`) {
 		t.Errorf("skills left out: %q", bad)
 	}
 	wfs, bad := Workflows(files)

@@ -76,7 +76,8 @@ type Run interface {
 	// ModelCall makes (or replays) one model call. An error means the run cannot go on in this
 	// drive (it parked, its lease was lost): the harness is answered 503 and is about to be stopped.
 	ModelCall(ctx context.Context, c Call) (Reply, error)
-	// CountTokens forwards a token count (no cost, no effect).
+	// CountTokens makes (or answers from the journal) one token count: a step of its own, never
+	// billed. Its error, as ModelCall's, means the run cannot go on in this drive.
 	CountTokens(ctx context.Context, c Call) (Reply, error)
 	// CallTool runs (or replays) one tool call: its result text, whether it is an error result, or
 	// an error when the run cannot go on in this drive.

@@ -539,3 +539,33 @@ func TestCheckCatches(t *testing.T) {
 		}
 	}
 }
+
+// Switches: no server volume (an emptyDir, no claim), no PDB, a NodePort Service, extra args.
+func TestToggles(t *testing.T) {
+	r := render(t, map[string]any{
+		"store":   map[string]any{"url": "postgres://a@db/agentrun"},
+		"server":  map[string]any{"persistence": map[string]any{"enabled": false}, "service": map[string]any{"type": "NodePort"}, "extraArgs": []any{"--log-level", "debug"}},
+		"runners": map[string]any{"pdb": map[string]any{"enabled": false}, "extraArgs": []any{"--lease-ttl", "45s"}},
+	})
+	for _, k := range r.keys() {
+		if strings.HasPrefix(k, "PersistentVolumeClaim/") || strings.HasPrefix(k, "PodDisruptionBudget/") {
+			t.Errorf("%s rendered although switched off", k)
+		}
+	}
+	d := r.get(t, "Deployment", "rel-agentrun-server").(*appsv1.Deployment)
+	c := checkPod(t, d, "http", 7340)
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "data" && v.EmptyDir == nil {
+			t.Errorf("server data volume %+v, want an emptyDir", v.VolumeSource)
+		}
+	}
+	if !slices.Equal(c.Args[len(c.Args)-2:], []string{"--log-level", "debug"}) {
+		t.Errorf("server args %v, want the extra args last", c.Args)
+	}
+	if rc := checkPod(t, r.get(t, "Deployment", "rel-agentrun-runner").(*appsv1.Deployment), "metrics", 9108); !slices.Equal(rc.Args[len(rc.Args)-2:], []string{"--lease-ttl", "45s"}) {
+		t.Errorf("runner args %v, want the extra args last", rc.Args)
+	}
+	if svc := r.get(t, "Service", "rel-agentrun").(*corev1.Service); svc.Spec.Type != corev1.ServiceTypeNodePort {
+		t.Errorf("Service type %s", svc.Spec.Type)
+	}
+}

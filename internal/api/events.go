@@ -113,7 +113,7 @@ var EventTypes = []EventTypeInfo{
 	{EventStoreFull, "a write failed on a full store disk; the run waits"},
 	{EventStoreSpace, "the store has space again; the run goes on"},
 	{EventHarnessInstall, "an external harness is being installed"},
-	{EventHarnessStarted, "an external harness started in the run folder"},
+	{EventHarnessStarted, "an external harness started (inside the run's computer, or on the runner in the run folder)"},
 	{EventHarnessExited, "an external harness exited with an error"},
 	{EventGatewayClamped, "the gateway clamped a harness's output tokens to the agent's maxTokens"},
 	{EventGatewayTranslated, "the gateway translates a harness's calls to the run's vendor API (Codex's Responses calls to Anthropic's Messages)"},

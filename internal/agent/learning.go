@@ -202,9 +202,9 @@ Answer with one JSON object and nothing else:
   {"kind": "note", "action": "add" | "change" | "retire", "path": "notes/NAME.md",
    "content": "---\nname: NAME\ndescription: one line on what it is about\ntype: user | feedback | project | reference\n---\nThe fact, in a few lines."},
   {"kind": "skill", "path": "skills/NAME", "files": [{"path": "SKILL.md", "content": "---\nname: NAME\ndescription: ...\n---\n..."}]},
-  {"kind": "workflow", "path": "workflows/NAME.yaml", "content": "..."}
+  {"kind": "workflow", "path": "workflows/NAME.json", "content": "a workflow document: JSON, {\"v\": 2, \"name\": ..., \"schemas\": ..., \"input\": ..., \"output\": ..., \"root\": ...}"}
 ]}
-A note holds one fact that will help later runs (at most 4 KiB). At most one skill, only if you finished the job. Never write a key, token, password or other secret. Keep nothing that is not useful: {"items": []} is a fine answer.`
+A note holds one fact that will help later runs (at most 4 KiB). At most one skill, only if you finished the job. A workflow you keep is offered to later runs as the tool workflow_NAME. Never write a key, token, password or other secret. Keep nothing that is not useful: {"items": []} is a fine answer.`
 
 const gradePrompt = `You grade what an agent proposed to keep in its learning folder for later runs. Keep an item only if it is true to what the run did, useful later, one clear fact or procedure, and safe. Answer with one JSON object and nothing else: {"verdicts": [{"item": N, "keep": true | false, "reason": "..."}]}, one verdict per item, N its number.`
 

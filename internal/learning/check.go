@@ -34,7 +34,7 @@ type Item struct {
 	Kind string `json:"kind"`
 	// Action is add, change or retire (a note); a skill or workflow is always add or change.
 	Action string `json:"action,omitempty"`
-	// Path is the file (a note: notes/NAME.md; a workflow: workflows/NAME.yaml) or the folder (a
+	// Path is the file (a note: notes/NAME.md; a workflow: workflows/NAME.json) or the folder (a
 	// skill: skills/NAME) in the learning folder.
 	Path string `json:"path"`
 	// Content is a note's or workflow's whole text.
@@ -222,7 +222,7 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 			}
 		case "workflow":
 			if !strings.HasPrefix(it.Path, "workflows/") || strings.Count(it.Path, "/") != 1 || !(strings.HasSuffix(it.Path, ".yaml") || strings.HasSuffix(it.Path, ".json")) {
-				reject("PathOutsideFolder", "a workflow's path is workflows/NAME.yaml, not %q", it.Path)
+				reject("PathOutsideFolder", "a workflow's path is workflows/NAME.json (or .yaml), not %q", it.Path)
 				continue
 			}
 			if len(it.Content) > MaxWorkflow {

@@ -63,7 +63,7 @@ func Skills(files []File) (skills []*api.Skill, bad []string) {
 
 // Workflow is a learned workflow offered to a run as one tool.
 type Workflow struct {
-	// Path is the document's path in the folder (workflows/NAME.yaml).
+	// Path is the document's path in the folder (workflows/NAME.json).
 	Path string
 	// Tool is the tool's name: workflow_ and the document's name, lowercase, each run of other
 	// characters than letters and digits one underscore, at most 64 characters.

@@ -509,6 +509,7 @@ func TestBadValues(t *testing.T) {
 	}{
 		{map[string]any{"store": map[string]any{"url": "mysql://db/agentrun"}}, "store.url must be a postgres:// URL"},
 		{map[string]any{"token": "short"}, "token must be at least 16 characters"},
+		{map[string]any{"sealKey": "not-a-key"}, "sealKey must be 32 bytes as base64 or hex"},
 	} {
 		_, _, err := renderErr(t, c.vals)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

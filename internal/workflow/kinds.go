@@ -129,14 +129,18 @@ func (r *runner) askEach(ctx context.Context, n *Node, key, kind, instr string, 
 			}
 			res.pYes = c
 			if !yes {
-				res.pYes = 1 - c
+				res.pYes = round6(1 - c)
 			}
-			res.confidence = 2 * math.Abs(res.pYes-0.5)
+			res.confidence = round6(2 * math.Abs(res.pYes-0.5))
 		}
 		out[id] = res
 	}
 	return out, nil
 }
+
+// round6 keeps a probability derived from the model's to 6 places (1 − 0.8 is 0.2, not
+// 0.19999999999999996), as what a person reads and a predicate compares.
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 // sidecar is one question set's raw answers and confidences, as <as>$answers and a sift's
 // answers hold them.

@@ -515,6 +515,11 @@ func TestTreeKinds(t *testing.T) {
 	if s == nil || len(s.Children) != 2 || s.Children[1].Key != "wf/s/part#1" {
 		t.Errorf("sift node %+v", s)
 	}
+	// A run that failed at a poll (its failure keyed KEY/$poll#1) shows the call node failed.
+	tr = w.Tree(steps[:4], TreeRun{Finished: true, FailedKey: "wf/job/$poll#1"})
+	if job := find(tr, "wf/job"); job == nil || job.State != NodeFailed {
+		t.Errorf("failed poll: %+v", job)
+	}
 }
 
 // TestEngineVerifyDecide: a decide node's verify asks the question again (KEY/drive#2), its

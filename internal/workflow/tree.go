@@ -332,7 +332,7 @@ func rank(s string) int {
 func (b *treeBuilder) resolve(root *TreeNode) {
 	for t, o := range b.order {
 		f := b.run.FailedKey
-		if f != "" && (t.Key == f || t.Kind == "call" && strings.HasPrefix(f, t.Key+"#")) {
+		if f != "" && (t.Key == f || t.Kind == "call" && strings.HasPrefix(f, t.Key+"#") || ownsSubSteps[t.Kind] && strings.HasPrefix(f, t.Key+"/")) {
 			b.setMark(t, NodeFailed)
 			b.frontier = max(b.frontier, o)
 		}
@@ -343,6 +343,10 @@ func (b *treeBuilder) resolve(root *TreeNode) {
 	}
 	b.settle(root)
 }
+
+// ownsSubSteps are the kinds whose steps KEY/... are their own (a poll, an executor's tool call, a
+// sift's part, a verify's review or drive, an agent's turn): a failure keyed there is theirs.
+var ownsSubSteps = map[string]bool{"call": true, "sift": true, "decide": true, "extract": true, "judge": true, "pick": true, "agent": true}
 
 func (b *treeBuilder) setMark(t *TreeNode, s string) {
 	if b.mark == nil {

@@ -302,6 +302,9 @@ type StdioProcess interface {
 	// (not necessarily by the caller); ExitCode is valid from then on: -1 when a signal killed it.
 	Done() <-chan struct{}
 	ExitCode() int
+	// ExitStatus says how it ended, for people ("exit status 3", "killed by signal: killed"),
+	// once Done.
+	ExitStatus() string
 	// Close kills the process and its process group at once and waits (bounded) for it to end.
 	// It is safe to call more than once.
 	Close() error

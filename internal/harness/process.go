@@ -71,11 +71,8 @@ func StartIn(ctx context.Context, name string, sp computer.Spawner, argv, env []
 	}
 	wait := func() error {
 		<-p.Done()
-		if code := p.ExitCode(); code != 0 {
-			if code < 0 {
-				return errors.New("killed by a signal (or with its computer)")
-			}
-			return fmt.Errorf("exit status %d", code)
+		if p.ExitCode() != 0 {
+			return errors.New(p.ExitStatus())
 		}
 		return nil
 	}

@@ -101,8 +101,8 @@ func checkStdioStreams(e *Env) error {
 	if err != nil {
 		return err
 	}
-	if string(o) != "out\n" || string(se) != "err\n" || code != 7 {
-		return fmt.Errorf("got stdout %q stderr %q exit %d; want \"out\\n\", \"err\\n\", 7", o, se, code)
+	if string(o) != "out\n" || string(se) != "err\n" || code != 7 || sh.ExitStatus() != "exit status 7" {
+		return fmt.Errorf("got stdout %q stderr %q exit %d (%q); want \"out\\n\", \"err\\n\", 7 (\"exit status 7\")", o, se, code, sh.ExitStatus())
 	}
 	// A command that is not there is the agent's mistake, said as such.
 	if _, err := sp.Spawn(e.Ctx, []string{"no-such-command-here"}, computer.SpawnOptions{}); !computer.IsAgentError(err) || !strings.Contains(err.Error(), "no-such-command-here") {
@@ -158,8 +158,8 @@ func checkStdioKill(e *Env) error {
 	default:
 		return errors.New("Close returned before the process was done")
 	}
-	if code := p.ExitCode(); code != -1 {
-		return fmt.Errorf("a killed process's exit code is %d, want -1", code)
+	if code, st := p.ExitCode(), p.ExitStatus(); code != -1 || !strings.Contains(st, "killed") {
+		return fmt.Errorf("a killed process's exit code is %d (%q), want -1 (killed)", code, st)
 	}
 	if err := waitGone(marker); err != nil {
 		return err

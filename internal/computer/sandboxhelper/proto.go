@@ -73,6 +73,8 @@ type event struct {
 	Data []byte `json:"data,omitempty"`
 	EOF  bool   `json:"eof,omitempty"`
 	Exit *int   `json:"exit,omitempty"`
+	// Status is how it exited, as the process's state says ("signal: killed").
+	Status string `json:"status,omitempty"`
 }
 
 // Limits is what the helper applies to each command it starts, as

@@ -117,7 +117,7 @@ func (h *helper) spawn(req request) response {
 	go h.pump(req.ID, p, 2, errR, &pumps)
 	go func() { // ends when the process does, or with the helper
 		cmd.Wait()
-		code := cmd.ProcessState.ExitCode()
+		code, status := cmd.ProcessState.ExitCode(), cmd.ProcessState.String()
 		// Whatever it left in its group goes with it; output still in the pipes is sent, but
 		// not waited for beyond a moment (a process outside the group may hold them open).
 		killGroup(cmd, syscall.SIGKILL)
@@ -137,7 +137,7 @@ func (h *helper) spawn(req request) response {
 		h.mu.Lock()
 		delete(h.spawned, req.ID)
 		h.mu.Unlock()
-		h.reply(response{Event: &event{Sid: req.ID, Exit: &code}})
+		h.reply(response{Event: &event{Sid: req.ID, Exit: &code, Status: status}})
 	}()
 	return response{PID: cmd.Process.Pid}
 }
@@ -314,7 +314,7 @@ func (c *Client) event(ev *event) {
 	}
 	switch {
 	case ev.Exit != nil:
-		s.finish(*ev.Exit)
+		s.finish(*ev.Exit, ev.Status)
 	case ev.Fd == 1:
 		s.out.put(ev.Data, ev.EOF)
 	case ev.Fd == 2:
@@ -331,7 +331,7 @@ func (c *Client) endStreams() {
 	for _, s := range ss {
 		s.out.put(nil, true)
 		s.errs.put(nil, true)
-		s.finish(-1)
+		s.finish(-1, "killed with its computer (the sandbox's helper ended)")
 	}
 }
 
@@ -344,9 +344,10 @@ type stream struct {
 	wmu       sync.Mutex
 	stdinDone bool
 
-	once sync.Once
-	done chan struct{}
-	exit int
+	once   sync.Once
+	done   chan struct{}
+	exit   int
+	status string
 
 	closeOnce sync.Once
 }
@@ -365,9 +366,18 @@ func (s *stream) ExitCode() int {
 	}
 }
 
-func (s *stream) finish(code int) {
+func (s *stream) ExitStatus() string {
+	select {
+	case <-s.done:
+		return s.status
+	default:
+		return ""
+	}
+}
+
+func (s *stream) finish(code int, status string) {
 	s.once.Do(func() {
-		s.exit = code
+		s.exit, s.status = code, status
 		// Output not read by now is not waited for (the process is gone): readers get what
 		// came, then EOF.
 		s.out.put(nil, true)

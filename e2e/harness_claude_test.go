@@ -541,7 +541,9 @@ func TestClaudeGatewayTokens(t *testing.T) {
 	t.Parallel()
 	e := newClaudeEnv(t, claudeScript)
 	e.start()
-	if st := e.do("PUT", "/v2/agents/slow", `{"metadata":{"name":"slow"},"spec":{"harness":"claude-agent","tools":["write"]}}`, nil); st != 201 {
+	// No computer: the harness runs on the runner and is given the gateway's own loopback address,
+	// which this test then calls (inside a computer it is given a port forwarded there).
+	if st := e.do("PUT", "/v2/agents/slow", `{"metadata":{"name":"slow"},"spec":{"harness":"claude-agent","computer":{"kind":"none"},"tools":["write"]}}`, nil); st != 201 {
 		t.Fatalf("create agent: HTTP %d", st)
 	}
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"g1"},"spec":{"agent":"slow","input":"Be slow"}}`, nil)

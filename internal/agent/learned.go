@@ -61,10 +61,10 @@ func (d *drive) learnedWorkflow(name string) *learning.Workflow {
 // the call's input with the workflow host of the drive (the journal gated on its lock, so a
 // map's items run at once up to its maxConcurrency, as in a workflow run), every node with an
 // effect a journal step keyed under the call (KEY/wf/...), each tool call through the run's tool
-// step (its tools, the deny set, its approvals), each model call under its cap. The call's own step, recorded once the
-// workflow ended, holds what the model is answered; after a crash the workflow runs again and
-// every node completed is answered from the journal. A failed node is the call's error result,
-// not the run's failure.
+// step (its tools, the deny set, its approvals), each model call under its cap. The call's own
+// step, recorded once the workflow ended, holds what the model is answered; after a crash the
+// workflow runs again and every node completed is answered from the journal. A failed node is
+// the call's error result, not the run's failure.
 func (d *drive) runLearnedWorkflow(ctx context.Context, key string, call model.Block, w *learning.Workflow, result func(string, bool) model.Block) (model.Block, error) {
 	spec := journal.Spec{Key: key, Kind: "tool", Title: "workflow " + w.Tool + " (" + w.Path + ")", Args: map[string]any{"tool": call.Name, "input": call.Input}}
 	if st, ok := d.j.Lookup(key); ok && st.State == api.StepCompleted {

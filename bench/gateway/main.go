@@ -7,6 +7,11 @@
 //   - step: as proxy, the forward made inside a journal step on a real SQLite store with the
 //     step's credit reservation first, which is what the host adds to every harness call (the
 //     intent and completion commits and the reservation; the cap arithmetic is not included);
+//   - responses and translated: the same conversation as a streamed OpenAI Responses call (the
+//     system prompt a developer message, as Codex sends it), posted to the scripted server's
+//     /v1/responses (responses), and through the gateway to a run that translates it to the
+//     Messages API, forwards it to /v1/messages and translates the answer back (translated: what
+//     a codex run on an Anthropic provider adds, without the journal);
 //   - start: with -harness, `agentrun serve` is built and started and a claude-agent run created:
 //     the time from its creation to the first model call reaching the scripted server, the
 //     harness already installed (AGENTRUN_HARNESS_CACHE).
@@ -32,6 +37,7 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/gateway"
+	"agentrun.dev/agentrun/internal/gateway/translate"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/model/fake"
@@ -91,13 +97,21 @@ func run(n, size int, withHarness bool, harnessName string) error {
 	body, _ := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": true,
 		"system":   strings.Repeat("You are a careful agent. ", size/25),
 		"messages": []map[string]any{{"role": "user", "content": "hello"}}})
+	respBody, _ := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "max_output_tokens": 1024, "stream": true, "store": false,
+		"input": []map[string]any{{"type": "message", "role": "developer", "content": []map[string]string{{"type": "input_text", "text": strings.Repeat("You are a careful agent. ", size/25)}}},
+			{"type": "message", "role": "user", "content": []map[string]string{{"type": "input_text", "text": "hello"}}}}})
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	call := func(target, token string) error {
+		body, done := body, []byte("message_stop")
+		if strings.HasSuffix(target, "/responses") {
+			body, done = respBody, []byte("response.completed")
+		}
 		req, _ := http.NewRequest("POST", target, bytes.NewReader(body))
 		req.Header.Set("content-type", "application/json")
 		req.Header.Set("anthropic-version", "2023-06-01")
 		if token != "" {
 			req.Header.Set("x-api-key", token)
+			req.Header.Set("Authorization", "Bearer "+token) // OpenAI's spelling
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -105,7 +119,7 @@ func run(n, size int, withHarness bool, harnessName string) error {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || !bytes.Contains(b, []byte("message_stop")) {
+		if resp.StatusCode != 200 || !bytes.Contains(b, done) {
 			return fmt.Errorf("%s: HTTP %d %.200s", target, resp.StatusCode, b)
 		}
 		return nil
@@ -166,6 +180,20 @@ func run(n, size int, withHarness bool, harnessName string) error {
 		return err
 	}
 	out["step"] = step
+
+	responses, err := measure("responses", url+"/v1/responses", "bench")
+	if err != nil {
+		return err
+	}
+	out["responses"] = responses
+	tok, release = g.Register("bench-translated", gateway.WireResponses, &translateRun{fw: fw}, nil)
+	translated, err := measure("translated", g.URL()+"/v2/gateway/openai/v1/responses", tok)
+	release()
+	if err != nil {
+		return err
+	}
+	out["translated"] = translated
+	out["addedTranslatedMs"] = map[string]float64{"p50": translated.P50 - responses.P50, "p99": translated.P99 - responses.P99}
 	steps, err := sr.st.ListSteps(ctx, "bench-step")
 	if err != nil || len(steps) != n+50 {
 		return fmt.Errorf("the journal holds %d steps, want %d (%v)", len(steps), n+50, err)
@@ -176,6 +204,8 @@ func run(n, size int, withHarness bool, harnessName string) error {
 	fmt.Printf("direct  %7.3f  %7.3f\n", direct.P50, direct.P99)
 	fmt.Printf("proxy   %7.3f  %7.3f  (+%.3f / +%.3f)\n", proxy.P50, proxy.P99, proxy.P50-direct.P50, proxy.P99-direct.P99)
 	fmt.Printf("step    %7.3f  %7.3f  (+%.3f / +%.3f)\n", step.P50, step.P99, step.P50-direct.P50, step.P99-direct.P99)
+	fmt.Printf("responses  %7.3f  %7.3f\n", responses.P50, responses.P99)
+	fmt.Printf("translated %7.3f  %7.3f  (+%.3f / +%.3f over responses)\n", translated.P50, translated.P99, translated.P50-responses.P50, translated.P99-responses.P99)
 	if withHarness {
 		ms, err := harnessStart(url, harnessName)
 		if err != nil {
@@ -204,6 +234,40 @@ func (p *proxyRun) ModelCall(ctx context.Context, c gateway.Call) (gateway.Reply
 	}
 	_ = gateway.Summarize(c.Wire, b)
 	return gateway.Reply{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: b}, nil
+}
+
+// translateRun is proxyRun for a Responses call on an Anthropic provider: the call translated to
+// the Messages API, the answer translated back, as the host does for codex (no journal).
+type translateRun struct{ fw model.Forwarder }
+
+func (p *translateRun) ModelCall(ctx context.Context, c gateway.Call) (gateway.Reply, error) {
+	tr, err := translate.Request(c.Body)
+	if err != nil {
+		return gateway.Reply{}, &gateway.BadRequest{Msg: err.Error()}
+	}
+	resp, err := p.fw.Forward(ctx, "/messages", http.Header{"Content-Type": {"application/json"}, "Accept": {"text/event-stream"}}, tr.Body)
+	if err != nil {
+		return gateway.Reply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return gateway.Reply{}, err
+	}
+	_ = gateway.Summarize(gateway.WireAnthropic, b)
+	out, ctype, err := tr.Response(b)
+	if err != nil {
+		return gateway.Reply{}, err
+	}
+	return gateway.Reply{Status: resp.StatusCode, ContentType: ctype, Body: out}, nil
+}
+
+func (p *translateRun) CountTokens(ctx context.Context, c gateway.Call) (gateway.Reply, error) {
+	return gateway.Reply{}, fmt.Errorf("no counts")
+}
+
+func (p *translateRun) CallTool(context.Context, string, json.RawMessage) (string, bool, error) {
+	return "", true, fmt.Errorf("no tools")
 }
 
 func (p *proxyRun) CountTokens(ctx context.Context, c gateway.Call) (gateway.Reply, error) {

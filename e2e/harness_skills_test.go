@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -90,4 +91,109 @@ entries:
 	url, bodies := recordingProxy(t, e)
 	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "OPENAI_BASE_URL="+url+"/v1")
 	harnessSkillRun(t, e, "codex", bodies)
+}
+
+// shellProbeMD is a skill whose body holds Claude Code's inline shell syntax: loading it must not
+// run the command (it would run past the run's tools and approvals).
+const shellProbeMD = "---\nname: shell-probe\ndescription: Probe whether a skill's inline shell runs.\n---\nThe marker: !`echo SHELL-RAN-$((6*7))`\n"
+
+// TestClaudeSkillFolder: Claude Code gets the run's skills in its own skill folder
+// (CLAUDE_CONFIG_DIR/skills/NAME/SKILL.md): its first model request lists them, and none of its
+// bundled skills, for its Skill tool; the Skill tool loads SKILL.md into the conversation, the
+// timeline records skill.opened, a skill's inline shell (!`command`) is not run, and a skill the
+// run does not have is refused.
+func TestClaudeSkillFolder(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, `
+entries:
+  - name: notes
+    match: "Write the release notes"
+    turns:
+      - tool_calls:
+          - name: Skill
+            input: {skill: release-notes}
+      - tool_calls:
+          - name: Skill
+            input: {skill: shell-probe}
+      - tool_calls:
+          - name: Skill
+            input: {skill: not-the-runs}
+      - text: "done: {{last_tool_result}}"
+`)
+	url, bodies := recordingProxy(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+url)
+	e.mustCLI(0, "skills", "add", writeSkill(t, map[string]string{"SKILL.md": releaseNotesMD}))
+	e.mustCLI(0, "skills", "add", writeSkill(t, map[string]string{"SKILL.md": shellProbeMD}))
+	e.mustAgent("writer", `{"metadata":{"name":"writer"},"spec":{"harness":"claude-agent","system":"You write release notes.","skills":["release-notes","shell-probe"],"tools":["write"],"approvals":"never-ask"}}`)
+	e.startRun("writer", "hsf", "Write the release notes for 1.2")
+	got := e.answerOf("hsf")
+	if !strings.Contains(got, "not-the-runs") {
+		t.Errorf("the answer (the refused Skill call's result) is %q; want it to name the skill the run lacks", got)
+	}
+	bs := bodies()
+	if len(bs) < 4 {
+		t.Fatalf("%d model requests; want 4", len(bs))
+	}
+	listing := "The following skills are available for use with the Skill tool:"
+	for _, want := range []string{listing, "- release-notes: Write release notes from a changelog, grouped by kind of change.", "- shell-probe: Probe whether"} {
+		if !bytes.Contains(bs[0], []byte(want)) {
+			t.Errorf("the first model request lacks %q", want)
+		}
+	}
+	// Only the run's skills are listed: the listing has exactly its two entries.
+	var first any
+	if err := json.Unmarshal(bs[0], &first); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, text := range jsonStrings(first) {
+		if strings.Contains(text, listing) {
+			found = true
+			if n := strings.Count(text, "\n- "); n != 2 {
+				t.Errorf("the skill listing has %d entries; want the run's 2:\n%s", n, text)
+			}
+		}
+	}
+	if !found {
+		t.Error("no text of the first model request holds the skill listing")
+	}
+	// The Skill tool put SKILL.md into the conversation the model reads next.
+	if !bytes.Contains(bs[1], []byte("Read CHANGELOG.md.")) {
+		t.Error("the model request after the Skill call does not carry release-notes' SKILL.md")
+	}
+	// Its inline shell was not run: the model reads no output of it (SHELL-RAN-42).
+	if !bytes.Contains(bs[2], []byte("The marker:")) {
+		t.Error("the model request after the second Skill call does not carry shell-probe's SKILL.md")
+	}
+	for i, b := range bs {
+		if bytes.Contains(b, []byte("SHELL-RAN-42")) {
+			t.Errorf("model request %d carries the output of the skill's inline shell: Claude Code ran it", i)
+		}
+	}
+	evs := e.events("hsf")
+	if !hasEvent(evs, "skill.opened", "opened skill release-notes@1 (SKILL.md, with claude-agent's own Skill tool)") ||
+		!hasEvent(evs, "skill.opened", "opened skill shell-probe@1") {
+		t.Errorf("the timeline does not record the skills Claude Code's Skill tool opened: %v", evs)
+	}
+}
+
+// jsonStrings are the strings a decoded JSON value holds, at any depth.
+func jsonStrings(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, jsonStrings(e)...)
+		}
+		return out
+	case map[string]any:
+		var out []string
+		for _, e := range x {
+			out = append(out, jsonStrings(e)...)
+		}
+		return out
+	}
+	return nil
 }

@@ -108,8 +108,9 @@ var wallTime = regexp.MustCompile(`Wall time: [0-9.]+ seconds`)
 
 // normalize is the request as the replay check compares it: without the varying fields, without
 // Claude Code's per-session billing header text in the system prompt, with the system prompt's
-// dates and the run folder's path (which differs on another runner's data folder) as placeholders.
-func normalize(body map[string]json.RawMessage, folder string) []byte {
+// dates and the run folder's path and the harness home's (which differ on another runner's data
+// folder: Claude Code names a skill's folder under its home) as placeholders.
+func normalize(body map[string]json.RawMessage, folder string, homes ...string) []byte {
 	cp := make(map[string]json.RawMessage, len(body))
 	for k, v := range body {
 		cp[k] = v
@@ -147,6 +148,11 @@ func normalize(body map[string]json.RawMessage, folder string) []byte {
 		cp["input"], _ = json.Marshal(input)
 	}
 	out, _ := json.Marshal(cp)
+	for _, h := range homes {
+		if h != "" {
+			out = bytes.ReplaceAll(out, []byte(h), []byte("<harness home>"))
+		}
+	}
 	if folder != "" {
 		out = bytes.ReplaceAll(out, []byte(folder), []byte("<run folder>"))
 	}
@@ -230,7 +236,7 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 		d.j.Emit(api.Event{Type: api.EventGatewayClamped, StepKey: key, Message: fmt.Sprintf("%s asked for %d output tokens a call; the gateway clamps every call to the agent's maxTokens (%d)", h.name, asked, maxTokens)})
 	}
 	out, _ := json.Marshal(body)
-	norm := normalize(body, d.folder)
+	norm := normalize(body, d.folder, harnessHome(d.e.DataDir, d.run.Metadata.Name))
 	provider := d.acc.provider
 	// What goes to the vendor: the body as it is, or, for a Responses call on Anthropic, its
 	// translation (the journal records the vendor's answer; every drive translates it back).
@@ -445,7 +451,7 @@ func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply,
 		body["model"], _ = json.Marshal(modelName)
 	}
 	out, _ := json.Marshal(body)
-	norm := normalize(body, d.folder)
+	norm := normalize(body, d.folder, harnessHome(d.e.DataDir, d.run.Metadata.Name))
 	sum := sha256.Sum256(norm)
 	key := "count/" + hex.EncodeToString(sum[:6])
 	provider := d.acc.provider
@@ -522,7 +528,10 @@ func (h *hostRun) CallTool(_ context.Context, name string, input json.RawMessage
 // permit answers a harness's permission request for a tool: ours (served over MCP, where our
 // approvals decide) are allowed; the harness's own tools are refused, since the agent gets its
 // tools and nothing else.
-func (h *hostRun) permit(_ context.Context, tool string, _ json.RawMessage) (bool, string, error) {
+func (h *hostRun) permit(_ context.Context, tool string, input json.RawMessage) (bool, string, error) {
+	if tool == harness.ClaudeSkillTool {
+		return h.openHarnessSkill(input)
+	}
 	if n, ok := strings.CutPrefix(tool, "mcp__"+mcpName+"__"); ok && h.d.allowed(n) {
 		return true, "", nil
 	}
@@ -598,7 +607,7 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	}
 	token, release := gw.Register(run, h.wire, h, tools)
 	defer release() // the token dies with the drive
-	home := filepath.Join(d.e.DataDir, "harness-home", run)
+	home := harnessHome(d.e.DataDir, run)
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("harness home: %w", err)
 	}
@@ -625,7 +634,7 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	// run's skill and note tools, served over MCP like the other tools.
 	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: base, Token: token,
 		Headers: map[string]string{gateway.RunHeader: run}, MCPURL: gw.URL() + "/v2/gateway/runs/" + run + "/mcp", MCPName: mcpName,
-		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.system(),
+		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.system(), Skills: d.harnessSkills(),
 		Env: harness.BaseEnv(os.Getenv("PATH"), home), Permit: h.permit}
 	where, err := d.harnessInComputer(hctx, &sess, gw)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/harness"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/policy"
@@ -147,6 +148,58 @@ func (d *drive) skillsSystem() string {
 		fmt.Fprintf(&b, "- %s: %s%s\n", n, strings.Join(strings.Fields(d.skills[n].Spec.Description), " "), learned)
 	}
 	return b.String()
+}
+
+// harnessSkills are the run's skills (the agent's, pinned, and the learned ones) as the files a
+// harness driver writes into the harness's own skill folder, by name.
+func (d *drive) harnessSkills() []harness.Skill {
+	names := make([]string, 0, len(d.skills))
+	for n := range d.skills {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]harness.Skill, 0, len(names))
+	for _, n := range names {
+		hs := harness.Skill{Name: n}
+		for _, f := range d.skills[n].Spec.Files {
+			b, err := f.Bytes()
+			if err != nil {
+				continue // checked when stored; a file that does not decode is left out
+			}
+			hs.Files = append(hs.Files, harness.SkillFile{Path: f.Path, Content: b})
+		}
+		out = append(out, hs)
+	}
+	return out
+}
+
+// openHarnessSkill answers a harness's request to load one of the run's skills with its own
+// skill tool (Claude Code's Skill reads the SKILL.md its driver wrote into its skill folder):
+// allowed for a skill the run has, and recorded as skill.opened once, not again when the call is
+// replayed (the journal holds the model call after it).
+func (h *hostRun) openHarnessSkill(input json.RawMessage) (bool, string, error) {
+	var in struct {
+		Skill string `json:"skill"`
+	}
+	_ = json.Unmarshal(input, &in)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := h.d
+	s := d.skills[in.Skill]
+	if s == nil {
+		names := make([]string, 0, len(d.skills))
+		for n := range d.skills {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return false, fmt.Sprintf("no skill %q in this run (its skills: %s)", in.Skill, strings.Join(names, ", ")), nil
+	}
+	turn := max(h.n-1, 0)
+	if _, replayed := d.j.Lookup(fmt.Sprintf("t%d/model", turn+1)); !replayed {
+		d.j.Emit(api.Event{Type: api.EventSkillOpened, Message: fmt.Sprintf("opened skill %s (%s, with %s's own %s tool)", d.skillRef(s), api.SkillFileName, h.name, harness.ClaudeSkillTool),
+			Data: mustRaw(map[string]string{"skill": s.Metadata.Name, "ref": d.skillRef(s), "file": api.SkillFileName, "via": h.name})})
+	}
+	return true, "", nil
 }
 
 // readSkill answers a skill call with the skill's SKILL.md or one of its files, as a safe step;

@@ -16,6 +16,17 @@ import (
 // the permission requests it still makes (--permission-prompt-tool stdio) answered by Permit.
 type claude struct{}
 
+// ClaudeSkillTool is Claude Code's own tool that loads a skill from its skill folder, the one
+// built-in tool it is started with (when the run has skills); it asks permission, so the host
+// sees which skill it opens.
+const ClaudeSkillTool = "Skill"
+
+// claudeSettings is CLAUDE_CONFIG_DIR/settings.json: the Skill tool asks permission, a skill's
+// inline shell is not run, and its built-in plugin that brings a skill of its own is off.
+const claudeSettings = `{"disableSkillShellExecution": true, "permissions": {"ask": ["` + ClaudeSkillTool + `"]},
+ "enabledPlugins": {"cc-plugin-plugin-authoring@builtin": false}}
+`
+
 // ClaudeVersion is the pinned @anthropic-ai/claude-code version.
 const ClaudeVersion = "2.1.328"
 
@@ -26,11 +37,30 @@ func (claude) Package() Package {
 }
 
 func (c claude) Start(ctx context.Context, s Session) (Process, error) {
-	if err := os.MkdirAll(filepath.Join(s.Home, "tmp"), 0o700); err != nil {
-		return nil, fmt.Errorf("harness home: %w", err)
+	for _, d := range []string{filepath.Join(s.Home, "tmp"), filepath.Join(s.Home, ".claude")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("harness home: %w", err)
+		}
 	}
 	mcpConf, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{s.MCPName: map[string]any{
 		"type": "http", "url": s.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + s.Token}}}})
+	// The run's skills where Claude Code looks for a user's skills (CLAUDE_CONFIG_DIR/skills),
+	// loaded by its Skill tool, the one built-in tool it keeps, and only when the run has skills.
+	// Skill asks permission (settings.json's permissions.ask; Permit: the host records
+	// skill.opened); its bundled skills are off
+	// (CLAUDE_CODE_DISABLE_BUNDLED_SKILLS), and so is a skill's inline shell (!`command`), which
+	// would run on the runner past our tools and approvals (settings.json
+	// disableSkillShellExecution).
+	builtin := ""
+	if len(s.Skills) > 0 {
+		builtin = ClaudeSkillTool
+	}
+	if err := WriteSkills(filepath.Join(s.Home, ".claude", "skills"), s.Skills); err != nil {
+		return nil, fmt.Errorf("harness skills: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Home, ".claude", "settings.json"), []byte(claudeSettings), 0o600); err != nil {
+		return nil, fmt.Errorf("harness settings: %w", err)
+	}
 	confPath := filepath.Join(s.Home, "mcp.json")
 	if err := os.WriteFile(confPath, mcpConf, 0o600); err != nil {
 		return nil, fmt.Errorf("harness mcp config: %w", err)
@@ -43,7 +73,7 @@ func (c claude) Start(ctx context.Context, s Session) (Process, error) {
 	}
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--permission-prompt-tool", "stdio", "--mcp-config", confPath, "--strict-mcp-config",
-		"--tools", "", "--allowedTools", strings.Join(allowed, ","), "--model", s.Model}
+		"--tools", builtin, "--allowedTools", strings.Join(allowed, ","), "--model", s.Model}
 	if strings.TrimSpace(s.Instructions) != "" {
 		args = append(args, "--append-system-prompt", s.Instructions)
 	}
@@ -61,6 +91,8 @@ func (c claude) Start(ctx context.Context, s Session) (Process, error) {
 		"DISABLE_ERROR_REPORTING=1", "DISABLE_COST_WARNINGS=1",
 		// MCP tools offered directly, not behind its ToolSearch tool.
 		"ENABLE_TOOL_SEARCH=false",
+		// Only the run's skills: none of Claude Code's own (they are not the agent's).
+		"CLAUDE_CODE_DISABLE_BUNDLED_SKILLS=1", "CLAUDE_CODE_DISABLE_CLAUDE_API_SKILL=1", "CLAUDE_CODE_DISABLE_CLAUDE_CODE_SKILL=1", "CLAUDE_CODE_DISABLE_POLICY_SKILLS=1",
 		// No auto memory: its prompt names a memory folder under HOME, which is another path on
 		// another runner's data folder (a takeover would not replay), and the run keeps no memory
 		// of its own between runs.

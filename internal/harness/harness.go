@@ -96,6 +96,9 @@ type Session struct {
 	MaxTokens int
 	// Instructions are the agent's instructions, appended to the harness's own system prompt.
 	Instructions string
+	// Skills are the run's skills, which the driver writes into the harness's own skill folder
+	// (WriteSkills); the run's skill tool serves them too, and records which the run opened.
+	Skills []Skill
 	// Env is the base environment (PATH, LANG, TMPDIR); never the server's keys.
 	Env []string
 	// Permit decides the harness's permission requests (see Permit).

@@ -550,3 +550,58 @@ func TestClaudeLearningRouted(t *testing.T) {
 		t.Error("the proposal was not committed")
 	}
 }
+
+// TestClaudeLearningRiskyApproval: a risky note from a claude-agent run's proposal waits for a
+// signed-in person (Waiting/Approval, the approval of tool learning); once approved, the next drive
+// starts Claude Code again, replays both its turns from the journal (no scripted turn reaches the
+// model server twice) and commits the note.
+func TestClaudeLearningRiskyApproval(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, learnScript(
+		grader("Learn F", keep(0, "a rule the person stated")),
+		scriptEntry{Name: "f", Match: "Learn F", Turns: []scriptTurn{{Text: "noted"}, {Text: proposal(
+			noteItem("notes/friday.md", learnNote("friday", "When not to deploy.", "Never deploy on Fridays.")))}}},
+	))
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"})
+	claudeLearner(e, "flearner", `["write"]`)
+	e.startRun("flearner", "lf", "Learn F: we never deploy on Fridays")
+	r := e.waitPhase("lf", 60*time.Second, api.PhaseWaiting, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseWaiting || r.Status.Reason != api.ReasonApproval {
+		t.Fatalf("lf: %s/%s %s; want Waiting/Approval", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	var list struct{ Items []struct{ Path string } }
+	e.do("GET", "/v2/agents/flearner/learning", nil, &list)
+	if len(list.Items) != 0 {
+		t.Fatalf("the risky note is on main before anyone approved it: %+v", list.Items)
+	}
+	var approvals struct {
+		Items []struct {
+			ID          int64
+			Tool, State string
+		}
+	}
+	e.do("GET", "/v2/agentruns/lf/approvals", nil, &approvals)
+	if len(approvals.Items) != 1 || approvals.Items[0].Tool != "learning" || approvals.Items[0].State != "pending" {
+		t.Fatalf("lf's approvals: %+v", approvals.Items)
+	}
+	id := fmt.Sprint(approvals.Items[0].ID)
+	var apiErr api.Error
+	if st := e.do("POST", "/v2/agentruns/lf/approvals/"+id, `{"decision":"approve"}`, &apiErr); st != 403 || apiErr.Code != api.CodePersonRequired {
+		t.Errorf("approve with the API token: HTTP %d %+v", st, apiErr)
+	}
+	if st := e.doAs(e.personSession(), "POST", "/v2/agentruns/lf/approvals/"+id, `{"decision":"approve"}`, nil); st != 200 {
+		t.Fatalf("approve as a person: HTTP %d", st)
+	}
+	if got := e.answerOf("lf"); got != "noted" {
+		t.Errorf("answer: %q", got)
+	}
+	e.do("GET", "/v2/agents/flearner/learning", nil, &list)
+	if len(list.Items) != 1 || list.Items[0].Path != "notes/friday.md" {
+		t.Errorf("after the approval main holds %+v", list.Items)
+	}
+	for turn := 0; turn < 2; turn++ {
+		if n := e.model.CountTurn("f", turn); n != 1 {
+			t.Errorf("scripted turn %d reached the model server %d times, want once (replayed after the approval)", turn, n)
+		}
+	}
+}

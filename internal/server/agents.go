@@ -289,6 +289,14 @@ func patchedDoc(body []byte, meta api.ObjectMeta, spec any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A workflow document is one value: a patch that sets spec.workflow replaces it as written
+	// (merged with the old one, its nodes would mix two documents, and a null in it, such as a
+	// field_equals value, would be dropped).
+	if ps, _ := patch["spec"].(map[string]any); ps != nil && ps["workflow"] != nil {
+		if ms, _ := merged.(map[string]any)["spec"].(map[string]any); ms != nil {
+			ms["workflow"] = ps["workflow"]
+		}
+	}
 	if md, _ := merged.(map[string]any)["metadata"].(map[string]any); md != nil && md["name"] != meta.Name {
 		return nil, api.Invalid("metadata.name", "a name cannot be changed")
 	}

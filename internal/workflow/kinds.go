@@ -694,7 +694,12 @@ func RunExecutor(ctx context.Context, body string, input any, call func(tool str
 			var te *toolError
 			switch {
 			case errors.As(err, &te):
-				panic(vm.NewGoError(te))
+				// A JavaScript Error the body may catch: "Error: dev_count answered an error: ...".
+				ev, cerr := vm.New(vm.Get("Error"), vm.ToValue(te.msg))
+				if cerr != nil {
+					panic(vm.NewGoError(te))
+				}
+				panic(ev)
 			case err != nil:
 				hostErr = err
 				vm.Interrupt(err)

@@ -300,7 +300,7 @@ return { n: 2, a: a.data.got, b: b.content, caught };`))
 	}
 	var out map[string]any
 	_ = json.Unmarshal(r.Output, &out)
-	if out["a"] != "a-me" || out["b"] != `{"got": "b"}` || !strings.Contains(fmt.Sprint(out["caught"]), "answered an error: no such thing") {
+	if out["a"] != "a-me" || out["b"] != `{"got": "b"}` || out["caught"] != "Error: dev_count answered an error: no such thing" {
 		t.Errorf("output %v", out)
 	}
 	if got := strings.Join(h.effects, " "); got != "wf/ex/tool#0 wf/ex/tool#1 wf/ex/tool#2" {

@@ -525,6 +525,15 @@ func (d *doc) node(v *value, ptr string, sc *scope, w where, top bool) {
 		d.reads(sc, st, ptr+"/state", w)
 	}
 	d.generativeFields(v, ptr, kind)
+	if vf := v.get("verify"); vf != nil && vf.kind == 'o' {
+		// verify.state reads the state before the node, the submission, and the node's own key.
+		if st := vf.get("state"); st != nil && st.kind == 'o' {
+			vs := sc.clone()
+			vs.add("submission")
+			vs.add(orElse(as, label))
+			d.reads(vs, st, ptr+"/verify/state", w)
+		}
+	}
 	if kind == "report" || kind == "artifact" {
 		d.terminal(v, ptr, kind, w)
 	}

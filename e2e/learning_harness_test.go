@@ -269,38 +269,51 @@ func TestClaudeLearnedSkillsAndWorkflows(t *testing.T) {
 }
 
 // TestClaudeLearningCrash: SIGKILL while the harness's proposal turn is calling the model (its
-// step's intent written, no answer yet): main holds none of the proposal; after the restart the
-// harness is started again, its turns replayed from the journal, and main holds the whole
-// proposal in exactly one commit of the run.
+// step's intent written, no answer yet), and before and after the commit step: at the kill main
+// holds none of the proposal or all of it; after the restart the harness is started again, its
+// turns replayed from the journal, and main holds the whole proposal in exactly one commit of
+// the run.
 func TestClaudeLearningCrash(t *testing.T) {
 	t.Parallel()
-	e := newClaudeEnv(t, learnScript(
-		grader("Learn K", keep(0, "useful"), keep(1, "useful")),
-		scriptEntry{Name: "k", Match: "Learn K", Turns: []scriptTurn{{Text: "done"}, {Text: proposal(
-			noteItem("notes/k1.md", learnNote("k1", "First.", "The first fact.")),
-			noteItem("notes/k2.md", learnNote("k2", "Second.", "The second fact.")))}}},
-	))
-	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "AGENTRUN_DEV_PAUSE_AT=after-intent:t1/model")
-	claudeLearner(e, "learner", `["write"]`)
-	e.startRun("learner", "lk", "Learn K")
-	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent t1/model", 60*time.Second)
-	var list struct{ Items []struct{ Path string } }
-	e.do("GET", "/v2/agents/learner/learning", nil, &list)
-	if len(list.Items) != 0 {
-		t.Errorf("during the proposal turn main holds %+v", list.Items)
-	}
-	e.kill()
-	noHarnessLeft(t, e.dir, 30*time.Second)
-	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"})
-	if got := e.answerOf("lk"); got != "done" {
-		t.Errorf("answer: %q", got)
-	}
-	e.do("GET", "/v2/agents/learner/learning", nil, &list)
-	if len(list.Items) != 2 || list.Items[0].Path != "notes/k1.md" || list.Items[1].Path != "notes/k2.md" {
-		t.Errorf("after the restart main holds %+v, want both notes", list.Items)
-	}
-	if n := strings.Count(e.mustCLI(0, "learning", "log", "learner").stdout, "run lk kept"); n != 1 {
-		t.Errorf("the run's commit is on main %d times, want once", n)
+	for _, c := range []struct {
+		pause  string
+		onMain int
+	}{
+		{"after-intent:t1/model", 0},
+		{"after-intent:learn/commit", 0},
+		{"after-result:learn/commit", 2},
+	} {
+		t.Run(c.pause, func(t *testing.T) {
+			t.Parallel()
+			e := newClaudeEnv(t, learnScript(
+				grader("Learn K", keep(0, "useful"), keep(1, "useful")),
+				scriptEntry{Name: "k", Match: "Learn K", Turns: []scriptTurn{{Text: "done"}, {Text: proposal(
+					noteItem("notes/k1.md", learnNote("k1", "First.", "The first fact.")),
+					noteItem("notes/k2.md", learnNote("k2", "Second.", "The second fact.")))}}},
+			))
+			e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "AGENTRUN_DEV_PAUSE_AT="+c.pause)
+			claudeLearner(e, "learner", `["write"]`)
+			e.startRun("learner", "lk", "Learn K")
+			e.waitStderr("AGENTRUN_DEV_PAUSED "+strings.Replace(c.pause, ":", " ", 1), 60*time.Second)
+			var list struct{ Items []struct{ Path string } }
+			e.do("GET", "/v2/agents/learner/learning", nil, &list)
+			if len(list.Items) != c.onMain {
+				t.Errorf("at the kill main holds %+v, want %d files", list.Items, c.onMain)
+			}
+			e.kill()
+			noHarnessLeft(t, e.dir, 30*time.Second)
+			e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"})
+			if got := e.answerOf("lk"); got != "done" {
+				t.Errorf("answer: %q", got)
+			}
+			e.do("GET", "/v2/agents/learner/learning", nil, &list)
+			if len(list.Items) != 2 || list.Items[0].Path != "notes/k1.md" || list.Items[1].Path != "notes/k2.md" {
+				t.Errorf("after the restart main holds %+v, want both notes", list.Items)
+			}
+			if n := strings.Count(e.mustCLI(0, "learning", "log", "learner").stdout, "run lk kept"); n != 1 {
+				t.Errorf("the run's commit is on main %d times, want once", n)
+			}
+		})
 	}
 }
 

@@ -177,11 +177,11 @@ func (s *Store) commitMembers(ctx context.Context, members []*commitReq) error {
 	return err
 }
 
-// queueWrites queues the members' statements, each member's fence first; each later statement
-// of a member applies only under its fence (fenceCond). The charges of every member come after
-// every member's run-row statements, so the batch takes the credits account row (which charges
-// lock) only once it holds all its run rows; and the releases (which drop a run's remaining
-// reservations) after the charges, which settle theirs.
+// queueWrites queues the members' statements, each member's fence (with its events) first; each
+// later statement of a member applies only under its fence (fenceCond). The charges of every
+// member come after every member's run-row statements, so the batch takes the credits account
+// row (which charges lock) only once it holds all its run rows; and the releases (which drop a
+// run's remaining reservations) after the charges, which settle theirs.
 func queueWrites(b *pgx.Batch, members []*commitReq) {
 	notify := false
 	for _, r := range members {
@@ -196,9 +196,6 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 		}, func() { r.fenced = true })
 		for _, st := range w.Steps {
 			queueStep(b, l, st)
-		}
-		if len(w.Events) > 0 {
-			queueRunnerEvents(b, l, w.Events)
 		}
 		queueFiles(b, l, w.Files)
 	}

@@ -163,26 +163,39 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 
 // queueFence queues the statement that takes a commit's fence (see Commit): it advances the
 // run's event counter and writes the status, if the write has either, or else only locks the
-// row, and hands the run's signals and phase (after the write) to got, or calls fenced when the
-// lease is no longer held. It always returns one row, so a stale lease is an answer, not an error
-// that would abort the other writes of the batch.
+// row, inserts the write's events numbered after the run's events before the commit, and hands
+// the run's signals and phase (after the write) to got, or calls fenced when the lease is no
+// longer held (then it inserts nothing). It always returns one row, so a stale lease is an
+// answer, not an error that would abort the other writes of the batch. The events ride in this
+// statement (a data-modifying WITH runs once, whether or not the SELECT reads it) rather than one
+// of their own: one statement fewer for nearly every commit.
 func queueFence(b *pgx.Batch, l store.Lease, w store.Write, got func(cancel bool, poke int64, phase string), fenced func()) {
 	var q string
 	args := []any{l.Run, l.Owner, l.Generation}
 	switch {
 	case w.Status != nil:
 		q = `UPDATE runs SET next_event = next_event + $4, status = $5, phase = $6, resource_version = resource_version + 1
-			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING cancel_requested, poke_seq, phase`
+			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING cancel_requested, poke_seq, phase, next_event`
 		args = append(args, len(w.Events), mustJSON(w.Status), w.Status.Phase)
 	case len(w.Events) > 0:
 		q = `UPDATE runs SET next_event = next_event + $4
-			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING cancel_requested, poke_seq, phase`
+			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING cancel_requested, poke_seq, phase, next_event`
 		args = append(args, len(w.Events))
 	default:
 		q = `SELECT cancel_requested, poke_seq, phase FROM runs
 			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 FOR UPDATE`
 	}
-	b.Queue(`WITH r AS (`+q+`)
+	var events string
+	if len(w.Events) > 0 {
+		n := len(args)
+		times, types, keys, msgs, data := eventArrays(w.Events)
+		args = append(args, times, types, keys, msgs, data)
+		events = fmt.Sprintf(`, e AS (INSERT INTO run_events (run, seq, time, type, step_key, message, data)
+			SELECT $1, r.next_event - $4 + e.ord, COALESCE(e.time, now()), e.type, e.step_key, e.message, e.data::json
+			FROM r, unnest($%d::timestamptz[], $%d::text[], $%d::text[], $%d::text[], $%d::text[]) WITH ORDINALITY AS e (time, type, step_key, message, data, ord))`,
+			n+1, n+2, n+3, n+4, n+5)
+	}
+	b.Queue(`WITH r AS (`+q+`)`+events+`
 		SELECT r.cancel_requested, r.poke_seq, r.phase
 		FROM (VALUES (1)) AS one (x) LEFT JOIN r ON true`, args...).QueryRow(func(row pgx.Row) error {
 		var cancel *bool
@@ -218,17 +231,6 @@ func queueRelease(b *pgx.Batch, l store.Lease, wakeAt *time.Time) {
 			WHERE name = $1 AND lease_owner = $5 AND lease_generation = $6 RETURNING claimable_at)
 		SELECT pg_notify($4, $1) FROM r WHERE claimable_at <= now()`,
 		l.Run, l.PokeSeq, wake, chanWork, l.Owner, l.Generation)
-}
-
-// queueRunnerEvents queues the insert of a commit's events, numbered after the run's events
-// before the commit (its fence statement advanced next_event by len(evs) already).
-func queueRunnerEvents(b *pgx.Batch, l store.Lease, evs []api.Event) {
-	times, types, keys, msgs, data := eventArrays(evs)
-	b.Queue(`INSERT INTO run_events (run, seq, time, type, step_key, message, data)
-		SELECT $1, r.next_event - $2 + e.ord, COALESCE(e.time, now()), e.type, e.step_key, e.message, e.data::json
-		FROM runs r, unnest($3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e (time, type, step_key, message, data, ord)
-		WHERE r.name = $1 AND r.lease_owner = $8 AND r.lease_generation = $9`,
-		l.Run, len(evs), times, types, keys, msgs, data, l.Owner, l.Generation)
 }
 
 // eventArrays are the columns of events as arrays, for unnest (a zero time is NULL: now()).

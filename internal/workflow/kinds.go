@@ -585,6 +585,7 @@ func orDash(s []string) string {
 // KEY/tool#N for the body's Nth call, so a replay answers the ones done from the journal. It
 // answers {ok, content, data?} and throws when the tool answers an error. The body may await
 // (it runs as an async function; tool calls complete at once). What it returns is the result.
+// Its own running time, tool calls apart, is bounded as a code node's (CodeTimeout).
 func executorSource(body string) string { return "(async (input, tools) => {\n" + body + "\n})" }
 
 var executorBanned = regexp.MustCompile(`\b(require|process|fetch|eval|Function|import)\b`)
@@ -675,6 +676,22 @@ func RunExecutor(ctx context.Context, body string, input any, call func(tool str
 	var hostErr error
 	stop := context.AfterFunc(ctx, func() { vm.Interrupt("the call's deadline_s passed") })
 	defer stop()
+	// The body's own running time is bounded as a code node's is (CodeTimeout, so also what it can
+	// allocate); the time its tool calls take is not counted, deadline_s bounds the whole.
+	budget := CodeTimeout
+	var started time.Time
+	var timer *time.Timer
+	arm := func() {
+		started = time.Now()
+		timer = time.AfterFunc(max(budget, 0), func() { vm.Interrupt("time limit") })
+	}
+	pause := func() {
+		if timer.Stop() {
+			budget -= time.Since(started)
+		}
+	}
+	arm()
+	defer func() { timer.Stop() }()
 	toolFn := func(name string) func(goja.FunctionCall) goja.Value {
 		return func(fc goja.FunctionCall) goja.Value {
 			if hostErr != nil {
@@ -690,7 +707,9 @@ func RunExecutor(ctx context.Context, body string, input any, call func(tool str
 					panic(vm.NewTypeError("tools.%s: the arguments are not JSON: %v", name, err))
 				}
 			}
+			pause()
 			v, err := call(name, args)
+			arm()
 			var te *toolError
 			switch {
 			case errors.As(err, &te):

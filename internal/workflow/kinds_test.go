@@ -312,8 +312,8 @@ return { n: 2, a: a.data.got, b: b.content, caught };`))
 	}
 	for body, want := range map[string]string{
 		`return { m: 1 };`:            FailOutput,
-		`throw new Error("broken");`:  FailCode, // validation wants a return: this one has it below
-		`while (true) {} ; return {}`: FailTimeout,
+		`throw new Error("broken");`:  FailCode,    // validation wants a return: this one has it below
+		`while (true) {} ; return {}`: FailTimeout, // deadline_s 0.2 s comes first
 	} {
 		if !strings.Contains(body, "return") {
 			body += " return {};"
@@ -323,6 +323,11 @@ return { n: 2, a: a.data.got, b: b.content, caught };`))
 		if !isFailure(err, want) {
 			t.Errorf("%s: %v, want %s", body, err, want)
 		}
+	}
+	// The body's own time is bounded as a code node's, whatever deadline_s allows.
+	w = mustValid(t, strings.Replace(doc(`let i = 0; while (true) { i++ } return { n: i };`), `"deadline_s": 5`, `"deadline_s": 60`, 1))
+	if _, err := w.Run(context.Background(), newKindHost(), map[string]any{"who": "x"}); !isFailure(err, FailCode) || !strings.Contains(err.Error(), "time limit") {
+		t.Errorf("an endless body with deadline_s 60: %v", err)
 	}
 	// A host error (a journal write, a park) is not the body's to catch: it ends the call as it is.
 	hostErr := errors.New("the store is gone")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -95,6 +96,7 @@ func TestRequest(t *testing.T) {
 			if got, want := canon(t, string(tr.Body)), canon(t, c.want); got != want {
 				t.Errorf("Messages request:\n got %s\nwant %s", got, want)
 			}
+			wellFormed(t, tr.Body)
 			if !reflect.DeepEqual(tr.Dropped, c.dropped) {
 				t.Errorf("dropped %v, want %v", tr.Dropped, c.dropped)
 			}
@@ -377,5 +379,105 @@ func TestNonStreamed(t *testing.T) {
 	}
 	if _, _, err := tr.Response([]byte(`not json`)); err == nil {
 		t.Errorf("a body that is no message translated")
+	}
+}
+
+// wellFormed checks a Messages request against the rules Anthropic's API enforces on its shape (the
+// scripted model server checks fewer): the first message is the user's and roles alternate, no
+// text block is empty, every tool_use is answered by a tool_result at the start of the next user
+// message, every tool_use names a listed tool with a valid name, and at most 4 cache breakpoints.
+func wellFormed(t *testing.T, body []byte) {
+	t.Helper()
+	var r antRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]bool{}
+	for _, tl := range r.Tools {
+		if !toolName.MatchString(tl.Name) {
+			t.Errorf("tool name %q is not one Anthropic takes", tl.Name)
+		}
+		tools[tl.Name] = true
+	}
+	breakpoints := 0
+	count := func(b antBlock) {
+		if b.CacheControl != nil {
+			breakpoints++
+		}
+		if b.Type == "text" && (b.Text == nil || *b.Text == "") {
+			t.Errorf("an empty text block")
+		}
+	}
+	for _, b := range r.System {
+		count(b)
+	}
+	if len(r.Messages) == 0 || r.Messages[0].Role != "user" {
+		t.Fatalf("the first message is not the user's: %s", body)
+	}
+	for i, m := range r.Messages {
+		if i > 0 && m.Role == r.Messages[i-1].Role {
+			t.Errorf("messages %d and %d are both %s", i-1, i, m.Role)
+		}
+		if len(m.Content) == 0 {
+			t.Errorf("message %d has no content", i)
+		}
+		var uses []string
+		for _, b := range m.Content {
+			count(b)
+			if b.Type == "tool_use" {
+				uses = append(uses, b.ID)
+				if !tools[b.Name] {
+					t.Errorf("message %d calls %q, which tools does not list", i, b.Name)
+				}
+			}
+		}
+		if len(uses) == 0 {
+			continue
+		}
+		if i+1 >= len(r.Messages) {
+			t.Errorf("message %d's tool calls have no results", i)
+			continue
+		}
+		next := r.Messages[i+1].Content
+		for k, id := range uses {
+			if k >= len(next) || next[k].Type != "tool_result" || next[k].ToolUseID != id {
+				t.Errorf("message %d's tool_use %s is not answered by tool_result %d of the next message", i, id, k)
+			}
+		}
+	}
+	if breakpoints > 4 {
+		t.Errorf("%d cache breakpoints, Anthropic takes at most 4", breakpoints)
+	}
+}
+
+// Every request of the table, and a request the real Codex CLI sent (TestCodexAnthropicQuickstart,
+// its third call: developer messages, the prompt, two calls of our MCP tools in Codex's namespace
+// and their outputs), translate to well-formed Messages requests.
+func TestRequestsWellFormed(t *testing.T) {
+	codex, err := os.ReadFile("testdata/codex-request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Request(codex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wellFormed(t, tr.Body)
+	var r antRequest
+	json.Unmarshal(tr.Body, &r)
+	if len(r.Messages) != 5 || len(r.System) != 3 || !strings.HasPrefix(r.Messages[1].Content[1].Name, "mcp__agentrun__") {
+		t.Errorf("codex's request as %d messages, %d system blocks: %s", len(r.Messages), len(r.System), tr.Body)
+	}
+	for _, body := range []string{
+		`{"model":"m","max_output_tokens":100,"input":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"input_text","text":""}]},{"role":"assistant","content":"b"},{"role":"assistant","content":"c"},{"role":"user","content":"d"}]}`,
+		`{"model":"m","max_output_tokens":100,"tools":[{"type":"function","name":"f"}],"input":[{"role":"user","content":"a"},
+			{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"},
+			{"type":"function_call_output","call_id":"c1","output":"x"},{"type":"function_call_output","call_id":"c2","output":""},{"role":"user","content":"go on"}]}`,
+	} {
+		tr, err := Request([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wellFormed(t, tr.Body)
 	}
 }

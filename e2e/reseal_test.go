@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/secret"
 	"agentrun.dev/agentrun/internal/store"
@@ -128,6 +130,7 @@ func testReseal(t *testing.T, pg bool) {
 	}
 	mustRefuse("a reseal while the server runs", reseal("", []string{withB}, "--from-key", fileA), "in use by a running agentrun process", held, "nothing was changed")
 	e.kill() // SIGKILL: the system lets go of what it held
+	waitLetGo(t, storeURL)
 
 	// A runner alone holds it too.
 	runnerData := t.TempDir()
@@ -144,6 +147,7 @@ func testReseal(t *testing.T, pg bool) {
 	mustRefuse("a reseal while a runner runs", reseal("", []string{withB}, "--from-key", fileA), "in use by a running agentrun process", "nothing was changed")
 	rcmd.Process.Signal(syscall.SIGTERM)
 	<-rdone
+	waitLetGo(t, storeURL)
 
 	// Bad input, refused before anything is written.
 	mustRefuse("a wrong old key", reseal("", []string{withB}, "--from-key", fileC), "does not open with the old key", "nothing was changed")
@@ -165,6 +169,7 @@ func testReseal(t *testing.T, pg bool) {
 	waitOutput(t, out, done, "paused after 5 values")
 	cmd.Process.Signal(syscall.SIGKILL)
 	<-done
+	waitLetGo(t, storeURL)
 	if got := sealedUnder(t, storeURL, keyA); got != all {
 		t.Fatalf("a reseal killed after 5 writes left %d of %d secrets on key A (and %d on B)", got, all, sealedUnder(t, storeURL, keyB))
 	}
@@ -262,6 +267,38 @@ func sealedUnder(t *testing.T, storeURL, key string) int {
 		}
 	}
 	return n
+}
+
+// waitLetGo waits until PostgreSQL has ended the sessions of the processes just stopped or killed
+// and so let go of their locks on the store (at once for SQLite: the kernel drops a dead process's
+// flock as it exits). A session of a killed client ends when the server notices the closed
+// connection, which is soon but not at once.
+func waitLetGo(t *testing.T, storeURL string) {
+	t.Helper()
+	if strings.HasPrefix(storeURL, "sqlite:") {
+		return
+	}
+	ctx := context.Background()
+	conn, err := pgxpool.New(ctx, storeURL) // a pool: the URL has pool settings
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		// Any advisory lock on this store's schema: the in-use lock, or a reseal's.
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = hashtext(current_schema())::oid AND objsubid = 2 AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for PostgreSQL to end the stopped processes' sessions: %d locks held", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // waitOutput waits for s in a process's output, failing if the process ends first.

@@ -66,8 +66,14 @@ type hostRun struct {
 	stop context.CancelCauseFunc
 	wire string
 	name string
+	// prefix puts the steps under a workflow agent node's key ("" for the run's own loop), and
+	// turnCost, when set, is that node's turn cost (the run's loop uses the drive's).
+	prefix   string
+	turnCost *cost.Total
 
-	mu sync.Mutex
+	// mu is the lock every call takes: the drive's own for the run's loop, the workflow host's
+	// for an agent node (shared with the other nodes' effects).
+	mu *sync.Mutex
 	// n is the number of model calls so far in this drive (replayed ones included): call n is
 	// journal step t{n}/model, and the tool calls after it t{n}/tool/{i}, as in the built-in loop.
 	n int
@@ -223,7 +229,7 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 	}
 	d.promptTools += h.tools
 	h.tools = 0
-	key := fmt.Sprintf("t%d/model", h.n)
+	key := h.prefix + fmt.Sprintf("t%d/model", h.n)
 	modelName := h.cur.model
 	maxTokens := d.spec.MaxTokens
 	if maxTokens <= 0 {
@@ -272,12 +278,16 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 			return fmt.Errorf("decode %s result: %w", key, err)
 		}
 		accounted = true
-		d.accountCall(h.cur, mr, c)
+		tc := h.turnCost
+		if tc == nil {
+			tc = &d.turnCost
+		}
+		d.accountTurn(h.cur.index, tc, mr, c)
 		return nil
 	}
 	res, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s via %s, call %d)", modelName, h.name, h.n+1),
 		Args:   harnessCallArgs(h.name, provider.Name(), modelName, len(out), tr != nil),
-		HashOf: journal.Encoded(norm), Safe: !d.acc.byok, Bill: !d.acc.byok,
+		HashOf: journal.Encoded(norm), Safe: !d.acc.byok, Bill: !d.acc.byok, Concurrent: true,
 		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
 			if err := account(result, c); err != nil {
 				return nil, err
@@ -518,7 +528,14 @@ func (h *hostRun) CallTool(_ context.Context, name string, input json.RawMessage
 	turn := max(h.n-1, 0)
 	i := h.tools
 	h.tools++
-	blk, err := h.d.toolCall(h.ctx, turn, i, model.Block{Type: model.BlockToolUse, ID: fmt.Sprintf("h%d_%d", turn, i), Name: name, Input: input})
+	call := model.Block{Type: model.BlockToolUse, ID: fmt.Sprintf("h%d_%d", turn, i), Name: name, Input: input}
+	var blk model.Block
+	var err error
+	if h.prefix != "" {
+		blk, err = h.d.toolStep(h.ctx, h.prefix+fmt.Sprintf("t%d/tool/%d", turn, i), h.prefix+fmt.Sprintf("t%d/model", turn+1), call)
+	} else {
+		blk, err = h.d.toolCall(h.ctx, turn, i, call)
+	}
 	if err != nil {
 		return "", false, h.fail(err)
 	}
@@ -580,72 +597,19 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	if p := d.acc.provider.Name(); p == "anthropic" && drv.Wire() == harness.WireChat {
 		return &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %s speaks the OpenAI %s API, which provider %s does not serve: give the agent spec.model.provider openai or openrouter (or make one the server's default provider)", drv.Name(), drv.Wire(), p)}
 	}
-	pkg := drv.Package()
-	bin, err := harness.Install(ctx, d.e.DataDir, pkg, func(msg string) {
-		d.j.Emit(api.Event{Type: api.EventHarnessInstall, Message: msg})
-		d.j.Commit(ctx, &d.status, false, nil)
-	})
+	hr, err := d.startHarness(ctx, drv, defs, "", new(sync.Mutex))
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &failure{api.ReasonHarnessUnavailable, err.Error()}
+		return err
 	}
-	gw, err := d.e.gateway()
-	if err != nil {
-		return &failure{api.ReasonHarnessUnavailable, err.Error()}
-	}
-	run := d.run.Metadata.Name
-	hctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: string(drv.Wire()), name: drv.Name()}
-	var tools []gateway.Tool
-	var htools []harness.Tool
-	for _, t := range defs {
-		tools = append(tools, gateway.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
-		htools = append(htools, harness.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
-	}
-	token, release := gw.Register(run, h.wire, h, tools)
-	defer release() // the token dies with the drive
-	home := harnessHome(d.e.DataDir, run)
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("harness home: %w", err)
-	}
+	h, proc, hctx := hr.h, hr.proc, hr.h.ctx
+	run, home := d.run.Metadata.Name, hr.home
 	defer func() {
 		// Kept while the run waits (the next drive reuses it); gone once the run is over.
 		if api.Finished(d.status.Phase) {
 			os.RemoveAll(home)
 		}
 	}()
-	base := gw.URL() + "/v2/gateway/anthropic"
-	if h.wire != gateway.WireAnthropic {
-		base = gw.URL() + "/v2/gateway/openai/v1"
-	}
-	maxTokens := d.spec.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = api.DefaultMaxTokens
-	}
-	askModel := d.acc.model
-	if askModel == "" {
-		askModel, _ = familyModel(d.e.Prices, d.acc.provider.Name(), "sonnet")
-	}
-	// The instructions are the built-in loop's system prompt: the agent's skills (its own and the
-	// learned ones) and a learning run's notes index; the harness opens a skill or a note with the
-	// run's skill and note tools, served over MCP like the other tools.
-	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: base, Token: token,
-		Headers: map[string]string{gateway.RunHeader: run}, MCPURL: gw.URL() + "/v2/gateway/runs/" + run + "/mcp", MCPName: mcpName,
-		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.system(), Skills: d.harnessSkills(),
-		Env: harness.BaseEnv(os.Getenv("PATH"), home), Permit: h.permit}
-	where, err := d.harnessInComputer(hctx, &sess, gw)
-	if err != nil {
-		return &failure{api.ReasonHarnessUnavailable, err.Error()}
-	}
-	proc, err := drv.Start(hctx, sess)
-	if err != nil {
-		return d.harnessFailed(err)
-	}
-	defer proc.Stop()
-	d.j.Emit(api.Event{Type: api.EventHarnessStarted, Message: fmt.Sprintf("started %s (%s) %s; its model calls and tools go through this runner's gateway", drv.Name(), pkg.Spec(), where)})
+	defer hr.stop()
 	// turn is one user turn of the harness: its final text, or why the drive stops.
 	turn := func(prompt string) (string, error) {
 		if err := h.beginTurn(prompt); err != nil {
@@ -699,6 +663,109 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 		msgN++
 		prompt = next
 	}
+}
+
+// harnessRun is a started harness: its host side, its process and its home.
+type harnessRun struct {
+	h    *hostRun
+	proc harness.Process
+	home string
+	// stop stops the process, releases its gateway token and ends its context.
+	stop func()
+}
+
+// startHarness installs drv and starts it with the run's gateway token and the tools defs, its
+// calls taking mu. node is a workflow agent node's step key: its calls are journaled under it,
+// in a home of its own; "" is the run's own loop.
+func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []model.ToolDef, node string, mu *sync.Mutex) (*harnessRun, error) {
+	pkg := drv.Package()
+	bin, err := harness.Install(ctx, d.e.DataDir, pkg, func(msg string) {
+		d.j.Emit(api.Event{Type: api.EventHarnessInstall, Message: msg})
+		d.j.Commit(ctx, &d.status, false, nil)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &failure{api.ReasonHarnessUnavailable, err.Error()}
+	}
+	gw, err := d.e.gateway()
+	if err != nil {
+		return nil, &failure{api.ReasonHarnessUnavailable, err.Error()}
+	}
+	run := d.run.Metadata.Name
+	hctx, stop := context.WithCancelCause(ctx)
+	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: string(drv.Wire()), name: drv.Name(), mu: mu}
+	hr := &harnessRun{h: h}
+	undo := []func(){func() { stop(nil) }}
+	hr.stop = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			hr.stop()
+		}
+	}()
+	if node != "" {
+		h.prefix, h.turnCost = node+"/", &cost.Total{}
+	}
+	var tools []gateway.Tool
+	var htools []harness.Tool
+	for _, t := range defs {
+		tools = append(tools, gateway.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		htools = append(htools, harness.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	token, release := gw.Register(run, h.wire, h, tools)
+	undo = append(undo, release) // the token dies with the drive (or the node)
+	home := harnessHome(d.e.DataDir, run)
+	if node != "" {
+		// An agent node's harness has a home of its own (nodes of a map run at once).
+		sum := sha256.Sum256([]byte(node))
+		home = filepath.Join(home, "nodes", hex.EncodeToString(sum[:8]))
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("harness home: %w", err)
+	}
+	hr.home = home
+	base := gw.URL() + "/v2/gateway/anthropic"
+	if h.wire != gateway.WireAnthropic {
+		base = gw.URL() + "/v2/gateway/openai/v1"
+	}
+	maxTokens := d.spec.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = api.DefaultMaxTokens
+	}
+	askModel := d.acc.model
+	if askModel == "" {
+		askModel, _ = familyModel(d.e.Prices, d.acc.provider.Name(), "sonnet")
+	}
+	// The instructions are the built-in loop's system prompt: the agent's skills (its own and the
+	// learned ones) and a learning run's notes index; the harness opens a skill or a note with the
+	// run's skill and note tools, served over MCP like the other tools.
+	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: base, Token: token,
+		Headers: map[string]string{gateway.RunHeader: run}, MCPURL: gw.URL() + "/v2/gateway/runs/" + run + "/mcp", MCPName: mcpName,
+		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.system(), Skills: d.harnessSkills(),
+		Env: harness.BaseEnv(os.Getenv("PATH"), home), Permit: h.permit}
+	where, err := d.harnessInComputer(hctx, &sess, gw)
+	if err != nil {
+		return nil, &failure{api.ReasonHarnessUnavailable, err.Error()}
+	}
+	proc, err := drv.Start(hctx, sess)
+	if err != nil {
+		return nil, d.harnessFailed(err)
+	}
+	undo = append(undo, proc.Stop)
+	hr.proc = proc
+	ok = true
+	what := ""
+	if node != "" {
+		what = " for workflow node " + node
+	}
+	d.j.Emit(api.Event{Type: api.EventHarnessStarted, Message: fmt.Sprintf("started %s (%s) %s%s; its model calls and tools go through this runner's gateway", drv.Name(), pkg.Spec(), where, what)})
+	return hr, nil
 }
 
 // dropHarnessHome removes a finished run's harness home (its config, with the dead token, and the

@@ -195,7 +195,7 @@ func (h *hostRun) openHarnessSkill(input json.RawMessage) (bool, string, error) 
 		return false, fmt.Sprintf("no skill %q in this run (its skills: %s)", in.Skill, strings.Join(names, ", ")), nil
 	}
 	turn := max(h.n-1, 0)
-	if _, replayed := d.j.Lookup(fmt.Sprintf("t%d/model", turn+1)); !replayed {
+	if _, replayed := d.j.Lookup(h.prefix + fmt.Sprintf("t%d/model", turn+1)); !replayed {
 		d.j.Emit(api.Event{Type: api.EventSkillOpened, Message: fmt.Sprintf("opened skill %s (%s, with %s's own %s tool)", d.skillRef(s), api.SkillFileName, h.name, harness.ClaudeSkillTool),
 			Data: mustRaw(map[string]string{"skill": s.Metadata.Name, "ref": d.skillRef(s), "file": api.SkillFileName, "via": h.name})})
 	}

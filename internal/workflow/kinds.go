@@ -75,8 +75,8 @@ type answered struct {
 	confidence float64
 }
 
-// askEach asks the questions of qs (ids prefixed by prefix(i) for item i, none for a plain set)
-// in one structured model call, each answered with its own confidence.
+// askEach asks the questions ids (qs describes each) in one structured model call, each answered
+// with its own confidence: {"ID": {"answer": ..., "confidence": 0..1}, ...}.
 func (r *runner) askEach(ctx context.Context, n *Node, key, kind, instr string, view map[string]any, ids []string, qs map[string]question) (map[string]answered, error) {
 	props := make(map[string]any, len(ids))
 	for _, id := range ids {
@@ -132,6 +132,14 @@ func (r *runner) askEach(ctx context.Context, n *Node, key, kind, instr string, 
 				res.pYes = round6(1 - c)
 			}
 			res.confidence = round6(2 * math.Abs(res.pYes-0.5))
+			// Decoded as published: yes at a probability of yes of 0.5 or more.
+			res.value = res.pYes >= 0.5
+		}
+		if levels, ok := qs[id].schema["criteria"].([]any); ok && qs[id].kind == "score" {
+			f, isNum := a.Answer.(float64)
+			if !isNum || f != math.Trunc(f) || f < 0 || int(f) >= len(levels) {
+				return nil, r.fail(n, key, FailOutput, "question %q is a score of levels 0 to %d; the answer %v is not one", id, len(levels)-1, a.Answer)
+			}
 		}
 		out[id] = res
 	}

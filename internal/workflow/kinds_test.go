@@ -174,6 +174,16 @@ func TestEngineSift(t *testing.T) {
 		}
 	}
 
+	// A score outside its levels (0 to 2 here) is not an answer.
+	h := newKindHost()
+	h.ask = func(key string, q Question) json.RawMessage {
+		return json.RawMessage(`{"0.relevant": {"answer": true, "confidence": 1}, "0.useful": {"answer": 5, "confidence": 1}}`)
+	}
+	one := map[string]any{"subject": "X", "results": []any{map[string]any{"url": "a", "title": "t"}}}
+	if _, err := mustValid(t, doc("")).Run(context.Background(), h, one); !isFailure(err, FailOutput) || !strings.Contains(err.Error(), "levels 0 to 2") {
+		t.Errorf("a score of 5: %v", err)
+	}
+
 	// 300 items of one question: 256 in the first request, 44 in the second, ids global.
 	many := `{"v": 2, "name": "s", "schemas": {"In": {"type": "object", "properties": {"xs": {"type": "array"}}},
   "Q": {"type": "object", "properties": {"ok": {"type": "boolean", "description": "ok?"}}}, "Out": {"type": "object"}},
@@ -183,7 +193,7 @@ func TestEngineSift(t *testing.T) {
 	for i := range xs {
 		xs[i] = float64(i)
 	}
-	h := newKindHost()
+	h = newKindHost()
 	h.ask = func(key string, q Question) json.RawMessage {
 		items := q.State["items"].([]any)
 		m := map[string]any{}

@@ -781,15 +781,20 @@ func (r *runner) agent(ctx context.Context, n *Node, key string, state map[strin
 		drive := func(ctx context.Context, dk, feedback string, review reviewFunc) (any, error) {
 			t := Task{Node: n.Label, Instructions: instr + feedback, State: view, Schema: sch, Tools: n.Tools}
 			if review != nil {
+				bad := 0
 				t.Review = func(ctx context.Context, text string) (bool, string, error) {
 					v, err := decode(dk, text)
 					if err == nil && n.Out != "" {
 						if cerr := r.w.schemas.check(n.Out, v); cerr != nil {
-							err = cerr
+							err = r.fail(n, dk, FailOutput, "the value does not match schema %q: %v", n.Out, cerr)
 						}
 					}
 					if err != nil {
-						// Not reviewable: the answer itself is wrong; say so in the conversation.
+						// Not reviewable: the answer itself is wrong; say so in the conversation, as
+						// many times as the drives allow.
+						if bad++; bad >= verifyDrives(n.Verify) {
+							return false, "", err
+						}
 						return false, fmt.Sprintf("Your answer was not accepted: %v. Answer again with one JSON value that matches the schema.", err), nil
 					}
 					return review(ctx, v)

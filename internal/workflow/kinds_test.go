@@ -453,6 +453,8 @@ func TestPlanKinds(t *testing.T) {
 type sessionHost struct {
 	*kindHost
 	feedback []string
+	// text is the agent's answer at a turn (default {"summary": "draft N"}).
+	text func(turn int) string
 }
 
 func (h *sessionHost) Agent(ctx context.Context, key string, t Task) (string, error) {
@@ -460,6 +462,9 @@ func (h *sessionHost) Agent(ctx context.Context, key string, t Task) (string, er
 	defer h.leave()
 	for turn := 1; ; turn++ {
 		text := fmt.Sprintf(`{"summary": "draft %d"}`, turn)
+		if h.text != nil {
+			text = h.text(turn)
+		}
 		ok, fb, err := t.Review(ctx, text)
 		if err != nil || ok {
 			return text, err
@@ -499,6 +504,15 @@ func TestEngineVerifySession(t *testing.T) {
 	}
 	if _, err := w.Run(context.Background(), h, map[string]any{}); !isFailure(err, FailVerify) || len(h.feedback) != 1 {
 		t.Errorf("exhausted: %v after %d rejections", err, len(h.feedback))
+	}
+	// An answer that is not the schema's is sent back too, as many times as the drives allow, then
+	// fails the node: a model that never answers right does not loop until the cap.
+	h = &sessionHost{kindHost: newKindHost(), text: func(int) string { return "I think it is fine." }}
+	h.ask = func(key string, q Question) json.RawMessage {
+		return json.RawMessage(`{"cites": {"answer": true, "confidence": 0.9}}`)
+	}
+	if _, err := w.Run(context.Background(), h, map[string]any{}); !isFailure(err, FailOutput) || len(h.feedback) != 1 || len(h.effects) != 0 {
+		t.Errorf("never JSON: %v after %d sent back, reviews %v", err, len(h.feedback), h.effects)
 	}
 }
 

@@ -142,7 +142,9 @@ key: a process whose key opens none of the store's secrets refuses to start.`,
 				return err
 			}
 			pauseAfter := 0
-			if v := os.Getenv(envDevResealPause); v != "" && devHooks {
+			if v := os.Getenv(envDevResealPause); v != "" && !devHooks {
+				fmt.Fprintf(os.Stderr, "%s is ignored: the test hooks are off (--dev-hooks or %s=1)\n", envDevResealPause, envDev)
+			} else if v != "" {
 				if pauseAfter, err = strconv.Atoi(v); err != nil || pauseAfter < 1 {
 					return fmt.Errorf("%s=%q: a number of values, 1 or more", envDevResealPause, v)
 				}
@@ -176,10 +178,7 @@ key: a process whose key opens none of the store's secrets refuses to start.`,
 				}
 			})
 			if err != nil {
-				if errors.Is(err, secret.ErrWrongOldKey) {
-					return fmt.Errorf("%w; nothing was changed", err)
-				}
-				if errors.Is(err, store.ErrInUse) {
+				if errors.Is(err, secret.ErrWrongOldKey) || errors.Is(err, store.ErrInUse) {
 					return fmt.Errorf("%w; nothing was changed", err)
 				}
 				return err

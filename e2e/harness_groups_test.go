@@ -53,9 +53,20 @@ func harnessEvalScript(t *testing.T, wrongTask string) string {
 // answered task failing, and a script grader checks the file the harness wrote with our tool.
 func TestClaudeGroupAndEvaluation(t *testing.T) {
 	t.Parallel()
-	e := newClaudeEnv(t, harnessEvalScript(t, "test-03"))
+	groupAndEvaluation(t, newClaudeEnv(t, harnessEvalScript(t, "test-03")), "claude-agent")
+}
+
+// The same with codex on the seed's Anthropic-only setup, its calls translated (Codex's MCP
+// namespace flattened, so the scripts' mcp__agentrun__write is its write too).
+func TestCodexAnthropicGroupAndEvaluation(t *testing.T) {
+	t.Parallel()
+	groupAndEvaluation(t, newCodexAnthropicEnv(t, harnessEvalScript(t, "test-03")), "codex")
+}
+
+func groupAndEvaluation(t *testing.T, e *env, harnessName string) {
 	e.start()
-	agent := strings.Replace(seedGroupAgentYAML, "spec:\n", "spec:\n  harness: claude-agent\n", 1)
+	via := "via " + harnessName
+	agent := strings.Replace(seedGroupAgentYAML, "spec:\n", "spec:\n  harness: "+harnessName+"\n", 1)
 	e.mustCLI(0, "apply", "-f", writeFile(t, e.dir, "agent.yaml", agent))
 	e.mustCLI(0, "apply", "-f", writeFile(t, e.dir, "group.yaml", seedGroupYAML))
 	e.mustCLI(0, "apply", "-f", writeFile(t, e.dir, "runs.yaml", seedRunsYAML))
@@ -84,12 +95,12 @@ func TestClaudeGroupAndEvaluation(t *testing.T) {
 		}
 		harnessSteps := 0
 		for _, s := range e.steps(r.Metadata.Name) {
-			if s.Kind == "model" && strings.Contains(s.Title, "via claude-agent") {
+			if s.Kind == "model" && strings.Contains(s.Title, via) {
 				harnessSteps++
 			}
 		}
 		if calls == 0 || harnessSteps != calls {
-			t.Errorf("%s: %d model calls in its turns, %d claude-agent model steps", r.Metadata.Name, calls, harnessSteps)
+			t.Errorf("%s: %d model calls in its turns, %d %s model steps", r.Metadata.Name, calls, harnessSteps, harnessName)
 		}
 	}
 	g := e.getGroup("parallel-agents")
@@ -98,7 +109,7 @@ func TestClaudeGroupAndEvaluation(t *testing.T) {
 		t.Errorf("group status: %+v cost %+v", g.Status.Counts, g.Status.Cost)
 	}
 
-	// The seed's evaluation.py as CLI commands, on the claude-agent agent.
+	// The seed's evaluation.py as CLI commands, on the harness agent.
 	r := e.mustCLI(0, "eval", "run", "parallel-agents-eval", "--agent", "parallel-agents-worker", "--max-active", "2", "--max-cost", "0.20",
 		"--environment", "nodus/arithmetic-v2@2.0.0", "--split", "test", "--tasks", "2", "--repetitions", "1", "--seed", "42", "--timeout", "10m")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
@@ -111,13 +122,13 @@ func TestClaudeGroupAndEvaluation(t *testing.T) {
 		}
 	}
 
-	// Underneath: every task of the split, each case a claude-agent run, test-03 failing; and a
+	// Underneath: every task of the split, each case a harness run, test-03 failing; and a
 	// script grader reading the file the harness wrote through our write tool.
 	if st := e.do("POST", "/v2/agentgroups", `{"kind":"AgentGroup","metadata":{"name":"ev-h"},"spec":{"agent":"parallel-agents-worker","limits":{"maxActive":2},
 		"evaluation":{"environment":"nodus/arithmetic-v2@2.0.0","split":"test","tasks":4,"seed":7,"timeout":"5m"}}}`, nil); st != 201 {
 		t.Fatalf("create ev-h: HTTP %d", st)
 	}
-	if st := e.do("PUT", "/v2/agents/writer", `{"metadata":{"name":"writer"},"spec":{"harness":"claude-agent","tools":["write"]}}`, nil); st != 201 {
+	if st := e.do("PUT", "/v2/agents/writer", `{"metadata":{"name":"writer"},"spec":{"harness":"`+harnessName+`","tools":["write"]}}`, nil); st != 201 {
 		t.Fatalf("create writer: HTTP %d", st)
 	}
 	if st := e.do("POST", "/v2/agentgroups", `{"kind":"AgentGroup","metadata":{"name":"ev-files"},"spec":{"agent":"writer","limits":{"maxActive":2},
@@ -137,10 +148,10 @@ func TestClaudeGroupAndEvaluation(t *testing.T) {
 			}
 			harnessStep := false
 			for _, s := range e.steps(cs.Run) {
-				harnessStep = harnessStep || (s.Kind == "model" && strings.Contains(s.Title, "via claude-agent"))
+				harnessStep = harnessStep || (s.Kind == "model" && strings.Contains(s.Title, via))
 			}
 			if !harnessStep {
-				t.Errorf("%s %s: run %s has no claude-agent model step", name, cs.TaskID, cs.Run)
+				t.Errorf("%s %s: run %s has no %s model step", name, cs.TaskID, cs.Run, harnessName)
 			}
 		}
 	}

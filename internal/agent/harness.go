@@ -587,15 +587,9 @@ func (h *hostRun) beginTurn(prompt string) error {
 // fail the run as the built-in loop does. Nothing the harness does is trusted to persist: a
 // restarted drive starts it again and replays it from the journal.
 func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs []model.ToolDef) error {
-	drv, ok := harness.Lookup(d.spec.Harness)
-	if !ok {
-		return &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %q is not built into this runner (built: %s)", d.spec.Harness, strings.Join(harness.Names(), ", "))}
-	}
-	// Anthropic's API has no OpenAI endpoints: the gateway translates Responses calls (codex) to
-	// its Messages API, but not Chat Completions calls, whose harness needs a provider that serves
-	// them, and says so now rather than as the vendor's 401 or 404 on its first call.
-	if p := d.acc.provider.Name(); p == "anthropic" && drv.Wire() == harness.WireChat {
-		return &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %s speaks the OpenAI %s API, which provider %s does not serve: give the agent spec.model.provider openai or openrouter (or make one the server's default provider)", drv.Name(), drv.Wire(), p)}
+	drv, err := d.harnessDriver()
+	if err != nil {
+		return err
 	}
 	hr, err := d.startHarness(ctx, drv, defs, "", new(sync.Mutex))
 	if err != nil {
@@ -663,6 +657,21 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 		msgN++
 		prompt = next
 	}
+}
+
+// harnessDriver is the agent's harness, or why this runner cannot run it with the run's provider.
+func (d *drive) harnessDriver() (harness.Driver, error) {
+	drv, ok := harness.Lookup(d.spec.Harness)
+	if !ok {
+		return nil, &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %q is not built into this runner (built: %s)", d.spec.Harness, strings.Join(harness.Names(), ", "))}
+	}
+	// Anthropic's API has no OpenAI endpoints: the gateway translates Responses calls (codex) to
+	// its Messages API, but not Chat Completions calls, whose harness needs a provider that serves
+	// them, and says so now rather than as the vendor's 401 or 404 on its first call.
+	if p := d.acc.provider.Name(); p == "anthropic" && drv.Wire() == harness.WireChat {
+		return nil, &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %s speaks the OpenAI %s API, which provider %s does not serve: give the agent spec.model.provider openai or openrouter (or make one the server's default provider)", drv.Name(), drv.Wire(), p)}
+	}
+	return drv, nil
 }
 
 // harnessRun is a started harness: its host side, its process and its home.

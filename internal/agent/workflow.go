@@ -241,8 +241,9 @@ func (h *wfHost) modelCall(ctx context.Context, key, title string, req *model.Re
 }
 
 // Agent runs the built-in loop on an agent node's sub-task: model turns and the tool calls they
-// ask for (each through the loop's tool step) until the model answers without tools. Its steps
-// are KEY/t{n}/model and KEY/t{n}/tool/{i}.
+// ask for (each through the loop's tool step) until the model answers without tools; an agent
+// on an external harness runs it there (harnessAgent). Its steps are KEY/t{n}/model and
+// KEY/t{n}/tool/{i}.
 func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -267,6 +268,9 @@ func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (string
 		// A routed agent has no model of its own: an agent node runs on the family the router
 		// falls back to (a router call per node would be a model call the document did not ask for).
 		modelID, _ = familyModel(d.e.Prices, d.acc.provider.Name(), fallbackFamily(d.acc.families))
+	}
+	if d.onHarness() {
+		return h.harnessAgent(ctx, key, t, defs, conv[0].Content[0].Text, modelID)
 	}
 	calls := 0
 	for turn := 0; ; turn++ {

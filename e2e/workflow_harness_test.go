@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// harnessWorkflow has one agent node with an out schema between a code node and a decide node.
+const harnessWorkflow = `{"v": 2, "name": "on-claude",
+  "schemas": {"In": {"type": "object"}, "Found": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}},
+    "Verdict": {"type": "object", "required": ["urgent"], "properties": {"urgent": {"type": "boolean"}}},
+    "Out": {"type": "object", "required": ["found", "verdict"]}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [
+    {"node": "code", "label": "prep", "code": "(s) => ({ topic: 'billing' })"},
+    {"node": "agent", "label": "research", "instructions": "Research with claude the topic", "state": {"topic": "{topic}"}, "out": "Found", "as": "found"},
+    {"node": "decide", "label": "triage", "instructions": "Triage the ticket", "state": {"found": "{found}"}, "out": "Verdict", "as": "verdict"}]}}`
+
+const harnessWorkflowScript = `
+entries:
+  - name: clnode
+    match: "Research with claude"
+    turns:
+      - tool_calls:
+          - name: mcp__agentrun__dev_count
+            input: {label: "claude-node"}
+      - text: '{"summary": "node done"}'
+  - name: triage
+    match: "Triage the ticket"
+    turns:
+      - text: '{"answer": {"urgent": false}, "confidence": 0.9}'
+`
+
+// TestWorkflowAgentNodeOnClaude: a workflow of an agent on the claude-agent harness runs in the
+// server's engine, and its agent node on the real Claude Code CLI: the node's tool call comes
+// over MCP through the run's tools, its model calls through the gateway, each a journal step
+// under the node's execution path; its JSON answer is checked against the node's out schema.
+// SIGKILL right after the node's tool call completed, then a restart: Claude Code starts again,
+// is answered from the journal, and nothing completed reaches the model server or the tool again.
+func TestWorkflowAgentNodeOnClaude(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, harnessWorkflowScript)
+	e.start("AGENTRUN_DEV_PAUSE_AT=after-result:wf/research/t0/tool/0")
+	if st := e.do("PUT", "/v2/agents/wfclaude", `{"metadata":{"name":"wfclaude"},"spec":{"harness":"claude-agent","tools":["dev_count"],"workflow":`+harnessWorkflow+`}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/wfclaude/runs", `{"input":{"content":"{}"}}`, &run); st != 201 {
+		t.Fatalf("start: HTTP %d", st)
+	}
+	e.waitStderr("AGENTRUN_DEV_PAUSED after-result wf/research/t0/tool/0", 90*time.Second)
+	e.kill()
+	noHarnessLeft(t, e.dir, 10*time.Second)
+	e.start()
+	r := e.waitPhase(run.Metadata.Name, 90*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil {
+		t.Fatalf("run ended %s/%s %s", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	var out struct {
+		Found   struct{ Summary string }
+		Verdict struct{ Urgent bool }
+	}
+	if err := json.Unmarshal([]byte(r.Status.Answer.Preview), &out); err != nil || out.Found.Summary != "node done" {
+		t.Errorf("output %q (%v): want the node's JSON answer", r.Status.Answer.Preview, err)
+	}
+	if got := e.counted(); !slices.Equal(got, []string{"claude-node"}) {
+		t.Errorf("dev_count ran %v, want once", got)
+	}
+	for turn := 0; turn < 2; turn++ {
+		if n := e.model.CountTurn("clnode", turn); n != 1 {
+			t.Errorf("the node's scripted turn %d reached the model server %d times, want 1", turn, n)
+		}
+	}
+	keys := map[string]string{}
+	for _, s := range e.steps(run.Metadata.Name) {
+		keys[s.Key] = s.Kind + " " + s.Title
+	}
+	for _, k := range []string{"wf/research/t0/model", "wf/research/t0/tool/0", "wf/research/t1/model", "wf/triage"} {
+		if _, ok := keys[k]; !ok {
+			t.Errorf("no step %s: %v", k, keys)
+		}
+	}
+	if !strings.Contains(keys["wf/research/t0/model"], "via claude-agent") {
+		t.Errorf("the node's model call %q is not the harness's", keys["wf/research/t0/model"])
+	}
+	for k := range keys {
+		if strings.HasPrefix(k, "t") {
+			t.Errorf("step %s is outside the workflow's keys", k)
+		}
+	}
+	if !hasEvent(e.events(run.Metadata.Name), "harness.started", "for workflow node wf/research") {
+		t.Errorf("the timeline does not say the harness started for the node")
+	}
+	// The tree: the node done with its calls under it, its cost its model calls'.
+	var tree api.WorkflowTree
+	e.do("GET", "/v2/agentruns/"+run.Metadata.Name+"/nodes", "", &tree)
+	node := findNode(tree.Root, "wf/research")
+	if node == nil || node.State != "done" || node.Steps != 3 || node.CostMicros == 0 {
+		t.Errorf("tree node of the agent: %+v", node)
+	}
+	noHarnessLeft(t, e.dir, 10*time.Second)
+}

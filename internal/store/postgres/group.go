@@ -191,11 +191,22 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 			continue
 		}
 		l, w := r.l, r.w
-		queueFence(b, l, w, func(cancel bool, poke int64, ph string) {
+		// A lone step's completion rides in the fence statement. A step started has a
+		// statement of its own, after the fence's: its seq is read from the run's steps, which
+		// needs a snapshot taken once the fence holds the run's row (a statement's snapshot is
+		// taken when it starts, before it waits for the lock). Several steps (one recorded
+		// started and completed at once) each have their own, in order.
+		var lone *api.Step
+		if len(w.Steps) == 1 && w.Steps[0].State != api.StepStarted {
+			lone = &w.Steps[0]
+		}
+		queueFence(b, l, w, lone, func(cancel bool, poke int64, ph string) {
 			r.sig.CancelRequested, r.sig.PokeSeq, r.phase = cancel, poke, ph
 		}, func() { r.fenced = true })
-		for _, st := range w.Steps {
-			queueStep(b, l, st)
+		if lone == nil {
+			for _, st := range w.Steps {
+				queueStep(b, l, st)
+			}
 		}
 		queueFiles(b, l, w.Files)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -163,15 +164,20 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 
 // queueFence queues the statement that takes a commit's fence (see Commit): it advances the
 // run's event counter and writes the status, if the write has either, or else only locks the
-// row, inserts the write's events numbered after the run's events before the commit, and hands
-// the run's signals and phase (after the write) to got, or calls fenced when the lease is no
-// longer held (then it inserts nothing). It always returns one row, so a stale lease is an
-// answer, not an error that would abort the other writes of the batch. The events ride in this
-// statement (a data-modifying WITH runs once, whether or not the SELECT reads it) rather than one
-// of their own: one statement fewer for nearly every commit.
-func queueFence(b *pgx.Batch, l store.Lease, w store.Write, got func(cancel bool, poke int64, phase string), fenced func()) {
+// row, inserts the write's events numbered after the run's events before the commit, records
+// step's completion (nil: none; a step started is queueStep's), and hands the run's signals and
+// phase (after the write) to got, or calls fenced when the lease is no longer held (then it
+// writes nothing). It always returns one row, so a stale lease is an answer, not an error that
+// would abort the other writes of the batch. The events and the completion ride in this
+// statement (each a data-modifying WITH joined to the fenced row r, which runs once whether or
+// not the SELECT reads it) rather than in statements of their own.
+func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, got func(cancel bool, poke int64, phase string), fenced func()) {
 	var q string
 	args := []any{l.Run, l.Owner, l.Generation}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
 	switch {
 	case w.Status != nil:
 		q = `UPDATE runs SET next_event = next_event + $4, status = $5, phase = $6, resource_version = resource_version + 1
@@ -185,23 +191,37 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, got func(cancel bool
 		q = `SELECT cancel_requested, poke_seq, phase FROM runs
 			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 FOR UPDATE`
 	}
-	var events string
+	with := `WITH r AS (` + q + `)`
 	if len(w.Events) > 0 {
-		n := len(args)
 		times, types, keys, msgs, data := eventArrays(w.Events)
-		args = append(args, times, types, keys, msgs, data)
-		events = fmt.Sprintf(`, e AS (INSERT INTO run_events (run, seq, time, type, step_key, message, data)
+		with += `, e AS (INSERT INTO run_events (run, seq, time, type, step_key, message, data)
 			SELECT $1, r.next_event - $4 + e.ord, COALESCE(e.time, now()), e.type, e.step_key, e.message, e.data::json
-			FROM r, unnest($%d::timestamptz[], $%d::text[], $%d::text[], $%d::text[], $%d::text[]) WITH ORDINALITY AS e (time, type, step_key, message, data, ord))`,
-			n+1, n+2, n+3, n+4, n+5)
+			FROM r, unnest(` + arg(times) + `::timestamptz[], ` + arg(types) + `::text[], ` + arg(keys) + `::text[], ` + arg(msgs) + `::text[], ` + arg(data) + `::text[])
+				WITH ORDINALITY AS e (time, type, step_key, message, data, ord))`
 	}
-	b.Queue(`WITH r AS (`+q+`)`+events+`
-		SELECT r.cancel_requested, r.poke_seq, r.phase
+	check := "NULL::boolean"
+	if st := step; st != nil {
+		// The step's row: Completed, Interrupted and Failed update it (it was started by an
+		// earlier commit, which returned before this one was sent); none, under the fence,
+		// aborts the commit.
+		var completed any
+		if st.CompletedAt != nil {
+			completed = *st.CompletedAt
+		}
+		with += `, u AS (UPDATE steps SET state = ` + arg(st.State) + `, result = ` + arg(nullJSON(st.Result)) + `::json, error = ` + arg(pgText(st.Error)) +
+			`, cost_micros = ` + arg(st.CostMicros) + `::bigint, completed_at = ` + arg(completed) + `::timestamptz
+			FROM r WHERE steps.run = $1 AND steps.key = ` + arg(st.Key) + ` RETURNING 1)`
+		check = `CASE WHEN r.phase IS NOT NULL AND NOT EXISTS (SELECT FROM u) THEN agentrun_raise('` + errStepCode + `', ` +
+			arg(fmt.Sprintf("step %s of %s: %s before Started", st.Key, l.Run, st.State)) + `) END`
+	}
+	b.Queue(with+`
+		SELECT r.cancel_requested, r.poke_seq, r.phase, `+check+`
 		FROM (VALUES (1)) AS one (x) LEFT JOIN r ON true`, args...).QueryRow(func(row pgx.Row) error {
 		var cancel *bool
 		var poke *int64
 		var phase *string
-		if err := row.Scan(&cancel, &poke, &phase); err != nil {
+		var checked *bool
+		if err := row.Scan(&cancel, &poke, &phase, &checked); err != nil {
 			return err
 		}
 		if phase == nil {
@@ -269,9 +289,10 @@ func queueCharge(b *pgx.Batch, l store.Lease, c store.Charge) {
 		l.Run, c.StepKey, c.Amount, pgText(c.Note), l.Owner, l.Generation)
 }
 
-// queueStep queues the write of one journal row. Started inserts the step after the run's last
-// one, or restarts a row already present (keeping its seq); Completed, Interrupted and Failed
-// update the existing row and abort the commit if there is none.
+// queueStep queues the write of one journal row, for a write with more than one (queueFence
+// writes a lone step). Started inserts the step after the run's last one, or restarts a row
+// already present (keeping its seq); Completed, Interrupted and Failed update the existing row
+// and abort the commit if there is none.
 func queueStep(b *pgx.Batch, l store.Lease, st api.Step) {
 	run := l.Run
 	var completed any

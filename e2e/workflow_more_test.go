@@ -184,3 +184,59 @@ func TestWorkflowMoreCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkflowExecutorApprovals: a tool call inside an executor body is a tool call the agent's
+// approvals decide: an ask parks the run on that call (KEY/tool#N/approval) before it runs; a
+// person approves, the run is driven again, the body runs again from the start, the calls done
+// are answered from the journal, and each side effect happens once.
+func TestWorkflowExecutorApprovals(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "entries:\n  - name: unused\n    match: \"never asked\"\n    turns:\n      - text: unused\n")
+	e.start()
+	doc := `{"v": 2, "name": "ex", "schemas": {"In": {"type": "object"}, "R": {"type": "object", "required": ["got"]}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "R", "path": "r"},
+  "root": {"node": "call", "label": "ex", "via": "executor", "input": {}, "out": "R", "as": "r", "deadline_s": 60,
+    "code": "const a = await tools.dev_count({label: 'ex-a'}); const b = await tools.dev_count({label: 'ex-b'}); return { got: [a.content, b.content] };"}}`
+	e.workflowAgent("careful", `,"approvals":{"default":"allow","rules":[{"match":"dev_count","action":"ask"}]},"workflow":`+doc)
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/careful/runs", `{"input":{"content":"{}"}}`, &run); st != 201 {
+		t.Fatalf("start: HTTP %d", st)
+	}
+	code := e.setupCode()
+	if r := e.cliIn(e.dir, "correct horse battery\n", "login", "--setup-code", code, "--password-stdin"); r.code != 0 {
+		t.Fatalf("login: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	for i, label := range []string{"ex-a", "ex-b"} {
+		r := e.waitPhase(run.Metadata.Name, 20*time.Second, api.PhaseWaiting, api.PhaseFailed, api.PhaseSucceeded)
+		want := fmt.Sprintf("wf/ex/tool#%d/approval", i)
+		if r.Status.Reason != api.ReasonApproval || r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != want || !strings.Contains(r.Status.WaitingOn.Detail, label) {
+			t.Fatalf("call %d: %s/%s waiting on %+v, want the approval %s", i, r.Status.Phase, r.Status.Reason, r.Status.WaitingOn, want)
+		}
+		if got := e.counted(); len(got) != i {
+			t.Fatalf("before approving %s the side effects are %v", label, got)
+		}
+		var list struct {
+			Items []struct {
+				ID    int64
+				State string
+			}
+		}
+		if err := json.Unmarshal([]byte(e.mustCLI(0, "runs", "approvals", run.Metadata.Name, "-o", "json").stdout), &list); err != nil {
+			t.Fatal(err)
+		}
+		id := ""
+		for _, a := range list.Items {
+			if a.State == "pending" {
+				id = jsonNumber(a.ID)
+			}
+		}
+		e.mustCLI(0, "runs", "approve", run.Metadata.Name, id)
+	}
+	r := e.waitPhase(run.Metadata.Name, 20*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || !strings.Contains(r.Status.Answer.Preview, `"counted ex-a","counted ex-b"`) {
+		t.Fatalf("run %s/%s %s %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+	}
+	if got := strings.Join(e.counted(), ","); got != "ex-a,ex-b" {
+		t.Errorf("side effects %s: each once", got)
+	}
+}

@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"agentrun.dev/agentrun/internal/harness"
 	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -196,4 +198,59 @@ func jsonStrings(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// TestOpenCodeSkillFolder: OpenCode gets the run's skills in its own skill folder
+// (XDG_CONFIG_HOME/opencode/skills/NAME/SKILL.md): its first model request offers its skill tool
+// listing the run's skill (and none of its own), and that tool loads SKILL.md into the
+// conversation. OpenCode's skill tool needs ripgrep on the PATH (skipped without it).
+func TestOpenCodeSkillFolder(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("rg"); err != nil {
+		t.Skip("OpenCode's skill tool needs ripgrep: apt-get install ripgrep")
+	}
+	cache := installedHarness(t, "opencode")
+	e := newEnv(t, `
+entries:
+  - name: notes
+    match: "Write the release notes"
+    turns:
+      - tool_calls:
+          - name: skill
+            input: {name: release-notes}
+      - text: "done: {{last_tool_result}}"
+`)
+	e.extra = append(e.extra, harness.CacheEnv+"="+cache)
+	url, bodies := recordingProxy(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+url)
+	e.mustCLI(0, "skills", "add", writeSkill(t, map[string]string{"SKILL.md": releaseNotesMD}))
+	e.mustAgent("writer", `{"metadata":{"name":"writer"},"spec":{"harness":"opencode","system":"You write release notes.","skills":["release-notes"],"tools":["write"],"approvals":"never-ask"}}`)
+	e.startRun("writer", "hof", "Write the release notes for 1.2")
+	got := e.answerOf("hof")
+	bs := bodies()
+	if len(bs) < 2 {
+		t.Fatalf("%d model requests; want 2", len(bs))
+	}
+	// OpenCode's prompt lists the run's skill, and only it, for its skill tool.
+	var first any
+	if err := json.Unmarshal(bs[0], &first); err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, text := range jsonStrings(first) {
+		if i := strings.Index(text, "<available_skills>"); i >= 0 {
+			listing := text[i:]
+			listed = strings.Contains(listing, "<name>release-notes</name>") && strings.Contains(listing, "<description>Write release notes from a changelog")
+			if n := strings.Count(listing, "<skill>"); n != 1 {
+				t.Errorf("OpenCode's skill listing has %d skills; want the run's one:\n%s", n, listing)
+			}
+		}
+	}
+	if !listed {
+		t.Error("the first model request has no <available_skills> listing the run's skill")
+	}
+	// The tool's result (the answer repeats it) is SKILL.md as OpenCode loads it.
+	if !strings.Contains(got, `<skill_content name="release-notes">`) || !strings.Contains(got, "Read CHANGELOG.md.") {
+		t.Errorf("OpenCode's skill tool did not load SKILL.md into the conversation (answer %q)", got)
+	}
 }

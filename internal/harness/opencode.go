@@ -20,6 +20,9 @@ import (
 // refused by `run` (no --auto), so nothing runs unasked.
 type opencode struct{}
 
+// OpenCodeSkillTool is OpenCode's own tool that loads a skill from its skill folders.
+const OpenCodeSkillTool = "skill"
+
 // OpenCodeVersion is the pinned opencode-ai version.
 const OpenCodeVersion = "1.18.33"
 
@@ -55,6 +58,19 @@ func (d opencode) Start(ctx context.Context, s Session) (Process, error) {
 	for _, t := range opencodeTools {
 		off[t] = false
 	}
+	// The run's skills where OpenCode looks for a user's (XDG_CONFIG_HOME/opencode/skills), loaded
+	// by its skill tool, the one built-in tool it keeps, and only when the run has skills and
+	// ripgrep is on the harness's PATH (the tool lists a skill's files with rg, which OpenCode
+	// would otherwise download: without it the tool fails, and the run's skill tool is the way).
+	if err := WriteSkills(filepath.Join(cfgDir, "skills"), s.Skills); err != nil {
+		return nil, fmt.Errorf("harness skills: %w", err)
+	}
+	if len(s.Skills) > 0 && onPath(s.Env, "rg") {
+		off[OpenCodeSkillTool] = true
+	}
+	// Only the run's skills: OpenCode's own built-in one (customize-opencode) is denied, which
+	// also leaves it out of the list its prompt shows.
+	skillPerm := map[string]string{"*": "allow", "customize-opencode": "deny"}
 	headers := map[string]string{}
 	for k, v := range s.Headers {
 		headers[k] = v
@@ -76,6 +92,7 @@ func (d opencode) Start(ctx context.Context, s Session) (Process, error) {
 		"model":       opencodeProvider + "/" + s.Model,
 		"small_model": opencodeProvider + "/" + s.Model,
 		"tools":       off,
+		"permission":  map[string]any{"skill": skillPerm},
 		"mcp": map[string]any{s.MCPName: map[string]any{
 			"type": "remote", "url": s.MCPURL, "enabled": true, "headers": mcpHeaders, "oauth": false}},
 	}

@@ -60,3 +60,19 @@ func WriteSkills(dir string, skills []Skill) error {
 	}
 	return nil
 }
+
+// onPath reports whether an executable named name is in one of the folders of env's PATH.
+func onPath(env []string, name string) bool {
+	for _, kv := range env {
+		dirs, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			continue
+		}
+		for _, d := range filepath.SplitList(dirs) {
+			if fi, err := os.Stat(filepath.Join(d, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}

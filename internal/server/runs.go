@@ -55,7 +55,11 @@ func (s *Server) prepareRun(r *http.Request, run *api.AgentRun) error {
 	return nil
 }
 
-func (s *Server) insertRun(w http.ResponseWriter, r *http.Request, run *api.AgentRun, apply bool) {
+// insertRun stores run and answers with it. prefix, when not "", is what the run's name was
+// generated from (the client gave none): a generated name another run already has is generated
+// again, a few times, rather than refused (five random characters collide, with better than even
+// odds, among 10,000 runs of one agent).
+func (s *Server) insertRun(w http.ResponseWriter, r *http.Request, run *api.AgentRun, apply bool, prefix string) {
 	dry, err := dryRun(r)
 	if err != nil {
 		writeErr(w, err)
@@ -81,7 +85,13 @@ func (s *Server) insertRun(w http.ResponseWriter, r *http.Request, run *api.Agen
 	if run.Spec.Group != "" {
 		create = s.createMember
 	}
-	if err := create(r.Context(), run); err != nil {
+	err = create(r.Context(), run)
+	for tries := 0; prefix != "" && errors.Is(err, store.ErrAlreadyExists) && tries < 3; tries++ {
+		run.Metadata.Name = generateName(prefix)
+		run.Status.ConsoleURL = s.consoleURL(run.Metadata.Name)
+		err = create(r.Context(), run)
+	}
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -122,10 +132,12 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		}
 		run = seed.Run(seed.Agent)
 	}
+	prefix := ""
 	if run.Metadata.Name == "" && run.Spec.Agent != "" && run.Spec.Group == "" { // a member is named GROUP-TASKKEY
-		run.Metadata.Name = generateName(run.Spec.Agent)
+		prefix = run.Spec.Agent
+		run.Metadata.Name = generateName(prefix)
 	}
-	s.insertRun(w, r, run, false)
+	s.insertRun(w, r, run, false, prefix)
 }
 
 // startRun is POST /v2/agents/NAME/runs with the seed's {"input": {"content": ...}} body.
@@ -146,10 +158,12 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run := seed.Run(agentName)
+	prefix := ""
 	if run.Metadata.Name == "" {
-		run.Metadata.Name = generateName(agentName)
+		prefix = agentName
+		run.Metadata.Name = generateName(prefix)
 	}
-	s.insertRun(w, r, run, false)
+	s.insertRun(w, r, run, false, prefix)
 }
 
 func (s *Server) applyRun(w http.ResponseWriter, r *http.Request) {
@@ -170,7 +184,7 @@ func (s *Server) applyRun(w http.ResponseWriter, r *http.Request) {
 	name := run.Metadata.Name
 	cur, err := s.Store.GetRun(r.Context(), name)
 	if errors.Is(err, store.ErrNotFound) {
-		s.insertRun(w, r, &run, true)
+		s.insertRun(w, r, &run, true, "")
 		return
 	}
 	if err != nil {

@@ -264,8 +264,8 @@ func hasKey(body []byte, key string) bool {
 
 const nameChars = "abcdefghijklmnopqrstuvwxyz0123456789"
 
-// generateName makes "prefix-xxxxx".
-func generateName(prefix string) string {
+// generateName makes "prefix-xxxxx" (a variable so that a test can make names collide).
+var generateName = func(prefix string) string {
 	var b [5]byte
 	rand.Read(b[:])
 	for i := range b {

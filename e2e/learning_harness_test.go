@@ -147,9 +147,10 @@ func TestLearnedSkillsAndWorkflows(t *testing.T) {
 	checkLearnedUse(t, e, "use", "t1/tool/0", bodies)
 }
 
-// claudeLearner is a learning agent on the claude-agent harness.
-func claudeLearner(e *env, name, tools string) {
-	e.mustAgent(name, `{"metadata":{"name":"`+name+`"},"spec":{"harness":"claude-agent","system":"You keep a service running.","learning":true,"tools":`+tools+`,"approvals":"never-ask"}}`)
+// claudeLearner is a learning agent on the claude-agent harness, run inside its sandbox
+// computer (the default) or, with computer none, on the runner.
+func claudeLearner(e *env, name, tools, computer string) {
+	e.mustAgent(name, `{"metadata":{"name":"`+name+`"},"spec":{"harness":"claude-agent","system":"You keep a service running.","learning":true,"tools":`+tools+`,"computer":{"kind":"`+computer+`"},"approvals":"never-ask"}}`)
 }
 
 // TestClaudeLearning: a claude-agent run learns a note in its proposal turn (the harness's next
@@ -172,7 +173,7 @@ func TestClaudeLearning(t *testing.T) {
 	))
 	url, bodies := recordingProxy(t, e)
 	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+url)
-	claudeLearner(e, "clearner", `["write"]`)
+	claudeLearner(e, "clearner", `["write"]`, "sandbox")
 
 	e.startRun("clearner", "h1", "Learn H1: find the deploy script")
 	if got := e.answerOf("h1"); got != "The deploy script is scripts/deploy.sh." {
@@ -292,7 +293,7 @@ func TestClaudeLearningCrash(t *testing.T) {
 					noteItem("notes/k2.md", learnNote("k2", "Second.", "The second fact.")))}}},
 			))
 			e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "AGENTRUN_DEV_PAUSE_AT="+c.pause)
-			claudeLearner(e, "learner", `["write"]`)
+			claudeLearner(e, "learner", `["write"]`, "sandbox")
 			e.startRun("learner", "lk", "Learn K")
 			e.waitStderr("AGENTRUN_DEV_PAUSED "+strings.Replace(c.pause, ":", " ", 1), 60*time.Second)
 			var list struct{ Items []struct{ Path string } }
@@ -427,7 +428,9 @@ func TestLearnedWorkflowApprovalsAndCrash(t *testing.T) {
 	}
 }
 
-// TestClaudeLearningCap: the proposal turn is held to the run's cap like the task's. The cap is
+// TestClaudeLearningCap: the proposal turn is held to the run's cap like the task's. (On the
+// runner, computer none: in the sandbox, a drive that starts within milliseconds of the park
+// before it gets the computer the park is closing, and the harness dies with it.) The cap is
 // raised each time the run parks MaxCostReached to exactly what it needs: the task's call fits
 // it, then the proposal turn's call (a bigger request on top of what the task spent) parks the run
 // again before it reaches the model server; raised once more, the proposal is judged and kept.
@@ -439,7 +442,7 @@ func TestClaudeLearningCap(t *testing.T) {
 			noteItem("notes/cap.md", learnNote("cap", "A fact.", "The fact.")))}}},
 	))
 	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"})
-	claudeLearner(e, "learner", `["write"]`)
+	claudeLearner(e, "learner", `["write"]`, "none")
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"lcap"},"spec":{"agent":"learner","input":"Learn Cap","maxCostUSD":"0.000001"}}`, nil)
 	var parkedAt []string
 	for range 6 {
@@ -493,7 +496,8 @@ func harnessLearning(t *testing.T, name, prefix string) {
 	e.extra = append(e.extra, harness.CacheEnv+"="+cache)
 	url, bodies := recordingProxy(t, e)
 	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+url)
-	e.mustAgent("plearner", `{"metadata":{"name":"plearner"},"spec":{"harness":"`+name+`","system":"You keep a service running.","learning":true,"tools":["write"],"approvals":"never-ask"}}`)
+	// On the runner (computer none): OpenCode started in a sandbox takes most of a minute a run.
+	e.mustAgent("plearner", `{"metadata":{"name":"plearner"},"spec":{"harness":"`+name+`","system":"You keep a service running.","learning":true,"tools":["write"],"computer":{"kind":"none"},"approvals":"never-ask"}}`)
 	e.startRun("plearner", "p1", "Learn P1: find the deploy script")
 	if got := e.answerOf("p1"); got != "The deploy script is scripts/deploy.sh." {
 		t.Errorf("answer of p1: %q", got)
@@ -547,7 +551,7 @@ func TestClaudeLearningRouted(t *testing.T) {
 			noteItem("notes/r.md", learnNote("r", "A fact.", "The fact.")))}}},
 	))
 	e.start()
-	claudeLearner(e, "rlearner", `["write"]`)
+	claudeLearner(e, "rlearner", `["write"]`, "sandbox")
 	e.startRun("rlearner", "lr", "Learn R")
 	if got := e.answerOf("lr"); got != "done" {
 		t.Errorf("answer: %q", got)
@@ -576,7 +580,7 @@ func TestClaudeLearningRiskyApproval(t *testing.T) {
 			noteItem("notes/friday.md", learnNote("friday", "When not to deploy.", "Never deploy on Fridays.")))}}},
 	))
 	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"})
-	claudeLearner(e, "flearner", `["write"]`)
+	claudeLearner(e, "flearner", `["write"]`, "none") // parks and resumes: see TestClaudeLearningCap
 	e.startRun("flearner", "lf", "Learn F: we never deploy on Fridays")
 	r := e.waitPhase("lf", 60*time.Second, api.PhaseWaiting, api.PhaseSucceeded, api.PhaseFailed)
 	if r.Status.Phase != api.PhaseWaiting || r.Status.Reason != api.ReasonApproval {

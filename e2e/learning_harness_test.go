@@ -622,3 +622,23 @@ func TestClaudeLearningRiskyApproval(t *testing.T) {
 		}
 	}
 }
+
+// TestCodexLearnedSkillsAndWorkflows: the same on the codex harness: Codex opens the learned
+// skill and calls workflow_tally over MCP.
+func TestCodexLearnedSkillsAndWorkflows(t *testing.T) {
+	t.Parallel()
+	entries := append(seedEntries(), scriptEntry{Name: "use", Match: "Use what you learned", Turns: []scriptTurn{
+		{ToolCalls: []map[string]any{{"name": "skill", "input": map[string]any{"name": "tally"}}}},
+		{ToolCalls: []map[string]any{{"name": "workflow_tally", "input": map[string]any{"items": []string{"a", "b"}}}}},
+		{Text: "tallied: {{last_tool_result}}"},
+		{Text: `{"items": []}`},
+	}})
+	e := newCodexEnv(t, learnScript(entries...))
+	url, bodies := recordingProxy(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "OPENAI_BASE_URL="+url+"/v1")
+	e.mustAgent("xtallier", `{"metadata":{"name":"xtallier"},"spec":{"system":"You count things.","learning":true,"tools":["dev_count"],"computer":{"kind":"none"},"approvals":"never-ask"}}`)
+	seedLearned(t, e, "xtallier")
+	e.mustAgent("xtallier", `{"metadata":{"name":"xtallier"},"spec":{"harness":"codex","system":"You count things.","learning":true,"tools":["dev_count"],"approvals":"never-ask"}}`)
+	e.startRun("xtallier", "xuse", "Use what you learned: tally a and b")
+	checkLearnedUse(t, e, "xuse", "t1/tool/0", bodies)
+}

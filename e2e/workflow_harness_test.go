@@ -105,3 +105,50 @@ func TestWorkflowAgentNodeOnClaude(t *testing.T) {
 	}
 	noHarnessLeft(t, e.dir, 10*time.Second)
 }
+
+// TestWorkflowAgentNodesOnClaudeInAMap: a map's agent nodes on the claude-agent harness run at
+// once, each its own Claude Code process and home, each call a step under its item's node.
+func TestWorkflowAgentNodesOnClaudeInAMap(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, harnessWorkflowScript)
+	e.start()
+	doc := `{"v": 2, "name": "claude-map",
+  "schemas": {"In": {"type": "object", "required": ["items"]}, "Found": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [
+    {"node": "map", "label": "each", "itemsPath": "items", "as": "all", "maxConcurrency": 2,
+     "body": {"node": "agent", "label": "research", "instructions": "Research with claude the topic", "state": {"topic": "{item}"}, "out": "Found", "as": "found"}}]}}`
+	if st := e.do("PUT", "/v2/agents/wfmap", `{"metadata":{"name":"wfmap"},"spec":{"harness":"claude-agent","tools":["dev_count"],"workflow":`+doc+`}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/wfmap/runs", `{"input":{"content":"{\"items\": [\"x\", \"y\"]}"}}`, &run); st != 201 {
+		t.Fatalf("start: HTTP %d", st)
+	}
+	r := e.waitPhase(run.Metadata.Name, 120*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || strings.Count(r.Status.Answer.Preview, "node done") != 2 {
+		t.Fatalf("run ended %s/%s %s: %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+	}
+	if got := e.counted(); !slices.Equal(got, []string{"claude-node", "claude-node"}) {
+		t.Errorf("dev_count ran %v, want once per item", got)
+	}
+	keys := map[string]bool{}
+	for _, s := range e.steps(run.Metadata.Name) {
+		keys[s.Key] = true
+	}
+	for _, k := range []string{"wf/each[0]/research/t0/model", "wf/each[0]/research/t0/tool/0", "wf/each[1]/research/t0/tool/0", "wf/each[1]/research/t1/model"} {
+		if !keys[k] {
+			t.Errorf("no step %s: %v", k, keys)
+		}
+	}
+	n := 0
+	for _, ev := range e.events(run.Metadata.Name) {
+		if ev.Type == "harness.started" && strings.Contains(ev.Message, "for workflow node wf/each[") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d harnesses started for the map's nodes, want 2", n)
+	}
+	noHarnessLeft(t, e.dir, 10*time.Second)
+}

@@ -591,7 +591,7 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	if err != nil {
 		return err
 	}
-	hr, err := d.startHarness(ctx, drv, defs, "", new(sync.Mutex))
+	hr, err := d.startHarness(ctx, drv, defs, "", new(sync.Mutex), nil)
 	if err != nil {
 		return err
 	}
@@ -685,8 +685,9 @@ type harnessRun struct {
 
 // startHarness installs drv and starts it with the run's gateway token and the tools defs, its
 // calls taking mu. node is a workflow agent node's step key: its calls are journaled under it,
-// in a home of its own; "" is the run's own loop.
-func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []model.ToolDef, node string, mu *sync.Mutex) (*harnessRun, error) {
+// in a home of its own, on turn cur, and mu (held by the caller) is let go while it starts; ""
+// is the run's own loop, whose turns begin with each prompt.
+func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []model.ToolDef, node string, mu *sync.Mutex, cur *turnState) (*harnessRun, error) {
 	pkg := drv.Package()
 	bin, err := harness.Install(ctx, d.e.DataDir, pkg, func(msg string) {
 		d.j.Emit(api.Event{Type: api.EventHarnessInstall, Message: msg})
@@ -704,7 +705,7 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	}
 	run := d.run.Metadata.Name
 	hctx, stop := context.WithCancelCause(ctx)
-	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: string(drv.Wire()), name: drv.Name(), mu: mu}
+	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: string(drv.Wire()), name: drv.Name(), mu: mu, cur: cur}
 	hr := &harnessRun{h: h}
 	undo := []func(){func() { stop(nil) }}
 	hr.stop = func() {
@@ -762,7 +763,14 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	if err != nil {
 		return nil, &failure{api.ReasonHarnessUnavailable, err.Error()}
 	}
+	if node != "" {
+		// A node's harness may call the gateway while it starts, and those calls take mu.
+		mu.Unlock()
+	}
 	proc, err := drv.Start(hctx, sess)
+	if node != "" {
+		mu.Lock()
+	}
 	if err != nil {
 		return nil, d.harnessFailed(err)
 	}

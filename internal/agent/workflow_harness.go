@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/workflow"
 )
@@ -27,14 +28,14 @@ func (h *wfHost) harnessAgent(ctx context.Context, key string, t workflow.Task, 
 	if err != nil {
 		return "", err
 	}
-	hr, err := d.startHarness(ctx, drv, defs, key, &h.mu)
+	// The node's turn, before the harness starts (it may call the model as it starts).
+	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: modelID, Family: familyOf(d.e.Prices, modelID), ChosenBy: "workflow", CostUSD: (&cost.Total{}).String()})
+	cur := &turnState{index: len(d.status.Turns) - 1, model: modelID, chosenBy: "workflow"}
+	hr, err := d.startHarness(ctx, drv, defs, key, &h.mu, cur)
 	if err != nil {
 		return "", err
 	}
 	defer hr.stop()
-	hr.h.tools = 0
-	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: modelID, Family: familyOf(d.e.Prices, modelID), ChosenBy: "workflow", CostUSD: hr.h.turnCost.String()})
-	hr.h.cur = &turnState{index: len(d.status.Turns) - 1, model: modelID, chosenBy: "workflow"}
 	for {
 		// The harness's calls come back on the gateway's goroutines and take h.mu.
 		h.mu.Unlock()

@@ -99,9 +99,15 @@ func (s *Store) ExpireLeases(ctx context.Context, owner string) (int, error) {
 	return int(n), nil
 }
 
+// renewChunk bounds the leases one renewal transaction extends: each holds its runs' rows until
+// it commits, and a commit of one of those runs waits for it (one transaction for 5,000 held runs
+// stalled their commits for as long as its 5,000 updates took).
+const renewChunk = 256
+
 // RenewLeases extends the given leases by ttl from now (database clock) and returns those no
-// longer held. The updates go in one pipelined batch, in run-name order so that two renewals
-// sharing runs cannot deadlock.
+// longer held. The updates go in pipelined batches of at most renewChunk, each one implicit
+// transaction, in run-name order so that renewals and group commits sharing runs cannot
+// deadlock.
 func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) ([]store.Lease, error) {
 	if len(leases) == 0 {
 		return nil, nil
@@ -112,20 +118,22 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 	}
 	sort.SliceStable(order, func(a, b int) bool { return leases[order[a]].Run < leases[order[b]].Run })
 	held := make([]bool, len(leases))
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, i := range order {
-			l := leases[i]
-			b.Queue(`UPDATE runs SET lease_expires_at = now() + $4::bigint * interval '1 microsecond' WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3`,
-				l.Run, l.Owner, l.Generation, micros(ttl)).Exec(func(tag pgconn.CommandTag) error {
-				held[i] = tag.RowsAffected() > 0
-				return nil
-			})
+	for start := 0; start < len(order); start += renewChunk {
+		chunk := order[start:min(start+renewChunk, len(order))]
+		err := s.pipe(ctx, func(b *pgx.Batch) {
+			for _, i := range chunk {
+				l := leases[i]
+				held[i] = false
+				b.Queue(`UPDATE runs SET lease_expires_at = now() + $4::bigint * interval '1 microsecond' WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3`,
+					l.Run, l.Owner, l.Generation, micros(ttl)).Exec(func(tag pgconn.CommandTag) error {
+					held[i] = tag.RowsAffected() > 0
+					return nil
+				})
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("renew %d leases: %w", len(leases), err)
 		}
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("renew %d leases: %w", len(leases), err)
 	}
 	var lost []store.Lease
 	for i, l := range leases {

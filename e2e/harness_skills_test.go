@@ -254,3 +254,51 @@ entries:
 		t.Errorf("OpenCode's skill tool did not load SKILL.md into the conversation (answer %q)", got)
 	}
 }
+
+// TestCodexSkillFolder: Codex gets the run's skills in its own skill folder
+// (CODEX_HOME/skills/NAME/SKILL.md), where its loader finds them: an input that names one as
+// `$release-notes` (Codex's explicit invocation) makes Codex itself put that SKILL.md into its
+// first model request. (Its list of skills for implicit use stays off: it tells the model to open
+// SKILL.md with Codex's shell, which is off; the run's skill tool is the way there.)
+func TestCodexSkillFolder(t *testing.T) {
+	t.Parallel()
+	e := newCodexEnv(t, `
+entries:
+  - name: notes
+    match: "Write the release notes"
+    turns:
+      - text: "done"
+`)
+	url, bodies := recordingProxy(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "OPENAI_BASE_URL="+url+"/v1")
+	e.mustCLI(0, "skills", "add", writeSkill(t, map[string]string{"SKILL.md": releaseNotesMD}))
+	e.mustAgent("writer", `{"metadata":{"name":"writer"},"spec":{"harness":"codex","system":"You write release notes.","skills":["release-notes"],"tools":["write"],"approvals":"never-ask"}}`)
+	e.startRun("writer", "hcf", "Write the release notes for 1.2 with $release-notes")
+	e.answerOf("hcf")
+	bs := bodies()
+	if len(bs) == 0 {
+		t.Fatal("no model request")
+	}
+	var first struct {
+		Input []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(bs[0], &first); err != nil {
+		t.Fatal(err)
+	}
+	injected := false
+	for _, it := range first.Input {
+		for _, c := range it.Content {
+			if it.Role == "user" && strings.HasPrefix(c.Text, "<skill>\n<name>release-notes</name>") && strings.Contains(c.Text, "/codex/skills/release-notes/SKILL.md</path>") && strings.Contains(c.Text, "1. Read CHANGELOG.md.") {
+				injected = true
+			}
+		}
+	}
+	if !injected {
+		t.Errorf("Codex did not put release-notes' SKILL.md from its skill folder into its first request:\n%s", bs[0])
+	}
+}

@@ -77,8 +77,9 @@ startup_timeout_sec = 30
 tool_timeout_sec = 86400
 [analytics]
 enabled = false
-# None of Codex's own skills (its bundled imagegen and others, listed with paths under CODEX_HOME,
-# which differ on another runner's data folder): the agent's skills are the run's skill tool.
+# None of Codex's own skills (its bundled imagegen and others); the run's skills are in
+# CODEX_HOME/skills for $NAME mentions, and not listed: the list has the model read SKILL.md with
+# Codex's shell, which is off (the run's skill tool reads them).
 [skills]
 include_instructions = false
 [skills.bundled]
@@ -111,6 +112,13 @@ func (c codex) Start(ctx context.Context, s Session) (Process, error) {
 	}
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(s)), 0o600); err != nil {
 		return nil, fmt.Errorf("harness codex config: %w", err)
+	}
+	// The run's skills where Codex's loader finds a user's (CODEX_HOME/skills): an input naming
+	// one as $NAME makes Codex put its SKILL.md into the conversation itself. Its list of skills
+	// for implicit use stays off (skills.include_instructions): it has the model open SKILL.md
+	// with Codex's shell, which is off, so the run's skill tool is the way there.
+	if err := WriteSkills(filepath.Join(codexHome, "skills"), s.Skills); err != nil {
+		return nil, fmt.Errorf("harness skills: %w", err)
 	}
 	env := append(append([]string{}, s.Env...),
 		"CODEX_HOME="+codexHome,

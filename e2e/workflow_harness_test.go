@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/harness"
 )
 
 // harnessWorkflow has one agent node with an out schema between a code node and a decide node.
@@ -151,4 +152,78 @@ func TestWorkflowAgentNodesOnClaudeInAMap(t *testing.T) {
 		t.Errorf("%d harnesses started for the map's nodes, want 2", n)
 	}
 	noHarnessLeft(t, e.dir, 10*time.Second)
+}
+
+// TestWorkflowAgentNodeOnEveryHarness: the agent node of TestWorkflowAgentNodeOnClaude on the
+// other harnesses (codex on the OpenAI Responses API, pi, opencode), each the real CLI: its tool
+// call over MCP and its model calls are steps under the node's key, the tool runs once, and the
+// node's JSON answer is the run's output.
+func TestWorkflowAgentNodeOnEveryHarness(t *testing.T) {
+	t.Parallel()
+	doc := `{"v": 2, "name": "on-harness",
+  "schemas": {"In": {"type": "object"}, "Found": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}, "Out": {"type": "object", "required": ["found"]}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [
+    {"node": "code", "label": "prep", "code": "(s) => ({ topic: 'billing' })"},
+    {"node": "agent", "label": "research", "instructions": "Research with the harness the topic", "state": {"topic": "{topic}"}, "out": "Found", "as": "found"}]}}`
+	script := func(tool string) string {
+		return `
+entries:
+  - name: node
+    match: "Research with the harness"
+    turns:
+      - tool_calls:
+          - name: ` + tool + `
+            input: {label: "harness-node"}
+      - text: '{"summary": "node done"}'
+`
+	}
+	for _, c := range []struct {
+		name string
+		env  func(t *testing.T) *env
+	}{
+		{"codex", func(t *testing.T) *env { return newCodexEnv(t, script("dev_count")) }},
+		{"pi", func(t *testing.T) *env {
+			e := newEnv(t, script("dev_count"))
+			e.extra = append(e.extra, harness.CacheEnv+"="+installedHarness(t, "pi"))
+			return e
+		}},
+		{"opencode", func(t *testing.T) *env {
+			e := newEnv(t, script(opencodeCase.prefix+"dev_count"))
+			e.extra = append(e.extra, harness.CacheEnv+"="+installedHarness(t, "opencode"))
+			return e
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := c.env(t)
+			e.start()
+			if st := e.do("PUT", "/v2/agents/wf-"+c.name, `{"metadata":{"name":"wf-`+c.name+`"},"spec":{"harness":"`+c.name+`","tools":["dev_count"],"workflow":`+doc+`}}`, nil); st != 201 {
+				t.Fatalf("create agent: HTTP %d", st)
+			}
+			var run api.AgentRun
+			if st := e.do("POST", "/v2/agents/wf-"+c.name+"/runs", `{"input":{"content":"{}"}}`, &run); st != 201 {
+				t.Fatalf("start: HTTP %d", st)
+			}
+			r := e.waitPhase(run.Metadata.Name, 120*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+			if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || !strings.Contains(r.Status.Answer.Preview, `"summary":"node done"`) {
+				t.Fatalf("run ended %s/%s %s: %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+			}
+			if got := e.counted(); !slices.Equal(got, []string{"harness-node"}) {
+				t.Errorf("dev_count ran %v, want once", got)
+			}
+			keys := map[string]string{}
+			for _, s := range e.steps(run.Metadata.Name) {
+				keys[s.Key] = s.Title
+			}
+			for _, k := range []string{"wf/research/t0/model", "wf/research/t0/tool/0"} {
+				if _, ok := keys[k]; !ok {
+					t.Errorf("no step %s: %v", k, keys)
+				}
+			}
+			if !strings.Contains(keys["wf/research/t0/model"], "via "+c.name) {
+				t.Errorf("the node's first model call %q is not %s's", keys["wf/research/t0/model"], c.name)
+			}
+		})
+	}
 }

@@ -48,8 +48,9 @@ type Engine struct {
 	mu sync.Mutex
 	// live keeps runs' computers between drives while they wait (see endDrive, Reap).
 	live *computer.Live
-	// driving are the runs being driven now.
-	driving map[string]bool
+	// driving are the runs being driven now, each by its drive: a run parked by one drive may be
+	// claimed again and driven by the next before the first has finished ending (endDrive).
+	driving map[string]*drive
 	// Prices is the price table (nil: the embedded one).
 	Prices *cost.Table
 	// Router is the routing strategy, RouterModel (default) or RouterRules.
@@ -123,9 +124,9 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
 		log: e.Log.With("run", run.Metadata.Name, "generation", lease.Generation)}
 	e.mu.Lock()
 	if e.driving == nil {
-		e.driving = map[string]bool{}
+		e.driving = map[string]*drive{}
 	}
-	e.driving[run.Metadata.Name] = true
+	e.driving[run.Metadata.Name] = d
 	e.mu.Unlock()
 	defer d.endDrive()
 	if api.Finished(d.status.Phase) {

@@ -151,8 +151,16 @@ func (d *drive) endDrive() {
 	d.closeMCP()
 	e := d.e
 	e.mu.Lock()
-	delete(e.driving, d.run.Metadata.Name)
+	next := e.driving[d.run.Metadata.Name]
+	if next == d {
+		delete(e.driving, d.run.Metadata.Name)
+	}
 	e.mu.Unlock()
+	if next != nil && next != d {
+		// The run parked, was claimed again and is driven by the next drive already: the
+		// computer is that drive's now.
+		return
+	}
 	if e.live == nil || e.live.Peek(d.run.Metadata.Name) == nil {
 		return
 	}
@@ -299,8 +307,19 @@ func (e *Engine) Reap(ctx context.Context) {
 		if err == nil && (r.Status.Phase == api.PhaseWaiting || r.Status.Phase == api.PhaseQueued) {
 			continue // still waiting, or about to be claimed (most likely here again)
 		}
-		if err := live.Close(run); err != nil {
-			e.Log.Warn("close computer", "run", run, "err", err)
+		// A drive of the run may have started here since the snapshot above (the run read as
+		// Running is its own): its computer, and the harness or MCP servers inside, are not
+		// closed under it. Taken under e.mu, so a drive registering now makes a new one.
+		e.mu.Lock()
+		var c computer.Computer
+		if e.driving[run] == nil {
+			c = live.Take(run)
+		}
+		e.mu.Unlock()
+		if c != nil {
+			if err := c.Close(); err != nil {
+				e.Log.Warn("close computer", "run", run, "err", err)
+			}
 		}
 	}
 }

@@ -104,6 +104,23 @@ func (l *Live) Close(run string) error {
 	return err
 }
 
+// Take forgets run's computer and returns it (nil when there is none), for the caller to close
+// outside its own locks; the next Get makes a new one.
+func (l *Live) Take(run string) Computer {
+	l.mu.Lock()
+	e := l.runs[run]
+	delete(l.runs, run)
+	l.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.c
+	e.c = nil
+	return c
+}
+
 // CloseAll closes every computer (the runner stops).
 func (l *Live) CloseAll() error {
 	l.mu.Lock()

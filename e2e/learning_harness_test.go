@@ -267,6 +267,15 @@ func TestClaudeLearnedSkillsAndWorkflows(t *testing.T) {
 	e.mustAgent("ctallier", `{"metadata":{"name":"ctallier"},"spec":{"harness":"claude-agent","system":"You count things.","learning":true,"tools":["dev_count"],"approvals":"never-ask"}}`)
 	e.startRun("ctallier", "cuse", "Use what you learned: tally a and b")
 	checkLearnedUse(t, e, "cuse", "t1/tool/0", bodies)
+	// The learned skill is in Claude Code's own skill folder too, as the agent's own skills are.
+	for _, b := range bodies() {
+		if bytes.Contains(b, []byte("Use what you learned")) {
+			if !bytes.Contains(b, []byte("The following skills are available for use with the Skill tool:")) || !bytes.Contains(b, []byte("- tally: Count a list of items once each.")) {
+				t.Error("Claude Code's own skill listing does not hold the learned skill")
+			}
+			break
+		}
+	}
 }
 
 // TestClaudeLearningCrash: SIGKILL while the harness's proposal turn is calling the model (its

@@ -86,6 +86,20 @@ func TestWorkflowNamedChildren(t *testing.T) {
 	if got := runOutput("parent"); got != 2 {
 		t.Errorf("after the parent was saved again, its child answered %v, want 2", got)
 	}
+	// workflows run FILE sends a document naming a child to the server, which resolves it (no
+	// child-v.json beside FILE), and the run's node tree holds the child's nodes.
+	dir := t.TempDir()
+	e.workflowAgent("from-file", "")
+	res := e.mustCLI(0, "workflows", "run", writeFile(t, dir, "parent.json", parentDoc("child-v")), "--agent", "from-file", "--input", "{}", "--wait")
+	fr := e.cliRun(res)
+	if fr.Status.Phase != api.PhaseSucceeded || fr.Status.Answer == nil || !strings.Contains(fr.Status.Answer.Preview, `"got":2`) {
+		t.Errorf("workflows run of a parent naming child-v: %s/%s %s %+v", fr.Status.Phase, fr.Status.Reason, fr.Status.Message, fr.Status.Answer)
+	}
+	var tree api.WorkflowTree
+	e.do("GET", "/v2/agentruns/"+fr.Metadata.Name+"/nodes", "", &tree)
+	if n := findNode(tree.Root, "wf/sub/answer"); n == nil || n.Kind != "code" || n.State != "done" {
+		t.Errorf("the tree has no done node of the named child: %+v", n)
+	}
 	// A pin given is kept.
 	if st, a, ae := put("pinned", parentDoc("child-v"), `,"workflowChildren":{"child-v":1}`); st != 201 || a.Spec.WorkflowChildren["child-v"] != 1 {
 		t.Fatalf("a given pin: HTTP %d %+v %v", st, ae, a.Spec.WorkflowChildren)

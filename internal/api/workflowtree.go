@@ -34,7 +34,8 @@ func RunTree(run *AgentRun, spec *AgentSpec, steps []Step, resolve func(name str
 	for _, s := range steps {
 		ts = append(ts, workflow.TreeStep{Key: s.Key, Kind: s.Kind, State: string(s.State), Title: s.Title, Result: s.Result, CostMicros: s.CostMicros})
 	}
-	st := workflow.TreeRun{Finished: Finished(run.Status.Phase), FailedKey: run.Status.FailedNode}
+	st := workflow.TreeRun{Finished: Finished(run.Status.Phase), FailedKey: run.Status.FailedNode,
+		Completed: run.Status.Phase == PhaseSucceeded && run.Status.Escalation == nil}
 	if run.Status.WaitingOn != nil {
 		st.WaitingKey = run.Status.WaitingOn.StepKey
 	}

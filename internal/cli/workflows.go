@@ -21,11 +21,16 @@ func workflowsCmd() *cobra.Command {
 }
 
 // readWorkflow validates FILE on this machine (no server needed); a child named by string is
-// NAME.json beside it.
-func readWorkflow(file string, runnable bool) (*workflow.Workflow, []byte, workflow.Invalid, error) {
+// NAME.json beside it, or with toServer left to the server, which resolves it as agent NAME's
+// workflow when it saves the document.
+func readWorkflow(file string, runnable, toServer bool) (*workflow.Workflow, []byte, workflow.Invalid, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read workflow: %w", err)
+	}
+	if toServer {
+		w, errs := workflow.Validate(raw, workflow.Options{Runnable: runnable, DeferNamed: true})
+		return w, raw, errs, nil
 	}
 	dir := filepath.Dir(file)
 	w, errs := workflow.Validate(raw, workflow.Options{Runnable: runnable, Resolve: func(name string) ([]byte, error) {
@@ -49,7 +54,7 @@ kinds this server does not run yet. The same check is POST /v2/workflows:validat
 		Example: `  agentrun workflows validate read-site.json`,
 		Args:    exactArgs(1, "the workflow file"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			_, _, errs, err := readWorkflow(args[0], runnable)
+			_, _, errs, err := readWorkflow(args[0], runnable, false)
 			if err != nil {
 				return err
 			}
@@ -103,11 +108,13 @@ Nothing is called.
 Without --dry-run: the workflow becomes agent A's spec.workflow (a new revision of A, as
 agentrun apply would make; runs already started keep theirs) and a run of A starts with the
 input; --wait waits as runs wait does. A node kind this server does not run is refused first
-(kind_not_runnable, naming it).`,
+(kind_not_runnable, naming it). A child named by string ("workflow": "NAME") is agent NAME's
+workflow, which the server resolves and pins when it saves A (the dry run, like validate, reads
+NAME.json beside FILE).`,
 		Example: `  agentrun workflows run read-site.json --agent site-reader --input '{"website": "https://example.com"}' --dry-run`,
 		Args:    exactArgs(1, "the workflow file"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			w, raw, errs, err := readWorkflow(args[0], !dry)
+			w, raw, errs, err := readWorkflow(args[0], !dry, !dry)
 			if err != nil {
 				return err
 			}

@@ -61,7 +61,8 @@ type TreeStep struct {
 // TreeRun is how the run stands, for the states of nodes the journal has no step of.
 type TreeRun struct {
 	// Finished: the run ended (Succeeded, Failed, Cancelled); a node not reached is skipped.
-	Finished bool
+	// Completed: it ended with the workflow's output, so every node ran (but branches not taken).
+	Finished, Completed bool
 	// WaitingKey is the step a waiting run waits on (status.waitingOn.stepKey).
 	WaitingKey string
 	// FailedKey is the node a WorkflowFailed run failed at; EscalatedKey the escalate node that
@@ -395,7 +396,7 @@ func (b *treeBuilder) settle(t *TreeNode) {
 	}
 	if state == "" || state == NodePending {
 		switch {
-		case b.order[t] < b.frontier:
+		case b.order[t] < b.frontier, b.run.Completed:
 			state = NodeDone
 		case b.run.Finished:
 			state = NodeSkipped

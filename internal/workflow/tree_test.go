@@ -87,7 +87,7 @@ func TestTree(t *testing.T) {
 		TreeStep{Key: "wf/again#1/$until", Kind: "model", State: "Completed", Result: askResult("true", 0.8)},
 		TreeStep{Key: "wf/pick", Kind: "model", State: "Completed", Result: askResult(`"b"`, 0.3), CostMicros: micros(50)},
 		TreeStep{Key: "wf/final/t0/model", Kind: "model", State: "Completed", Result: json.RawMessage(`{"content": [{"type": "text", "text": "# Report"}]}`), CostMicros: micros(1000)})
-	tr = w.Tree(steps, TreeRun{Finished: true})
+	tr = w.Tree(steps, TreeRun{Finished: true, Completed: true})
 	check(tr, "wf/again#1/sh", NodeDone, "exit code 0")
 	check(tr, "wf/again#1/$until", NodeDone, "")
 	check(tr, "wf/pick", NodeDone, `"b" (confidence 0.30) → a`)
@@ -145,4 +145,20 @@ func (h *askHost) Ask(ctx context.Context, key string, q Question) (Answer, erro
 		return Answer{Value: json.RawMessage(`true`), Confidence: 0.9}, nil
 	}
 	return h.recHost.Ask(ctx, key, q)
+}
+
+// A run that completed with no step at all (its nodes are pure): every node ran.
+func TestTreePureRun(t *testing.T) {
+	w := mustValid(t, `{"v": 2, "name": "p", "schemas": {"In": {"type": "object"}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [{"node": "code", "label": "a", "code": "(s) => ({ x: 1 })"}, {"node": "code", "label": "b", "code": "(s) => ({ y: 2 })"}]}}`)
+	for _, c := range []struct {
+		run  TreeRun
+		want string
+	}{{TreeRun{Finished: true, Completed: true}, NodeDone}, {TreeRun{Finished: true}, NodeSkipped}, {TreeRun{}, NodePending}} {
+		tr := w.Tree(nil, c.run)
+		if n := find(tr, "wf/b"); n == nil || n.State != c.want {
+			t.Errorf("%+v: node b %+v, want %s", c.run, n, c.want)
+		}
+	}
 }

@@ -302,3 +302,48 @@ entries:
 		t.Errorf("Codex did not put release-notes' SKILL.md from its skill folder into its first request:\n%s", bs[0])
 	}
 }
+
+// TestPiSkillFolder: pi gets the run's skills in its own skill folder
+// (PI_CODING_AGENT_DIR/skills/NAME/SKILL.md): an input that starts /skill:release-notes (pi's
+// explicit invocation) makes pi itself put that SKILL.md into its first model request. pi's own
+// prompt list of skills stays empty even with a read tool (it would have the model read SKILL.md
+// by a path the run's read tool does not reach).
+func TestPiSkillFolder(t *testing.T) {
+	t.Parallel()
+	cache := installedHarness(t, "pi")
+	e := newEnv(t, `
+entries:
+  - name: notes
+    match: "Write the release notes"
+    turns:
+      - text: "done"
+`)
+	e.extra = append(e.extra, harness.CacheEnv+"="+cache)
+	url, bodies := recordingProxy(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+url)
+	e.mustCLI(0, "skills", "add", writeSkill(t, map[string]string{"SKILL.md": releaseNotesMD}))
+	e.mustAgent("writer", `{"metadata":{"name":"writer"},"spec":{"harness":"pi","system":"You write release notes.","skills":["release-notes"],"tools":["write","read"],"approvals":"never-ask"}}`)
+	e.startRun("writer", "hpf", "/skill:release-notes Write the release notes for 1.2")
+	e.answerOf("hpf")
+	bs := bodies()
+	if len(bs) == 0 {
+		t.Fatal("no model request")
+	}
+	var first any
+	if err := json.Unmarshal(bs[0], &first); err != nil {
+		t.Fatal(err)
+	}
+	injected := false
+	for _, text := range jsonStrings(first) {
+		if strings.HasPrefix(text, `<skill name="release-notes" location="`) && strings.Contains(text, "/pi-agent/skills/release-notes/SKILL.md") &&
+			strings.Contains(text, "1. Read CHANGELOG.md.") && strings.HasSuffix(text, "</skill>\n\nWrite the release notes for 1.2") {
+			injected = true
+		}
+		if strings.Contains(text, "<available_skills>") {
+			t.Errorf("pi listed skills for its read tool:\n%s", text)
+		}
+	}
+	if !injected {
+		t.Errorf("pi did not put release-notes' SKILL.md from its skill folder into its first request:\n%s", bs[0])
+	}
+}

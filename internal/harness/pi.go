@@ -83,6 +83,19 @@ func (d pi) Start(ctx context.Context, s Session) (Process, error) {
 	args := []string{"--mode", "rpc", "--no-session", "--no-builtin-tools",
 		"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files",
 		"-e", extPath, "--model", piProvider + "/" + s.Model}
+	// The run's skills in pi's own skill folder (PI_CODING_AGENT_DIR/skills), each named with
+	// --skill, since --no-skills keeps pi from discovering any other (the run folder's .pi/skills
+	// among them): a turn that starts /skill:NAME gets that SKILL.md from pi itself. They are
+	// marked disable-model-invocation, which keeps them out of pi's prompt list: that list has the
+	// model open SKILL.md by its path with a read tool, and the run's read tool reads the run
+	// folder only (the run's skill tool is the way there).
+	skillDir := filepath.Join(agentDir, "skills")
+	if err := WriteSkills(skillDir, piSkills(s.Skills)); err != nil {
+		return nil, fmt.Errorf("harness skills: %w", err)
+	}
+	for _, sk := range s.Skills {
+		args = append(args, "--skill", filepath.Join(skillDir, sk.Name))
+	}
 	if strings.TrimSpace(s.Instructions) != "" {
 		args = append(args, "--append-system-prompt", s.Instructions)
 	}
@@ -200,4 +213,21 @@ func piAnswer(msgs []piMessage) (string, error) {
 		return strings.Join(parts, "\n"), nil
 	}
 	return "", &ExitError{Harness: "pi", Err: errors.New("the turn ended without an answer")}
+}
+
+// piSkills are skills with disable-model-invocation: true added to each SKILL.md's front matter
+// (where it does not say so already).
+func piSkills(skills []Skill) []Skill {
+	out := make([]Skill, len(skills))
+	for i, sk := range skills {
+		out[i] = Skill{Name: sk.Name, Files: append([]SkillFile(nil), sk.Files...)}
+		for j, f := range out[i].Files {
+			text := string(f.Content)
+			if f.Path != "SKILL.md" || !strings.HasPrefix(text, "---\n") || strings.Contains(text, "\ndisable-model-invocation:") {
+				continue
+			}
+			out[i].Files[j].Content = []byte("---\ndisable-model-invocation: true\n" + text[len("---\n"):])
+		}
+	}
+	return out
 }

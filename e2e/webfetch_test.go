@@ -200,6 +200,7 @@ func TestWebFetch(t *testing.T) {
 		"wf-loop":      {"tool.refused", "FetchTooManyRedirects", s.URL + "/loop/6"},
 		"wf-elsewhere": {"tool.refused", "FetchBlocked", other.hostPort()},
 		"wf-file":      {"tool.refused", "FetchBadURL", "file:///etc/passwd"},
+		"wf-offline":   {"tool.refused", "FetchNetworkOff", s.URL + "/docs/offline"},
 	} {
 		found := false
 		for _, ev := range e.events(run) {

@@ -679,8 +679,8 @@ func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block
 	if call.Name == tools.AskPersonName {
 		return d.askPerson(ctx, key, in, result)
 	}
-	if why, code := d.serverToolRefusal(call.Name, in); why != "" {
-		d.refusedCode(next, key, call.Name, why, code)
+	if why, code, address := d.serverToolRefusal(call.Name, in); why != "" {
+		d.refusedCode(next, key, call.Name, why, code, address)
 		return result(fmt.Sprintf("%s refused (code %s): %s; the call did not run", call.Name, code, why), true), nil
 	}
 	if ok, refusal, err := d.approval(ctx, key, call, in); err != nil {
@@ -727,15 +727,19 @@ func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block
 // refused puts a tool call that was answered without running (the model is told why) on the
 // timeline, where a person sees it: it makes no step. It goes out with the next commit. A turn
 // replayed after a restart (the journal has the next turn's model call) does not repeat it.
-func (d *drive) refused(next, key, tool, why string) { d.refusedCode(next, key, tool, why, "") }
+func (d *drive) refused(next, key, tool, why string) { d.refusedCode(next, key, tool, why, "", "") }
 
-// refusedCode is refused with the refusal's stable code (api/codes.go) in the event's data.
-func (d *drive) refusedCode(next, key, tool, why string, code api.Code) {
+// refusedCode is refused with the refusal's stable code (api/codes.go) and the address it
+// refused (web_fetch's URL) in the event's data.
+func (d *drive) refusedCode(next, key, tool, why string, code api.Code, address string) {
 	if _, replayed := d.j.Lookup(next); replayed && next != "" {
 		return
 	}
 	data := map[string]string{"tool": tool, "why": why}
 	msg := fmt.Sprintf("%s refused: %s", tool, why)
+	if address != "" {
+		data["address"] = address
+	}
 	if code != "" {
 		data["code"] = string(code)
 		msg = fmt.Sprintf("%s refused (%s): %s", tool, code, why)

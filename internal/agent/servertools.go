@@ -21,20 +21,19 @@ import (
 // The tools the runner itself runs for the model, outside any computer: web_fetch and skill.
 
 // serverToolRefusal says why a call of web_fetch may not run on this agent ("" when it may), with
-// the refusal's code: it reaches only what the agent's computer may reach, so a computer without
-// the network has none.
-func (d *drive) serverToolRefusal(name string, in catalog.Input) (string, api.Code) {
+// the refusal's code and the URL refused: it reaches only what the agent's computer may reach, so
+// a computer without the network has none.
+func (d *drive) serverToolRefusal(name string, in catalog.Input) (why string, code api.Code, address string) {
 	if name != catalog.WebFetchName {
-		return "", ""
+		return "", "", ""
 	}
 	if d.spec.Computer == nil || !d.spec.Computer.Network {
-		u := ""
 		if wf, ok := in.Value.(*catalog.WebFetch); ok {
-			u = wf.URL + ": "
+			address = wf.URL
 		}
-		return u + "web_fetch reaches only what the agent's computer may reach, and its computer has no network (spec.computer.network: false)", api.CodeFetchNetworkOff
+		return address + ": web_fetch reaches only what the agent's computer may reach, and its computer has no network (spec.computer.network: false)", api.CodeFetchNetworkOff, address
 	}
-	return "", ""
+	return "", "", ""
 }
 
 // webFetch runs (or replays) a web_fetch call as a safe step: a completed fetch is replayed from

@@ -46,8 +46,16 @@ func TestPodCommandsRunTheBinary(t *testing.T) {
 		"server":  map[string]any{"port": serverPort},
 		"runners": map[string]any{"replicas": 1, "metricsPort": metricsPort},
 	})
+	runPods(t, bin, r, "rel-agentrun-server", "rel-agentrun-runner")
+	// The default values: one server, its in-process runner and SQLite on its volume.
+	runPods(t, bin, render(t, map[string]any{"server": map[string]any{"port": freePort(t)}}), "rel-agentrun-server")
+}
+
+// runPods starts the named Deployments' containers and waits for each probe to answer 200.
+func runPods(t *testing.T, bin string, r rendered, names ...string) {
+	t.Helper()
 	secret := r.get(t, "Secret", "rel-agentrun").(*corev1.Secret)
-	for _, name := range []string{"rel-agentrun-server", "rel-agentrun-runner"} {
+	for _, name := range names {
 		d := r.get(t, "Deployment", name).(*appsv1.Deployment)
 		p := startPod(t, bin, d, secret)
 		c := d.Spec.Template.Spec.Containers[0]

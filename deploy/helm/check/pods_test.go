@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -41,14 +42,108 @@ func TestPodCommandsRunTheBinary(t *testing.T) {
 	}
 	storeURL := freshSchema(t, base)
 	serverPort, metricsPort := freePort(t), freePort(t)
+	// The model vendor is the binary's scripted model server (the one stand-in), reached through
+	// the chart's env value.
+	modelURL := startModelServer(t, bin)
 	r := render(t, map[string]any{
 		"store":   map[string]any{"url": storeURL},
 		"server":  map[string]any{"port": serverPort},
 		"runners": map[string]any{"replicas": 1, "metricsPort": metricsPort},
+		"env": []any{
+			map[string]any{"name": "ANTHROPIC_API_KEY", "value": "scripted"},
+			map[string]any{"name": "ANTHROPIC_BASE_URL", "value": modelURL},
+		},
 	})
 	runPods(t, bin, r, "rel-agentrun-server", "rel-agentrun-runner")
+	// A run, through the Service's port with the token from the Secret, is driven to its end by
+	// the runner pod (the server has no runner of its own here).
+	token := string(r.get(t, "Secret", "rel-agentrun").(*corev1.Secret).Data["AGENTRUN_TOKEN"])
+	api := fmt.Sprintf("http://127.0.0.1:%d", serverPort)
+	agent := `{"apiVersion":"agentrun.dev/v1","kind":"Agent","metadata":{"name":"hello"},
+		"spec":{"model":{"access":"Server","provider":"anthropic","name":"claude-sonnet-4-5"},"perRunMaxCostUSD":"1.00"}}`
+	if st, b := call(t, token, "PUT", api+"/v2/agents/hello", agent); st != 201 {
+		t.Fatalf("create agent: HTTP %d %s", st, b)
+	}
+	st, b := call(t, token, "POST", api+"/v2/agents/hello/runs", `{"input":{"content":"Say hello from a runner pod"}}`)
+	var run struct {
+		Metadata struct{ Name string } `json:"metadata"`
+		Status   struct {
+			Phase, Message, Runner string
+			Answer                 *struct{ Text string }
+		} `json:"status"`
+	}
+	if st != 201 || json.Unmarshal(b, &run) != nil {
+		t.Fatalf("start run: HTTP %d %s", st, b)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for run.Status.Phase != "Succeeded" && run.Status.Phase != "Failed" {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s still %q after 60 s", run.Metadata.Name, run.Status.Phase)
+		}
+		time.Sleep(100 * time.Millisecond)
+		_, b := call(t, token, "GET", api+"/v2/agentruns/"+run.Metadata.Name, "")
+		json.Unmarshal(b, &run)
+	}
+	if run.Status.Phase != "Succeeded" || !strings.HasPrefix(run.Status.Runner, "rel-agentrun-runner-") {
+		t.Errorf("run %s: %s %q on runner %q, want Succeeded on the runner pod", run.Metadata.Name, run.Status.Phase, run.Status.Message, run.Status.Runner)
+	}
 	// The default values: one server, its in-process runner and SQLite on its volume.
 	runPods(t, bin, render(t, map[string]any{"server": map[string]any{"port": freePort(t)}}), "rel-agentrun-server")
+}
+
+// startModelServer runs `agentrun dev model-server` with a script that answers every turn.
+func startModelServer(t *testing.T, bin string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "script.yaml")
+	if err := os.WriteFile(script, []byte(`entries:
+  - name: router
+    match: "Route this request"
+    turns:
+      - text: '{"family": "sonnet", "confidence": 0.9}'
+  - name: hello
+    match: "*"
+    turns:
+      - text: "hello from a runner pod"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(bin, "dev", "model-server", "--script", script, "--addr", addr)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return "http://" + addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scripted model server did not listen on %s:\n%s", addr, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// call makes an API request with the bearer token and returns the status and body.
+func call(t *testing.T, token, method, url, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }
 
 // runPods starts the named Deployments' containers and waits for each probe to answer 200.

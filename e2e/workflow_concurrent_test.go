@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,67 @@ func TestWorkflowMapEffectsOverlap(t *testing.T) {
 		if s.CompletedAt != nil {
 			last = *s.CompletedAt
 		}
+	}
+}
+
+// TestWorkflowCrashWithEffectsInFlight: SIGKILL while two of a map's calls are running at once
+// (each has counted its side effect and sleeps) and a third has completed. After the restart the
+// completed one is answered from the journal, and each call in flight, whose outcome is
+// uncertain, parks the run NeedsResolution naming its step, one after the other; a person who
+// sees it ran completes it with its result. Every side effect happened exactly once.
+func TestWorkflowCrashWithEffectsInFlight(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "entries:\n  - name: unused\n    match: \"never asked\"\n    turns:\n      - text: unused\n")
+	e.start()
+	doc := `{"v": 2, "name": "inflight", "schemas": {"In": {"type": "object", "required": ["items"]}, "Counted": {"type": "object", "required": ["ok", "content"]}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [
+    {"node": "map", "label": "each", "itemsPath": "items", "as": "all", "maxConcurrency": 3,
+     "body": {"node": "call", "label": "count", "via": "tool", "tool": "dev_count", "args": {"label": "{item.label}", "sleep_ms": "{item.ms}"}, "out": "Counted", "as": "c", "deadline_s": 3600}}]}}`
+	e.workflowAgent("inflight", `,"workflow":`+doc)
+	var run api.AgentRun
+	in := `{"items": [{"label": "fast", "ms": 0}, {"label": "slow-a", "ms": 600000}, {"label": "slow-b", "ms": 600000}]}`
+	b, _ := json.Marshal(map[string]any{"input": map[string]string{"content": in}})
+	if st := e.do("POST", "/v2/agents/inflight/runs", string(b), &run); st != 201 {
+		t.Fatalf("start: HTTP %d", st)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(e.counted()) < 3; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the three calls did not all start: counted %v", e.counted())
+		}
+	}
+	// The fast call's result is committed soon after its count; wait for it in the journal.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		done := false
+		for _, s := range e.steps(run.Metadata.Name) {
+			done = done || s.Key == "wf/each[0]/count" && s.State == api.StepCompleted
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fast call never completed: %+v", e.steps(run.Metadata.Name))
+		}
+	}
+	e.kill()
+	e.start()
+	dir := t.TempDir()
+	for _, want := range []string{"wf/each[1]/count", "wf/each[2]/count"} {
+		r := e.waitPhase(run.Metadata.Name, 30*time.Second, api.PhaseNeedsResolution, api.PhaseSucceeded, api.PhaseFailed)
+		if r.Status.Phase != api.PhaseNeedsResolution || r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != want {
+			t.Fatalf("run %s/%s waiting on %+v, want NeedsResolution on %s", r.Status.Phase, r.Status.Reason, r.Status.WaitingOn, want)
+		}
+		label := map[string]string{"wf/each[1]/count": "slow-a", "wf/each[2]/count": "slow-b"}[want]
+		res := writeFile(t, dir, label+".json", `{"Content": "counted `+label+`", "IsError": false}`)
+		e.mustCLI(0, "runs", "resolve", run.Metadata.Name, "--complete", "@"+res)
+	}
+	r := e.waitPhase(run.Metadata.Name, 30*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || !strings.Contains(r.Status.Answer.Preview, "counted slow-b") {
+		t.Fatalf("run ended %s/%s %s %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+	}
+	got := e.counted()
+	sort.Strings(got)
+	if strings.Join(got, ",") != "fast,slow-a,slow-b" {
+		t.Errorf("side effects %v: each exactly once", got)
 	}
 }

@@ -112,7 +112,7 @@ func TestConsoleLearning(t *testing.T) {
 	if got := waitText("#learning-committed", "notes/friday.md"); !strings.Contains(got, "committed") || !strings.Contains(got, "notes/deploy.md") {
 		t.Errorf("la's page after the approval says %q; want the commit of both notes", got)
 	}
-	if got := strings.Join(strings.Fields(row(2)), " "); !strings.Contains(got, "notes/friday.md kept a rule the person stated") {
+	if got := strings.Join(strings.Fields(row(2)), " "); !strings.Contains(got, fmt.Sprintf("notes/friday.md kept after approval %d a rule the person stated", approval)) {
 		t.Errorf("the approved item reads %q", got)
 	}
 

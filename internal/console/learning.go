@@ -189,7 +189,10 @@ type runLearning struct {
 	// instructions.
 	Commit string
 	Given  []string
-	Opened []openedNote
+	// Skills and Workflows are the learned ones it was offered; LeftOut what the folder held but
+	// the run was not offered, and why.
+	Skills, Workflows, LeftOut []string
+	Opened                     []openedNote
 	// Proposed: the run answered its proposal turn; Refused says why the whole proposal was.
 	Proposed bool
 	Refused  string
@@ -230,22 +233,25 @@ func runLearningOf(agent string, events []api.Event, approvals []Approval) *runL
 			rl = &runLearning{Agent: agent}
 		}
 		var d struct {
-			Commit string          `json:"commit"`
-			Notes  []string        `json:"notes"`
-			Note   string          `json:"note"`
-			ETag   string          `json:"etag"`
-			Items  []string        `json:"items"`
-			Item   *int            `json:"item"`
-			Path   string          `json:"path"`
-			Code   string          `json:"code"`
-			Reason string          `json:"reason"`
-			By     string          `json:"by"`
-			Paths  json.RawMessage `json:"paths"`
+			Commit    string          `json:"commit"`
+			Notes     []string        `json:"notes"`
+			Skills    []string        `json:"skills"`
+			Workflows []string        `json:"workflows"`
+			LeftOut   []string        `json:"leftOut"`
+			Note      string          `json:"note"`
+			ETag      string          `json:"etag"`
+			Items     []string        `json:"items"`
+			Item      *int            `json:"item"`
+			Path      string          `json:"path"`
+			Code      string          `json:"code"`
+			Reason    string          `json:"reason"`
+			By        string          `json:"by"`
+			Paths     json.RawMessage `json:"paths"`
 		}
 		_ = json.Unmarshal(ev.Data, &d)
 		switch ev.Type {
 		case api.EventLearningGiven:
-			rl.Commit, rl.Given = d.Commit, d.Notes
+			rl.Commit, rl.Given, rl.Skills, rl.Workflows, rl.LeftOut = d.Commit, d.Notes, d.Skills, d.Workflows, d.LeftOut
 		case api.EventLearningOpened:
 			rl.Opened = append(rl.Opened, openedNote{Path: d.Note, ETag: d.ETag, Step: ev.StepKey})
 		case api.EventLearningProposed:
@@ -281,7 +287,7 @@ func runLearningOf(agent string, events []api.Event, approvals []Approval) *runL
 				continue
 			}
 			it := item(*d.Item)
-			it.Outcome, it.By, it.Reason, it.Approval = "kept", "", d.Reason, 0
+			it.Outcome, it.By, it.Reason = "kept", "", d.Reason
 		case api.EventLearningCommitted:
 			rl.Done, rl.Committed, rl.CommitText = true, d.Commit, ev.Message
 		}
@@ -295,11 +301,10 @@ func runLearningOf(agent string, events []api.Event, approvals []Approval) *runL
 		if !ok || err != nil || i < 0 || i >= len(rl.Items) {
 			continue
 		}
-		if it := &rl.Items[i]; it.Outcome == "undecided" || it.Outcome == "waiting" {
-			it.Approval = a.ID
-			if a.State == "pending" {
-				it.Outcome = "waiting"
-			}
+		it := &rl.Items[i]
+		it.Approval = a.ID
+		if a.State == "pending" && (it.Outcome == "undecided" || it.Outcome == "waiting") {
+			it.Outcome = "waiting"
 		}
 	}
 	return rl
@@ -307,12 +312,12 @@ func runLearningOf(agent string, events []api.Event, approvals []Approval) *runL
 
 // runLearningTmpl is the Learning section of a run's page (runTmpl calls it).
 var _ = template.Must(runTmpl.New("learning").Funcs(learningFuncs).Parse(`<h2 id="learning">Learning</h2>
-<p id="learning-given">Started from {{if .Commit}}commit <code title="{{.Commit}}">{{short .Commit}}</code>{{else}}an empty learning folder (no commit yet){{end}} of <a href="/agents/{{.Agent}}/learning">its agent's learning folder</a>, with {{len .Given}} notes in its instructions{{if .Given}}: {{range $i, $n := .Given}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}{{end}}.</p>
+<p id="learning-given">Started from {{if .Commit}}commit <code title="{{.Commit}}">{{short .Commit}}</code>{{else}}an empty learning folder (no commit yet){{end}} of <a href="/agents/{{.Agent}}/learning">its agent's learning folder</a>, with {{len .Given}} notes in its instructions{{if .Given}}: {{range $i, $n := .Given}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}{{end}}.{{if .Skills}} Learned skills offered: {{range $i, $n := .Skills}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}.{{end}}{{if .Workflows}} Learned workflows offered: {{range $i, $n := .Workflows}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}.{{end}}{{if .LeftOut}} Left out: {{range $i, $n := .LeftOut}}{{if $i}}; {{end}}{{$n}}{{end}}.{{end}}</p>
 <p id="learning-opened">{{if .Opened}}It opened {{range $i, $o := .Opened}}{{if $i}}, {{end}}<code>{{$o.Path}}</code> (step {{$o.Step}}){{end}}.{{else}}It opened no note.{{end}}</p>
 {{if .Refused}}<p class="wait" id="learning-refused">{{.Refused}}</p>
 {{else if .Proposed}}<table id="proposal"><tr><th>#</th><th>Proposed</th><th>Outcome</th><th>Why</th></tr>
 {{range .Items}}<tr data-item="{{.Index}}"><td>{{.Index}}</td><td>{{.What}}</td>
-<td class="phase">{{if eq .Outcome "waiting"}}waiting on <a href="#approval-{{.Approval}}">approval {{.Approval}}</a>{{else if eq .Outcome "dropped"}}dropped{{if .By}} by the {{.By}}{{end}}{{else if eq .Outcome "refused"}}refused by the checks{{else}}{{.Outcome}}{{end}}</td><td>{{.Reason}}</td></tr>
+<td class="phase">{{if eq .Outcome "waiting"}}waiting on <a href="#approval-{{.Approval}}">approval {{.Approval}}</a>{{else if eq .Outcome "dropped"}}dropped{{if .By}} by the {{.By}}{{end}}{{if .Approval}} (<a href="#approval-{{.Approval}}">approval {{.Approval}}</a>){{end}}{{else if eq .Outcome "refused"}}refused by the checks{{else}}{{.Outcome}}{{if .Approval}} after <a href="#approval-{{.Approval}}">approval {{.Approval}}</a>{{end}}{{end}}</td><td>{{.Reason}}</td></tr>
 {{else}}<tr><td colspan="4">It proposed nothing to keep.</td></tr>{{end}}</table>
 {{with .CommitText}}<p id="learning-committed">{{.}}</p>{{end}}
 {{else}}<p>It has not proposed what to keep yet: that is its last turn, once its job is done.</p>{{end}}`))

@@ -189,3 +189,42 @@ func TestPiInSandbox(t *testing.T) {
 		t.Errorf("quickstart output:\n%s", out)
 	}
 }
+
+// TestClaudeInDockerSandbox: the real claude CLI (a native binary, so the image needs no Node) on
+// a docker sandbox without network runs inside the container (its process in the container's PID
+// and network namespaces, cwd /workspace, while the runner is paused on its second model call),
+// reaching the gateway through the socket bind-mounted into the container; SIGKILL of the runner
+// leaves neither a harness process nor the container, and the restarted runner replays it to the
+// end in a new container.
+func TestClaudeInDockerSandbox(t *testing.T) {
+	t.Parallel()
+	base := needDockerBase(t)
+	e := newClaudeEnv(t, claudeScript)
+	e.extra = append(e.extra, "AGENTRUN_DOCKER_BASE="+base)
+	e.start("AGENTRUN_DEV_PAUSE_AT=after-intent:t1/model")
+	if st := e.do("PUT", "/v2/agents/docked", `{"metadata":{"name":"docked"},"spec":{"harness":"claude-agent","computer":{"kind":"sandbox","provider":"docker"},"tools":["write","dev_count"]}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"dk1"},"spec":{"agent":"docked","input":"Crash test one"}}`, nil)
+	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent t1/model", 300*time.Second)
+	if n := inSandbox(t, harnessProcs(e.dir)); n == 0 {
+		t.Fatal("no harness process is running while the runner waits on its model call")
+	}
+	e.kill()
+	noHarnessLeft(t, e.dir, 20*time.Second)
+	noContainers(t, "dk1")
+	e.start()
+	r := e.waitPhase("dk1", 120*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "finished" {
+		t.Fatalf("dk1: %s %s %s %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+	}
+	if got := e.counted(); !slices.Equal(got, []string{"crash"}) {
+		t.Errorf("dev_count ran %v, want once", got)
+	}
+	for turn := 0; turn < 3; turn++ {
+		if n := e.model.CountTurn("crash", turn); n != 1 {
+			t.Errorf("scripted turn %d reached the model server %d times, want 1", turn, n)
+		}
+	}
+	noContainers(t, "dk1")
+}

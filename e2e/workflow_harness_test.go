@@ -101,7 +101,7 @@ func TestWorkflowAgentNodeOnClaude(t *testing.T) {
 	var tree api.WorkflowTree
 	e.do("GET", "/v2/agentruns/"+run.Metadata.Name+"/nodes", "", &tree)
 	node := findNode(tree.Root, "wf/research")
-	if node == nil || node.State != "done" || node.Steps != 3 || node.CostMicros == 0 {
+	if node == nil || node.State != "done" || node.Steps != 3 || node.CostMicros == 0 || !strings.Contains(node.Value, "node done") {
 		t.Errorf("tree node of the agent: %+v", node)
 	}
 	noHarnessLeft(t, e.dir, 10*time.Second)

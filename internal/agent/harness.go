@@ -301,6 +301,10 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 			}
 			sum := gateway.Summarize(vendorWire, data)
 			resp := model.Response{Model: sum.Model, StopReason: sum.StopReason, Usage: sum.Usage}
+			if sum.Text != "" {
+				// The reply's text, for people reading the step (a workflow tree's value preview).
+				resp.Content = []model.Block{{Type: model.BlockText, Text: sum.Text}}
+			}
 			recorded, vendor := d.callCost(&resp, modelName, key)
 			gr := gatewayResult{modelResult: modelResult{Response: resp, VendorMicros: vendor}, HTTPStatus: status, ContentType: ctype, Body: data}
 			if vendorWire != h.wire {

@@ -33,6 +33,17 @@ type Desktop struct {
 }
 
 var _ computer.Desktop = (*Desktop)(nil)
+var _ computer.Spawner = (*Desktop)(nil)
+
+// Spawn starts a process with streamed stdio in the desktop's sandbox (computer.Spawner).
+func (d *Desktop) Spawn(ctx context.Context, argv []string, opts computer.SpawnOptions) (computer.StdioProcess, error) {
+	return d.sandbox.Spawn(ctx, argv, opts)
+}
+
+// ForwardUnix is computer.Spawner's, in the desktop's sandbox.
+func (d *Desktop) ForwardUnix(ctx context.Context, port int, socket string) (string, error) {
+	return d.sandbox.ForwardUnix(ctx, port, socket)
+}
 
 // ContainerID returns the desktop's container.
 func (d *Desktop) ContainerID() string { return d.sandbox.ContainerID() }

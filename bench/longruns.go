@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -83,7 +84,8 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	t0 := time.Now()
 	var procs []*proc
 	for i := 1; i <= k; i++ {
-		p, err := w.startRunner(fmt.Sprintf("r%d", i))
+		// Every run may be active on one runner at once (the default --max-runs is 5,000).
+		p, err := w.startRunner(fmt.Sprintf("r%d", i), "--max-runs", strconv.Itoa(max(5000, n)))
 		if err != nil {
 			return nil, err
 		}

@@ -124,6 +124,9 @@ func TestWorkflowTree(t *testing.T) {
 	if er.Status.Escalation == nil {
 		t.Fatalf("no escalation: %s/%s %s", er.Status.Phase, er.Status.Reason, er.Status.Message)
 	}
+	if w := e.mustCLI(0, "runs", "wait", esc.Metadata.Name); !strings.Contains(w.stdout+w.stderr, "escalated at stop (human, stage triage): urgent ticket: PAGER: checkout is down") {
+		t.Errorf("runs wait of the escalated run does not say so: %q %q", w.stdout, w.stderr)
+	}
 	if st := e.do("GET", "/v2/agentruns/"+esc.Metadata.Name+"/nodes", "", &tree); st != 200 {
 		t.Fatalf("GET nodes: HTTP %d", st)
 	}

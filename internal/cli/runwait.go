@@ -134,6 +134,9 @@ func describeState(r *api.AgentRun) string {
 	if detail == "" && r.Status.Reason == api.ReasonMaxCostReached && r.Status.Cost != nil && r.Status.Cost.NeededUSD != "" {
 		detail = "needs at least $" + r.Status.Cost.NeededUSD
 	}
+	if e := r.Status.Escalation; detail == "" && e != nil {
+		detail = fmt.Sprintf("escalated at %s (%s, stage %s): %s", e.Label, e.Kind, e.Stage, e.Summary)
+	}
 	if detail == "" && (r.Status.Phase == api.PhaseFailed || r.Status.Phase == api.PhaseQueued) {
 		detail = r.Status.Message
 	}

@@ -228,3 +228,56 @@ func TestClaudeInDockerSandbox(t *testing.T) {
 	}
 	noContainers(t, "dk1")
 }
+
+// mcpBoxScript: the built-in loop calls a filesystem server's list_allowed_directories and the
+// everything server's get-env, both started in the run's sandbox.
+const mcpBoxScript = `
+entries:
+  - name: boxed
+    match: "Look around"
+    turns:
+      - tool_calls:
+          - name: mcp__files__list_allowed_directories
+            input: {}
+      - tool_calls:
+          - name: mcp__everything__get-env
+            input: {}
+      - text: "done looking"
+`
+
+// TestMCPStdioInSandbox: a built-in agent with a sandbox computer (network off) and two real npm
+// MCP servers over stdio: both start inside the sandbox (the filesystem server's folder "." is
+// /workspace, not the run folder's host path), the everything server's environment is the
+// sandbox's with the spec's env and none of the runner's variables.
+func TestMCPStdioInSandbox(t *testing.T) {
+	t.Parallel()
+	npmDir := mcpNPMServers(t)
+	e := newEnv(t, mcpBoxScript)
+	e.start("AGENTRUN_RUNNER_ONLY_VAR=runner-side")
+	files := filepath.Join(npmDir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+	everything := filepath.Join(npmDir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	agent := fmt.Sprintf(`{"metadata":{"name":"looker"},"spec":{"computer":{"kind":"sandbox"},"approvals":"never-ask",
+  "mcpServers":[{"name":"files","command":"node","args":[%q,"."],"tools":["list_allowed_directories"]},
+                {"name":"everything","command":"node","args":[%q,"stdio"],"env":{"FROM_SPEC":"yes"},"tools":["get-env"]}]}}`, files, everything)
+	var apiErr api.Error
+	if st := e.do("PUT", "/v2/agents/looker", agent, &apiErr); st != 201 {
+		t.Fatalf("create agent: HTTP %d %+v", st, apiErr)
+	}
+	e.startRun("looker", "l1", "Look around")
+	if a := e.answerOf("l1"); a != "done looking" {
+		t.Fatalf("answer %q", a)
+	}
+	res := e.toolResults("l1")
+	if r := res["t0/tool/0"]; r.IsError || !strings.Contains(r.Content, "/workspace") || strings.Contains(r.Content, filepath.Join(e.dir, "runs")) {
+		t.Errorf("the filesystem server's folders: %+v", r)
+	}
+	env := res["t1/tool/0"].Content
+	for _, want := range []string{"FROM_SPEC", "HOME", "/home/agent"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("the everything server's environment lacks %q: %s", want, env)
+		}
+	}
+	if strings.Contains(env, "AGENTRUN_RUNNER_ONLY_VAR") || strings.Contains(env, "ANTHROPIC") {
+		t.Errorf("the everything server's environment has the runner's variables: %s", env)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -50,7 +51,8 @@ type commitReq struct {
 	w   store.Write
 	// op, when set, is a write under no lease, of the run named l.Run (which orders it in the
 	// batch): it queues its statements, whose callbacks set err for this write alone (they must
-	// not fail the batch). notifyWork has the batch notify agentrun_work once, after its writes.
+	// not fail the batch). notifyWork: once the write committed, other stores are told that runs
+	// may be claimable (notifyWorkSoon).
 	op         func(b *pgx.Batch, r *commitReq)
 	notifyWork bool
 
@@ -110,6 +112,9 @@ func (s *Store) commitLoop() {
 		s.batches.Add(1)
 		s.commitGroup(batch)
 		for _, r := range batch {
+			if r.notifyWork && r.err == nil {
+				s.notifyWorkSoon()
+			}
 			close(r.done)
 		}
 	}
@@ -183,11 +188,9 @@ func (s *Store) commitMembers(ctx context.Context, members []*commitReq) error {
 // row (which charges lock) only once it holds all its run rows; and the releases (which drop a
 // run's remaining reservations) after the charges, which settle theirs.
 func queueWrites(b *pgx.Batch, members []*commitReq) {
-	notify := false
 	for _, r := range members {
 		if r.op != nil {
 			r.op(b, r)
-			notify = notify || r.notifyWork
 			continue
 		}
 		l, w := r.l, r.w
@@ -220,9 +223,6 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 			queueRelease(b, r.l, r.w.WakeAt)
 		}
 	}
-	if notify {
-		b.Queue(`SELECT pg_notify($1, '')`, chanWork)
-	}
 }
 
 // fenceCond is the condition every statement of a member after its fence carries: the run is
@@ -242,6 +242,34 @@ func statementFailed(err error) bool {
 		return false
 	}
 	return !strings.HasPrefix(pe.Code, "08") && !strings.HasPrefix(pe.Code, "57P") && !strings.HasPrefix(pe.Code, "53")
+}
+
+// notifyWorkSoon has other stores told (NOTIFY agentrun_work) that runs may be claimable, after
+// the commits that made them so and outside them: PostgreSQL takes one cluster-wide lock through
+// the commit of every transaction that sent NOTIFY, so a notification inside each batch of runs
+// created made those batches commit one at a time (the live burn-down's backends waited on it,
+// about 2 on average). One notification is in flight at a time; the ones asked for meanwhile go
+// out as one after it. A process that dies before sending it leaves the runs to the runners' poll.
+func (s *Store) notifyWorkSoon() {
+	select {
+	case s.workKick <- struct{}{}:
+	default:
+	}
+}
+
+// workNotifyLoop sends the notifications notifyWorkSoon asks for until the store's life ends.
+func (s *Store) workNotifyLoop() {
+	defer s.loops.Done()
+	for {
+		select {
+		case <-s.life.Done():
+			return
+		case <-s.workKick:
+		}
+		ctx, cancel := context.WithTimeout(s.life, 5*time.Second)
+		_, _ = s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, chanWork)
+		cancel()
+	}
 }
 
 // afterCommit tells this store's waiters what a committed fenced write changed.

@@ -59,6 +59,8 @@ type Store struct {
 	// sent (tests read both).
 	waiting atomic.Int64
 	batches atomic.Int64
+	// workKick asks workNotifyLoop for one agentrun_work notification (notifyWorkSoon).
+	workKick chan struct{}
 
 	// inUse holds the store in use for this process (reseal.go), once HoldInUse is called.
 	inUse *inUseHold
@@ -115,7 +117,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	s.events = newEventNotifier(s)
 	s.life, s.stopLife = context.WithCancel(context.Background())
-	s.commits = make(chan *commitReq)
+	s.commits, s.workKick = make(chan *commitReq), make(chan struct{}, 1)
+	s.loops.Add(1)
+	go s.workNotifyLoop()
 	for range n {
 		s.loops.Add(1)
 		go s.commitLoop()

@@ -19,8 +19,8 @@ import (
 const finishedPhases = `('Succeeded', 'Failed', 'Cancelled')`
 
 // CreateRun stores a new run, claimable at once unless its phase is terminal. The insert joins
-// the store's group commit (group.go) with the other writes waiting, and a claimable run has the
-// batch notify other stores.
+// the store's group commit (group.go) with the other writes waiting; other stores are told of a
+// claimable run once it committed (notifyWorkSoon).
 func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
 	name := r.Metadata.Name
 	uid := newUID()

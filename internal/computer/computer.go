@@ -15,6 +15,10 @@
 // why, for `server capabilities`. Every provider of a kind passes the
 // conformance suite in computertest.
 //
+// A sandbox or desktop that can run long-lived processes with their stdio streamed (an MCP server
+// over stdio, a harness) implements Spawner; Spec.Mounts shows host paths such a process needs
+// (its install, the gateway's socket) inside the computer. The local and docker providers' do.
+//
 // A browser whose provider can also show and drive its screen for a person
 // implements Screen: the console shows its frames (JPEG, one image pixel per
 // CSS pixel of the viewport) and, while the run waits on a takeover (the agent

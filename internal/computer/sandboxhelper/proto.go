@@ -5,8 +5,11 @@
 // started there with Argv; an init function turns such a process into the
 // helper before main runs. It starts the agent's commands (each under the
 // sandbox's resource limits), keeps the background ones with their output,
-// and reads and writes files; the provider around it only has to start it
-// with its stdin and stdout connected to a Client, and to end it.
+// reads and writes files, runs long-lived processes with their stdio streamed
+// over the same protocol (computer.Spawner: an MCP server, a harness; stdio.go)
+// and forwards a loopback port inside to a mounted unix socket (the gateway's);
+// the provider around it only has to start it with its stdin and stdout
+// connected to a Client, and to end it.
 package sandboxhelper
 
 import (

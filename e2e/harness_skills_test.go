@@ -1,16 +1,21 @@
 package e2e
 
 import (
-	"agentrun.dev/agentrun/internal/harness"
 	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/harness"
 )
 
 // Harness runs get the agent's skills as builtin runs do: the instructions the harness is given
@@ -345,5 +350,66 @@ entries:
 	}
 	if !injected {
 		t.Errorf("pi did not put release-notes' SKILL.md from its skill folder into its first request:\n%s", bs[0])
+	}
+}
+
+// TestClaudeSkillTakeover: a claude-agent run that loaded a skill with Claude Code's Skill tool is
+// taken over on PostgreSQL by a runner with another data folder. Claude Code names the skill's
+// folder under its home in the next request ("Base directory for this skill: ..."), which differs
+// on runner b; the replay check puts a placeholder for the home, so b replays the journal (each
+// scripted turn reaches the model server once, dev_count runs once) instead of parking
+// ReplayDiverged.
+func TestClaudeSkillTakeover(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, `
+entries:
+  - name: skilltk
+    match: "Write the release notes"
+    turns:
+      - tool_calls:
+          - name: Skill
+            input: {skill: release-notes}
+      - tool_calls:
+          - name: mcp__agentrun__dev_count
+            input: {label: "skilltk"}
+      - text: "finished"
+`)
+	c.extra = append(c.extra, harness.CacheEnv+"="+claudeHarness(t))
+	c.startServer()
+	c.mustCLI(0, "skills", "add", writeSkill(t, map[string]string{"SKILL.md": releaseNotesMD}))
+	c.mustAgent("writer", `{"metadata":{"name":"writer"},"spec":{"harness":"claude-agent","skills":["release-notes"],"tools":["dev_count"]}}`)
+	extra := c.extra
+	c.extra = append(slices.Clone(extra), "AGENTRUN_DEV_PAUSE_AT=after-result:t1/tool/0")
+	a := c.startRunner("a")
+	c.extra = extra
+	c.startRun("writer", "stk", "Write the release notes for 1.2")
+	for deadline := time.Now().Add(90 * time.Second); !strings.Contains(a.stderr.String(), "AGENTRUN_DEV_PAUSED after-result t1/tool/0"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("runner a never reached t1/tool/0; its stderr:\n%s", tail(a.stderr.String(), 4000))
+		}
+	}
+	a.kill()
+	noHarnessLeft(t, filepath.Join(c.dir, "runner-a"), 10*time.Second)
+	c.startRunner("b")
+	r := c.waitPhase("stk", 90*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution, api.PhaseWaiting)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Runner != "b" {
+		t.Fatalf("stk: %s/%s %s on runner %q; want Succeeded on b", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Runner)
+	}
+	if got := c.counted(); !slices.Equal(got, []string{"skilltk"}) {
+		t.Errorf("dev_count ran %v, want once", got)
+	}
+	for turn := 0; turn < 3; turn++ {
+		if n := c.model.CountTurn("skilltk", turn); n != 1 {
+			t.Errorf("scripted turn %d reached the model server %d times, want 1", turn, n)
+		}
+	}
+	n := 0
+	for _, ev := range c.events("stk") {
+		if ev.Type == api.EventSkillOpened {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d skill.opened events; want 1 (not again when runner b replays the call)", n)
 	}
 }

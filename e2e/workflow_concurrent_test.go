@@ -1,12 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"agentrun.dev/agentrun/internal/api"
 )
@@ -134,5 +140,54 @@ func TestWorkflowCrashWithEffectsInFlight(t *testing.T) {
 	sort.Strings(got)
 	if strings.Join(got, ",") != "fast,slow-a,slow-b" {
 		t.Errorf("side effects %v: each exactly once", got)
+	}
+}
+
+// TestWorkflowMapMCPCallsOverlap: a map's calls of an MCP tool (a streamable-HTTP server built
+// with the Go SDK, one session) run at once: the tool answers only when all 3 calls have arrived.
+func TestWorkflowMapMCPCallsOverlap(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	arrived := 0
+	all := make(chan struct{})
+	server := mcp.NewServer(&mcp.Implementation{Name: "meet", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "meet", Description: "Wait for the others."}, func(ctx context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
+		mu.Lock()
+		arrived++
+		if arrived == 3 {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("met %v", in["who"])}}}, nil, nil
+		case <-time.After(60 * time.Second):
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "alone"}}}, nil, nil
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(ts.Close)
+	e := newEnv(t, "entries:\n  - name: unused\n    match: \"never asked\"\n    turns:\n      - text: unused\n")
+	e.start()
+	doc := `{"v": 2, "name": "meet", "schemas": {"In": {"type": "object", "required": ["items"]}, "R": {"type": "object"}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [
+    {"node": "map", "label": "each", "itemsPath": "items", "as": "all", "maxConcurrency": 3,
+     "body": {"node": "call", "label": "meet", "via": "tool", "tool": "mcp__meet__meet", "args": {"who": "{item}"}, "out": "R", "as": "m", "deadline_s": 90}}]}}`
+	agent := fmt.Sprintf(`{"metadata":{"name":"meeter"},"spec":{"computer":{"kind":"none"},"approvals":"never-ask",
+  "mcpServers":[{"name":"meet","url":%q,"tools":["meet"]}],"workflow":%s}}`, ts.URL, doc)
+	var ae api.Error
+	if st := e.do("PUT", "/v2/agents/meeter", agent, &ae); st != 201 {
+		t.Fatalf("create agent: HTTP %d %+v", st, ae)
+	}
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/meeter/runs", `{"input":{"content":"{\"items\": [\"a\", \"b\", \"c\"]}"}}`, &run); st != 201 {
+		t.Fatalf("start: HTTP %d", st)
+	}
+	r := e.waitPhase(run.Metadata.Name, 90*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || !strings.Contains(r.Status.Answer.Preview, "met c") {
+		t.Fatalf("run ended %s/%s %s %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
 	}
 }

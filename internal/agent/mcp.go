@@ -143,7 +143,7 @@ func (d *drive) mcpCall(ctx context.Context, key string, call model.Block, in ca
 	server, tool, _ := catalog.SplitMCPName(call.Name)
 	e, _ := d.mcpEntry(call.Name)
 	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in),
-		Args: map[string]any{"tool": call.Name, "input": call.Input, "mcpServer": server}, Safe: e.ReadOnly || e.Repeatable}
+		Args: map[string]any{"tool": call.Name, "input": call.Input, "mcpServer": server}, Safe: e.ReadOnly || e.Repeatable, Concurrent: true}
 	if !e.ReadOnly {
 		spec.Files = d.folderChanges // a stdio server works in the run folder
 	}
@@ -157,12 +157,19 @@ func (d *drive) mcpCall(ctx context.Context, key string, call model.Block, in ca
 		if idx < 0 {
 			return tools.Result{Content: fmt.Sprintf("%s: the agent names no MCP server %q", call.Name, server), IsError: true}, nil, nil
 		}
-		s, err := d.connectMCP(ctx, idx)
+		// The call runs outside a workflow's drive lock (Concurrent): the drive's sessions are
+		// changed under it, and one session takes several calls at once.
+		var s *mcpclient.Session
+		var err error
+		d.j.Locked(func() {
+			if s, err = d.connectMCP(ctx, idx); err != nil && ctx.Err() == nil {
+				d.mcpDown(server, err)
+			}
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
 			}
-			d.mcpDown(server, err)
 			return tools.Result{Content: err.Error() + "; the call did not run", IsError: true}, nil, nil
 		}
 		r, err := s.Call(ctx, tool, call.Input)
@@ -171,9 +178,13 @@ func (d *drive) mcpCall(ctx context.Context, key string, call model.Block, in ca
 				return nil, nil, ctx.Err()
 			}
 			// The server died or went away mid-call: the next call starts it again.
-			s.Close()
-			delete(d.mcp.sessions, server)
-			d.mcpDown(server, err)
+			d.j.Locked(func() {
+				s.Close()
+				if d.mcp.sessions[server] == s {
+					delete(d.mcp.sessions, server)
+				}
+				d.mcpDown(server, err)
+			})
 			return tools.Result{Content: fmt.Sprintf("%v; the MCP server stopped during the call, so it may or may not have taken effect", err), IsError: true}, nil, nil
 		}
 		content := r.Content

@@ -22,8 +22,10 @@ type claude struct{}
 const ClaudeSkillTool = "Skill"
 
 // claudeSettings is CLAUDE_CONFIG_DIR/settings.json: the Skill tool asks permission, a skill's
-// inline shell is not run, and its built-in plugin that brings a skill of its own is off.
-const claudeSettings = `{"disableSkillShellExecution": true, "permissions": {"ask": ["` + ClaudeSkillTool + `"]},
+// inline shell is not run, no hook runs (a skill's front matter may declare hooks, commands that
+// would run past the run's tools and approvals), and its built-in plugin that brings a skill of
+// its own is off.
+const claudeSettings = `{"disableSkillShellExecution": true, "disableAllHooks": true, "permissions": {"ask": ["` + ClaudeSkillTool + `"]},
  "enabledPlugins": {"cc-plugin-plugin-authoring@builtin": false}}
 `
 

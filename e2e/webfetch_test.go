@@ -240,7 +240,8 @@ func TestWebFetchApprovalsByURL(t *testing.T) {
 	if got := e.answerOf("ap-page"); !strings.Contains(got, "did not run") {
 		t.Errorf("denied URL: %q", got)
 	}
-	if got := e.answerOf("ap-jump"); !strings.Contains(got, "redirected to "+s.URL+"/page, which is not fetched") {
+	if got := e.answerOf("ap-jump"); !strings.Contains(got, "redirected to "+s.URL+"/page, which is not fetched") ||
+		!strings.Contains(got, "web_fetch refused "+s.URL+"/page (code FetchRedirectNotAllowed)") {
 		t.Errorf("redirect out of the allowed URLs: %q", got)
 	}
 	if n := s.count("/page"); n != 0 {

@@ -157,6 +157,10 @@ func TestFetchNameResolvingToLoopback(t *testing.T) {
 	if !r.IsError || strings.Contains(r.Content, "secret") || !strings.Contains(r.Content, "loopback") {
 		t.Errorf("localhost: %q", r.Content)
 	}
+	// The refusal names the address dialled, not the name.
+	if r.Code != api.CodeFetchBlocked || (r.Address != "127.0.0.1:"+port && r.Address != "[::1]:"+port) {
+		t.Errorf("localhost: code %q address %q", r.Code, r.Address)
+	}
 }
 
 // Through a proxy the address dialled is the proxy's, so the proxy must be allowed.

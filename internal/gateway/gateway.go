@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,6 +29,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -120,7 +122,8 @@ func (g *Gateway) Start() error {
 	if err != nil {
 		return fmt.Errorf("gateway listener: %w", err)
 	}
-	sockDir, err := os.MkdirTemp("", "agentrun-gateway-")
+	removeStaleSockets()
+	sockDir, err := os.MkdirTemp("", socketDirPrefix)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("gateway socket folder: %w", err)
@@ -154,6 +157,30 @@ func (g *Gateway) Start() error {
 
 // SocketName is the file name of the gateway's unix socket in its folder.
 const SocketName = "gateway.sock"
+
+// socketDirPrefix begins the name of each gateway's socket folder in the temporary folder.
+const socketDirPrefix = "agentrun-gateway-"
+
+// removeStaleSockets removes the socket folders of gateways that are gone (their runner was
+// killed before Close): over a minute old (a gateway starting now has made its
+// folder but may not listen yet), whose socket no one answers on.
+func removeStaleSockets() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), socketDirPrefix+"*"))
+	for _, dir := range dirs {
+		st, err := os.Stat(dir)
+		if err != nil || !st.IsDir() || time.Since(st.ModTime()) < time.Minute {
+			continue
+		}
+		c, err := net.DialTimeout("unix", filepath.Join(dir, SocketName), time.Second)
+		if err == nil {
+			c.Close() // a live gateway's
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fs.ErrNotExist) {
+			os.RemoveAll(dir)
+		}
+	}
+}
 
 // SocketPath is the unix socket the gateway also serves on ("" before Start): the same endpoints
 // as URL, for a harness in a computer that mounts it.

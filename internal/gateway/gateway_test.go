@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -216,5 +217,46 @@ func TestGatewaySocket(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
 		t.Errorf("the socket's folder is left after Close: %v", err)
+	}
+}
+
+// A socket folder left by a gateway that was killed (no one listens) is removed by the next
+// Start once it is over a minute old; a live gateway's, and a new one's, are kept.
+func TestGatewayStaleSockets(t *testing.T) {
+	live := New(nil)
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	old := time.Now().Add(-2 * time.Minute)
+	os.Chtimes(filepath.Dir(live.SocketPath()), old, old)
+	dead, err := os.MkdirTemp("", socketDirPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dead, SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close() // the socket file stays, with no one listening: a killed gateway's
+	os.Chtimes(dead, old, old)
+	young, err := os.MkdirTemp("", socketDirPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(young)
+	g := New(nil)
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a dead gateway's socket folder is left: %v", err)
+	}
+	for _, keep := range []string{filepath.Dir(live.SocketPath()), young} {
+		if _, err := os.Stat(keep); err != nil {
+			t.Errorf("%s was removed: %v", keep, err)
+		}
 	}
 }

@@ -130,6 +130,12 @@ func TestConsoleLearning(t *testing.T) {
 		t.Errorf("lb's proposal: %q", got)
 	}
 
+	// The agents page links a learning agent's Learning tab.
+	must("open the agents page", chromedp.Click(css(`a[href="/agents"]`)), chromedp.WaitVisible(css(`#agents tr[data-agent="learner"]`)))
+	if got := textOf(`#agents tr[data-agent="learner"]`); !strings.Contains(got, "MCP tools · Learning") {
+		t.Errorf("the agents page's learner row: %q", got)
+	}
+	must("back to lb", chromedp.Navigate(e.url+"/runs/lb"), chromedp.WaitVisible(css(`#learning-given`)))
 	// The Learning tab, reached from the run's page.
 	var list struct{ Items []struct{ Path, ETag string } }
 	e.do("GET", "/v2/agents/learner/learning", nil, &list)

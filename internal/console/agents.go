@@ -23,9 +23,28 @@ type Agents interface {
 }
 
 func (c *Console) registerAgents(mux *http.ServeMux) {
+	mux.HandleFunc("GET /agents", c.guard(c.agentList))
 	mux.HandleFunc("GET /agents/{name}/mcp", c.guard(c.agentMCP))
 	mux.HandleFunc("POST /agents/{name}/mcp/{server}", c.guard(c.tickMCP))
 }
+
+// agentList is GET /agents: every agent, with links to its MCP tools and, for a learning agent,
+// its Learning tab.
+func (c *Console) agentList(w http.ResponseWriter, r *http.Request) {
+	as, err := c.Store.ListAgents(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	render(w, agentListTmpl, map[string]any{"Agents": as})
+}
+
+var agentListTmpl = template.Must(template.New("agents").Funcs(funcs).Parse(head + `<h1>Agents</h1>
+<table id="agents"><tr><th>Agent</th><th>Revision</th><th>Harness</th><th>State</th><th></th></tr>
+{{range .Agents}}<tr data-agent="{{.Metadata.Name}}"><td>{{.Metadata.Name}}</td><td>{{.Status.Revision}}</td><td>{{with .Spec.Harness}}{{.}}{{else}}builtin{{end}}</td><td>{{if eq .Spec.State "Stopped"}}Stopped{{else}}takes runs{{end}}</td>
+<td><a href="/agents/{{.Metadata.Name}}/mcp">MCP tools</a>{{if .Spec.Learning}} · <a href="/agents/{{.Metadata.Name}}/learning">Learning</a>{{end}}</td></tr>
+{{else}}<tr><td colspan="5">No agents yet. Make one with <code>agentrun agents create --body @agent.json</code>.</td></tr>{{end}}
+</table></body></html>`))
 
 // mcpSection is one server on the page: its tools, or why they could not be listed.
 type mcpSection struct {

@@ -296,7 +296,7 @@ var funcs = template.FuncMap{
 const head = `<!doctype html><html><head><meta charset="utf-8"><title>agentrun</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 .phase{font-weight:600}pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}.wait{background:#fff4d6;padding:.6em}.live{color:#666;font-size:90%;margin-left:.6em}</style></head><body>
-<p><a href="/">Mission Control</a> · <a href="/runs">runs</a> · <a href="/groups">groups</a> · <a href="/triggers">triggers</a> · <a href="/logout">sign out</a></p>`
+<p><a href="/">Mission Control</a> · <a href="/runs">runs</a> · <a href="/agents">agents</a> · <a href="/groups">groups</a> · <a href="/triggers">triggers</a> · <a href="/logout">sign out</a></p>`
 
 var loginTmpl = template.Must(template.New("login").Parse(head + `<h1>Sign in</h1>
 {{if .Error}}<p class="wait">{{.Error}}</p>{{end}}

@@ -1,4 +1,4 @@
-package e2e
+package deploy
 
 import (
 	"bytes"
@@ -86,7 +86,7 @@ func goImage(t *testing.T, base string) string {
 // has it) and a vendor folder of its modules (the build runs offline) into a folder.
 func buildContext(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,4 +360,12 @@ func testCompose(t *testing.T, pg bool) {
 	}
 	waitReadyz(200)
 	runToEnd("task-3")
+}
+
+// tail is the last n bytes of s, for error messages.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
 }

@@ -2,7 +2,9 @@ package workflow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -58,12 +60,67 @@ func compileSchemas(d *doc, s *value, ptr string) *schemaSet {
 	for _, m := range s.mem {
 		sch, err := c.Compile(schemaBase + "#/definitions/" + escapePtr(m.key))
 		if err != nil {
+			if metaschemaErrors(d, s, ptr, err) {
+				// The one resource holding every schema failed the metaschema: each place that
+				// failed is reported once, at its own schema, and the other schemas are not blamed.
+				return set
+			}
 			d.sh.add(m.val.off, ptr+"/"+escapePtr(m.key), CodeSchemaInvalid, "schema %q does not compile: %s", m.key, firstLine(err.Error()))
 			continue
 		}
 		set.byID[m.key] = sch
 	}
 	return set
+}
+
+// metaschemaErrors reports a failure of the schemas against the JSON Schema metaschema at each
+// value that failed (/schemas/<id>/<keyword>...), with the library's reason for it; it says false
+// when err is not such a failure.
+func metaschemaErrors(d *doc, s *value, ptr string, err error) bool {
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &sve) || !errors.As(sve.Err, &ve) {
+		return false
+	}
+	seen := map[string]bool{}
+	n := 0
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		loc := e.InstanceLocation
+		if len(loc) < 2 || loc[0] != "definitions" {
+			return
+		}
+		id := loc[1]
+		at, v := ptr+"/"+escapePtr(id), s.get(id)
+		for _, tok := range loc[2:] {
+			at += "/" + escapePtr(tok)
+			if next := v.child(tok); next != nil {
+				v = next
+			}
+		}
+		if seen[at] || v == nil {
+			return // an anyOf's alternatives fail at one place: its first reason is enough
+		}
+		seen[at] = true
+		n++
+		where := strings.TrimPrefix(at, ptr+"/"+escapePtr(id))
+		if where == "" {
+			where = "/"
+		}
+		reason := "it does not match the metaschema"
+		if u := e.BasicOutput(); u.Error != nil {
+			reason = u.Error.String()
+		}
+		d.sh.add(v.off, at, CodeSchemaInvalid, "schema %q is not valid JSON Schema (draft 7) at %s: %s", id, where, reason)
+	}
+	walk(ve)
+	return n > 0
 }
 
 // checkRefs refuses a $ref that is not #/definitions/<id of this document>.
@@ -93,6 +150,18 @@ func checkRefs(d *doc, v *value, ptr string) bool {
 		}
 	}
 	return ok
+}
+
+// child is the member key of an object or the element at index key of an array; nil when absent.
+func (v *value) child(key string) *value {
+	if v != nil && v.kind == 'a' {
+		i, err := strconv.Atoi(key)
+		if err != nil || i < 0 || i >= len(v.elems) {
+			return nil
+		}
+		return v.elems[i]
+	}
+	return v.get(key)
 }
 
 // jsonAny is the value as the schema library wants it (numbers as json.Number).

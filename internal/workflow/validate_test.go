@@ -77,3 +77,40 @@ func TestRunCode(t *testing.T) {
 		t.Fatalf("endless loop: want the time limit, got %v", err)
 	}
 }
+
+// TestSchemaInvalidAtItsPlace: a schema that is not valid JSON Schema is reported at each keyword
+// that is wrong, with the metaschema's reason, and the document's other schemas (compiled in the
+// same resource) are not blamed for it.
+func TestSchemaInvalidAtItsPlace(t *testing.T) {
+	raw := []byte(`{
+  "v": 2, "name": "s",
+  "schemas": {
+    "In": {"type": "object", "required": ["website"], "properties": {"website": {"type": "string"}}},
+    "Page": {"type": "object", "properties": {"n": {"type": "number", "minimum": "zero"}}},
+    "Bad": {"type": 12}
+  },
+  "input": {"schemaId": "In"},
+  "output": {"schemaId": "Page", "path": "home"},
+  "root": {"node": "chain", "steps": [
+    {"node": "call", "label": "read", "via": "tool", "tool": "web_fetch", "args": {"url": "{website}"}, "out": "Page", "as": "home", "deadline_s": 60}
+  ]}
+}`)
+	_, errs := Validate(raw, Options{})
+	want := []struct {
+		ptr       string
+		line, col int
+		says      string
+	}{
+		{"/schemas/Page/properties/n/minimum", 5, 82, "got string, want number"},
+		{"/schemas/Bad/type", 6, 21, "value must be one of"},
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("want %d errors, got %d: %v", len(want), len(errs), errs)
+	}
+	for i, w := range want {
+		e := errs[i]
+		if e.Code != CodeSchemaInvalid || e.Pointer != w.ptr || e.Line != w.line || e.Column != w.col || !strings.Contains(e.Message, w.says) {
+			t.Errorf("error %d: want schema_invalid at %s %d:%d saying %q, got %s at %s %d:%d: %s", i, w.ptr, w.line, w.col, w.says, e.Code, e.Pointer, e.Line, e.Column, e.Message)
+		}
+	}
+}

@@ -336,3 +336,67 @@ func TestLearningCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestLearningRetireRule: a run proposing to retire or reword a rule a person approved waits for
+// a person too (removing a rule changes it); main keeps the rule until the approval.
+func TestLearningRetireRule(t *testing.T) {
+	t.Parallel()
+	rule := learnNote("friday", "When not to deploy.", "Never deploy on Fridays.")
+	e := newEnv(t, learnScript(
+		grader("Learn R1", keep(0, "a rule the person stated")),
+		grader("Learn R2", keep(0, "the rule no longer holds"), keep(1, "plain fact")),
+		scriptEntry{Name: "r1", Match: "Learn R1", Turns: []scriptTurn{{Text: "one"}, {Text: proposal(noteItem("notes/friday.md", rule))}}},
+		scriptEntry{Name: "r2", Match: "Learn R2", Turns: []scriptTurn{{Text: "two"}, {Text: proposal(
+			map[string]any{"kind": "note", "action": "retire", "path": "notes/friday.md"},
+			noteItem("notes/plain.md", learnNote("plain", "A fact.", "The deploy script is scripts/deploy.sh.")))}}},
+	))
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"})
+	e.do("PUT", "/v2/agents/learner", learnerAgent, nil)
+	session := e.personSession()
+	approveOne := func(run string) {
+		t.Helper()
+		var approvals struct {
+			Items []struct {
+				ID     int64
+				Reason string
+				State  string
+			}
+		}
+		e.do("GET", "/v2/agentruns/"+run+"/approvals", nil, &approvals)
+		if len(approvals.Items) != 1 || approvals.Items[0].State != "pending" {
+			t.Fatalf("%s's approvals: %+v", run, approvals.Items)
+		}
+		if run == "r2" && !strings.Contains(approvals.Items[0].Reason, "retires a note that sets a rule") {
+			t.Errorf("r2's approval gives the reason %q", approvals.Items[0].Reason)
+		}
+		if st := e.doAs(session, "POST", fmt.Sprintf("/v2/agentruns/%s/approvals/%d", run, approvals.Items[0].ID), `{"decision":"approve"}`, nil); st != 200 {
+			t.Fatalf("approve %s: HTTP %d", run, st)
+		}
+	}
+	paths := func() string {
+		var list struct{ Items []struct{ Path string } }
+		e.do("GET", "/v2/agents/learner/learning", nil, &list)
+		var out []string
+		for _, it := range list.Items {
+			out = append(out, it.Path)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, run := range []string{"r1", "r2"} {
+		e.startRun("learner", run, "Learn "+strings.ToUpper(run))
+		r := e.waitPhase(run, 60*time.Second, api.PhaseWaiting, api.PhaseSucceeded, api.PhaseFailed)
+		if r.Status.Phase != api.PhaseWaiting || r.Status.Reason != api.ReasonApproval {
+			t.Fatalf("%s: %s/%s %s; want Waiting/Approval", run, r.Status.Phase, r.Status.Reason, r.Status.Message)
+		}
+		if got := paths(); got != map[string]string{"r1": "", "r2": "notes/friday.md"}[run] {
+			t.Errorf("while %s waits main holds %q", run, got)
+		}
+		approveOne(run)
+		if r := e.waitPhase(run, 60*time.Second, api.PhaseSucceeded, api.PhaseFailed); r.Status.Phase != api.PhaseSucceeded {
+			t.Fatalf("%s after the approval: %s %s", run, r.Status.Phase, r.Status.Message)
+		}
+	}
+	if got := paths(); got != "notes/plain.md" {
+		t.Errorf("after r2's approval main holds %q, want notes/plain.md", got)
+	}
+}

@@ -155,6 +155,19 @@ func short(h string) string {
 	return h
 }
 
+// learnedNote is the text of the note at path on the commit the run started from ("" if none).
+func (d *drive) learnedNote(path string) string {
+	if d.learn == nil {
+		return ""
+	}
+	for _, f := range d.learn.notes {
+		if f.Path == path {
+			return f.Content
+		}
+	}
+	return ""
+}
+
 // learnedSystem is the notes index a learning run's instructions carry.
 func (d *drive) learnedSystem() string {
 	if d.learn == nil || d.learn.index == "" {
@@ -357,7 +370,7 @@ func (d *drive) learnFrom(ctx context.Context, succeeded bool, propose func(ctx 
 			emitIf(freshGrade, api.Event{Type: api.EventLearningDropped, Message: fmt.Sprintf("%s dropped by the grader: %s", it.Path, v.Reason), Data: mustRaw(map[string]any{"item": i, "path": it.Path, "by": "grader", "reason": v.Reason})})
 			continue
 		}
-		if risky, why := learning.Risky(it); risky {
+		if risky, why := learning.Risky(it, d.learnedNote(it.Path)); risky {
 			ok, err := d.learnApproval(ctx, i, it, why)
 			if err != nil {
 				return err

@@ -327,28 +327,44 @@ var riskyRE = regexp.MustCompile(`(?i)\b(always|never|must|must not|do not|don't
 
 // Risky reports whether an item waits for a person: a note added or changed whose fact sets or
 // changes a rule of behaviour (its type is feedback, Claude Code's type for guidance on how to
-// work, or it speaks of always/never/must, approvals or permissions, tools, or spending), any
-// skill (it is instructions the next runs follow) and any workflow (it runs tools).
-func Risky(it Item) (bool, string) {
+// work, or it speaks of always/never/must, approvals or permissions, tools, or spending), a note
+// changed or retired whose text on main (current, "" when main has none at its path) is such a
+// rule (removing or rewording a rule changes it too), any skill (it is instructions the next runs
+// follow) and any workflow (it runs tools).
+func Risky(it Item, current string) (bool, string) {
 	switch it.Kind {
 	case "skill":
 		return true, "a skill tells later runs how to work"
 	case "workflow":
 		return true, "a workflow runs tools"
 	case "note":
+		if current != "" {
+			if rule, why := noteRule(current); rule {
+				if it.Action == "retire" {
+					return true, "it retires a note that sets a rule: " + why
+				}
+				return true, "it changes a note that sets a rule: " + why
+			}
+		}
 		if it.Action == "retire" {
 			return false, ""
 		}
-		n, err := ParseNote(it.Content)
-		if err != nil {
-			return false, ""
-		}
-		if n.Type == "feedback" {
-			return true, "a feedback note sets how later runs work"
-		}
-		if m := riskyRE.FindString(n.Body); m != "" {
-			return true, fmt.Sprintf("the note sets a rule (%q)", m)
-		}
+		return noteRule(it.Content)
+	}
+	return false, ""
+}
+
+// noteRule reports whether a note's text sets a rule of behaviour, and why.
+func noteRule(content string) (bool, string) {
+	n, err := ParseNote(content)
+	if err != nil {
+		return false, ""
+	}
+	if n.Type == "feedback" {
+		return true, "a feedback note sets how later runs work"
+	}
+	if m := riskyRE.FindString(n.Body); m != "" {
+		return true, fmt.Sprintf("the note sets a rule (%q)", m)
 	}
 	return false, ""
 }

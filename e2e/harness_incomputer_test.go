@@ -280,4 +280,18 @@ func TestMCPStdioInSandbox(t *testing.T) {
 	if strings.Contains(env, "AGENTRUN_RUNNER_ONLY_VAR") || strings.Contains(env, "ANTHROPIC") {
 		t.Errorf("the everything server's environment has the runner's variables: %s", env)
 	}
+	// The computer the servers start in is made by the run's first drive: its timeline says the
+	// run started (once), before that step, and never that it resumed.
+	var seq []string
+	for _, ev := range e.events("l1") {
+		switch {
+		case ev.Type == api.EventRunStarted, ev.Type == api.EventRunResumed:
+			seq = append(seq, string(ev.Type))
+		case ev.Type == api.EventStepCompleted && ev.StepKey == "computer":
+			seq = append(seq, "computer")
+		}
+	}
+	if strings.Join(seq, " ") != "run.started computer" {
+		t.Errorf("timeline = %v, want run.started before the computer step and no run.resumed", seq)
+	}
 }

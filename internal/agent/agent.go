@@ -312,7 +312,6 @@ func (d *drive) prepare(ctx context.Context) ([]model.ToolDef, error) {
 	if err != nil {
 		return nil, &failure{api.ReasonToolError, err.Error()}
 	}
-	defs = append(defs, d.mcpToolDefs(ctx)...)
 
 	resumed := d.j.Steps() > 0 || d.status.Phase != api.PhaseQueued
 	if d.status.Phase == api.PhaseRunning {
@@ -346,7 +345,9 @@ func (d *drive) prepare(ctx context.Context) ([]model.ToolDef, error) {
 		// run.started event ride with that commit, which also reports a cancellation.
 		d.j.Stage(&d.status)
 	}
-	return defs, nil
+	// The MCP servers start after the run's start: a stdio server inside the run's computer makes
+	// that computer, a step of this drive, which a fresh run's timeline shows after run.started.
+	return append(defs, d.mcpToolDefs(ctx)...), nil
 }
 
 // conversation is the built-in loop's state across turns: the messages so far, the prompt the

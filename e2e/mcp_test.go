@@ -166,8 +166,11 @@ func TestMCPStdio(t *testing.T) {
 	}
 	var caps map[string]any
 	e.do("GET", "/v2/capabilities", nil, &caps)
-	if _, ok := caps["mcp"]; !ok {
+	if m, ok := caps["mcp"].(map[string]any); !ok {
 		t.Errorf("capabilities lack mcp: %v", caps)
+	} else if where, _ := m["stdio"].(string); !strings.Contains(where, "inside the run's computer") {
+		// A sandbox's or desktop's stdio servers start inside it (TestMCPStdioInSandbox).
+		t.Errorf("capabilities say stdio MCP servers run %q", where)
 	}
 
 	e.startRun("mcp-agent", "m1", "Echo through MCP, please")

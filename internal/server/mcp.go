@@ -19,8 +19,8 @@ import (
 var mcpCapabilities = map[string]any{
 	"client":     "github.com/modelcontextprotocol/go-sdk",
 	"transports": []string{"stdio", "streamable-http"},
-	// Where a stdio server runs: on the runner, in the run folder (not inside the run's computer).
-	"stdio": "runner, in the run folder",
+	// Where a stdio server runs (internal/agent/incomputer.go decides).
+	"stdio": "inside the run's computer for a sandbox or desktop (in /workspace); on the runner, in the run folder, otherwise",
 	"tools": catalog.MCPName("SERVER", "TOOL"),
 }
 

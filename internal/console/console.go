@@ -270,7 +270,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 	render(w, runTmpl, map[string]any{"Run": run, "Steps": steps, "Events": events, "After": after, "Files": fileRows(name, files),
 		"Refresh": refresh, "Streaming": streaming, "View": pageView(run), "Script": scriptVersion,
 		"Approvals": approvals, "CSRF": csrfToken(r), "Screen": c.screenSection(run, steps), "Keys": screenKeyButtons,
-		"AnswerOpen": answerOpen, "Takeover": takingOver(run), "Learning": runLearningOf(run.Spec.Agent, events, approvals),
+		"AnswerOpen": answerOpen, "Takeover": takingOver(run), "Learning": runLearningOf(run.Spec.Agent, events, approvals, run.Status.PayloadsPurgedAt),
 		"Tree": c.workflowTree(r.Context(), run)})
 }
 

@@ -200,6 +200,10 @@ type runLearning struct {
 	// Committed is the commit of what the run kept ("" when it changed nothing).
 	Committed, CommitText string
 	Done                  bool
+	// Purged is when retention purged the run's payloads, events' data included: the record
+	// above is gone with it, and Said keeps what the learning events' messages still say.
+	Purged string
+	Said   []string
 }
 
 type openedNote struct{ Path, ETag, Step string }
@@ -216,8 +220,10 @@ type learnItem struct {
 }
 
 // runLearningOf reads a run's learning record from its events and approvals (nil: not a
-// learning run). A drive taken up again says an item's outcome again; the last one holds.
-func runLearningOf(agent string, events []api.Event, approvals []Approval) *runLearning {
+// learning run). A drive taken up again says an item's outcome again; the last one holds. After
+// retention purged the run's payloads (purgedAt) the events' data is gone: the record keeps only
+// their messages, rather than read the missing data as "no notes" and "nothing proposed".
+func runLearningOf(agent string, events []api.Event, approvals []Approval, purgedAt *time.Time) *runLearning {
 	var rl *runLearning
 	item := func(i int) *learnItem {
 		for len(rl.Items) <= i {
@@ -231,6 +237,13 @@ func runLearningOf(agent string, events []api.Event, approvals []Approval) *runL
 		}
 		if rl == nil {
 			rl = &runLearning{Agent: agent}
+		}
+		if purgedAt != nil {
+			rl.Purged = purgedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+			if ev.Message != "" {
+				rl.Said = append(rl.Said, ev.Message)
+			}
+			continue
 		}
 		var d struct {
 			Commit    string          `json:"commit"`
@@ -312,7 +325,9 @@ func runLearningOf(agent string, events []api.Event, approvals []Approval) *runL
 
 // runLearningTmpl is the Learning section of a run's page (runTmpl calls it).
 var _ = template.Must(runTmpl.New("learning").Funcs(learningFuncs).Parse(`<h2 id="learning">Learning</h2>
-<p id="learning-given">Started from {{if .Commit}}commit <code title="{{.Commit}}">{{short .Commit}}</code>{{else}}an empty learning folder (no commit yet){{end}} of <a href="/agents/{{.Agent}}/learning">its agent's learning folder</a>, with {{len .Given}} notes in its instructions{{if .Given}}: {{range $i, $n := .Given}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}{{end}}.{{if .Skills}} Learned skills offered: {{range $i, $n := .Skills}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}.{{end}}{{if .Workflows}} Learned workflows offered: {{range $i, $n := .Workflows}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}.{{end}}{{if .LeftOut}} Left out: {{range $i, $n := .LeftOut}}{{if $i}}; {{end}}{{$n}}{{end}}.{{end}}</p>
+{{if .Purged}}<p id="learning-purged">This run's recorded payloads were purged on {{.Purged}} (retention), and with them the details of its learning record (the notes it was given and opened, each item of its proposal). What its timeline still says:</p>
+<ul id="learning-said">{{range .Said}}<li>{{.}}</li>{{end}}</ul>
+{{else}}<p id="learning-given">Started from {{if .Commit}}commit <code title="{{.Commit}}">{{short .Commit}}</code>{{else}}an empty learning folder (no commit yet){{end}} of <a href="/agents/{{.Agent}}/learning">its agent's learning folder</a>, with {{len .Given}} notes in its instructions{{if .Given}}: {{range $i, $n := .Given}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}{{end}}.{{if .Skills}} Learned skills offered: {{range $i, $n := .Skills}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}.{{end}}{{if .Workflows}} Learned workflows offered: {{range $i, $n := .Workflows}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}.{{end}}{{if .LeftOut}} Left out: {{range $i, $n := .LeftOut}}{{if $i}}; {{end}}{{$n}}{{end}}.{{end}}</p>
 <p id="learning-opened">{{if .Opened}}It opened {{range $i, $o := .Opened}}{{if $i}}, {{end}}<code>{{$o.Path}}</code> (step {{$o.Step}}){{end}}.{{else}}It opened no note.{{end}}</p>
 {{if .Refused}}<p class="wait" id="learning-refused">{{.Refused}}</p>
 {{else if .Proposed}}<table id="proposal"><tr><th>#</th><th>Proposed</th><th>Outcome</th><th>Why</th></tr>
@@ -320,4 +335,4 @@ var _ = template.Must(runTmpl.New("learning").Funcs(learningFuncs).Parse(`<h2 id
 <td class="phase">{{if eq .Outcome "waiting"}}waiting on <a href="#approval-{{.Approval}}">approval {{.Approval}}</a>{{else if eq .Outcome "dropped"}}dropped{{if .By}} by the {{.By}}{{end}}{{if .Approval}} (<a href="#approval-{{.Approval}}">approval {{.Approval}}</a>){{end}}{{else if eq .Outcome "refused"}}refused by the checks{{else}}{{.Outcome}}{{if .Approval}} after <a href="#approval-{{.Approval}}">approval {{.Approval}}</a>{{end}}{{end}}</td><td>{{.Reason}}</td></tr>
 {{else}}<tr><td colspan="4">It proposed nothing to keep.</td></tr>{{end}}</table>
 {{with .CommitText}}<p id="learning-committed">{{.}}</p>{{end}}
-{{else}}<p>It has not proposed what to keep yet: that is its last turn, once its job is done.</p>{{end}}`))
+{{else}}<p>It has not proposed what to keep yet: that is its last turn, once its job is done.</p>{{end}}{{end}}`))

@@ -90,8 +90,18 @@ func (d *drive) computerMounts() []computer.Mount {
 		add(computer.Mount{Source: installs, Target: installs})
 	}
 	home := harnessHome(d.e.DataDir, d.run.Metadata.Name)
+	// What in the home decides what the harness may do is shown read-only over it, since the
+	// agent's commands share the computer (harness.GuardMounts); without that the home is not
+	// shown at all, and the harness cannot start there.
 	if os.MkdirAll(home, 0o700) == nil {
-		add(computer.Mount{Source: home, Target: home, Writable: true})
+		if guards, err := harness.GuardMounts(home, harness.ConfigPaths(d.spec.Harness)); err != nil {
+			d.log.Warn("the harness home is not shown in the computer", "err", err)
+		} else {
+			add(computer.Mount{Source: home, Target: home, Writable: true})
+			for _, m := range guards {
+				add(m)
+			}
+		}
 	}
 	if gw, err := d.e.gateway(); err == nil && gw.SocketPath() != "" {
 		add(computer.Mount{Source: gw.SocketPath(), Target: gatewaySocket})

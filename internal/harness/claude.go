@@ -32,6 +32,19 @@ const claudeSettings = `{"disableSkillShellExecution": true, "disableAllHooks": 
 // ClaudeVersion is the pinned @anthropic-ai/claude-code version.
 const ClaudeVersion = "2.1.328"
 
+// configPaths: what Claude Code reads from its home that decides what it may do (see guard.go).
+// Its project and local settings (/workspace/.claude/settings*.json, which the agent's commands
+// can write) are not read (--setting-sources user), nor any CLAUDE.md
+// (CLAUDE_CODE_DISABLE_CLAUDE_MDS), nor an MCP configuration but ours (--strict-mcp-config); the
+// settings are also given on the command line (--settings), above every file.
+func (claude) configPaths() []ConfigPath {
+	ps := []ConfigPath{{Rel: ".claude/settings.json"}, {Rel: ".claude/CLAUDE.md"}, {Rel: "mcp.json"}}
+	for _, d := range []string{"skills", "agents", "commands", "output-styles", "plugins", "hooks"} {
+		ps = append(ps, ConfigPath{Rel: ".claude/" + d, Dir: true})
+	}
+	return ps
+}
+
 func (claude) Name() string { return "claude-agent" }
 func (claude) Wire() Wire   { return WireAnthropic }
 func (claude) Package() Package {
@@ -75,6 +88,7 @@ func (c claude) Start(ctx context.Context, s Session) (Process, error) {
 	}
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--permission-prompt-tool", "stdio", "--mcp-config", confPath, "--strict-mcp-config",
+		"--setting-sources", "user", "--settings", claudeSettings,
 		"--tools", builtin, "--allowedTools", strings.Join(allowed, ","), "--model", s.Model}
 	if strings.TrimSpace(s.Instructions) != "" {
 		args = append(args, "--append-system-prompt", s.Instructions)
@@ -99,6 +113,8 @@ func (c claude) Start(ctx context.Context, s Session) (Process, error) {
 		// another runner's data folder (a takeover would not replay), and the run keeps no memory
 		// of its own between runs.
 		"CLAUDE_CODE_DISABLE_AUTO_MEMORY=1",
+		// No CLAUDE.md: not the run folder's (the agent writes there), not its home's.
+		"CLAUDE_CODE_DISABLE_CLAUDE_MDS=1",
 		"CLAUDE_CODE_MAX_OUTPUT_TOKENS="+strconv.Itoa(s.MaxTokens))
 	cmd, err := s.Command(ctx, c.Name(), args, env)
 	if err != nil {

@@ -21,6 +21,15 @@ type codex struct{}
 // CodexVersion is the pinned @openai/codex version.
 const CodexVersion = "0.169.0"
 
+// configPaths: what Codex reads from CODEX_HOME that decides what it may do (see guard.go): its
+// config, hooks, global instructions, rules and skills. A project's .codex (in /workspace, which
+// the agent's commands can write) is read only for a project config.toml marks trusted, and ours
+// marks none; hooks are off on the command line too (-c features.hooks=false), above every file.
+func (codex) configPaths() []ConfigPath {
+	return []ConfigPath{{Rel: "codex/config.toml"}, {Rel: "codex/hooks.json"}, {Rel: "codex/AGENTS.md"},
+		{Rel: "codex/AGENTS.override.md"}, {Rel: "codex/rules", Dir: true}, {Rel: "codex/skills", Dir: true}}
+}
+
 func (codex) Name() string { return "codex" }
 func (codex) Wire() Wire   { return WireResponses }
 func (codex) Package() Package {
@@ -57,6 +66,10 @@ project_doc_max_bytes = 0
 include_environment_context = false
 [history]
 persistence = "none"
+# The working folder's own .codex (config.toml, hooks.json, skills: the agent's commands write
+# there) is not read: Codex reads a project's configuration only when it is trusted.
+[projects.%s]
+trust_level = "untrusted"
 [model_providers.agentrun]
 name = "agentrun gateway"
 base_url = %s
@@ -94,11 +107,12 @@ remote_plugin = false
 apps = false
 api_key_model_discovery = false
 goals = false
+hooks = false
 shell_tool = false
 unified_exec = false
 view_image = false
 image_generation = false
-`, tomlString(s.Model), tomlString(s.GatewayURL), codexTokenEnv, strings.Join(hdr, ", "),
+`, tomlString(s.Model), tomlString(s.Dir), tomlString(s.GatewayURL), codexTokenEnv, strings.Join(hdr, ", "),
 		s.MCPName, tomlString(s.MCPURL), codexTokenEnv)
 	return b.String()
 }
@@ -110,8 +124,10 @@ func (c codex) Start(ctx context.Context, s Session) (Process, error) {
 			return nil, fmt.Errorf("harness home: %w", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(s)), 0o600); err != nil {
-		return nil, fmt.Errorf("harness codex config: %w", err)
+	for name, b := range map[string]string{"config.toml": codexConfig(s), "hooks.json": `{"hooks": {}}` + "\n", "AGENTS.md": "", "AGENTS.override.md": ""} {
+		if err := os.WriteFile(filepath.Join(codexHome, name), []byte(b), 0o600); err != nil {
+			return nil, fmt.Errorf("harness codex config: %w", err)
+		}
 	}
 	// The run's skills where Codex's loader finds a user's (CODEX_HOME/skills): an input naming
 	// one as $NAME makes Codex put its SKILL.md into the conversation itself. Its list of skills
@@ -127,7 +143,7 @@ func (c codex) Start(ctx context.Context, s Session) (Process, error) {
 		"RUST_LOG=error")
 	// log_dir is Codex's default (CODEX_HOME/log), given on the command line so that ps (and the
 	// tests) see which run's folder a codex process belongs to.
-	args := []string{"app-server", "-c", "log_dir=" + tomlString(filepath.Join(codexHome, "log"))}
+	args := []string{"app-server", "-c", "log_dir=" + tomlString(filepath.Join(codexHome, "log")), "-c", "features.hooks=false"}
 	cmd, err := s.Command(ctx, c.Name(), args, env)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,21 @@ const OpenCodeSkillTool = "skill"
 // OpenCodeVersion is the pinned opencode-ai version.
 const OpenCodeVersion = "1.18.33"
 
+// configPaths: what OpenCode reads from its home that decides what it may do (see guard.go): the
+// config OPENCODE_CONFIG names and its instructions, and in its config folder the global config,
+// the plugin package files, skills, agents, commands, modes, plugins and tools. A project's config
+// is not read (OPENCODE_DISABLE_PROJECT_CONFIG).
+func (opencode) configPaths() []ConfigPath {
+	ps := []ConfigPath{{Rel: "opencode.json"}, {Rel: "agentrun-instructions.md"}}
+	for _, f := range []string{"opencode.json", "opencode.jsonc", "config.json", "package.json", "package-lock.json", "AGENTS.md"} {
+		ps = append(ps, ConfigPath{Rel: ".config/opencode/" + f})
+	}
+	for _, d := range []string{"skills", "skill", "agent", "agents", "command", "commands", "mode", "modes", "plugin", "plugins", "tool", "tools"} {
+		ps = append(ps, ConfigPath{Rel: ".config/opencode/" + d, Dir: true})
+	}
+	return ps
+}
+
 func (opencode) Name() string { return "opencode" }
 func (opencode) Wire() Wire   { return WireAnthropic }
 func (opencode) Package() Package {
@@ -53,6 +68,9 @@ func (d opencode) Start(ctx context.Context, s Session) (Process, error) {
 	files := map[string][]byte{
 		filepath.Join(cfgDir, "package.json"):      []byte(plugin + "\n"),
 		filepath.Join(cfgDir, "package-lock.json"): []byte(`{"packages":{"":` + plugin + `}}` + "\n"),
+		// Its global config files, empty: ours is the one OPENCODE_CONFIG names.
+		filepath.Join(cfgDir, "opencode.json"): []byte("{}\n"), filepath.Join(cfgDir, "opencode.jsonc"): []byte("{}\n"),
+		filepath.Join(cfgDir, "config.json"): []byte("{}\n"), filepath.Join(cfgDir, "AGENTS.md"): nil,
 	}
 	off := map[string]bool{}
 	for _, t := range opencodeTools {

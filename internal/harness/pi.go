@@ -24,6 +24,14 @@ const PiVersion = "0.73.1"
 //go:embed pi_extension.ts
 var piExtension []byte
 
+// configPaths: what pi reads from its home that decides what it may do (see guard.go): its
+// agent folder's models and settings, the extension that gives it the run's tools and that
+// extension's configuration, and its skills.
+func (pi) configPaths() []ConfigPath {
+	return []ConfigPath{{Rel: "pi-agent/models.json"}, {Rel: "pi-agent/settings.json"}, {Rel: "pi-agent/skills", Dir: true},
+		{Rel: "pi-agent/extensions", Dir: true}, {Rel: "pi-agent/AGENTS.md"}, {Rel: "agentrun-pi.ts"}, {Rel: "agentrun-pi.json"}}
+}
+
 func (pi) Name() string { return "pi" }
 func (pi) Wire() Wire   { return WireAnthropic }
 func (pi) Package() Package {

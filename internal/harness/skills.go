@@ -21,12 +21,20 @@ type SkillFile struct {
 }
 
 // WriteSkills makes dir hold exactly skills, each in dir/NAME/ (what an earlier start wrote there
-// is removed first), so the harness's own skill loader finds them where its documentation says.
+// is removed first, but not dir itself: a computer may show that folder read-only, and a mount
+// shows the folder it was made on), so the harness's own skill loader finds them where its
+// documentation says.
 // Names and paths were checked when the skill was stored; one that would leave its folder is
 // refused here too.
 func WriteSkills(dir string, skills []Skill) error {
-	if err := os.RemoveAll(dir); err != nil {
+	old, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("skill folder %s: %w", dir, err)
+	}
+	for _, e := range old {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("skill folder %s: %w", dir, err)
+		}
 	}
 	if len(skills) == 0 {
 		return nil

@@ -9,7 +9,7 @@ func (s *Store) CancelRequested(ctx context.Context, runs []string) ([]string, e
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	rows, err := s.read.Query(ctx, `SELECT name FROM runs WHERE cancel_requested AND name = ANY($1)`, runs)
+	rows, err := s.ctl.Query(ctx, `SELECT name FROM runs WHERE cancel_requested AND name = ANY($1)`, runs)
 	if err != nil {
 		return nil, fmt.Errorf("cancel requests: %w", err)
 	}

@@ -104,7 +104,7 @@ func scanFile(row pgx.Row) (store.File, error) {
 
 // Heartbeat registers a runner or refreshes its entry; HeartbeatAt is the database's now().
 func (s *Store) Heartbeat(ctx context.Context, r store.RunnerInfo) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.ctlTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO runners (name, version, host, pid, started_at, heartbeat_at, runs_held)
 			VALUES ($1, $2, $3, $4, $5, now(), $6)
 			ON CONFLICT (name) DO UPDATE SET version = EXCLUDED.version, host = EXCLUDED.host, pid = EXCLUDED.pid,

@@ -52,7 +52,7 @@ func (s *Store) ClaimRuns(ctx context.Context, owner string, max int, ttl time.D
 		return nil, nil
 	}
 	var out []store.Lease
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.ctlTx(ctx, func(tx pgx.Tx) error {
 		out = out[:0]
 		rows, err := tx.Query(ctx, claimSQL, owner, micros(ttl), max)
 		if err != nil {
@@ -78,7 +78,7 @@ func (s *Store) ClaimRuns(ctx context.Context, owner string, max int, ttl time.D
 // ExpireLeases ends every lease held by owner so its runs are claimable at once.
 func (s *Store) ExpireLeases(ctx context.Context, owner string) (int, error) {
 	var n int64
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.ctlTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE runs SET lease_expires_at = now() - interval '1 millisecond' WHERE lease_owner = $1`, owner)
 		if err != nil {
 			return err
@@ -135,7 +135,7 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 			names[i], owners[i], gens[i] = l.Run, l.Owner, l.Generation
 		}
 		var got []held
-		err := s.pipe(ctx, func(b *pgx.Batch) {
+		err := pipeOn(ctx, s.ctlPool, func(b *pgx.Batch) {
 			got = got[:0]
 			b.Queue(renewSQL, names, owners, gens, micros(ttl)).Query(func(rows pgx.Rows) error {
 				for rows.Next() {

@@ -40,8 +40,13 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	// commitPool holds the group committers' connections (one each), so a commit never queues
-	// behind the reads waiting for pool.
+	// behind the reads waiting for pool; ctlPool (ctl for its reads) the runner's claims, lease
+	// renewals, heartbeats and cancellation checks, so that a runner busy with thousands of runs
+	// still renews their leases in time (queued behind the runs' reads, a renewal of 4,000 leases
+	// outlasted the runner's 5 s bound and every run it held was self-fenced).
 	commitPool *pgxpool.Pool
+	ctlPool    *pgxpool.Pool
+	ctl        reads
 	// read runs the statements outside a transaction (reads, mostly) on pool.
 	read   reads
 	wake   *wake.Waker
@@ -115,6 +120,16 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
 	}
+	kcfg := cfg.Copy()
+	kcfg.MaxConns, kcfg.MinConns = int32(min(2, int(cfg.MaxConns))), 0
+	kcfg.ConnConfig.RuntimeParams["application_name"] += " (leases)"
+	if s.ctlPool, err = pgxpool.NewWithConfig(ctx, kcfg); err != nil {
+		s.commitPool.Close()
+		lis.stop()
+		pool.Close()
+		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
+	}
+	s.ctl = reads{s.ctlPool}
 	s.events = newEventNotifier(s)
 	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.commits, s.workKick = make(chan *commitReq), make(chan struct{}, 1)
@@ -153,6 +168,9 @@ func (s *Store) Close() error {
 		if s.commitPool != nil {
 			s.commitPool.Close()
 		}
+		if s.ctlPool != nil {
+			s.ctlPool.Close()
+		}
 		s.pool.Close()
 	})
 	return nil
@@ -167,7 +185,17 @@ const maxAttempts = 4
 // again, a few times, in a new transaction; fn must therefore only act through tx. A COMMIT whose
 // outcome is unknown is never retried.
 func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return retry(ctx, func() (error, bool) { return s.tryTx(ctx, fn) })
+	return txOn(ctx, s.pool, fn)
+}
+
+// ctlTx is tx on the runner control connections (ctlPool).
+func (s *Store) ctlTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return txOn(ctx, s.ctlPool, fn)
+}
+
+// txOn is tx on the given pool.
+func txOn(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return retry(ctx, func() (error, bool) { return tryTx(ctx, pool, fn) })
 }
 
 // retry runs try until it succeeds, fails in a way that may have applied something (a failure
@@ -197,8 +225,8 @@ func retry(ctx context.Context, try func() (err error, committing bool)) error {
 	}
 }
 
-func (s *Store) tryTx(ctx context.Context, fn func(pgx.Tx) error) (err error, committing bool) {
-	tx, err := s.pool.Begin(ctx)
+func tryTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) (err error, committing bool) {
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return err, false
 	}

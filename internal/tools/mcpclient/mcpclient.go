@@ -29,8 +29,9 @@ import (
 // OpenSecret returns a sealed secret's key/value pairs (secret.Opener.Open).
 type OpenSecret func(ctx context.Context, name string) (map[string]string, error)
 
-// ConnectTimeout bounds starting a server and its initialize handshake.
-const ConnectTimeout = 30 * time.Second
+// ConnectTimeout bounds starting a server and its initialize handshake, and listing its tools
+// (a variable for the tests).
+var ConnectTimeout = 30 * time.Second
 
 // passEnv are the runner's variables a stdio server gets besides its own env: enough to find
 // its interpreter and a home, nothing more (the runner's model keys stay with the runner).
@@ -180,6 +181,10 @@ func connect(ctx context.Context, at string, srv api.MCPServer, open OpenSecret,
 	if err != nil {
 		if c, ok := t.(*mcp.IOTransport); ok {
 			c.Reader.Close() // the spawned server, which did not answer
+		}
+		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			// Say what was waited on, not just "context deadline exceeded".
+			err = fmt.Errorf("it did not answer MCP's initialize request within %s (%w)", ConnectTimeout, err)
 		}
 		return nil, fmt.Errorf("MCP server %s did not start: %w%s", srv.Name, err, stderrOf(stderr))
 	}

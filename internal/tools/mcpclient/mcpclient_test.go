@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -120,5 +121,17 @@ func TestStdioDoesNotStart(t *testing.T) {
 	_, _, err := List(context.Background(), "spec.mcpServers[0]", srv, t.TempDir(), nil)
 	if err == nil || !strings.Contains(err.Error(), "did not start") || !strings.Contains(err.Error(), "broken config") {
 		t.Fatalf("want did not start with its stderr, got %v", err)
+	}
+}
+
+// A stdio server that never answers initialize is refused saying what it was waited on and how
+// long, not just that a deadline passed.
+func TestStdioNeverAnswers(t *testing.T) {
+	defer func(d time.Duration) { ConnectTimeout = d }(ConnectTimeout)
+	ConnectTimeout = 300 * time.Millisecond
+	srv := api.MCPServer{Name: "mute", Command: "sleep", Args: []string{"60"}}
+	_, _, err := List(context.Background(), "spec.mcpServers[0]", srv, t.TempDir(), nil)
+	if err == nil || !strings.Contains(err.Error(), "MCP server mute did not start: it did not answer MCP's initialize request within 300ms") {
+		t.Fatalf("want the initialize request and the wait named, got %v", err)
 	}
 }

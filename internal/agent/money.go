@@ -352,6 +352,9 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 		if err := d.guard(ctx, key, req, nil, routerModel); err != nil {
 			return turnState{}, err
 		}
+		// Its reservation stops counting as in flight once the call is recorded (or not made):
+		// left open, the turn's own model call counted the router's worst case a second time.
+		defer d.settle(key)
 		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (" + routerModel + ")", Args: map[string]any{"families": allowed, "model": routerModel}, HashOf: req, Safe: true, Bill: true},
 			func(ctx context.Context) (any, *int64, error) {
 				fallback := func(why string) routeResult {

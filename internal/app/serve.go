@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -292,7 +293,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err != nil {
 				return err
 			}
-			base := "http://" + ln.Addr().String()
+			base := linkURL(ln.Addr())
 			models := model.ConfigFromEnv(os.Getenv, &http.Client{Timeout: 10 * time.Minute})
 			moneyDesc, err := ro.loadMoney(dir)
 			if err != nil {
@@ -452,4 +453,14 @@ func newDevCmd() *cobra.Command {
 	ms.MarkFlagRequired("script")
 	dev.AddCommand(ms, newInstallHarnessesCmd())
 	return dev
+}
+
+// linkURL is the base of the links the server gives people (the console's, a run's console_url,
+// a trigger's webhook URL, server.json): its listening address, but loopback for a wildcard
+// (--host 0.0.0.0 or ::, as in a container), whose own address http://[::]:7340 is no link.
+func linkURL(a net.Addr) string {
+	if t, ok := a.(*net.TCPAddr); ok && t.IP.IsUnspecified() {
+		return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(t.Port))
+	}
+	return "http://" + a.String()
 }

@@ -1,0 +1,30 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"agentrun.dev/agentrun/internal/api"
+)
+
+// TestServeWildcardLinks: a server listening on every interface (--host 0.0.0.0, as in the
+// compose file's and the chart's containers) prints a console link a person can open
+// (loopback, not http://[::]:PORT) and gives runs console URLs on it.
+func TestServeWildcardLinks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "entries:\n  - name: any\n    match: \"*\"\n    turns:\n      - text: done\n")
+	e.startWith([]string{"serve", "--listen", "0.0.0.0:0", "--router", "rules"})
+	if !strings.HasPrefix(e.url, "http://127.0.0.1:") {
+		t.Fatalf("server.json's url is %q, want a loopback link", e.url)
+	}
+	if !strings.Contains(e.stderr.String(), "console:   "+e.url+"/") {
+		t.Errorf("the server's log does not give the console link %s/:\n%s", e.url, e.stderr.String())
+	}
+	e.do("PUT", "/v2/agents/plain", `{"metadata":{"name":"plain"},"spec":{"computer":{"kind":"none"}}}`, nil)
+	e.startRun("plain", "p1", "hello")
+	r := e.waitPhase("p1", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.ConsoleURL != e.url+"/runs/p1" {
+		t.Errorf("the run's console URL is %q, want %s/runs/p1", r.Status.ConsoleURL, e.url)
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // ErrInUse is returned by ResealSecrets while a serve or runner process holds the store in use.
@@ -25,4 +26,33 @@ type Resealer interface {
 	// holds the store in use. written, when not nil, is called after each value written. It
 	// returns how many secrets were resealed.
 	ResealSecrets(ctx context.Context, reseal func(name string, sealed []byte) ([]byte, error), written func(done, total int)) (int, error)
+}
+
+// Sealed is one secret's sealed value as a backend read it for a reseal.
+type Sealed struct {
+	Name  string
+	Value []byte
+}
+
+// ResealAll is a reseal's rule inside the backend's transaction, for both backends: every value
+// is resealed (reseal) before any is written (write), so an old key that opens one value but not
+// the next writes nothing; written reports each value written. It returns how many were.
+func ResealAll(vals []Sealed, reseal func(name string, sealed []byte) ([]byte, error), write func(name string, sealed []byte) error, written func(done, total int)) (int, error) {
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		b, err := reseal(v.Name, v.Value)
+		if err != nil {
+			return 0, err
+		}
+		out[i] = b
+	}
+	for i, v := range vals {
+		if err := write(v.Name, out[i]); err != nil {
+			return 0, fmt.Errorf("write secret %s: %w", v.Name, err)
+		}
+		if written != nil {
+			written(i+1, len(vals))
+		}
+	}
+	return len(vals), nil
 }

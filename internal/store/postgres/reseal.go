@@ -121,36 +121,24 @@ func (s *Store) ResealSecrets(ctx context.Context, reseal func(name string, seal
 		if err != nil {
 			return err
 		}
-		var names []string
-		var vals [][]byte
+		var vals []store.Sealed
 		for rows.Next() {
-			var name string
-			var sealed []byte
-			if err := rows.Scan(&name, &sealed); err != nil {
+			var v store.Sealed
+			if err := rows.Scan(&v.Name, &v.Value); err != nil {
 				rows.Close()
 				return err
 			}
-			names, vals = append(names, name), append(vals, sealed)
+			vals = append(vals, v)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for i := range vals {
-			if vals[i], err = reseal(names[i], vals[i]); err != nil {
-				return err
-			}
-		}
-		for i := range vals {
-			if _, err := tx.Exec(ctx, `UPDATE secrets SET sealed = $2 WHERE name = $1`, names[i], vals[i]); err != nil {
-				return fmt.Errorf("write secret %s: %w", names[i], err)
-			}
-			if written != nil {
-				written(i+1, len(vals))
-			}
-		}
-		n = len(vals)
-		return nil
+		n, err = store.ResealAll(vals, reseal, func(name string, sealed []byte) error {
+			_, err := tx.Exec(ctx, `UPDATE secrets SET sealed = $2 WHERE name = $1`, name, sealed)
+			return err
+		}, written)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("reseal secrets: %w", err)

@@ -617,3 +617,27 @@ func TestClaudeReplayDiverged(t *testing.T) {
 		t.Errorf("the diverged call reached the model server: turn 0 called %d times", n)
 	}
 }
+
+// A model the price table lacks, allowed by allowUnpricedModels, runs on claude-agent with its
+// cost unknown, as on builtin. Claude Code sends a model it does not know a mid-conversation
+// system message (its environment block), which the scripted server, as the vendor, takes.
+func TestClaudeUnpricedModel(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, claudeScript)
+	e.start()
+	if st := e.do("PUT", "/v2/agents/newer", `{"metadata":{"name":"newer"},"spec":{"harness":"claude-agent",
+  "model":{"name":"claude-mystery-9"},"allowUnpricedModels":true,"tools":["write"]}}`, nil); st != 201 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"u1"},"spec":{"agent":"newer","input":"Say hello"}}`, nil)
+	r := e.waitPhase("u1", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseWaiting)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "hello from the scripted model" {
+		t.Fatalf("run is %s %s (%s), answer %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+	}
+	if c := r.Status.Cost; c == nil || c.TotalUSD != "unknown" {
+		t.Errorf("cost = %+v, want unknown", c)
+	}
+	if tr := r.Status.Turns; len(tr) != 1 || tr[0].CostUSD != "unknown" || tr[0].Model != "claude-mystery-9" {
+		t.Errorf("turns = %+v", tr)
+	}
+}

@@ -275,6 +275,12 @@ func TestRequestChecks(t *testing.T) {
 			antKey, 200, `{"input_tokens":10}`},
 		{"count_tokens no key", "/v1/messages/count_tokens", `{}`, nil, 401, `"type":"authentication_error"`},
 		{"count_tokens bad messages", "/v1/messages/count_tokens", `{"model":"m","messages":"x"}`, antKey, 400, "invalid_request_error"},
+		// A mid-conversation system message, as Claude Code sends to a model it does not know (its
+		// environment block after the prompt): read as input, not a user or assistant turn.
+		{"mid-conversation system", "/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"use tools"},
+			{"role":"system","content":[{"type":"text","text":"# Environment"}]}]}`, antKey, 200, `"text":"Let me look."`},
+		{"unknown role", "/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"tool","content":"x"}]}`, antKey, 400,
+			`messages.0.role: must be user, assistant or system, not \"tool\"`},
 	}
 	for _, tc := range cases {
 		status, body := post(t, url+tc.path, tc.body, tc.headers)

@@ -153,8 +153,11 @@ func parseAnthropic(body []byte) (*conversation, error) {
 			c.assistants++
 		case "user":
 			c.noteUser(text, hasText)
+		case "system":
+			// A mid-conversation system message (Claude Code sends its environment block so to a
+			// model it does not know): input the model reads, neither a user's nor a turn.
 		default:
-			return nil, fmt.Errorf("messages.%d.role: must be user or assistant, not %q", i, m.Role)
+			return nil, fmt.Errorf("messages.%d.role: must be user, assistant or system, not %q", i, m.Role)
 		}
 	}
 	return c, nil

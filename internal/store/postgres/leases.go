@@ -102,23 +102,36 @@ func (s *Store) ExpireLeases(ctx context.Context, owner string) (int, error) {
 const renewChunk = 1000
 
 // renewSQL extends the leases ($1 runs, $2 owners, $3 generations) still held by $4
-// microseconds from now, locking their rows in name order first (as group commits do, so the two
-// never deadlock), and returns the runs and generations renewed.
+// microseconds from now and returns the runs and generations renewed. Its rows are locked in
+// name order first (a SELECT ... ORDER BY name FOR UPDATE the UPDATE joins), as group commits
+// lock them, so the two never deadlock; with SKIP LOCKED (renewSkipSQL) rows another transaction
+// holds are left for a later pass instead of waited for.
 const renewSQL = `
 WITH k AS (
 	SELECT r.name FROM runs r
 	JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS l (name, owner, gen)
 		ON r.name = l.name AND r.lease_owner = l.owner AND r.lease_generation = l.gen
 	ORDER BY r.name
-	FOR UPDATE OF r)
+	FOR UPDATE OF r%s)
 UPDATE runs SET lease_expires_at = now() + $4::bigint * interval '1 microsecond'
 FROM k WHERE runs.name = k.name
 RETURNING runs.name, runs.lease_generation`
 
+var (
+	renewWaitSQL = fmt.Sprintf(renewSQL, "")
+	renewSkipSQL = fmt.Sprintf(renewSQL, " SKIP LOCKED")
+)
+
+// renewPasses is how many passes skip the rows a commit in flight holds before the last pass
+// waits for them.
+const renewPasses = 4
+
 // RenewLeases extends the given leases by ttl from now (database clock) and returns those no
 // longer held: one statement per renewChunk leases (a runner holding 10,000 runs renewed them
 // with 10,000 updates, slower than the runner's 5 s bound on a loaded machine, and then
-// self-fenced them all).
+// self-fenced them all). The first passes skip rows locked by the runs' own commits in flight
+// (waiting for each in turn, a renewal of thousands of busy runs outlasted that bound too) and
+// take them 10 ms later; the last pass waits for what is left.
 func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) ([]store.Lease, error) {
 	if len(leases) == 0 {
 		return nil, nil
@@ -128,31 +141,57 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 		gen int64
 	}
 	renewed := map[held]bool{}
-	for start := 0; start < len(leases); start += renewChunk {
-		chunk := leases[start:min(start+renewChunk, len(leases))]
-		names, owners, gens := make([]string, len(chunk)), make([]string, len(chunk)), make([]int64, len(chunk))
-		for i, l := range chunk {
-			names[i], owners[i], gens[i] = l.Run, l.Owner, l.Generation
+	left := leases
+	for pass := 1; len(left) > 0; pass++ {
+		q := renewSkipSQL
+		if pass > renewPasses {
+			q = renewWaitSQL
 		}
-		var got []held
-		err := pipeOn(ctx, s.ctlPool, func(b *pgx.Batch) {
-			got = got[:0]
-			b.Queue(renewSQL, names, owners, gens, micros(ttl)).Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var h held
-					if err := rows.Scan(&h.run, &h.gen); err != nil {
-						return err
+		for start := 0; start < len(left); start += renewChunk {
+			chunk := left[start:min(start+renewChunk, len(left))]
+			names, owners, gens := make([]string, len(chunk)), make([]string, len(chunk)), make([]int64, len(chunk))
+			for i, l := range chunk {
+				names[i], owners[i], gens[i] = l.Run, l.Owner, l.Generation
+			}
+			var got []held
+			err := pipeOn(ctx, s.ctlPool, func(b *pgx.Batch) {
+				got = got[:0]
+				b.Queue(q, names, owners, gens, micros(ttl)).Query(func(rows pgx.Rows) error {
+					for rows.Next() {
+						var h held
+						if err := rows.Scan(&h.run, &h.gen); err != nil {
+							return err
+						}
+						got = append(got, h)
 					}
-					got = append(got, h)
-				}
-				return rows.Err()
+					return rows.Err()
+				})
 			})
-		})
-		if err != nil {
-			return nil, fmt.Errorf("renew %d leases: %w", len(leases), err)
+			if err != nil {
+				return nil, fmt.Errorf("renew %d leases: %w", len(leases), err)
+			}
+			for _, h := range got {
+				renewed[h] = true
+			}
 		}
-		for _, h := range got {
-			renewed[h] = true
+		if pass > renewPasses {
+			break
+		}
+		var next []store.Lease
+		for _, l := range left {
+			if !renewed[held{l.Run, l.Generation}] {
+				next = append(next, l)
+			}
+		}
+		left = next
+		if len(left) > 0 {
+			t := time.NewTimer(10 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("renew %d leases: %w", len(leases), ctx.Err())
+			case <-t.C:
+			}
 		}
 	}
 	var lost []store.Lease

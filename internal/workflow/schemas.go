@@ -82,19 +82,11 @@ func metaschemaErrors(d *doc, s *value, ptr string, err error) bool {
 	if !errors.As(err, &sve) || !errors.As(sve.Err, &ve) {
 		return false
 	}
-	seen := map[string]bool{}
 	n := 0
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
+	for _, e := range leafErrors(ve) {
 		loc := e.InstanceLocation
 		if len(loc) < 2 || loc[0] != "definitions" {
-			return
+			continue
 		}
 		id := loc[1]
 		at, v := ptr+"/"+escapePtr(id), s.get(id)
@@ -104,22 +96,16 @@ func metaschemaErrors(d *doc, s *value, ptr string, err error) bool {
 				v = next
 			}
 		}
-		if seen[at] || v == nil {
-			return // an anyOf's alternatives fail at one place: its first reason is enough
+		if v == nil {
+			continue
 		}
-		seen[at] = true
 		n++
 		where := strings.TrimPrefix(at, ptr+"/"+escapePtr(id))
 		if where == "" {
 			where = "/"
 		}
-		reason := "it does not match the metaschema"
-		if u := e.BasicOutput(); u.Error != nil {
-			reason = u.Error.String()
-		}
-		d.sh.add(v.off, at, CodeSchemaInvalid, "schema %q is not valid JSON Schema (draft 7) at %s: %s", id, where, reason)
+		d.sh.add(v.off, at, CodeSchemaInvalid, "schema %q is not valid JSON Schema (draft 7) at %s: %s", id, where, leafReason(e))
 	}
-	walk(ve)
 	return n > 0
 }
 
@@ -192,11 +178,52 @@ func (s *schemaSet) check(id string, v any) error {
 	if err := sch.Validate(inst); err != nil {
 		var ve *jsonschema.ValidationError
 		if ok := asVE(err, &ve); ok {
+			// Each place that fails with its reason ("at /website: got number, want string"),
+			// without the library's preamble naming the document's internal schema URL.
+			var reasons []string
+			for _, l := range leafErrors(ve) {
+				at := "/" + strings.Join(l.InstanceLocation, "/")
+				reasons = append(reasons, "at "+at+": "+leafReason(l))
+			}
+			if len(reasons) > 0 {
+				return fmt.Errorf("%s", strings.Join(reasons, "; "))
+			}
 			return fmt.Errorf("%s", strings.Join(strings.Fields(ve.Error()), " "))
 		}
 		return err
 	}
 	return nil
+}
+
+// leafErrors are the failures at the bottom of a validation error's tree, one per place (an
+// anyOf's alternatives fail at one place: its first reason is kept).
+func leafErrors(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	var out []*jsonschema.ValidationError
+	seen := map[string]bool{}
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		at := strings.Join(e.InstanceLocation, "/")
+		if !seen[at] {
+			seen[at] = true
+			out = append(out, e)
+		}
+	}
+	walk(ve)
+	return out
+}
+
+// leafReason is what a leaf failure says, in the library's words.
+func leafReason(e *jsonschema.ValidationError) string {
+	if u := e.BasicOutput(); u.Error != nil {
+		return u.Error.String()
+	}
+	return "it does not match the schema"
 }
 
 func asVE(err error, ve **jsonschema.ValidationError) bool {

@@ -114,3 +114,28 @@ func TestSchemaInvalidAtItsPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckInputSaysWhere: a value that does not match its schema is refused naming each place
+// and why, without the schema library's preamble (the document's internal schema URL).
+func TestCheckInputSaysWhere(t *testing.T) {
+	raw, err := os.ReadFile("testdata/conformance/001-seed-read-site.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, errs := Validate(raw, Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for in, want := range map[string]string{
+		"number": `the input does not match schema "In": at /website: got number, want string`,
+		"none":   `the input does not match schema "In": at /: missing property 'website'`,
+	} {
+		v := map[string]any{"website": 5}
+		if in == "none" {
+			v = map[string]any{}
+		}
+		if err := w.CheckInput(v); err == nil || err.Error() != want {
+			t.Errorf("input %s: %v, want %s", in, err, want)
+		}
+	}
+}

@@ -110,7 +110,8 @@ func ParseSkillFrontMatter(md []byte) (SkillFrontMatter, *Error) {
 		rest = next
 	}
 	var raw map[string]any
-	if err := yaml.Unmarshal(head, &raw); err != nil {
+	// Strict: a key given twice is refused, as in every YAML and JSON body (the last would win).
+	if err := yaml.UnmarshalStrict(head, &raw); err != nil {
 		return fm, Invalid(SkillFileName, "SKILL.md's front matter is not YAML: %v", err)
 	}
 	str := func(k string) (string, *Error) {

@@ -33,6 +33,7 @@ func TestDefaultAndValidateSkill(t *testing.T) {
 		{"no front matter", skillWith(md("# Forms\n")), "Invalid", "SKILL.md"},
 		{"unclosed", skillWith(md("---\nname: x\ndescription: y\n")), "Invalid", "SKILL.md"},
 		{"not YAML", skillWith(md("---\nname: [x\n---\n")), "Invalid", "SKILL.md"},
+		{"a key twice", skillWith(md("---\nname: x\nname: y\ndescription: d\n---\n")), "Invalid", "SKILL.md"},
 		{"no name", skillWith(md("---\ndescription: y\n---\n")), "Required", "SKILL.md: name"},
 		{"bad name", skillWith(md("---\nname: PDF Forms\ndescription: y\n---\n")), "Invalid", "SKILL.md: name"},
 		{"empty description", skillWith(md("---\nname: x\ndescription: ''\n---\n")), "Invalid", "SKILL.md: description"},

@@ -28,3 +28,28 @@ func TestServeWildcardLinks(t *testing.T) {
 		t.Errorf("the run's console URL is %q, want %s/runs/p1", r.Status.ConsoleURL, e.url)
 	}
 }
+
+// TestServePublicURL: behind a proxy or on Render the links the server gives people are on the
+// URL they reach it at (--public-url, $AGENTRUN_PUBLIC_URL, or Render's $RENDER_EXTERNAL_URL),
+// while server.json keeps the local address the CLI on this machine uses.
+func TestServePublicURL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "entries:\n  - name: any\n    match: \"*\"\n    turns:\n      - text: done\n")
+	e.startWith([]string{"serve", "--listen", "0.0.0.0:0", "--router", "rules"}, "RENDER_EXTERNAL_URL=https://agentrun-x.onrender.com/")
+	if !strings.HasPrefix(e.url, "http://127.0.0.1:") {
+		t.Fatalf("server.json's url is %q, want the local address", e.url)
+	}
+	if !strings.Contains(e.stderr.String(), "console:   https://agentrun-x.onrender.com/\n") {
+		t.Errorf("the server's log does not give the public console link:\n%s", e.stderr.String())
+	}
+	e.do("PUT", "/v2/agents/plain", `{"metadata":{"name":"plain"},"spec":{"computer":{"kind":"none"}}}`, nil)
+	e.startRun("plain", "p1", "hello")
+	r := e.waitPhase("p1", 60*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.ConsoleURL != "https://agentrun-x.onrender.com/runs/p1" {
+		t.Errorf("the run's console URL is %q, want it on the public URL", r.Status.ConsoleURL)
+	}
+	bad := newEnv(t, "entries:\n  - name: any\n    match: \"*\"\n    turns:\n      - text: done\n")
+	if r := bad.cli(bad.dir, "serve", "--data", bad.dir, "--listen", "127.0.0.1:0", "--public-url", "ftp://x"); r.code == 0 || !strings.Contains(r.stderr, "--public-url \"ftp://x\"") {
+		t.Errorf("serve --public-url ftp://x: exit %d %s", r.code, r.stderr)
+	}
+}

@@ -247,6 +247,7 @@ func listen(host string, port int) (net.Listener, error) {
 func newServeCmd() *cobra.Command {
 	var (
 		data, host, runnerName, logLevel, listenAddr string
+		publicURL                                    string
 		port                                         int
 		noRunner                                     bool
 		retention                                    time.Duration
@@ -266,6 +267,10 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				return err
 			}
 			if err := checkRetention(retention); err != nil {
+				return err
+			}
+			links, err := checkPublicURL(publicURL)
+			if err != nil {
 				return err
 			}
 			dir, log, err := startProcess(data, logLevel)
@@ -294,6 +299,9 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				return err
 			}
 			base := linkURL(ln.Addr())
+			if links == "" {
+				links = base
+			}
 			models := model.ConfigFromEnv(os.Getenv, &http.Client{Timeout: 10 * time.Minute})
 			moneyDesc, err := ro.loadMoney(dir)
 			if err != nil {
@@ -332,7 +340,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if tokenFromEnv {
 				accounts.AcceptSetupToken(token)
 			}
-			srv := &server.Server{Store: st, Token: token, BaseURL: base, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(st),
+			srv := &server.Server{Store: st, Token: token, BaseURL: links, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(st),
 				Prices: ro.prices, Models: models, Seal: ro.seal,
 				Capabilities: map[string]any{
 					"version": version,
@@ -386,7 +394,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			}
 			defer os.Remove(filepath.Join(dir, "server.json"))
 
-			fmt.Fprintf(os.Stderr, "agentrun %s serving at %s\n  console:   %s/\n  API token: %s\n  store:     %s\n", version, base, base, filepath.Join(dir, "token"), storeDesc)
+			fmt.Fprintf(os.Stderr, "agentrun %s serving at %s\n  console:   %s/\n  API token: %s\n  store:     %s\n", version, base, links, filepath.Join(dir, "token"), storeDesc)
 			if tokenCreated {
 				// Shown once, when made, so a container's first log gives it (later: the token file).
 				fmt.Fprintf(os.Stderr, "  token:     %s  (made now and shown this once; kept in the token file above)\n", token)
@@ -424,6 +432,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 	f.BoolVar(&noRunner, "no-runner", false, "serve the API only; runners run elsewhere")
 	f.DurationVar(&retention, "retention", store.DefaultRetention, "purge a finished run's recorded payloads (steps' arguments and results, events' data, run folder) this long after it ends; 0 keeps them")
 	f.StringVar(&runnerName, "runner-name", "", "name of the in-process runner (default local)")
+	f.StringVar(&publicURL, "public-url", defaultPublicURL(), "the URL people reach this server at, behind a proxy or on a platform (https://agents.example.com): the base of the console link, runs' console_url and webhook URLs (default $AGENTRUN_PUBLIC_URL, else Render's $RENDER_EXTERNAL_URL, else the listening address)")
 	ro.flags(f)
 	ho.Flags(f)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
@@ -463,4 +472,26 @@ func linkURL(a net.Addr) string {
 		return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(t.Port))
 	}
 	return "http://" + a.String()
+}
+
+// defaultPublicURL is --public-url's default: $AGENTRUN_PUBLIC_URL, else $RENDER_EXTERNAL_URL
+// (Render sets it for a web service to its https://NAME.onrender.com URL).
+func defaultPublicURL() string {
+	if v := os.Getenv("AGENTRUN_PUBLIC_URL"); v != "" {
+		return v
+	}
+	return os.Getenv("RENDER_EXTERNAL_URL")
+}
+
+// checkPublicURL checks --public-url ("" when unset): an http or https URL with a host and no
+// query, written back without a trailing slash.
+func checkPublicURL(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	u, err := neturl.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("--public-url %q (or $AGENTRUN_PUBLIC_URL, $RENDER_EXTERNAL_URL): want an http or https URL with a host and no query, such as https://agents.example.com", v)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }

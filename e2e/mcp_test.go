@@ -383,3 +383,53 @@ func TestMCPHTTP(t *testing.T) {
 		t.Error("the server's log holds the secret")
 	}
 }
+
+const mcpEnvScript = `
+entries:
+  - name: env
+    match: "Show your environment"
+    turns:
+      - tool_calls:
+          - name: mcp__everything__get-env
+            input: {}
+      - text: "env: {{last_tool_result}}"
+`
+
+// A secret given to a stdio server in its env does not come back through the server: the real
+// server-everything's get-env returns its whole environment, and the tool's result (so the
+// model's context, the step and the answer) shows the reference where the value was.
+func TestMCPSecretEchoed(t *testing.T) {
+	t.Parallel()
+	npmDir := mcpNPMServers(t)
+	e := newEnv(t, mcpEnvScript)
+	modelURL, bodies := recordModel(t, e)
+	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+modelURL)
+	const secret = "env-secret-do-not-echo-7171"
+	if st := e.doAs(e.personSession(), "PUT", "/v2/secrets/env-token", `{"data":{"TOKEN":"`+secret+`"}}`, nil); st != 200 {
+		t.Fatalf("set the secret: HTTP %d", st)
+	}
+	everything := filepath.Join(npmDir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	agent := fmt.Sprintf(`{"metadata":{"name":"envy"},"spec":{"computer":{"kind":"none"},"approvals":"never-ask",
+  "mcpServers":[{"name":"everything","command":"node","args":[%q,"stdio"],"env":{"SHOP_TOKEN":"secret:env-token/TOKEN"},"tools":["get-env"]}]}}`, everything)
+	var apiErr api.Error
+	if st := e.do("PUT", "/v2/agents/envy", agent, &apiErr); st != 201 {
+		t.Fatalf("create agent: HTTP %d %+v", st, apiErr)
+	}
+	e.startRun("envy", "s1", "Show your environment")
+	if a := e.answerOf("s1"); !strings.Contains(a, `"SHOP_TOKEN": "[secret:env-token/TOKEN]"`) {
+		t.Errorf("the answer does not show the reference where the server echoed its env: %q", a)
+	}
+	evs, _ := json.Marshal(e.events("s1"))
+	steps, _ := json.Marshal(e.steps("s1"))
+	res, _ := json.Marshal(e.toolResults("s1"))
+	for what, b := range map[string][]byte{"timeline": evs, "steps": steps, "tool results": res} {
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("the secret is in the run's %s", what)
+		}
+	}
+	for _, b := range bodies() {
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("a model request carries the secret")
+		}
+	}
+}

@@ -39,8 +39,34 @@ var passEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "NODE
 
 // Session is a live connection to one MCP server.
 type Session struct {
-	Name string
-	cs   *mcp.ClientSession
+	Name    string
+	cs      *mcp.ClientSession
+	secrets redactor
+}
+
+// redactor replaces the values of the secrets a server was given (in its env or headers) in what
+// it says back: a tool's result, a description, its stderr. The server has them, but they must
+// not reach the model's context, the journal or the timeline (a server may echo its env).
+type redactor []opened
+
+// opened is one secret value and the reference it was opened from (secret:NAME/KEY).
+type opened struct{ ref, value string }
+
+// minRedact is the shortest secret value replaced; shorter ones would mangle ordinary text.
+const minRedact = 4
+
+// Redact returns s with each secret value (and its JSON-escaped form) replaced by its reference.
+func (r redactor) Redact(s string) string {
+	for _, o := range r {
+		if len(o.value) < minRedact {
+			continue
+		}
+		s = strings.ReplaceAll(s, o.value, "["+o.ref+"]")
+		if q, _ := json.Marshal(o.value); len(q) > 2 && string(q[1:len(q)-1]) != o.value {
+			s = strings.ReplaceAll(s, string(q[1:len(q)-1]), "["+o.ref+"]")
+		}
+	}
+	return s
 }
 
 // SecretError is a secret reference that could not be opened; Field names where it is.
@@ -56,7 +82,7 @@ func (e *SecretError) Error() string {
 func (e *SecretError) Unwrap() error { return e.Err }
 
 // resolve opens every secret reference among vals; the field of each is at+"."+key.
-func resolve(ctx context.Context, at string, vals map[string]string, open OpenSecret) (map[string]string, error) {
+func resolve(ctx context.Context, at string, vals map[string]string, open OpenSecret, red *redactor) (map[string]string, error) {
 	out := make(map[string]string, len(vals))
 	for k, v := range vals {
 		name, key, ok, err := api.ParseSecretRef(v)
@@ -79,6 +105,7 @@ func resolve(ctx context.Context, at string, vals map[string]string, open OpenSe
 			return nil, &SecretError{Field: at + "." + k, Secret: name, Err: fmt.Errorf("the secret has no key %q", key)}
 		}
 		out[k] = val
+		*red = append(*red, opened{ref: v, value: val})
 	}
 	return out, nil
 }
@@ -148,8 +175,9 @@ func (o spawnedOut) Close() error {
 func connect(ctx context.Context, at string, srv api.MCPServer, open OpenSecret, stdio func(env []string, stderr *tail) (mcp.Transport, error)) (*Session, error) {
 	var t mcp.Transport
 	var stderr *tail
+	var red redactor
 	if srv.Command != "" {
-		env, err := resolve(ctx, at+".env", srv.Env, open)
+		env, err := resolve(ctx, at+".env", srv.Env, open, &red)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +195,7 @@ func connect(ctx context.Context, at string, srv api.MCPServer, open OpenSecret,
 			return nil, err
 		}
 	} else {
-		headers, err := resolve(ctx, at+".headers", srv.Headers, open)
+		headers, err := resolve(ctx, at+".headers", srv.Headers, open, &red)
 		if err != nil {
 			return nil, err
 		}
@@ -186,9 +214,9 @@ func connect(ctx context.Context, at string, srv api.MCPServer, open OpenSecret,
 			// Say what was waited on, not just "context deadline exceeded".
 			err = fmt.Errorf("it did not answer MCP's initialize request within %s (%w)", ConnectTimeout, err)
 		}
-		return nil, fmt.Errorf("MCP server %s did not start: %w%s", srv.Name, err, stderrOf(stderr))
+		return nil, errors.New(red.Redact(fmt.Sprintf("MCP server %s did not start: %v%s", srv.Name, err, stderrOf(stderr))))
 	}
-	return &Session{Name: srv.Name, cs: cs}, nil
+	return &Session{Name: srv.Name, cs: cs, secrets: red}, nil
 }
 
 // Mounts are what a run's computer must show for a stdio server to start in it: for each
@@ -265,6 +293,7 @@ func (s *Session) Tools(ctx context.Context) ([]catalog.MCPTool, []api.MCPTool, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("MCP server %s: tool %s: its input schema: %w", s.Name, t.Name, err)
 		}
+		t.Description = s.secrets.Redact(t.Description)
 		ct := catalog.MCPTool{Name: t.Name, Description: t.Description, Schema: schema}
 		if a := t.Annotations; a != nil {
 			ct.ReadOnly, ct.Idempotent = a.ReadOnlyHint, a.IdempotentHint
@@ -295,9 +324,9 @@ func (s *Session) Call(ctx context.Context, tool string, args json.RawMessage) (
 	}
 	r, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
 	if err != nil {
-		return Result{}, fmt.Errorf("MCP server %s: call %s: %w", s.Name, tool, err)
+		return Result{}, fmt.Errorf("MCP server %s: call %s: %s", s.Name, tool, s.secrets.Redact(err.Error()))
 	}
-	return Result{Content: contentText(r), IsError: r.IsError}, nil
+	return Result{Content: s.secrets.Redact(contentText(r)), IsError: r.IsError}, nil
 }
 
 // contentText is a call's content as text: text as is, other kinds described, then the

@@ -135,3 +135,43 @@ func TestStdioNeverAnswers(t *testing.T) {
 		t.Fatalf("want the initialize request and the wait named, got %v", err)
 	}
 }
+
+// The secrets a server is given never come back through it: a tool result echoing its header, a
+// description naming it and a stderr printing its env show the reference, not the value.
+func TestSecretsRedacted(t *testing.T) {
+	const val = `Bearer s3cret-"quoted"`
+	server := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	var seen string
+	mcp.AddTool(server, &mcp.Tool{Name: "whoami", Description: "answers for " + val},
+		func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + seen + ` as JSON {"auth":"Bearer s3cret-\"quoted\""}`}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r.Header.Get("Authorization")
+		h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	open := func(ctx context.Context, name string) (map[string]string, error) {
+		return map[string]string{"AUTH": val, "ENV": "hunter2-env"}, nil
+	}
+	ctx := context.Background()
+	s, err := Connect(ctx, "spec.mcpServers[0]", api.MCPServer{Name: "h", URL: ts.URL, Headers: map[string]string{"Authorization": "secret:tok/AUTH"}}, "", open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tools, shown, err := s.Tools(ctx)
+	if err != nil || len(tools) != 1 || tools[0].Description != "answers for [secret:tok/AUTH]" || shown[0].Description != tools[0].Description {
+		t.Fatalf("tools %+v %+v %v", tools, shown, err)
+	}
+	r, err := s.Call(ctx, "whoami", nil)
+	if err != nil || seen != val || r.Content != `you sent [secret:tok/AUTH] as JSON {"auth":"[secret:tok/AUTH]"}` {
+		t.Fatalf("the server got %q; the result %+v %v", seen, r, err)
+	}
+	bad := api.MCPServer{Name: "bad", Command: "sh", Args: []string{"-c", `echo "my token is $TOKEN" >&2; exit 3`}, Env: map[string]string{"TOKEN": "secret:tok/ENV"}}
+	_, _, err = List(ctx, "spec.mcpServers[1]", bad, t.TempDir(), open)
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "my token is [secret:tok/ENV]") {
+		t.Fatalf("want the stderr with the reference, got %v", err)
+	}
+}

@@ -112,6 +112,7 @@ func TestSkills(t *testing.T) {
 		{"no front matter", "(code Invalid, field SKILL.md)", map[string]string{"SKILL.md": "# just markdown\n"}},
 		{"no description", "(code Required, field SKILL.md: description)", map[string]string{"SKILL.md": "---\nname: nodesc\n---\nbody\n"}},
 		{"no SKILL.md", "(code Required, field spec.files)", map[string]string{"README.md": "hi"}},
+		{"a key twice", "(code Invalid, field SKILL.md)", map[string]string{"SKILL.md": "---\nname: twice\nname: other\ndescription: d\n---\nbody\n"}},
 		{"over 1 MiB", "(code PayloadTooLarge, field spec.files)", map[string]string{"SKILL.md": "---\nname: big\ndescription: big\n---\n", "data.bin": strings.Repeat("x", api.MaxSkillBytes)}},
 	}
 	for _, b := range bad {
@@ -130,6 +131,17 @@ func TestSkills(t *testing.T) {
 	e.do("GET", "/v2/skills", nil, &all)
 	if len(all.Items) != 2 {
 		t.Errorf("after the refusals %d skill versions are stored, want 2", len(all.Items))
+	}
+	// A symbolic link in the folder is left out, and the user is told.
+	linked := writeSkill(t, map[string]string{"SKILL.md": "---\nname: linked\ndescription: d\n---\nbody\n"})
+	if err := os.Symlink("/etc/hostname", filepath.Join(linked, "host.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.mustCLI(0, "skills", "add", linked); !strings.Contains(r.stderr, "left out host.txt: a symbolic link") {
+		t.Errorf("skills add of a folder with a link: stderr %q", r.stderr)
+	}
+	if show := e.mustCLI(0, "skills", "show", "linked").stdout; strings.Contains(show, "host.txt") {
+		t.Errorf("the link was stored:\n%s", show)
 	}
 
 	apiErr = api.Error{}

@@ -31,9 +31,12 @@ spec.skills as NAME (pinned to the latest version when the agent is applied) or 
 		Example: `  agentrun skills add ./release-notes`,
 		Args:    exactArgs(1, "the skill's folder"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			sk, err := readSkillDir(args[0])
+			sk, left, err := readSkillDir(args[0])
 			if err != nil {
 				return err
+			}
+			for _, l := range left {
+				fmt.Fprintf(cmd.ErrOrStderr(), "left out %s: a symbolic link (a skill stores the folder's regular files only)\n", l)
 			}
 			c, err := newClient()
 			if err != nil {
@@ -49,17 +52,18 @@ spec.skills as NAME (pinned to the latest version when the agent is applied) or 
 	}
 }
 
-// readSkillDir reads a skill folder's regular files (symbolic links and .git are left out). It
-// stops past the 1 MiB limit, refused as the server would refuse it.
-func readSkillDir(dir string) (*api.Skill, error) {
+// readSkillDir reads a skill folder's regular files (.git is left out, and so are symbolic links,
+// named in left so the user is told). It stops past the 1 MiB limit, refused as the server would
+// refuse it.
+func readSkillDir(dir string) (sk *api.Skill, left []string, err error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("skill folder: %w", err)
 	}
 	if !st.IsDir() {
-		return nil, usageError("%s is not a folder: give the skill's folder, the one holding SKILL.md", dir)
+		return nil, nil, usageError("%s is not a folder: give the skill's folder, the one holding SKILL.md", dir)
 	}
-	sk := &api.Skill{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Skill"}}
+	sk = &api.Skill{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Skill"}}
 	total := 0
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -68,12 +72,15 @@ func readSkillDir(dir string) (*api.Skill, error) {
 		if d.IsDir() && d.Name() == ".git" {
 			return filepath.SkipDir
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			left = append(left, filepath.ToSlash(rel))
+		}
+		if !d.Type().IsRegular() {
+			return nil
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -87,9 +94,9 @@ func readSkillDir(dir string) (*api.Skill, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read skill folder %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("read skill folder %s: %w", dir, err)
 	}
-	return sk, nil
+	return sk, left, nil
 }
 
 func skillsListCmd() *cobra.Command {

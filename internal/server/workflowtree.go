@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/tools/catalog"
 	"agentrun.dev/agentrun/internal/workflow"
 )
 
@@ -72,7 +75,7 @@ func (s *Server) resolveWorkflowChildren(ctx context.Context, a *api.Agent) erro
 		pins[name] = rev
 		return spec.Workflow, nil
 	}
-	_, errs := workflow.Validate(a.Spec.Workflow, workflow.Options{Runnable: true, Resolve: resolve})
+	_, errs := workflow.Validate(a.Spec.Workflow, workflow.Options{Runnable: true, Resolve: resolve, Tool: s.workflowTool(a)})
 	if lookupErr != nil {
 		return lookupErr
 	}
@@ -89,6 +92,28 @@ func (s *Server) resolveWorkflowChildren(ctx context.Context, a *api.Agent) erro
 		a.Spec.WorkflowChildren = pins
 	}
 	return nil
+}
+
+// workflowTool is the check of a call via tool in a's workflow: a tool this server knows (the
+// catalog's, a computer's, its dev tools) that a's runs are not offered (status.tools) is refused
+// when the agent is saved, rather than failing when a run reaches the call. Any other name (an MCP
+// server's tool, known only when the run connects) is left to the run.
+func (s *Server) workflowTool(a *api.Agent) func(string) string {
+	c := *a
+	offered := withTools(&c).Status.Tools
+	return func(name string) string {
+		if _, known := catalog.Lookup(name); !known && !s.knownTools()[name] {
+			return ""
+		}
+		if slices.Contains(offered, name) || (name == catalog.SkillName && a.Spec.Learning) {
+			return ""
+		}
+		list := strings.Join(offered, ", ")
+		if list == "" {
+			list = "none"
+		}
+		return fmt.Sprintf("tool %q is not one this agent's runs are offered (theirs: %s): add it to spec.tools, or give the agent a computer that brings it", name, list)
+	}
 }
 
 // patchesWorkflowOnly reports a merge patch that sets spec.workflow and not spec.workflowChildren.

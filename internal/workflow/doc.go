@@ -74,4 +74,5 @@ const (
 	CodeCodeInvalid       = "code_invalid"
 	CodeBranchUnknown     = "branch_unknown"
 	CodeNotRunnable       = "kind_not_runnable"
+	CodeToolUnavailable   = "tool_unavailable"
 )

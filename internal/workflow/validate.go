@@ -20,6 +20,10 @@ type Options struct {
 	// DeferNamed, when Resolve is nil, leaves named children for a later check that can resolve
 	// them (the server's, at save): they are neither refused nor resolved (Node.Child stays nil).
 	DeferNamed bool
+	// Tool, when set, says why the agent the document runs as cannot call the tool a call via
+	// tool names ("" when it can): such a call is refused at validation (tool_unavailable)
+	// instead of failing when the run reaches it.
+	Tool func(name string) string
 }
 
 // kindSpec is a node kind's exact field set and its required fields.
@@ -883,7 +887,11 @@ func (d *doc) call(v *value, ptr string, sc *scope, w where) {
 		if v.get("tool") == nil {
 			d.sh.add(v.off, ptr+"/tool", CodeMissingField, "a call via tool names its tool")
 		}
-		d.nonEmpty(v, ptr, "tool")
+		if name, f := d.nonEmpty(v, ptr, "tool"); f != nil && d.sh.opt.Tool != nil {
+			if why := d.sh.opt.Tool(name); why != "" {
+				d.sh.add(f.off, ptr+"/tool", CodeToolUnavailable, "%s", why)
+			}
+		}
 		if a := d.object(v, ptr, "args"); a != nil {
 			d.reads(sc, a, ptr+"/args", w)
 		}

@@ -267,19 +267,10 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, got 
 				WITH ORDINALITY AS e (time, type, step_key, message, data, ord))`
 	}
 	check := "NULL::boolean"
-	if st := step; st != nil {
-		// The step's row: Completed, Interrupted and Failed update it (it was started by an
-		// earlier commit, which returned before this one was sent); none, under the fence,
-		// aborts the commit.
-		var completed any
-		if st.CompletedAt != nil {
-			completed = *st.CompletedAt
-		}
-		with += `, u AS (UPDATE steps SET state = ` + arg(st.State) + `, result = ` + arg(nullJSON(st.Result)) + `::json, error = ` + arg(pgText(st.Error)) +
-			`, cost_micros = ` + arg(st.CostMicros) + `::bigint, completed_at = ` + arg(completed) + `::timestamptz
-			FROM r WHERE steps.run = $1 AND steps.key = ` + arg(st.Key) + ` RETURNING 1)`
-		check = `CASE WHEN r.phase IS NOT NULL AND NOT EXISTS (SELECT FROM u) THEN agentrun_raise('` + errStepCode + `', ` +
-			arg(fmt.Sprintf("step %s of %s: %s before Started", st.Key, l.Run, st.State)) + `) END`
+	if step != nil {
+		var u string
+		u, check = stepEnd(l.Run, *step, arg)
+		with += `, ` + u
 	}
 	b.Queue(with+`
 		SELECT r.cancel_requested, r.poke_seq, r.phase, `+check+`
@@ -356,6 +347,23 @@ func queueCharge(b *pgx.Batch, l store.Lease, c store.Charge) {
 		l.Run, c.StepKey, c.Amount, pgText(c.Note), l.Owner, l.Generation)
 }
 
+// stepEnd is the WITH item (u) that records st's end (Completed, Interrupted or Failed) on its
+// row, joined to the fenced run row r of the statement (none when the lease is stale), and the
+// expression (check) that aborts the commit when r matched and there was no row: the step was
+// never started. arg adds a parameter and returns its placeholder; $1 is the run.
+func stepEnd(run string, st api.Step, arg func(any) string) (u, check string) {
+	var completed any
+	if st.CompletedAt != nil {
+		completed = *st.CompletedAt
+	}
+	u = `u AS (UPDATE steps SET state = ` + arg(st.State) + `, result = ` + arg(nullJSON(st.Result)) + `::json, error = ` + arg(pgText(st.Error)) +
+		`, cost_micros = ` + arg(st.CostMicros) + `::bigint, completed_at = ` + arg(completed) + `::timestamptz
+		FROM r WHERE steps.run = $1 AND steps.key = ` + arg(st.Key) + ` RETURNING 1)`
+	check = `CASE WHEN r.phase IS NOT NULL AND NOT EXISTS (SELECT FROM u) THEN agentrun_raise('` + errStepCode + `', ` +
+		arg(fmt.Sprintf("step %s of %s: %s before Started", st.Key, run, st.State)) + `) END`
+	return u, check
+}
+
 // queueStep queues the write of one journal row, for a write with more than one (queueFence
 // writes a lone step). Started inserts the step after the run's last one, or restarts a row
 // already present (keeping its seq); Completed, Interrupted and Failed update the existing row
@@ -377,9 +385,12 @@ func queueStep(b *pgx.Batch, l store.Lease, st api.Step) {
 			pgText(st.Error), st.CostMicros, st.StartedAt, completed, l.Owner, l.Generation)
 		return
 	}
-	b.Queue(`WITH u AS (UPDATE steps SET state = $3, result = $4, error = $5, cost_micros = $6, completed_at = $7
-			WHERE run = $1 AND key = $2 AND `+fenceCond(9, 10)+` RETURNING 1)
-		SELECT agentrun_raise('`+errStepCode+`', $8) WHERE NOT EXISTS (SELECT FROM u) AND `+fenceCond(9, 10),
-		run, st.Key, st.State, nullJSON(st.Result), pgText(st.Error), st.CostMicros, completed,
-		fmt.Sprintf("step %s of %s: %s before Started", st.Key, run, st.State), l.Owner, l.Generation)
+	args := []any{run, l.Owner, l.Generation}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	u, check := stepEnd(run, st, arg)
+	b.Queue(`WITH r AS (SELECT phase FROM runs WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3), `+u+`
+		SELECT `+check+` FROM (VALUES (1)) AS one (x) LEFT JOIN r ON true`, args...)
 }

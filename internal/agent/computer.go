@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -319,6 +320,13 @@ func (e *Engine) Reap(ctx context.Context) {
 		if c != nil {
 			if err := c.Close(); err != nil {
 				e.Log.Warn("close computer", "run", run, "err", err)
+			}
+			// A run that ended while it waited (cancelled, past its deadline) with no drive
+			// here: its harness home goes with the computer its harness ran in.
+			if e.DataDir != "" && (err != nil || api.Finished(r.Status.Phase)) {
+				if err := os.RemoveAll(harnessHome(e.DataDir, run)); err != nil {
+					e.Log.Warn("remove the harness home", "run", run, "err", err)
+				}
 			}
 		}
 	}

@@ -403,3 +403,25 @@ func TestListenAndServe(t *testing.T) {
 }
 
 func writeFile(path, data string) error { return os.WriteFile(path, []byte(data), 0o600) }
+
+// A scripted call goes out under the name the request offers the tool by: its own, or a harness's
+// prefixed one (Claude Code's mcp__agentrun__NAME, OpenCode's agentrun_NAME) when only that is
+// offered, so one script drives the built-in loop and every harness.
+func TestToolNameUnderHarnessPrefix(t *testing.T) {
+	t.Parallel()
+	_, url := start(t, "entries:\n- match: '*'\n  turns: [{tool_calls: [{name: write, input: {path: a.md}}]}]")
+	cases := []struct{ tools, want string }{
+		{``, `"name":"write"`},
+		{`,"tools":[{"name":"write"},{"name":"mcp__agentrun__write"}]`, `"name":"write"`},
+		{`,"tools":[{"name":"mcp__agentrun__write"},{"name":"mcp__agentrun__read"}]`, `"name":"mcp__agentrun__write"`},
+		{`,"tools":[{"name":"agentrun_write"}]`, `"name":"agentrun_write"`},
+		{`,"tools":[{"name":"agentrun_write"},{"name":"mcp__agentrun__write"}]`, `"name":"write"`}, // two: the script's name
+		{`,"tools":[{"name":"other__write"}]`, `"name":"write"`},
+	}
+	for _, c := range cases {
+		_, body := post(t, url+"/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"go"}]`+c.tools+`}`, antKey)
+		if !strings.Contains(body, c.want) {
+			t.Errorf("tools %s: %s, want %s", c.tools, body, c.want)
+		}
+	}
+}

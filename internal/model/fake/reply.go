@@ -67,8 +67,9 @@ func plan(sc *Script, c *conversation) (*reply, int, error) {
 		if err != nil {
 			return nil, idx, fmt.Errorf("fake model server: entry %q turn %d tool_calls[%d]: %v", name, c.assistants, k, err)
 		}
-		r.calls = append(r.calls, renderedCall{name: tc.Name, input: in})
-		outChars += len([]rune(tc.Name)) + len([]rune(string(in)))
+		n := c.toolName(tc.Name)
+		r.calls = append(r.calls, renderedCall{name: n, input: in})
+		outChars += len([]rune(n)) + len([]rune(string(in)))
 	}
 	r.stop = "end_turn"
 	if len(r.calls) > 0 {

@@ -3,6 +3,7 @@ package fake
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -22,6 +23,35 @@ type conversation struct {
 	lastToolImages []imageInfo
 	chars          int        // characters of all messages, for the default input estimate
 	resp           *respExtra // Responses requests only
+	// tools are the names of the tools an Anthropic request offers (nil when it lists none), for
+	// toolName.
+	tools []string
+}
+
+// Harnesses get the run's tools under a prefix: Claude Code (and Codex through the gateway's
+// translation) as mcp__agentrun__NAME, OpenCode as agentrun_NAME.
+var harnessToolPrefixes = []string{"mcp__agentrun__", "agentrun_"}
+
+// toolName is the name a scripted call goes out with: the script's, unless the request offers no
+// tool of that name but exactly one that is it under a harness's prefix, so one script (such as
+// examples/model-script.yaml) drives the built-in loop and every harness alike.
+func (c *conversation) toolName(name string) string {
+	if c.tools == nil || slices.Contains(c.tools, name) {
+		return name
+	}
+	hit := ""
+	for _, p := range harnessToolPrefixes {
+		if slices.Contains(c.tools, p+name) {
+			if hit != "" {
+				return name
+			}
+			hit = p + name
+		}
+	}
+	if hit == "" {
+		return name
+	}
+	return hit
 }
 
 // noteImages adds images to the input estimate (at four characters a token).
@@ -42,6 +72,9 @@ type antRequest struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
 	Stream bool `json:"stream"`
+	Tools  []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
 }
 
 type antInBlock struct {
@@ -105,6 +138,9 @@ func parseAnthropic(body []byte) (*conversation, error) {
 		return nil, fmt.Errorf("messages: at least one message is required")
 	}
 	c := &conversation{model: r.Model, stream: r.Stream}
+	for _, t := range r.Tools {
+		c.tools = append(c.tools, t.Name)
+	}
 	for i, m := range r.Messages {
 		text, blocks, err := textOf(m.Content)
 		if err != nil {

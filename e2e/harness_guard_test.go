@@ -27,8 +27,14 @@ import (
 // bash call, then dev_count, then answers) and checks it.
 func takeoverCheck(t *testing.T, e *env, harnessName, vendorEnv string, bodies func() [][]byte, homeFiles []string) {
 	t.Helper()
+	takeoverCheckIn(t, e, `{"kind":"sandbox"}`, harnessName, vendorEnv, bodies, homeFiles)
+}
+
+// takeoverCheckIn is takeoverCheck with the agent's computer spec given.
+func takeoverCheckIn(t *testing.T, e *env, comp, harnessName, vendorEnv string, bodies func() [][]byte, homeFiles []string) {
+	t.Helper()
 	e.start("AGENTRUN_DEV_PAUSE_AT=after-intent:t1/model", vendorEnv)
-	e.mustAgent("taker", `{"metadata":{"name":"taker"},"spec":{"harness":"`+harnessName+`","computer":{"kind":"sandbox"},"tools":["bash","dev_count"],"approvals":"never-ask"}}`)
+	e.mustAgent("taker", `{"metadata":{"name":"taker"},"spec":{"harness":"`+harnessName+`","computer":`+comp+`,"tools":["bash","dev_count"],"approvals":"never-ask"}}`)
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"tk"},"spec":{"agent":"taker","input":"Try to take over"}}`, nil)
 	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent t1/model", 120*time.Second)
 	e.kill()
@@ -154,6 +160,17 @@ func TestClaudeTakeoverFromComputer(t *testing.T) {
 	e := newClaudeEnv(t, takeoverScript("mcp__agentrun__bash", "mcp__agentrun__dev_count", claudeTakeover))
 	url, bodies := recordingProxy(t, e)
 	takeoverCheck(t, e, "claude-agent", "ANTHROPIC_BASE_URL="+url, bodies, []string{".claude/settings.json", ".claude/CLAUDE.md", "mcp.json"})
+}
+
+// TestClaudeTakeoverFromDocker is TestClaudeTakeoverFromComputer in a docker sandbox (the
+// read-only files are binds nested in the home's).
+func TestClaudeTakeoverFromDocker(t *testing.T) {
+	t.Parallel()
+	base := needDockerBase(t)
+	e := newClaudeEnv(t, takeoverScript("mcp__agentrun__bash", "mcp__agentrun__dev_count", claudeTakeover))
+	e.extra = append(e.extra, "AGENTRUN_DOCKER_BASE="+base)
+	url, bodies := recordingProxy(t, e)
+	takeoverCheckIn(t, e, `{"kind":"sandbox","provider":"docker"}`, "claude-agent", "ANTHROPIC_BASE_URL="+url, bodies, []string{".claude/settings.json", ".claude/CLAUDE.md", "mcp.json"})
 }
 
 // codexTakeover: CODEX_HOME's config.toml given a trusted /workspace and hooks, its hooks.json a

@@ -145,6 +145,13 @@ func TestMCPStdio(t *testing.T) {
 	if st := e.do("PUT", "/v2/agents/mcp-agent", `{"metadata":{"name":"mcp-agent"},"spec":{"mcpServers":[{"name":"x","url":"ftp://example.com/mcp"}]}}`, &apiErr); st != 422 || apiErr.Field != "spec.mcpServers[0].url" {
 		t.Errorf("a bad url: HTTP %d %+v", st, apiErr)
 	}
+	// A pattern on an MCP tool none of whose arguments a pattern matches (echo has only message)
+	// could never match: the rule is refused, not left to let every call through.
+	apiErr = api.Error{}
+	patterned := strings.Replace(agent(`"echo"`, ""), `"match":"mcp__everything__echo"`, `"match":"mcp__everything__echo(hi*)"`, 1)
+	if st := e.do("PUT", "/v2/agents/mcp-agent", patterned, &apiErr); st != 422 || apiErr.Field != "spec.approvals.rules[0].match" || !strings.Contains(apiErr.Message, "its arguments are [message]") {
+		t.Errorf("a pattern on a tool without a matched argument: HTTP %d %+v", st, apiErr)
+	}
 	if st := e.do("GET", "/v2/agents/mcp-agent", nil, nil); st != 404 {
 		t.Errorf("a refused agent was stored: HTTP %d", st)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/secret"
@@ -87,8 +89,60 @@ func (s *Server) checkMCPServers(ctx context.Context, a *api.Agent) error {
 				return api.Invalid(fmt.Sprintf("spec.mcpServers[%d].tools[%d]", i, j), "MCP server %s has no tool %q (it has: %v)", srv.Name, name, names)
 			}
 		}
+		if err := checkMCPPatterns(a.Spec.Approvals, srv.Name, tools); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// checkMCPPatterns refuses an approval rule with a pattern in parentheses on an MCP tool that
+// has none of the arguments a pattern is matched against: the pattern could never match, so the
+// rule would never apply (an "ask" or "deny" meant for some calls would let them all through).
+func checkMCPPatterns(ap *api.Approvals, server string, tools []api.MCPTool) error {
+	if ap == nil {
+		return nil
+	}
+	keys := catalog.MatchKeys()
+	for k, r := range ap.Rules {
+		name, _, has := strings.Cut(strings.TrimSpace(r.Match), "(")
+		if !has {
+			continue
+		}
+		for _, t := range tools {
+			if catalog.MCPName(server, t.Name) != name {
+				continue
+			}
+			props := schemaProperties(t.InputSchema)
+			if slices.ContainsFunc(keys, func(k string) bool { return slices.Contains(props, k) }) {
+				break
+			}
+			return api.Invalid(fmt.Sprintf("spec.approvals.rules[%d].match", k),
+				"%s has none of the arguments a pattern in parentheses is matched against (%s), so %q would never match: its arguments are %v; write the rule without a pattern",
+				name, strings.Join(keys, ", "), r.Match, props)
+		}
+	}
+	return nil
+}
+
+// schemaProperties are the property names of a JSON Schema object, sorted.
+func schemaProperties(schema any) []string {
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return nil
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(b, &s) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(s.Properties))
+	for p := range s.Properties {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // mcpTools answers GET /v2/agents/{name}/mcp-tools/{server}: the server's tools, each marked

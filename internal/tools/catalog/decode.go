@@ -47,6 +47,10 @@ type Input struct {
 // shells, the path for file tools, the URL for fetchers and browsers.
 var matchKeys = []string{"command", "path", "url", "pattern", "selector", "text", "label"}
 
+// MatchKeys are the argument names an approval pattern in parentheses is matched against, the
+// first a call has (a copy).
+func MatchKeys() []string { return append([]string(nil), matchKeys...) }
+
 // titleKeys are, in order, the keys whose value titles a journal step.
 var titleKeys = []string{"command", "path", "url", "pattern", "selector", "label", "question"}
 

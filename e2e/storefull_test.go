@@ -154,14 +154,15 @@ func fillDisk(path string) error {
 }
 
 // TestHealthzChecksStore: /healthz answers ok while the store answers, and 503 with the reason
-// once the store fails (its PostgreSQL schema dropped under the running server).
+// once the store fails (its PostgreSQL schema dropped under the running server); /livez still
+// answers ok then.
 func TestHealthzChecksStore(t *testing.T) {
 	t.Parallel()
 	u := pgURL(t)
 	e := newEnv(t, quickstartScript)
 	e.start("AGENTRUN_STORE_URL=" + u)
-	get := func() (int, string) {
-		resp, err := http.Get(e.url + "/healthz")
+	getPath := func(path string) (int, string) {
+		resp, err := http.Get(e.url + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,6 +170,7 @@ func TestHealthzChecksStore(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	get := func() (int, string) { return getPath("/healthz") }
 	if st, body := get(); st != 200 || body != "ok\n" {
 		t.Fatalf("healthz with a working store: %d %q", st, body)
 	}
@@ -185,5 +187,10 @@ func TestHealthzChecksStore(t *testing.T) {
 	st, body := get()
 	if st != http.StatusServiceUnavailable || !strings.Contains(body, "schema_migrations") {
 		t.Fatalf("healthz with the store's schema gone: %d %q, want 503 naming what failed", st, body)
+	}
+	// A liveness probe reads /livez: the process still serves, and restarting it would not bring
+	// the store back.
+	if st, body := getPath("/livez"); st != 200 || body != "ok\n" {
+		t.Fatalf("livez with the store's schema gone: %d %q, want 200 (the process serves)", st, body)
 	}
 }

@@ -11,7 +11,10 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 )
 
-// Health serves /healthz and /readyz for a process: the API server and a runner's --metrics-addr.
+// Health serves /livez, /healthz and /readyz for a process: the API server and a runner's
+// --metrics-addr. Three, because they answer three questions: is the process serving at all (a
+// liveness probe that restarts it must not fire because the database is down, which a restart
+// cannot mend), is it healthy with its store, and can it take work.
 type Health struct {
 	Store store.Store
 	// Runner is the readiness of this process's runner part (nil: the process runs none, as
@@ -19,10 +22,17 @@ type Health struct {
 	Runner func() error
 }
 
-// Routes registers GET /healthz and GET /readyz on mux.
+// Routes registers GET /livez, GET /healthz and GET /readyz on mux.
 func (h Health) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /livez", Livez)
 	mux.HandleFunc("GET /healthz", h.Healthz)
 	mux.HandleFunc("GET /readyz", h.Readyz)
+}
+
+// Livez answers ok while the process serves HTTP, and asks nothing of the store: it is what a
+// liveness probe that restarts the process should read.
+func Livez(w http.ResponseWriter, r *http.Request) {
+	io.WriteString(w, "ok\n")
 }
 
 // Healthz answers ok while the process serves and its store answers a cheap query in time: a

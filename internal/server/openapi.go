@@ -173,6 +173,8 @@ func codes(lists ...[]api.Code) []api.Code {
 // apiRoutes is every route the server registers (the console's HTML pages, in package console,
 // aside), in the order the document lists them.
 var apiRoutes = []apiRoute{
+	{Pattern: "GET /livez", Tag: "server", Public: true, Summary: "ok while the process serves HTTP (asks nothing of the store): for liveness probes that restart the process",
+		Responses: []apiResponse{{Status: 200, Content: "text/plain"}}},
 	{Pattern: "GET /healthz", Tag: "server", Public: true, Summary: "ok when the store answers a cheap query in time",
 		Responses: []apiResponse{{Status: 200, Content: "text/plain"}, {Status: 503, Content: "text/plain", Description: "the store does not answer"}}},
 	{Pattern: "GET /readyz", Tag: "server", Public: true, Summary: "ok when the process can take work: the store answers, its schema is current, and the runner part (if any) is claiming",

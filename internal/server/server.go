@@ -130,6 +130,7 @@ func (s *Server) Handler() http.Handler {
 		v2.HandleFunc("GET /v2/whoami", s.whoami)
 		v2.HandleFunc("POST /v2/logout", s.logout)
 	}
+	mux.HandleFunc("GET /livez", Livez)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", Health{Store: s.Store, Runner: s.RunnerReady}.Readyz)
 	mux.HandleFunc("GET /metrics", s.metrics)

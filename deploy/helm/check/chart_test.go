@@ -209,10 +209,7 @@ func checkPod(t *testing.T, d *appsv1.Deployment, port string, portNumber int32)
 		t.Errorf("%s: no container port %s=%d in %+v", d.Name, port, portNumber, c.Ports)
 	}
 	for what, pr := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-		want := "/healthz"
-		if what == "readiness" {
-			want = "/readyz"
-		}
+		want := map[string]string{"startup": "/healthz", "liveness": "/livez", "readiness": "/readyz"}[what]
 		if pr == nil || pr.HTTPGet == nil {
 			t.Errorf("%s: no %s probe over HTTP", d.Name, what)
 			continue

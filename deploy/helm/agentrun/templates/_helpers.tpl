@@ -95,7 +95,7 @@ startupProbe:
   httpGet: {path: /healthz, port: {{ $port }}}
   {{- toYaml .startup | nindent 2 }}
 livenessProbe:
-  httpGet: {path: /healthz, port: {{ $port }}}
+  httpGet: {path: /livez, port: {{ $port }}}
   {{- toYaml .liveness | nindent 2 }}
 readinessProbe:
   httpGet: {path: /readyz, port: {{ $port }}}

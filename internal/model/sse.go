@@ -26,9 +26,11 @@ func newSSEReader(r io.Reader) *sseReader {
 	return &sseReader{r: br}
 }
 
-// sseBufs keeps the readers' 64 KiB buffers for the next stream (allocating and zeroing one per
-// model call showed in the runner's profile).
-var sseBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+// sseBufs keeps the readers' buffers for the next stream (allocating and zeroing one per model
+// call showed in the runner's profile). 8 KiB each: a buffer is held by every stream in flight for
+// as long as the model takes, and at 64 KiB 10,000 runs waiting on the model held 640 MB in them;
+// ReadString collects a line longer than the buffer, so it bounds nothing.
+var sseBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 8<<10) }}
 
 // release returns the buffer for reuse; s must not be used afterwards.
 func (s *sseReader) release() {

@@ -384,6 +384,11 @@ func (r *Runner) renewLoop(ctx context.Context) {
 		if err != nil {
 			metrics.LeaseRenewals.Add(float64(len(leases)), "error")
 			r.Log.Error("renew leases", "runs", len(leases), "err", err)
+			// Try again in a fifth of the period rather than a whole one: after one failed
+			// renewal the next must succeed before the self-fence margin runs out, and waiting the
+			// full period left it a single bounded attempt (an overloaded runner holding 10,000
+			// runs lost them all when that attempt was slow too).
+			lastAttempt = time.Now().Add(-r.RenewEvery + r.RenewEvery/5)
 			continue
 		}
 		metrics.LeaseRenewals.Add(float64(len(leases)-len(lost)), "ok")

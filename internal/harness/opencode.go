@@ -31,7 +31,7 @@ const OpenCodeVersion = "1.18.33"
 // the plugin package files, skills, agents, commands, modes, plugins and tools. A project's config
 // is not read (OPENCODE_DISABLE_PROJECT_CONFIG).
 func (opencode) configPaths() []ConfigPath {
-	ps := []ConfigPath{{Rel: "opencode.json"}, {Rel: "agentrun-instructions.md"}}
+	ps := []ConfigPath{{Rel: "opencode.json"}, {Rel: "agentrun-instructions.md"}, {Rel: opencodeWorkdir, Dir: true}}
 	for _, f := range []string{"opencode.json", "opencode.jsonc", "config.json", "package.json", "package-lock.json", "AGENTS.md"} {
 		ps = append(ps, ConfigPath{Rel: ".config/opencode/" + f})
 	}
@@ -46,6 +46,13 @@ func (opencode) Wire() Wire   { return WireAnthropic }
 func (opencode) Package() Package {
 	return Package{NPM: "opencode-ai", Version: OpenCodeVersion, Bin: "opencode", Manual: true}
 }
+
+// opencodeWorkdir is OpenCode's working folder, under its home: an empty folder, read-only in the
+// run's computer. Not the run folder, which the agent's commands write: OpenCode 1.18.33 loads a
+// plugin (code it runs as it starts) that a .opencode/plugin folder or an opencode.json in its
+// working folder names, OPENCODE_DISABLE_PROJECT_CONFIG and --pure notwithstanding. Its own
+// tools are off; the run's tools work on the run folder.
+const opencodeWorkdir = "workdir"
 
 // opencodeProvider is the provider id the gateway is configured under.
 const opencodeProvider = "agentrun"
@@ -143,6 +150,13 @@ func (d opencode) Start(ctx context.Context, s Session) (Process, error) {
 		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 		"OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_PROJECT_CONFIG=1",
 		"OPENCODE_DISABLE_CLAUDE_CODE=1", "OPENCODE_DISABLE_EXTERNAL_SKILLS=1")
+	s.Dir = filepath.Join(s.Home, opencodeWorkdir)
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("harness home: %w", err)
+	}
+	// OpenCode takes its folder from PWD first, which a computer's processes inherit as
+	// /workspace.
+	env = append(env, "PWD="+s.Dir)
 	return &opencodeProc{name: d.Name(), s: s, env: env}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"path"
 	"regexp"
 	"sort"
@@ -109,10 +110,9 @@ func ParseSkillFrontMatter(md []byte) (SkillFrontMatter, *Error) {
 		head = append(append(head, line...), '\n')
 		rest = next
 	}
-	var raw map[string]any
-	// Strict: a key given twice is refused, as in every YAML and JSON body (the last would win).
-	if err := yaml.UnmarshalStrict(head, &raw); err != nil {
-		return fm, Invalid(SkillFileName, "SKILL.md's front matter is not YAML: %v", err)
+	raw, err := FrontMatterYAML("SKILL.md", head)
+	if err != nil {
+		return fm, Invalid(SkillFileName, "%v", err)
 	}
 	str := func(k string) (string, *Error) {
 		v, ok := raw[k]
@@ -139,6 +139,17 @@ func ParseSkillFrontMatter(md []byte) (SkillFrontMatter, *Error) {
 		return fm, Invalid(SkillFileName+": description", "the description must say in 1 to %d characters what the skill does and when to use it", maxSkillDescription)
 	}
 	return fm, nil
+}
+
+// FrontMatterYAML reads the YAML between a file's "---" lines (SKILL.md's, a learned note's),
+// strictly: a key given twice is refused, as in every YAML and JSON body (the last would win).
+// what names the file in the error ("SKILL.md", "the note").
+func FrontMatterYAML(what string, head []byte) (map[string]any, error) {
+	var raw map[string]any
+	if err := yaml.UnmarshalStrict(head, &raw); err != nil {
+		return nil, fmt.Errorf("%s's front matter is not YAML: %v", what, err)
+	}
+	return raw, nil
 }
 
 func cutLine(b []byte, want string) ([]byte, bool) {

@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/workflow"
 )
@@ -91,9 +89,9 @@ func ParseNote(text string) (Note, error) {
 	if !ok {
 		return n, fmt.Errorf("the note's front matter has no closing \"---\" line")
 	}
-	var raw map[string]any
-	if err := yaml.Unmarshal([]byte(head), &raw); err != nil {
-		return n, fmt.Errorf("the note's front matter is not YAML: %v", err)
+	raw, err := api.FrontMatterYAML("the note", []byte(head))
+	if err != nil {
+		return n, err
 	}
 	str := func(k string) (string, error) {
 		v, ok := raw[k].(string)
@@ -102,7 +100,6 @@ func ParseNote(text string) (Note, error) {
 		}
 		return strings.TrimSpace(v), nil
 	}
-	var err error
 	if n.Name, err = str("name"); err != nil {
 		return n, err
 	}

@@ -121,6 +121,16 @@ func TestCheck(t *testing.T) {
 	if _, refused := Check(Proposal{Items: []Item{misnamed}}, nil, true); len(refused) != 1 || refused[0].Code != "InvalidFrontMatter" || !strings.Contains(refused[0].Reason, `not its folder's name "ship"`) {
 		t.Fatalf("a skill whose SKILL.md names another skill than its folder: %+v", refused)
 	}
+	// A front-matter key given twice (the last would win) is refused, a note's as a skill's: same
+	// code, same wording.
+	twiceNote := Item{Kind: "note", Action: "add", Path: "notes/twice.md", Content: strings.Replace(deployNote, "\ntype:", "\ntype: user\ntype:", 1)}
+	twiceSkill := Item{Kind: "skill", Path: "skills/deploy", Files: []SkillFile{{Path: "SKILL.md", Content: "---\nname: deploy\nname: deploy\ndescription: How to deploy.\n---\nRun it.\n"}}}
+	for what, it := range map[string]Item{"the note": twiceNote, "SKILL.md": twiceSkill} {
+		_, refused := Check(Proposal{Items: []Item{it}}, nil, true)
+		if len(refused) != 1 || refused[0].Code != "InvalidFrontMatter" || !strings.HasPrefix(refused[0].Reason, what+"'s front matter is not YAML: ") || !strings.Contains(refused[0].Reason, "already set in map") {
+			t.Errorf("%s with a front-matter key given twice: %+v", what, refused)
+		}
+	}
 	if _, refused := Check(Proposal{Items: []Item{skill}}, nil, false); len(refused) != 1 || refused[0].Code != "SkillNeedsSuccess" {
 		t.Fatalf("a skill from a run that did not succeed: %+v", refused)
 	}

@@ -248,7 +248,14 @@ func TestLearning(t *testing.T) {
 	if fromA == "" || !strings.Contains(log, "retire notes/deploy.md") || !strings.Contains(log, "run lb kept") {
 		t.Fatalf("learning log:\n%s", log)
 	}
-	e.mustCLI(0, "learning", "restore", "learner", "deploy", "--from", fromA)
+	// The console shows 12 digits of a commit: any prefix of 7 or more that only it has names it.
+	if r := e.cli(e.dir, "learning", "restore", "learner", "deploy", "--from", fromA[:6]); r.code != 1 || !strings.Contains(r.stderr, "Invalid") || !strings.Contains(r.stderr, "7 or more hex digits") {
+		t.Errorf("restore from 6 digits: exit %d %s", r.code, r.stderr)
+	}
+	if r := e.cli(e.dir, "learning", "restore", "learner", "deploy", "--from", "zz"+fromA[2:12]); r.code != 1 || !strings.Contains(r.stderr, "Invalid") {
+		t.Errorf("restore from a hash that is not hex: exit %d %s", r.code, r.stderr)
+	}
+	e.mustCLI(0, "learning", "restore", "learner", "deploy", "--from", fromA[:12])
 	e.do("GET", "/v2/agents/learner/learning", nil, &list)
 	if len(list.Items) != 2 || list.Items[0].Path != "notes/deploy.md" || list.Items[0].ETag != deployETag {
 		t.Fatalf("learning list after restore: %+v", list.Items)

@@ -128,7 +128,7 @@ func learningRestoreCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "restore AGENT NOTE --from COMMIT",
 		Short:   "Bring a note back as it was in COMMIT (a new commit)",
-		Example: `  agentrun learning restore support deploy --from 3f2a...`,
+		Example: `  agentrun learning restore support deploy --from 3f2a91c0d7e4`,
 		Args:    exactArgs(2, "the agent and the note"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if from == "" {
@@ -146,7 +146,7 @@ func learningRestoreCmd() *cobra.Command {
 			return nil
 		}),
 	}
-	cmd.Flags().StringVar(&from, "from", "", "the commit that holds the note as it should be")
+	cmd.Flags().StringVar(&from, "from", "", "the commit that holds the note as it should be: its hash, or 7 or more of its first digits")
 	return cmd
 }
 

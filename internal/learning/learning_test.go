@@ -3,12 +3,16 @@ package learning
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/store/sqlite"
@@ -167,5 +171,72 @@ func TestCheckWorkflow(t *testing.T) {
 	ok, refused := Check(p, nil, true)
 	if len(ok) != 1 || ok[0] != 0 || len(refused) != 1 || refused[0].Code != "InvalidWorkflow" {
 		t.Fatalf("kept %v, refused %+v", ok, refused)
+	}
+}
+
+// A commit is named by its whole hash or by a prefix of at least 7 hex digits that only it has;
+// a shorter, non-hex, unknown or ambiguous one is refused, each with its own error.
+func TestResolveCommit(t *testing.T) {
+	ctx := context.Background()
+	r, err := Open(ctx, openStore(t), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, err := r.Commit(ctx, []Change{{Path: "notes/deploy.md", Content: deployNote}}, "a", "run r1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{c1.String(), c1.String()[:12], strings.ToUpper(c1.String()[:7])} {
+		if h, err := r.ResolveCommit(ref); err != nil || h != c1 {
+			t.Errorf("ResolveCommit(%q) = %v, %v; want %v", ref, h, err, c1)
+		}
+	}
+	files, _ := r.Files(c1)
+	unknown := "0000000"
+	if strings.HasPrefix(c1.String(), unknown) {
+		unknown = "1111111"
+	}
+	for ref, want := range map[string]error{
+		c1.String()[:6]:         ErrCommitName,
+		"zz" + c1.String()[2:9]: ErrCommitName,
+		c1.String() + "0":       ErrCommitName,
+		unknown:                 ErrUnknownCommit,
+		files[0].ETag[:12]:      ErrUnknownCommit, // a blob's hash names no commit
+	} {
+		if _, err := r.ResolveCommit(ref); !errors.Is(err, want) {
+			t.Errorf("ResolveCommit(%q) = %v, want %v", ref, err, want)
+		}
+	}
+	// Two commits whose hashes start with the same 7 digits (found by making commits until two
+	// share them): 7 digits are ambiguous, the whole hash is not.
+	commit := func(i int) plumbing.EncodedObject {
+		eo := r.mem.NewEncodedObject()
+		c := &object.Commit{Message: fmt.Sprint("c", i), TreeHash: plumbing.ZeroHash}
+		if err := c.Encode(eo); err != nil {
+			t.Fatal(err)
+		}
+		return eo
+	}
+	seen := map[string]int{}
+	var pair [2]plumbing.EncodedObject
+	for i := 0; pair[0] == nil; i++ {
+		eo := commit(i)
+		p := eo.Hash().String()[:7]
+		if j, ok := seen[p]; ok {
+			pair = [2]plumbing.EncodedObject{commit(j), eo}
+		}
+		seen[p] = i
+	}
+	for _, eo := range pair {
+		if _, err := r.mem.SetEncodedObject(eo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefix := pair[0].Hash().String()[:7]
+	if _, err := r.ResolveCommit(prefix); !errors.Is(err, ErrAmbiguousCommit) || !strings.Contains(err.Error(), pair[0].Hash().String()) || !strings.Contains(err.Error(), pair[1].Hash().String()) {
+		t.Errorf("ResolveCommit(%q), two commits start with it: %v", prefix, err)
+	}
+	if h, err := r.ResolveCommit(pair[1].Hash().String()); err != nil || h != pair[1].Hash() {
+		t.Errorf("ResolveCommit(whole hash of one of two commits sharing %s) = %v, %v", prefix, h, err)
 	}
 }

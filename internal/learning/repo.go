@@ -109,6 +109,52 @@ func (r *Repo) Files(commit plumbing.Hash) ([]File, error) {
 	return out, err
 }
 
+// MinCommitPrefix is the fewest hex digits that name a commit: the log and the console show 12,
+// git's short form is 7.
+const MinCommitPrefix = 7
+
+// Why ResolveCommit refused a commit's name.
+var (
+	ErrCommitName      = errors.New("not a commit's hash")
+	ErrUnknownCommit   = errors.New("no such commit")
+	ErrAmbiguousCommit = errors.New("ambiguous commit")
+)
+
+// ResolveCommit finds the commit that ref names: its whole 40-digit hash or a prefix of at least
+// MinCommitPrefix hex digits that only one commit of the folder starts with.
+func (r *Repo) ResolveCommit(ref string) (plumbing.Hash, error) {
+	ref = strings.ToLower(ref)
+	if len(ref) < MinCommitPrefix || len(ref) > 40 || strings.Trim(ref, "0123456789abcdef") != "" {
+		return plumbing.ZeroHash, fmt.Errorf("%w: %q is not %d to 40 hex digits of a commit's hash", ErrCommitName, ref, MinCommitPrefix)
+	}
+	it, err := r.mem.IterEncodedObjects(plumbing.CommitObject)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	var found []plumbing.Hash
+	err = it.ForEach(func(o plumbing.EncodedObject) error {
+		if strings.HasPrefix(o.Hash().String(), ref) {
+			found = append(found, o.Hash())
+		}
+		return nil
+	})
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	switch len(found) {
+	case 0:
+		return plumbing.ZeroHash, fmt.Errorf("%w: commit %s is not in the learning folder", ErrUnknownCommit, ref)
+	case 1:
+		return found[0], nil
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].String() < found[j].String() })
+	names := make([]string, len(found))
+	for i, h := range found {
+		names[i] = h.String()
+	}
+	return plumbing.ZeroHash, fmt.Errorf("%w: %s is the start of %d commits (%s); give more of its digits", ErrAmbiguousCommit, ref, len(found), strings.Join(names, ", "))
+}
+
 // Commit is one entry of the log.
 type Commit struct {
 	Hash    string    `json:"hash"`

@@ -2,14 +2,11 @@ package server
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/console"
@@ -263,8 +260,8 @@ func (s *Server) restoreLearned(w http.ResponseWriter, r *http.Request) {
 // restore is a commit by who that brings path (a bare name is a note) back to agent's main as
 // commit from held it: the API's POST .../restore and the console's Restore button.
 func (s *Server) restore(ctx context.Context, agent, path, from, who string) (LearningChange, error) {
-	if b, err := hex.DecodeString(from); err != nil || len(b) != 20 {
-		return LearningChange{}, api.Invalid("from", "from is a commit's 40-digit hash (agentrun learning log shows them)")
+	if from == "" {
+		return LearningChange{}, api.E(api.CodeRequired, "from", "from names the commit that holds the file as it should be (agentrun learning log shows them)")
 	}
 	if path == "" {
 		return LearningChange{}, api.E(api.CodeRequired, "path", "path names the file to restore")
@@ -274,13 +271,26 @@ func (s *Server) restore(ctx context.Context, agent, path, from, who string) (Le
 		return LearningChange{}, err
 	}
 	p := learnedPath(path)
-	old, err := repo.Files(plumbing.NewHash(from))
-	if err == nil && old == nil {
-		err = errors.New("empty commit")
+	commit, err := repo.ResolveCommit(from)
+	switch {
+	case errors.Is(err, learning.ErrCommitName):
+		return LearningChange{}, api.Invalid("from", "from %q is not a commit's hash: give it whole or its first %d or more hex digits (agentrun learning log shows them)", from, learning.MinCommitPrefix)
+	case errors.Is(err, learning.ErrAmbiguousCommit):
+		return LearningChange{}, api.Invalid("from", "%s", strings.TrimPrefix(err.Error(), learning.ErrAmbiguousCommit.Error()+": "))
+	case err != nil && !errors.Is(err, learning.ErrUnknownCommit):
+		return LearningChange{}, err
+	}
+	var old []learning.File
+	if err == nil {
+		old, err = repo.Files(commit)
+		if err == nil && old == nil {
+			err = errors.New("empty commit")
+		}
 	}
 	if err != nil {
 		return LearningChange{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "from", "commit %s is not in the learning folder", from)
 	}
+	from = commit.String()
 	var change *learning.Change
 	for _, f := range old {
 		if f.Path == p {

@@ -138,6 +138,7 @@ func TestWebFetch(t *testing.T) {
 		"Fetch elsewhere": fmt.Sprintf(`{url: %q}`, s.URL+"/elsewhere"),
 		"Fetch a file":    `{url: "file:///etc/passwd"}`,
 		"Fetch offline":   fmt.Sprintf(`{url: %q}`, s.URL+"/docs/offline"),
+		"Fetch unhoused":  fmt.Sprintf(`{url: %q}`, s.URL+"/docs/unhoused"),
 	}
 	e := newEnv(t, fetchScript(cases))
 	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--fetch-allow", s.hostPort()})
@@ -153,6 +154,8 @@ func TestWebFetch(t *testing.T) {
 		e.startRun("fetcher", name, input)
 	}
 	e.startRun("offline", "wf-offline", "Fetch offline")
+	e.mustAgent("unhoused", `{"metadata":{"name":"unhoused"},"spec":{"tools":["web_fetch"],"approvals":"never-ask"}}`)
+	e.startRun("unhoused", "wf-unhoused", "Fetch unhoused")
 
 	got := e.answerOf("wf-page")
 	for _, want := range []string{"Status: 200 OK", "# Release notes", "[the install guide](" + s.URL + "/docs/install)", "- one"} {
@@ -182,10 +185,24 @@ func TestWebFetch(t *testing.T) {
 	if got := e.answerOf("wf-file"); !strings.Contains(got, "only http:// and https:// URLs are fetched") || !strings.Contains(got, "result: web_fetch refused file:///etc/passwd (code FetchBadURL)") {
 		t.Errorf("file URL: %q", got)
 	}
-	if got := e.answerOf("wf-offline"); !strings.Contains(got, "spec.computer.network: false") || !strings.Contains(got, "(code FetchNetworkOff): "+s.URL+"/docs/offline") {
+	if got := e.answerOf("wf-offline"); !strings.Contains(got, "the agent has no computer (spec.computer.kind: none) and spec.computer.network is not true; to let web_fetch fetch, set spec.computer.network: true") || !strings.Contains(got, "(code FetchNetworkOff): "+s.URL+"/docs/offline") {
 		t.Errorf("no network: %q", got)
 	}
-	if s.count("/docs/offline") != 0 {
+	// The refusal says what the definition has, not a setting the user never wrote.
+	// An agent created without a computer is given the server's sandbox (kind none when it has
+	// none): the refusal names the kind its definition now has.
+	var unhoused api.Agent
+	e.do("GET", "/v2/agents/unhoused", nil, &unhoused)
+	want := "the agent has no computer (spec.computer.kind: none) and spec.computer.network is not true; to let web_fetch fetch, set spec.computer.network: true"
+	if unhoused.Spec.Computer == nil {
+		t.Fatal("the agent created without a computer has no spec.computer")
+	} else if k := unhoused.Spec.Computer.Kind; k != "none" {
+		want = "the agent's computer (spec.computer.kind: " + k + ") has no network: spec.computer.network is not true; to let web_fetch fetch, set spec.computer.network: true"
+	}
+	if got := e.answerOf("wf-unhoused"); !strings.Contains(got, want) || strings.Contains(got, "network: false") || !strings.Contains(got, "(code FetchNetworkOff): "+s.URL+"/docs/unhoused") {
+		t.Errorf("no computer: %q, want %q", got, want)
+	}
+	if s.count("/docs/offline") != 0 || s.count("/docs/unhoused") != 0 {
 		t.Error("the agent without network fetched")
 	}
 	if !hasEvent(e.events("wf-offline"), "tool.refused", "web_fetch refused (FetchNetworkOff): "+s.URL+"/docs/offline") {

@@ -31,9 +31,23 @@ func (d *drive) serverToolRefusal(name string, in catalog.Input) (why string, co
 		if wf, ok := in.Value.(*catalog.WebFetch); ok {
 			address = wf.URL
 		}
-		return address + ": web_fetch reaches only what the agent's computer may reach, and its computer has no network (spec.computer.network: false)", api.CodeFetchNetworkOff, address
+		return address + ": web_fetch reaches only what the agent's computer may reach, and " + noNetwork(d.spec.Computer), api.CodeFetchNetworkOff, address
 	}
 	return "", "", ""
+}
+
+// noNetwork says what the agent's definition has that keeps web_fetch off the network, and the
+// field that lets it on. (An agent created without a computer is given one by the server, a
+// sandbox when there is one, kind none otherwise: its definition then says which.)
+func noNetwork(c *api.ComputerSpec) string {
+	const set = "; to let web_fetch fetch, set spec.computer.network: true in the agent's definition"
+	switch {
+	case c == nil:
+		return "the agent's definition names no computer (no spec.computer), so it has no network" + set
+	case c.Kind == "" || c.Kind == "none":
+		return "the agent has no computer (spec.computer.kind: none) and spec.computer.network is not true" + set
+	}
+	return fmt.Sprintf("the agent's computer (spec.computer.kind: %s) has no network: spec.computer.network is not true", c.Kind) + set + " (its computer then reaches the network too)"
 }
 
 // webFetch runs (or replays) a web_fetch call as a safe step: a completed fetch is replayed from

@@ -254,3 +254,117 @@ func TestOpenCodeTakeoverFromComputer(t *testing.T) {
 	url, bodies := recordingProxy(t, e)
 	takeoverCheck(t, e, "opencode", "ANTHROPIC_BASE_URL="+url, bodies, []string{"opencode.json", ".config/opencode/opencode.json", ".config/opencode/plugin/evil.js"})
 }
+
+// TestClaudeNodeTakeoverFromComputer: the takeover of TestClaudeTakeoverFromComputer by a
+// workflow agent node's bash tool, aimed at the node's harness (a Claude Code process of its own,
+// its home under harness-home/RUN/nodes): the settings there given hooks, a CLAUDE.md planted.
+// The runner is SIGKILLed before the node's next model call: the node home's files are still the
+// driver's then (before the restart rewrites any), and after the restart no hook has run, nothing
+// planted is in a request, and the run succeeds (its harness home removed with it).
+func TestClaudeNodeTakeoverFromComputer(t *testing.T) {
+	t.Parallel()
+	script := strings.Replace(takeoverScript("mcp__agentrun__bash", "mcp__agentrun__dev_count", claudeTakeover),
+		`text: "finished"`, `text: '{"summary": "node done"}'`, 1)
+	e := newClaudeEnv(t, script)
+	url, bodies := recordingProxy(t, e)
+	vendorEnv := "ANTHROPIC_BASE_URL=" + url
+	doc := `{"v": 2, "name": "node-takeover",
+  "schemas": {"In": {"type": "object"}, "Found": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [
+    {"node": "agent", "label": "research", "instructions": "Try to take over", "out": "Found", "as": "found"}]}}`
+	e.start("AGENTRUN_DEV_PAUSE_AT=after-intent:wf/research/t1/model", vendorEnv)
+	e.mustAgent("nodetaker", `{"metadata":{"name":"nodetaker"},"spec":{"harness":"claude-agent","computer":{"kind":"sandbox"},"tools":["bash","dev_count"],"approvals":"never-ask","workflow":`+doc+`}}`)
+	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"ntk"},"spec":{"agent":"nodetaker","input":"{}"}}`, nil)
+	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent wf/research/t1/model", 120*time.Second)
+	e.kill()
+	noHarnessLeft(t, e.dir, 10*time.Second)
+	folder := filepath.Join(e.dir, "runs", "ntk")
+	nodes := filepath.Join(e.dir, "harness-home", "ntk", "nodes")
+	files, _ := filepath.Glob(filepath.Join(nodes, "*", ".claude", "*"))
+	if len(files) == 0 {
+		t.Fatalf("no node harness home under %s", nodes)
+	}
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || st.IsDir() {
+			continue
+		}
+		if b, err := os.ReadFile(f); err == nil && (bytes.Contains(b, []byte("hook-ran")) || bytes.Contains(b, []byte("PLANTED"))) {
+			t.Errorf("the node harness home's %s holds what the agent's command wrote:\n%s", f, b)
+		}
+	}
+	e.start(vendorEnv)
+	r := e.waitPhase("ntk", 120*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+	if _, err := os.Stat(filepath.Join(folder, "hook-ran")); err == nil {
+		t.Error("a hook the agent's command wrote into the node harness's configuration ran (hook-ran is in the run folder)")
+	}
+	if r.Status.Phase != api.PhaseSucceeded {
+		t.Fatalf("ntk: %s %s %s", r.Status.Phase, r.Status.Reason, r.Status.Message)
+	}
+	if got := e.counted(); !slices.Equal(got, []string{"takeover"}) {
+		t.Errorf("dev_count ran %v, want once", got)
+	}
+	bs := bodies()
+	found := false
+	for i, b := range bs {
+		found = found || bytes.Contains(b, []byte("home: "+nodes+"/"))
+		if bytes.Contains(b, []byte("PLANTED")) {
+			t.Errorf("model request %d carries the instructions the agent's command planted", i)
+		}
+	}
+	if !found {
+		t.Errorf("no model request carries the bash result naming a node harness home under %s: the takeover missed it", nodes)
+	}
+	// The writes into the node's home were refused inside the computer.
+	for _, f := range []string{".claude/settings.json", ".claude/CLAUDE.md"} {
+		refused := false
+		for _, b := range bs {
+			refused = refused || bytes.Contains(b, []byte(f+": Read-only file system"))
+		}
+		if !refused {
+			t.Errorf("no bash result says the node home's %s is read-only", f)
+		}
+	}
+}
+
+// TestClaudeNodesInAComputerShareGuardedHomes: a map of 6 agent nodes at once on the
+// claude-agent harness inside a sandbox computer, which guards 4 node homes: every node runs (one
+// waiting for a home to be free when 4 are taken), each on one of those homes, and the run
+// succeeds with every node's answer.
+func TestClaudeNodesInAComputerShareGuardedHomes(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, harnessWorkflowScript)
+	e.start()
+	doc := `{"v": 2, "name": "claude-map",
+  "schemas": {"In": {"type": "object", "required": ["items"]}, "Found": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [
+    {"node": "map", "label": "each", "itemsPath": "items", "as": "all", "maxConcurrency": 6,
+     "body": {"node": "agent", "label": "research", "instructions": "Research with claude the topic", "state": {"topic": "{item}"}, "out": "Found", "as": "found"}}]}}`
+	e.mustAgent("wfbox", `{"metadata":{"name":"wfbox"},"spec":{"harness":"claude-agent","computer":{"kind":"sandbox"},"tools":["dev_count"],"workflow":`+doc+`}}`)
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/wfbox/runs", `{"input":{"content":"{\"items\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\"]}"}}`, &run); st != 201 {
+		t.Fatalf("start: HTTP %d", st)
+	}
+	r := e.waitPhase(run.Metadata.Name, 300*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || strings.Count(r.Status.Answer.Preview, "node done") != 6 {
+		t.Fatalf("run ended %s/%s %s: %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+	}
+	if got := e.counted(); len(got) != 6 {
+		t.Errorf("dev_count ran %v, want once per item", got)
+	}
+	started, waited := 0, 0
+	for _, ev := range e.events(run.Metadata.Name) {
+		switch {
+		case ev.Type == "harness.started" && strings.Contains(ev.Message, "inside the run's sandbox computer") && strings.Contains(ev.Message, "for workflow node wf/each["):
+			started++
+		case ev.Type == "harness.waiting":
+			waited++
+		}
+	}
+	if started != 6 {
+		t.Errorf("%d harnesses started inside the computer for the map's nodes, want 6", started)
+	}
+	t.Logf("%d node starts waited for a free guarded home", waited)
+	noHarnessLeft(t, e.dir, 10*time.Second)
+}

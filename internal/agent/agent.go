@@ -77,6 +77,10 @@ type drive struct {
 	spec   *api.AgentSpec
 	status api.AgentRunStatus
 	folder string
+	// nodeHomes are the free workflow agent node harness homes of the run's computer
+	// (takeNodeHome), made once.
+	nodeHomes     chan int
+	nodeHomesOnce sync.Once
 	// lastMsg is the seq of the last message consumed (from replayed steps).
 	lastMsg int64
 	// saved indexes the run folder as the store has it.

@@ -70,6 +70,9 @@ type hostRun struct {
 	// turnCost, when set, is that node's turn cost (the run's loop uses the drive's).
 	prefix   string
 	turnCost *cost.Total
+	// home is a workflow agent node's home slot in the run's computer (takeNodeHome): which
+	// slot is not content, since a node may have another after a restart.
+	home string
 
 	// mu is the lock every call takes: the drive's own for the run's loop, the workflow host's
 	// for an agent node (shared with the other nodes' effects).
@@ -242,7 +245,7 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 		d.j.Emit(api.Event{Type: api.EventGatewayClamped, StepKey: key, Message: fmt.Sprintf("%s asked for %d output tokens a call; the gateway clamps every call to the agent's maxTokens (%d)", h.name, asked, maxTokens)})
 	}
 	out, _ := json.Marshal(body)
-	norm := normalize(body, d.folder, harnessHome(d.e.DataDir, d.run.Metadata.Name))
+	norm := normalize(body, d.folder, h.home, harnessHome(d.e.DataDir, d.run.Metadata.Name))
 	provider := d.acc.provider
 	// What goes to the vendor: the body as it is, or, for a Responses call on Anthropic, its
 	// translation (the journal records the vendor's answer; every drive translates it back).
@@ -465,7 +468,7 @@ func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply,
 		body["model"], _ = json.Marshal(modelName)
 	}
 	out, _ := json.Marshal(body)
-	norm := normalize(body, d.folder, harnessHome(d.e.DataDir, d.run.Metadata.Name))
+	norm := normalize(body, d.folder, h.home, harnessHome(d.e.DataDir, d.run.Metadata.Name))
 	sum := sha256.Sum256(norm)
 	key := "count/" + hex.EncodeToString(sum[:6])
 	provider := d.acc.provider
@@ -735,8 +738,16 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	token, release := gw.Register(run, h.wire, h, tools)
 	undo = append(undo, release) // the token dies with the drive (or the node)
 	home := harnessHome(d.e.DataDir, run)
-	if node != "" {
-		// An agent node's harness has a home of its own (nodes of a map run at once).
+	if node != "" && d.runsInComputer() {
+		// An agent node's harness has a home of its own (nodes of a map run at once): inside the
+		// computer one of the slots guarded there.
+		slotHome, release, err := d.takeNodeHome(ctx, node, mu)
+		if err != nil {
+			return nil, err
+		}
+		undo = append(undo, release)
+		home, h.home = slotHome, slotHome
+	} else if node != "" {
 		sum := sha256.Sum256([]byte(node))
 		home = filepath.Join(home, "nodes", hex.EncodeToString(sum[:8]))
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/computer"
@@ -92,9 +94,16 @@ func (d *drive) computerMounts() []computer.Mount {
 	home := harnessHome(d.e.DataDir, d.run.Metadata.Name)
 	// What in the home decides what the harness may do is shown read-only over it, since the
 	// agent's commands share the computer (harness.GuardMounts); without that the home is not
-	// shown at all, and the harness cannot start there.
+	// shown at all, and the harness cannot start there. The same for each workflow agent node's
+	// home (nodeHome), which the computer's mounts must name before any node starts.
+	paths := harness.ConfigPaths(d.spec.Harness)
+	for slot := range nodeHomeSlots {
+		for _, p := range harness.ConfigPaths(d.spec.Harness) {
+			paths = append(paths, harness.ConfigPath{Rel: filepath.ToSlash(nodeHomeRel(slot)) + "/" + p.Rel, Dir: p.Dir})
+		}
+	}
 	if os.MkdirAll(home, 0o700) == nil {
-		if guards, err := harness.GuardMounts(home, harness.ConfigPaths(d.spec.Harness)); err != nil {
+		if guards, err := harness.GuardMounts(home, paths); err != nil {
 			d.log.Warn("the harness home is not shown in the computer", "err", err)
 		} else {
 			add(computer.Mount{Source: home, Target: home, Writable: true})
@@ -107,6 +116,43 @@ func (d *drive) computerMounts() []computer.Mount {
 		add(computer.Mount{Source: gw.SocketPath(), Target: gatewaySocket})
 	}
 	return ms
+}
+
+// nodeHomeSlots is how many workflow agent nodes' harnesses run at once inside a run's computer
+// (the map's default concurrency): each one's home is a slot of the run's home, guarded in the
+// computer like the run's own (computerMounts), since a computer's mounts are fixed when it is
+// made and a node's key is not known then. A node past them waits for one to be free.
+const nodeHomeSlots = 4
+
+// nodeHomeRel is slot's home, relative to the run's harness home.
+func nodeHomeRel(slot int) string { return filepath.Join("nodes", strconv.Itoa(slot)) }
+
+// takeNodeHome takes a free node home slot for workflow agent node key, waiting (mu, held by
+// the caller, let go meanwhile, as the other nodes' calls take it) until one is, and returns its
+// folder and the func that gives it back.
+func (d *drive) takeNodeHome(ctx context.Context, key string, mu *sync.Mutex) (string, func(), error) {
+	d.nodeHomesOnce.Do(func() {
+		d.nodeHomes = make(chan int, nodeHomeSlots)
+		for slot := range nodeHomeSlots {
+			d.nodeHomes <- slot
+		}
+	})
+	var slot int
+	select {
+	case slot = <-d.nodeHomes:
+	default:
+		d.j.Emit(api.Event{Type: api.EventHarnessWaiting, StepKey: key, Message: fmt.Sprintf("workflow node %s waits for one of the %d harness homes guarded in the run's computer: as many other agent nodes' harnesses are running", key, nodeHomeSlots)})
+		mu.Unlock()
+		select {
+		case slot = <-d.nodeHomes:
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		if err := ctx.Err(); err != nil {
+			return "", nil, err
+		}
+	}
+	return filepath.Join(harnessHome(d.e.DataDir, d.run.Metadata.Name), nodeHomeRel(slot)), func() { d.nodeHomes <- slot }, nil
 }
 
 // connectMCPServer starts or reaches server srv (field at) for this drive: a stdio server inside

@@ -53,6 +53,7 @@ const (
 	EventHarnessInstall    EventType = "harness.install"
 	EventHarnessStarted    EventType = "harness.started"
 	EventHarnessExited     EventType = "harness.exited"
+	EventHarnessWaiting    EventType = "harness.waiting"
 	EventGatewayClamped    EventType = "gateway.clamped"
 	EventGatewayTranslated EventType = "gateway.translated"
 	EventSkillOpened       EventType = "skill.opened"
@@ -115,6 +116,7 @@ var EventTypes = []EventTypeInfo{
 	{EventHarnessInstall, "an external harness is being installed"},
 	{EventHarnessStarted, "an external harness started (inside the run's computer, or on the runner in the run folder)"},
 	{EventHarnessExited, "an external harness exited with an error"},
+	{EventHarnessWaiting, "a workflow agent node's harness waits for one of the run computer's guarded node homes to be free"},
 	{EventGatewayClamped, "the gateway clamped a harness's output tokens to the agent's maxTokens"},
 	{EventGatewayTranslated, "the gateway translates a harness's calls to the run's vendor API (Codex's Responses calls to Anthropic's Messages)"},
 	{EventSkillOpened, "the agent opened one of its skills"},

@@ -342,7 +342,7 @@ When you are done, <b>answer the run's question below</b>: that hands the {{.Wha
 {{with .Run}}<h2>Input</h2><pre>{{.Spec.Input}}</pre>
 {{with .Status.Answer}}<h2>Answer</h2><pre id="answer">{{.Preview}}</pre>{{if .Truncated}}<p>(first 4 KiB of {{.Bytes}} bytes; <code>agentrun runs answer</code> prints all of it)</p>{{end}}{{end}}
 {{if .Status.Turns}}<h2>Turns</h2><table><tr><th>#</th><th>Model</th><th>Chosen by</th><th>In</th><th>Out</th><th>Cost</th></tr>
-{{range .Status.Turns}}<tr><td>{{.Index}}</td><td>{{.Model}}</td><td>{{.ChosenBy}}</td><td>{{.InputTokens}}</td><td>{{.OutputTokens}}</td><td>{{.CostUSD}}</td></tr>{{end}}</table>{{end}}
+{{range .Status.Turns}}<tr><td>{{.Index}}</td><td>{{.Model}}</td><td>{{.ChosenBy}}</td><td>{{.InputTokens}}</td><td>{{.OutputTokens}}</td><td>{{dollars .CostUSD}}</td></tr>{{end}}</table>{{end}}
 {{end}}
 {{if .Approvals}}<h2>Approvals</h2><table><tr><th>#</th><th>Tool</th><th>Arguments</th><th>Reason</th><th>State</th><th></th></tr>
 {{range .Approvals}}<tr id="approval-{{.ID}}"><td>{{.ID}}</td><td>{{.Tool}}</td><td><pre>{{.Input}}</pre></td><td>{{.Reason}}</td><td>{{.State}}{{if .DecidedBy}} by {{.DecidedBy}}{{end}}</td>

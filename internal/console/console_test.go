@@ -409,10 +409,17 @@ func TestRunPage(t *testing.T) {
 	if strings.Count(page, "<script") != 1 || strings.Count(page, `http-equiv="refresh"`) != strings.Count(page, `<noscript><meta http-equiv="refresh"`) {
 		t.Errorf("the run page has inline script or a refresh outside <noscript>:\n%s", page)
 	}
-	tc.commit(t, l, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseSucceeded, AgentRevision: 1, Answer: &api.Answer{Preview: "done"}}, Release: true})
+	turns := []api.Turn{{Index: 1, Model: "claude-test", CostUSD: "0.012"}, {Index: 2, Model: "claude-test", CostUSD: "unknown"}, {Index: 3, Model: "claude-test", CostUSD: "at least 0.002"}}
+	tc.commit(t, l, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseSucceeded, AgentRevision: 1, Answer: &api.Answer{Preview: "done"}, Turns: turns}, Release: true})
 	_, page = tc.body(t, "/runs/r1")
 	if strings.Contains(page, "refresh") || !strings.Contains(page, `data-view="finished" data-streaming="false"`) {
 		t.Errorf("a finished run's page:\n%s", page)
+	}
+	// The Turns table shows money as everywhere else: dollars, "unknown", "at least $".
+	for _, want := range []string{"<td>$0.012</td></tr>", "<td>unknown</td></tr>", "<td>at least $0.002</td></tr>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the Turns table lacks %s:\n%s", want, page)
+		}
 	}
 	resp, js := tc.body(t, "/static/console.js?v="+scriptVersion)
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") || !strings.Contains(js, "new EventSource(") ||

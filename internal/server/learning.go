@@ -50,7 +50,8 @@ type LearnedFile struct {
 type restoreBody struct {
 	// Path is the file (or a note's name) to bring back.
 	Path string `json:"path"`
-	// From is the commit that holds it as it should be again.
+	// From is the commit that holds it as it should be again: its hash, whole or its first 7 or
+	// more hex digits.
 	From string `json:"from"`
 }
 

@@ -258,30 +258,48 @@ func TestOpenCodeTakeoverFromComputer(t *testing.T) {
 // TestClaudeNodeTakeoverFromComputer: the takeover of TestClaudeTakeoverFromComputer by a
 // workflow agent node's bash tool, aimed at the node's harness (a Claude Code process of its own,
 // its home under harness-home/RUN/nodes): the settings there given hooks, a CLAUDE.md planted.
-// The runner is SIGKILLed before the node's next model call: the node home's files are still the
-// driver's then (before the restart rewrites any), and after the restart no hook has run, nothing
-// planted is in a request, and the run succeeds (its harness home removed with it).
 func TestClaudeNodeTakeoverFromComputer(t *testing.T) {
 	t.Parallel()
-	script := strings.Replace(takeoverScript("mcp__agentrun__bash", "mcp__agentrun__dev_count", claudeTakeover),
-		`text: "finished"`, `text: '{"summary": "node done"}'`, 1)
-	e := newClaudeEnv(t, script)
+	e := newClaudeEnv(t, nodeTakeoverScript("mcp__agentrun__bash", "mcp__agentrun__dev_count", claudeTakeover))
 	url, bodies := recordingProxy(t, e)
-	vendorEnv := "ANTHROPIC_BASE_URL=" + url
+	nodeTakeoverCheck(t, e, "claude-agent", "ANTHROPIC_BASE_URL="+url, bodies, ".claude", []string{".claude/settings.json", ".claude/CLAUDE.md"})
+}
+
+// TestCodexNodeTakeoverFromComputer: the same on Codex (TestCodexTakeoverFromComputer's
+// takeover: a trusted /workspace and hooks in CODEX_HOME's config.toml, hooks.json, AGENTS.md).
+func TestCodexNodeTakeoverFromComputer(t *testing.T) {
+	t.Parallel()
+	e := newCodexEnv(t, nodeTakeoverScript("bash", "dev_count", codexTakeover))
+	url, bodies := recordingProxy(t, e)
+	nodeTakeoverCheck(t, e, "codex", "OPENAI_BASE_URL="+url+"/v1", bodies, "codex", []string{"codex/config.toml", "codex/hooks.json", "codex/AGENTS.md"})
+}
+
+// nodeTakeoverScript is takeoverScript with the node's JSON answer last.
+func nodeTakeoverScript(bash, count, cmd string) string {
+	return strings.Replace(takeoverScript(bash, count, cmd), `text: "finished"`, `text: '{"summary": "node done"}'`, 1)
+}
+
+// nodeTakeoverCheck runs a workflow whose one agent node, on harnessName inside a sandbox, runs
+// the takeover; the runner is SIGKILLed before the node's next model call: the files under
+// configDir of the node's home are still the driver's then (before the restart rewrites any),
+// each of refused was refused read-only, and after the restart no hook has run, nothing planted
+// is in a request, and the run succeeds (its harness home removed with it).
+func nodeTakeoverCheck(t *testing.T, e *env, harnessName, vendorEnv string, bodies func() [][]byte, configDir string, refused []string) {
+	t.Helper()
 	doc := `{"v": 2, "name": "node-takeover",
   "schemas": {"In": {"type": "object"}, "Found": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}, "Out": {"type": "object"}},
   "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
   "root": {"node": "chain", "steps": [
     {"node": "agent", "label": "research", "instructions": "Try to take over", "out": "Found", "as": "found"}]}}`
 	e.start("AGENTRUN_DEV_PAUSE_AT=after-intent:wf/research/t1/model", vendorEnv)
-	e.mustAgent("nodetaker", `{"metadata":{"name":"nodetaker"},"spec":{"harness":"claude-agent","computer":{"kind":"sandbox"},"tools":["bash","dev_count"],"approvals":"never-ask","workflow":`+doc+`}}`)
+	e.mustAgent("nodetaker", `{"metadata":{"name":"nodetaker"},"spec":{"harness":"`+harnessName+`","computer":{"kind":"sandbox"},"tools":["bash","dev_count"],"approvals":"never-ask","workflow":`+doc+`}}`)
 	e.do("POST", "/v2/agentruns", `{"kind":"AgentRun","metadata":{"name":"ntk"},"spec":{"agent":"nodetaker","input":"{}"}}`, nil)
 	e.waitStderr("AGENTRUN_DEV_PAUSED after-intent wf/research/t1/model", 120*time.Second)
 	e.kill()
 	noHarnessLeft(t, e.dir, 10*time.Second)
 	folder := filepath.Join(e.dir, "runs", "ntk")
 	nodes := filepath.Join(e.dir, "harness-home", "ntk", "nodes")
-	files, _ := filepath.Glob(filepath.Join(nodes, "*", ".claude", "*"))
+	files, _ := filepath.Glob(filepath.Join(nodes, "*", configDir, "*"))
 	if len(files) == 0 {
 		t.Fatalf("no node harness home under %s", nodes)
 	}
@@ -289,7 +307,7 @@ func TestClaudeNodeTakeoverFromComputer(t *testing.T) {
 		if st, err := os.Stat(f); err != nil || st.IsDir() {
 			continue
 		}
-		if b, err := os.ReadFile(f); err == nil && (bytes.Contains(b, []byte("hook-ran")) || bytes.Contains(b, []byte("PLANTED"))) {
+		if b, err := os.ReadFile(f); err == nil && (bytes.Contains(b, []byte("hook-ran")) || bytes.Contains(b, []byte("PLANTED")) || bytes.Contains(b, []byte(`trust_level = "trusted"`))) {
 			t.Errorf("the node harness home's %s holds what the agent's command wrote:\n%s", f, b)
 		}
 	}
@@ -316,12 +334,12 @@ func TestClaudeNodeTakeoverFromComputer(t *testing.T) {
 		t.Errorf("no model request carries the bash result naming a node harness home under %s: the takeover missed it", nodes)
 	}
 	// The writes into the node's home were refused inside the computer.
-	for _, f := range []string{".claude/settings.json", ".claude/CLAUDE.md"} {
-		refused := false
+	for _, f := range refused {
+		ro := false
 		for _, b := range bs {
-			refused = refused || bytes.Contains(b, []byte(f+": Read-only file system"))
+			ro = ro || bytes.Contains(b, []byte(f+": Read-only file system"))
 		}
-		if !refused {
+		if !ro {
 			t.Errorf("no bash result says the node home's %s is read-only", f)
 		}
 	}

@@ -95,7 +95,7 @@ func (d *drive) computerMounts() []computer.Mount {
 	// What in the home decides what the harness may do is shown read-only over it, since the
 	// agent's commands share the computer (harness.GuardMounts); without that the home is not
 	// shown at all, and the harness cannot start there. The same for each workflow agent node's
-	// home (nodeHome), which the computer's mounts must name before any node starts.
+	// home (takeNodeHome), which the computer's mounts must name before any node starts.
 	paths := harness.ConfigPaths(d.spec.Harness)
 	for slot := range nodeHomeSlots {
 		for _, p := range harness.ConfigPaths(d.spec.Harness) {
@@ -143,12 +143,14 @@ func (d *drive) takeNodeHome(ctx context.Context, key string, mu *sync.Mutex) (s
 	default:
 		d.j.Emit(api.Event{Type: api.EventHarnessWaiting, StepKey: key, Message: fmt.Sprintf("workflow node %s waits for one of the %d harness homes guarded in the run's computer: as many other agent nodes' harnesses are running", key, nodeHomeSlots)})
 		mu.Unlock()
+		var err error
 		select {
 		case slot = <-d.nodeHomes:
 		case <-ctx.Done():
+			err = fmt.Errorf("workflow node %s waiting for a harness home: %w", key, ctx.Err())
 		}
 		mu.Lock()
-		if err := ctx.Err(); err != nil {
+		if err != nil {
 			return "", nil, err
 		}
 	}

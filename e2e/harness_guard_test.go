@@ -386,3 +386,36 @@ func TestClaudeNodesInAComputerShareGuardedHomes(t *testing.T) {
 	t.Logf("%d node starts waited for a free guarded home", waited)
 	noHarnessLeft(t, e.dir, 10*time.Second)
 }
+
+// TestClaudeNodesInAComputerRestart: two agent nodes of a map at once on the claude-agent
+// harness inside a sandbox computer, the runner SIGKILLed after the second one's tool call and
+// started again: the nodes take the guarded homes again in whatever order they start, every
+// completed call is answered from the journal, and the run succeeds with each tool call made once.
+func TestClaudeNodesInAComputerRestart(t *testing.T) {
+	t.Parallel()
+	e := newClaudeEnv(t, harnessWorkflowScript)
+	e.start("AGENTRUN_DEV_PAUSE_AT=after-result:wf/each[1]/research/t0/tool/0")
+	doc := `{"v": 2, "name": "claude-map",
+  "schemas": {"In": {"type": "object", "required": ["items"]}, "Found": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [
+    {"node": "map", "label": "each", "itemsPath": "items", "as": "all", "maxConcurrency": 2,
+     "body": {"node": "agent", "label": "research", "instructions": "Research with claude the topic", "state": {"topic": "{item}"}, "out": "Found", "as": "found"}}]}}`
+	e.mustAgent("wfbox", `{"metadata":{"name":"wfbox"},"spec":{"harness":"claude-agent","computer":{"kind":"sandbox"},"tools":["dev_count"],"workflow":`+doc+`}}`)
+	var run api.AgentRun
+	if st := e.do("POST", "/v2/agents/wfbox/runs", `{"input":{"content":"{\"items\": [\"a\", \"b\"]}"}}`, &run); st != 201 {
+		t.Fatalf("start: HTTP %d", st)
+	}
+	e.waitStderr("AGENTRUN_DEV_PAUSED after-result wf/each[1]/research/t0/tool/0", 120*time.Second)
+	e.kill()
+	noHarnessLeft(t, e.dir, 10*time.Second)
+	e.start()
+	r := e.waitPhase(run.Metadata.Name, 120*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || strings.Count(r.Status.Answer.Preview, "node done") != 2 {
+		t.Fatalf("run ended %s/%s %s: %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+	}
+	if got := e.counted(); len(got) != 2 {
+		t.Errorf("dev_count ran %v, want once per item", got)
+	}
+	noHarnessLeft(t, e.dir, 10*time.Second)
+}

@@ -274,6 +274,28 @@ func TestCodexNodeTakeoverFromComputer(t *testing.T) {
 	nodeTakeoverCheck(t, e, "codex", "OPENAI_BASE_URL="+url+"/v1", bodies, "codex", []string{"codex/config.toml", "codex/hooks.json", "codex/AGENTS.md"})
 }
 
+// TestPiNodeTakeoverFromComputer: the same on pi (TestPiTakeoverFromComputer's takeover: a
+// package with a command of the agent's, instructions and an extension in pi's agent folder).
+func TestPiNodeTakeoverFromComputer(t *testing.T) {
+	t.Parallel()
+	cache := installedHarness(t, "pi")
+	e := newEnv(t, nodeTakeoverScript("bash", "dev_count", piTakeover))
+	e.extra = append(e.extra, harness.CacheEnv+"="+cache)
+	url, bodies := recordingProxy(t, e)
+	nodeTakeoverCheck(t, e, "pi", "ANTHROPIC_BASE_URL="+url, bodies, "pi-agent", []string{"pi-agent/settings.json", "pi-agent/AGENTS.md"})
+}
+
+// TestOpenCodeNodeTakeoverFromComputer: the same on OpenCode (TestOpenCodeTakeoverFromComputer's
+// takeover: its bash tool back and plugins of the agent's in its config and config folder).
+func TestOpenCodeNodeTakeoverFromComputer(t *testing.T) {
+	t.Parallel()
+	cache := installedHarness(t, "opencode")
+	e := newEnv(t, nodeTakeoverScript("agentrun_bash", "agentrun_dev_count", opencodeTakeover))
+	e.extra = append(e.extra, harness.CacheEnv+"="+cache)
+	url, bodies := recordingProxy(t, e)
+	nodeTakeoverCheck(t, e, "opencode", "ANTHROPIC_BASE_URL="+url, bodies, "", []string{"opencode.json", "opencode/opencode.json"})
+}
+
 // nodeTakeoverScript is takeoverScript with the node's JSON answer last.
 func nodeTakeoverScript(bash, count, cmd string) string {
 	return strings.Replace(takeoverScript(bash, count, cmd), `text: "finished"`, `text: '{"summary": "node done"}'`, 1)
@@ -313,8 +335,8 @@ func nodeTakeoverCheck(t *testing.T, e *env, harnessName, vendorEnv string, bodi
 	}
 	e.start(vendorEnv)
 	r := e.waitPhase("ntk", 120*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
-	if _, err := os.Stat(filepath.Join(folder, "hook-ran")); err == nil {
-		t.Error("a hook the agent's command wrote into the node harness's configuration ran (hook-ran is in the run folder)")
+	if ran, _ := filepath.Glob(filepath.Join(folder, "hook-ran*")); len(ran) > 0 {
+		t.Errorf("a hook or plugin the agent's command wrote into the node harness's configuration ran (%v in the run folder)", ran)
 	}
 	if r.Status.Phase != api.PhaseSucceeded {
 		t.Fatalf("ntk: %s %s %s", r.Status.Phase, r.Status.Reason, r.Status.Message)

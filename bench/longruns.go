@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/model/fake"
 )
 
@@ -149,21 +148,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	}
 	var first, last time.Time
 	var failMsg string
-	for _, r := range runs {
-		if r.Status.Phase != api.PhaseSucceeded {
-			if failMsg == "" {
-				failMsg = fmt.Sprintf("%s: %s (%s: %s)", r.Metadata.Name, r.Status.Phase, r.Status.Reason, r.Status.Message)
-			}
-			continue
-		}
-		res.Succeeded++
-		if st := r.Status.StartedAt; st != nil && (first.IsZero() || st.Before(first)) {
-			first = *st
-		}
-		if f := r.Status.FinishedAt; f != nil && f.After(last) {
-			last = *f
-		}
-	}
+	res.Succeeded, first, last, failMsg = succeededSpan(runs)
 	if !last.IsZero() {
 		res.ActiveMs = msf(last.Sub(first))
 		res.StepsPerSec = round1(float64(res.Succeeded*(res.ModelCalls+res.ToolCalls)) / last.Sub(first).Seconds())

@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"agentrun.dev/agentrun/internal/api"
 )
 
 // ScaleResult is end-to-end throughput of trivial runs (model → write → model → answer) on one
@@ -188,21 +186,7 @@ func burnDown(c config, w *world, n int, start func() error) (*Burn, error) {
 	}
 	var first, last time.Time
 	var failMsg string
-	for _, r := range runs {
-		if r.Status.Phase != api.PhaseSucceeded {
-			if failMsg == "" {
-				failMsg = fmt.Sprintf("%s: %s (%s: %s)", r.Metadata.Name, r.Status.Phase, r.Status.Reason, r.Status.Message)
-			}
-			continue
-		}
-		b.Succeeded++
-		if st := r.Status.StartedAt; st != nil && (first.IsZero() || st.Before(first)) {
-			first = *st
-		}
-		if f := r.Status.FinishedAt; f != nil && f.After(last) {
-			last = *f
-		}
-	}
+	b.Succeeded, first, last, failMsg = succeededSpan(runs)
 	if !last.IsZero() {
 		b.WallMs = msf(last.Sub(t0))
 		b.RunsPerSec = round1(float64(b.Succeeded) / last.Sub(t0).Seconds())

@@ -484,6 +484,27 @@ func (w *world) listRuns(agent string) ([]api.AgentRun, error) {
 	return out.Items, err
 }
 
+// succeededSpan counts the runs that succeeded and the span they ran in (the first start and the
+// last finish among them); failMsg describes the first run that did not succeed ("" if none).
+func succeededSpan(runs []api.AgentRun) (succeeded int, first, last time.Time, failMsg string) {
+	for _, r := range runs {
+		if r.Status.Phase != api.PhaseSucceeded {
+			if failMsg == "" {
+				failMsg = fmt.Sprintf("%s: %s (%s: %s)", r.Metadata.Name, r.Status.Phase, r.Status.Reason, r.Status.Message)
+			}
+			continue
+		}
+		succeeded++
+		if st := r.Status.StartedAt; st != nil && (first.IsZero() || st.Before(first)) {
+			first = *st
+		}
+		if f := r.Status.FinishedAt; f != nil && f.After(last) {
+			last = *f
+		}
+	}
+	return succeeded, first, last, failMsg
+}
+
 // phaseCounts reads the run counts by phase from GET /metrics (agentrun_runs{phase="..."}), a
 // cheap GROUP BY in the store, to watch thousands of runs without listing them.
 func (w *world) phaseCounts() (map[string]int, error) {

@@ -1031,6 +1031,8 @@ func jsonEqual(a, b any) bool {
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
+// lookupOK resolves a dot path in state: a record by key, an array by a canonical in-bounds index
+// (the published resolver, Lean finding F9 fixed); anything else is not there (nil, false).
 func lookupOK(state map[string]any, path string) (any, bool) {
 	var cur any = state
 	for _, seg := range strings.Split(path, ".") {

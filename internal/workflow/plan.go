@@ -126,7 +126,8 @@ func (p *Plan) walk(n *Node, path string, times int64, input map[string]any, dep
 		}
 	case "map":
 		items := int64(1)
-		if list, ok := lookup(input, n.ItemsPath).([]any); ok && input != nil {
+		v, _ := lookupOK(input, n.ItemsPath)
+		if list, ok := v.([]any); ok && input != nil {
 			items = int64(len(list))
 		} else {
 			p.Unbounded = true
@@ -148,31 +149,6 @@ func (p *Plan) walk(n *Node, path string, times int64, input map[string]any, dep
 			p.walk(n.Child.Root, here, times, nil, depth+1)
 		}
 	}
-}
-
-// lookup resolves a dot path in state: a record by key, an array by a canonical in-bounds index
-// (the published resolver, Lean finding F9 fixed), anything else nil.
-func lookup(state map[string]any, path string) any {
-	var cur any = state
-	for _, seg := range strings.Split(path, ".") {
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[seg]
-			if !ok {
-				return nil
-			}
-			cur = v
-		case []any:
-			i, ok := canonicalIndex(seg)
-			if !ok || i >= len(c) {
-				return nil
-			}
-			cur = c[i]
-		default:
-			return nil
-		}
-	}
-	return cur
 }
 
 func canonicalIndex(s string) (int, bool) {

@@ -49,8 +49,9 @@ type Session struct {
 // not reach the model's context, the journal or the timeline (a server may echo its env).
 type redactor []opened
 
-// opened is one secret value and the reference it was opened from (secret:NAME/KEY).
-type opened struct{ ref, value string }
+// opened is one secret value, its JSON-escaped form when that differs ("" when not), and the
+// reference it was opened from (secret:NAME/KEY).
+type opened struct{ ref, value, escaped string }
 
 // minRedact is the shortest secret value replaced; shorter ones would mangle ordinary text.
 const minRedact = 4
@@ -62,8 +63,8 @@ func (r redactor) Redact(s string) string {
 			continue
 		}
 		s = strings.ReplaceAll(s, o.value, "["+o.ref+"]")
-		if q, _ := json.Marshal(o.value); len(q) > 2 && string(q[1:len(q)-1]) != o.value {
-			s = strings.ReplaceAll(s, string(q[1:len(q)-1]), "["+o.ref+"]")
+		if o.escaped != "" {
+			s = strings.ReplaceAll(s, o.escaped, "["+o.ref+"]")
 		}
 	}
 	return s
@@ -105,7 +106,11 @@ func resolve(ctx context.Context, at string, vals map[string]string, open OpenSe
 			return nil, &SecretError{Field: at + "." + k, Secret: name, Err: fmt.Errorf("the secret has no key %q", key)}
 		}
 		out[k] = val
-		*red = append(*red, opened{ref: v, value: val})
+		o := opened{ref: v, value: val}
+		if q, _ := json.Marshal(val); len(q) > 2 && string(q[1:len(q)-1]) != val {
+			o.escaped = string(q[1 : len(q)-1])
+		}
+		*red = append(*red, o)
 	}
 	return out, nil
 }

@@ -1,13 +1,13 @@
 package server
 
 import (
-	"agentrun.dev/agentrun/internal/store"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/store"
 )
 
 // events is GET /v2/agentruns/NAME/events: a JSON page, or with Accept: text/event-stream an SSE

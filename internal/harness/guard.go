@@ -44,8 +44,8 @@ func GuardMounts(home string, paths []ConfigPath) ([]computer.Mount, error) {
 	var ms []computer.Mount
 	seen := map[string]bool{}
 	for _, p := range paths {
-		clean := filepath.Clean(filepath.FromSlash(p.Rel))
-		if clean == "." || filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		clean, ok := inside(p.Rel)
+		if !ok {
 			return nil, fmt.Errorf("harness config path %q is not inside the harness home", p.Rel)
 		}
 		parts := strings.Split(clean, string(filepath.Separator))
@@ -79,4 +79,11 @@ func GuardMounts(home string, paths []ConfigPath) ([]computer.Mount, error) {
 		ms = append(ms, computer.Mount{Source: full, Target: full})
 	}
 	return ms, nil
+}
+
+// inside is rel (slash-separated) cleaned, and whether it names something strictly inside the
+// folder it is relative to: not that folder itself, not absolute, not out of it by "..".
+func inside(rel string) (string, bool) {
+	clean := filepath.Clean(filepath.FromSlash(rel))
+	return clean, clean != "." && filepath.IsLocal(clean)
 }

@@ -45,8 +45,8 @@ func WriteSkills(dir string, skills []Skill) error {
 		}
 		root := filepath.Join(dir, s.Name)
 		for _, f := range s.Files {
-			clean := filepath.Clean(filepath.FromSlash(f.Path))
-			if f.Path == "" || filepath.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+			clean, ok := inside(f.Path)
+			if !ok {
 				return fmt.Errorf("skill %s: file %q is not inside its folder", s.Name, f.Path)
 			}
 			p := filepath.Join(root, clean)

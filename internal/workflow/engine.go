@@ -380,12 +380,12 @@ func (r *runner) call(ctx context.Context, n *Node, key string, state map[string
 	retryExit := false
 	if n.Retry != nil {
 		attempts = max(n.Retry.Attempts, 1)
-		backoff = time.Duration(n.Retry.BackoffS * float64(time.Second))
+		backoff = seconds(n.Retry.BackoffS)
 		for _, on := range n.Retry.On {
 			retryExit = retryExit || on == "exit" || on == "effect_exit"
 		}
 	}
-	deadline := time.Duration(n.DeadlineS * float64(time.Second))
+	deadline := seconds(n.DeadlineS)
 	var last error
 	for a := 1; a <= attempts; a++ {
 		k := key
@@ -456,7 +456,7 @@ func (r *runner) callOnce(ctx context.Context, n *Node, key string, state map[st
 				env[k] = string(b)
 			}
 		}
-		res, err := r.h.Shell(ctx, key, n.Command, env, time.Duration(n.DeadlineS*float64(time.Second)))
+		res, err := r.h.Shell(ctx, key, n.Command, env, seconds(n.DeadlineS))
 		if err != nil {
 			return nil, false, err
 		}

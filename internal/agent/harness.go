@@ -620,15 +620,8 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 		h.mu.Lock()
 		herr := h.err
 		h.mu.Unlock()
-		if herr != nil {
-			var dv *divergence
-			if errors.As(herr, &dv) {
-				return "", d.diverged(ctx, dv)
-			}
-			return "", herr
-		}
-		if err != nil {
-			return "", d.harnessFailed(err)
+		if err := d.harnessTurnEnd(ctx, herr, err); err != nil {
+			return "", err
 		}
 		return text, nil
 	}
@@ -664,6 +657,23 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 		msgN++
 		prompt = next
 	}
+}
+
+// harnessTurnEnd is why a harness turn stops the drive, or nil: herr is what the host's calls
+// failed with during the turn (a replay divergence parks the run), err what the turn itself
+// returned (the harness failed).
+func (d *drive) harnessTurnEnd(ctx context.Context, herr, err error) error {
+	if herr != nil {
+		var dv *divergence
+		if errors.As(herr, &dv) {
+			return d.diverged(ctx, dv)
+		}
+		return herr
+	}
+	if err != nil {
+		return d.harnessFailed(err)
+	}
+	return nil
 }
 
 // harnessDriver is the agent's harness, or why this runner cannot run it with the run's provider.
@@ -807,7 +817,7 @@ func (d *drive) dropHarnessHome() {
 	if d.e.DataDir == "" || d.run == nil {
 		return
 	}
-	if err := os.RemoveAll(filepath.Join(d.e.DataDir, "harness-home", d.run.Metadata.Name)); err != nil {
+	if err := os.RemoveAll(harnessHome(d.e.DataDir, d.run.Metadata.Name)); err != nil {
 		d.log.Warn("remove the harness home", "err", err)
 	}
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
@@ -41,15 +40,8 @@ func (h *wfHost) harnessAgent(ctx context.Context, key string, t workflow.Task, 
 		h.mu.Unlock()
 		text, err := hr.proc.Turn(hr.h.ctx, prompt)
 		h.mu.Lock()
-		if herr := hr.h.err; herr != nil {
-			var dv *divergence
-			if errors.As(herr, &dv) {
-				return "", d.diverged(ctx, dv)
-			}
-			return "", herr
-		}
-		if err != nil {
-			return "", d.harnessFailed(err)
+		if err := d.harnessTurnEnd(ctx, hr.h.err, err); err != nil {
+			return "", err
 		}
 		if t.Review == nil {
 			return text, nil

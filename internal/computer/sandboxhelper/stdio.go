@@ -126,10 +126,7 @@ func (h *helper) spawn(req request) response {
 		select {
 		case <-drained:
 		case <-time.After(2 * time.Second):
-			p.mu.Lock()
-			p.killed = true
-			p.cond.Broadcast()
-			p.mu.Unlock()
+			p.unblock()
 			closeFiles(outR, errR)
 			<-drained
 		}
@@ -210,12 +207,17 @@ func (h *helper) kill(req request) response {
 	if p == nil {
 		return response{} // over already
 	}
+	p.unblock()
+	killGroup(p.cmd, syscall.SIGKILL)
+	return response{}
+}
+
+// unblock marks p killed and wakes its pumps: they send the rest without waiting on the host.
+func (p *spawned) unblock() {
 	p.mu.Lock()
 	p.killed = true
 	p.cond.Broadcast()
 	p.mu.Unlock()
-	killGroup(p.cmd, syscall.SIGKILL)
-	return response{}
 }
 
 // forward listens on 127.0.0.1:req.Port (any port when that one is taken) and joins each
@@ -488,11 +490,7 @@ func (b *streamBuf) Read(p []byte) (int, error) {
 	for len(b.data) == 0 && !b.eof && !b.closed {
 		b.cond.Wait()
 	}
-	if b.closed {
-		b.mu.Unlock()
-		return 0, io.EOF
-	}
-	if len(b.data) == 0 {
+	if b.closed || len(b.data) == 0 {
 		b.mu.Unlock()
 		return 0, io.EOF
 	}

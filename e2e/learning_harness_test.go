@@ -347,34 +347,45 @@ func TestCodexLearning(t *testing.T) {
 	url, bodies := recordingProxy(t, e)
 	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "OPENAI_BASE_URL="+url+"/v1")
 	e.mustAgent("xlearner", `{"metadata":{"name":"xlearner"},"spec":{"harness":"codex","system":"You keep a service running.","learning":true,"tools":["write"],"approvals":"never-ask"}}`)
-	e.startRun("xlearner", "x1", "Learn X1: find the deploy script")
-	if got := e.answerOf("x1"); got != "The deploy script is scripts/deploy.sh." {
-		t.Errorf("answer of x1: %q", got)
+	checkNoteLearned(t, e, bodies, "xlearner", "codex", "X")
+}
+
+// checkNoteLearned is the note check of TestCodexLearning and harnessLearning, whose scripts
+// answer runs tag1 and tag2 (the task "Learn TAG1: find the deploy script", then "Learn TAG2:
+// deploy again") of agent on harness harnessName: the first run learns the note (the key's item
+// refused, the model key never on its timeline), the second's first model request carries it and
+// the run opens it.
+func checkNoteLearned(t *testing.T, e *env, bodies func() [][]byte, agent, harnessName, tag string) {
+	t.Helper()
+	r1, r2 := strings.ToLower(tag)+"1", strings.ToLower(tag)+"2"
+	e.startRun(agent, r1, "Learn "+tag+"1: find the deploy script")
+	if got := e.answerOf(r1); got != "The deploy script is scripts/deploy.sh." {
+		t.Errorf("answer of %s: %q", r1, got)
 	}
-	evs := e.events("x1")
-	if !hasEvent(evs, api.EventHarnessStarted, "started codex") || !hasEvent(evs, api.EventLearningRefused, "notes/key.md refused: it holds a secret the run was handed") ||
+	evs := e.events(r1)
+	if !hasEvent(evs, api.EventHarnessStarted, "started "+harnessName) || !hasEvent(evs, api.EventLearningRefused, "notes/key.md refused: it holds a secret the run was handed") ||
 		!hasEvent(evs, api.EventLearningCommitted, "notes/deploy.md") {
-		t.Errorf("x1's timeline: %+v", evs)
+		t.Errorf("%s's timeline: %+v", r1, evs)
 	}
 	if evJSON, _ := json.Marshal(evs); bytes.Contains(evJSON, []byte("test-key")) {
 		t.Error("the run's model key is on its timeline")
 	}
-	e.startRun("xlearner", "x2", "Learn X2: deploy again")
-	if got := e.answerOf("x2"); got != "Deployed as the note says." {
-		t.Errorf("answer of x2: %q", got)
+	e.startRun(agent, r2, "Learn "+tag+"2: deploy again")
+	if got := e.answerOf(r2); got != "Deployed as the note says." {
+		t.Errorf("answer of %s: %q", r2, got)
 	}
 	var first []byte
 	for _, b := range bodies() {
-		if bytes.Contains(b, []byte("Learn X2: deploy again")) {
+		if bytes.Contains(b, []byte("Learn "+tag+"2: deploy again")) {
 			first = b
 			break
 		}
 	}
 	if !bytes.Contains(first, []byte("deploy (notes/deploy.md): Where the deploy script is.")) {
-		t.Errorf("x2's first model request lacks the learned note in its instructions: %.3000s", first)
+		t.Errorf("%s's first model request lacks the learned note in its instructions: %.3000s", r2, first)
 	}
-	if !hasEvent(e.events("x2"), api.EventLearningOpened, "opened note notes/deploy.md") {
-		t.Error("x2's timeline does not say it opened the note")
+	if !hasEvent(e.events(r2), api.EventLearningOpened, "opened note notes/deploy.md") {
+		t.Errorf("%s's timeline does not say it opened the note", r2)
 	}
 }
 
@@ -507,35 +518,7 @@ func harnessLearning(t *testing.T, name, prefix string) {
 	e.startWith([]string{"serve", "--listen", "127.0.0.1:0", "--router", "rules"}, "ANTHROPIC_BASE_URL="+url)
 	// On the runner (computer none): OpenCode started in a sandbox takes most of a minute a run.
 	e.mustAgent("plearner", `{"metadata":{"name":"plearner"},"spec":{"harness":"`+name+`","system":"You keep a service running.","learning":true,"tools":["write"],"computer":{"kind":"none"},"approvals":"never-ask"}}`)
-	e.startRun("plearner", "p1", "Learn P1: find the deploy script")
-	if got := e.answerOf("p1"); got != "The deploy script is scripts/deploy.sh." {
-		t.Errorf("answer of p1: %q", got)
-	}
-	evs := e.events("p1")
-	if !hasEvent(evs, api.EventHarnessStarted, "started "+name) || !hasEvent(evs, api.EventLearningRefused, "notes/key.md refused: it holds a secret the run was handed") ||
-		!hasEvent(evs, api.EventLearningCommitted, "notes/deploy.md") {
-		t.Errorf("p1's timeline: %+v", evs)
-	}
-	if evJSON, _ := json.Marshal(evs); bytes.Contains(evJSON, []byte("test-key")) {
-		t.Error("the run's model key is on its timeline")
-	}
-	e.startRun("plearner", "p2", "Learn P2: deploy again")
-	if got := e.answerOf("p2"); got != "Deployed as the note says." {
-		t.Errorf("answer of p2: %q", got)
-	}
-	var first []byte
-	for _, b := range bodies() {
-		if bytes.Contains(b, []byte("Learn P2: deploy again")) {
-			first = b
-			break
-		}
-	}
-	if !bytes.Contains(first, []byte("deploy (notes/deploy.md): Where the deploy script is.")) {
-		t.Errorf("p2's first model request lacks the learned note in its instructions: %.3000s", first)
-	}
-	if !hasEvent(e.events("p2"), api.EventLearningOpened, "opened note notes/deploy.md") {
-		t.Error("p2's timeline does not say it opened the note")
-	}
+	checkNoteLearned(t, e, bodies, "plearner", name, "P")
 }
 
 func TestPiLearning(t *testing.T) {

@@ -254,7 +254,7 @@ func (d *drive) loop(ctx context.Context) error {
 	d.status.Turns = d.status.Turns[:0]
 	d.spent = spend{}
 	d.updateCost(nil)
-	if d.spec.Harness != "" && d.spec.Harness != "builtin" {
+	if d.onHarness() {
 		return d.harnessLoop(ctx, c.prompt, c.msgN, defs)
 	}
 	for n := 0; ; n++ {

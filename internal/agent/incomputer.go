@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -77,7 +78,7 @@ func (d *drive) computerMounts() []computer.Mount {
 			add(m)
 		}
 	}
-	if d.spec.Harness == "" || d.spec.Harness == "builtin" {
+	if !d.onHarness() {
 		return ms
 	}
 	// The harness's install, read-only where the runner finds it (the cache a test or CI fills,
@@ -96,9 +97,10 @@ func (d *drive) computerMounts() []computer.Mount {
 	// agent's commands share the computer (harness.GuardMounts); without that the home is not
 	// shown at all, and the harness cannot start there. The same for each workflow agent node's
 	// home (takeNodeHome), which the computer's mounts must name before any node starts.
-	paths := harness.ConfigPaths(d.spec.Harness)
+	own := harness.ConfigPaths(d.spec.Harness)
+	paths := slices.Clone(own)
 	for slot := range nodeHomeSlots {
-		for _, p := range harness.ConfigPaths(d.spec.Harness) {
+		for _, p := range own {
 			paths = append(paths, harness.ConfigPath{Rel: filepath.ToSlash(nodeHomeRel(slot)) + "/" + p.Rel, Dir: p.Dir})
 		}
 	}

@@ -76,17 +76,16 @@ func RouterAnswer(resp *Response, allowed []string) (family string, confidence f
 	return ans.Family, *ans.Confidence, ""
 }
 
-// familyRank orders the families from the cheapest.
-var familyRank = map[string]int{"haiku": 0, "sonnet": 1, "opus": 2, "fable": 3}
-
-// nearestFamily is want if allowed, else the allowed family nearest to it (the cheaper on a tie).
+// nearestFamily is want if allowed, else the allowed family nearest to it in cost.Families'
+// order, cheapest first (the cheaper on a tie).
 func nearestFamily(want string, allowed []string) string {
 	best, bestD := "", 99
-	for _, f := range cost.Families {
+	rank := slices.Index(cost.Families, want)
+	for i, f := range cost.Families {
 		if !slices.Contains(allowed, f) {
 			continue
 		}
-		d := familyRank[f] - familyRank[want]
+		d := i - rank
 		if d < 0 {
 			d = -d
 		}

@@ -236,13 +236,7 @@ func (d *drive) learnCall(ctx context.Context, key, title string, req *model.Req
 	if err != nil {
 		return "", err
 	}
-	var text strings.Builder
-	for _, b := range mr.Response.Content {
-		if b.Type == model.BlockText {
-			text.WriteString(b.Text)
-		}
-	}
-	return text.String(), nil
+	return textOf(mr.Response.Content), nil
 }
 
 // secrets are the values the run was handed that no proposal may carry: its model key, the

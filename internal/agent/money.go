@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -430,5 +429,3 @@ func reasonSuffix(r string) string {
 }
 
 func clipText(s string, n int) string { return model.Clip(s, n) }
-
-func contains(xs []string, x string) bool { return slices.Contains(xs, x) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -190,23 +191,29 @@ func (h *wfHost) Ask(ctx context.Context, key string, q workflow.Question) (work
 	if err != nil {
 		return workflow.Answer{}, err
 	}
-	var text strings.Builder
-	for _, b := range resp.Content {
-		if b.Type == model.BlockText {
-			text.WriteString(b.Text)
-		}
-	}
+	text := textOf(resp.Content)
 	var ans struct {
 		Answer     json.RawMessage `json:"answer"`
 		Confidence *float64        `json:"confidence"`
 	}
-	if err := json.Unmarshal([]byte(stripJSONFence(text.String())), &ans); err != nil || len(ans.Answer) == 0 {
-		return workflow.Answer{}, &failure{api.ReasonWorkflowFailed, fmt.Sprintf("workflow step %s: the model's answer is not the JSON asked for: %s", key, api.FirstLine(text.String(), 200))}
+	if err := json.Unmarshal([]byte(stripJSONFence(text)), &ans); err != nil || len(ans.Answer) == 0 {
+		return workflow.Answer{}, &failure{api.ReasonWorkflowFailed, fmt.Sprintf("workflow step %s: the model's answer is not the JSON asked for: %s", key, api.FirstLine(text, 200))}
 	}
 	if ans.Confidence == nil || *ans.Confidence < 0 || *ans.Confidence > 1 {
 		return workflow.Answer{}, &failure{api.ReasonWorkflowFailed, fmt.Sprintf("workflow step %s: the model's answer has no confidence between 0 and 1", key)}
 	}
 	return workflow.Answer{Value: ans.Answer, Confidence: *ans.Confidence}, nil
+}
+
+// textOf is the text blocks of a model answer, joined.
+func textOf(content []model.Block) string {
+	var text strings.Builder
+	for _, b := range content {
+		if b.Type == model.BlockText {
+			text.WriteString(b.Text)
+		}
+	}
+	return text.String()
 }
 
 func stripJSONFence(s string) string {
@@ -252,7 +259,7 @@ func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (string
 	if len(t.Tools) > 0 {
 		defs = nil
 		for _, def := range h.defs {
-			if contains(t.Tools, def.Name) {
+			if slices.Contains(t.Tools, def.Name) {
 				defs = append(defs, def)
 			}
 		}

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
@@ -137,16 +138,15 @@ func (d *drive) system() string {
 	return d.skillsSystem()
 }
 
+// skillNames are the names of the run's skills, sorted.
+func (d *drive) skillNames() []string { return slices.Sorted(maps.Keys(d.skills)) }
+
 // skillsSystem is the agent's instructions and its skills.
 func (d *drive) skillsSystem() string {
 	if len(d.skills) == 0 {
 		return d.spec.System
 	}
-	names := make([]string, 0, len(d.skills))
-	for n := range d.skills {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := d.skillNames()
 	var b strings.Builder
 	b.WriteString(d.spec.System)
 	if b.Len() > 0 {
@@ -166,11 +166,7 @@ func (d *drive) skillsSystem() string {
 // harnessSkills are the run's skills (the agent's, pinned, and the learned ones) as the files a
 // harness driver writes into the harness's own skill folder, by name.
 func (d *drive) harnessSkills() []harness.Skill {
-	names := make([]string, 0, len(d.skills))
-	for n := range d.skills {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := d.skillNames()
 	out := make([]harness.Skill, 0, len(names))
 	for _, n := range names {
 		hs := harness.Skill{Name: n}
@@ -200,11 +196,7 @@ func (h *hostRun) openHarnessSkill(input json.RawMessage) (bool, string, error) 
 	d := h.d
 	s := d.skills[in.Skill]
 	if s == nil {
-		names := make([]string, 0, len(d.skills))
-		for n := range d.skills {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names := d.skillNames()
 		return false, fmt.Sprintf("no skill %q in this run (its skills: %s)", in.Skill, strings.Join(names, ", ")), nil
 	}
 	turn := max(h.n-1, 0)
@@ -230,11 +222,7 @@ func (d *drive) readSkill(ctx context.Context, key string, call model.Block, in 
 	spec := journal.Spec{Key: key, Kind: "tool", Title: "skill " + sk.Name + " " + file, Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true}
 	out, err := d.j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
 		if s == nil {
-			names := make([]string, 0, len(d.skills))
-			for n := range d.skills {
-				names = append(names, n)
-			}
-			sort.Strings(names)
+			names := d.skillNames()
 			return tools.Result{IsError: true, Content: fmt.Sprintf("skill %q is not one of yours (you have: %s)", sk.Name, strings.Join(names, ", "))}, nil, nil
 		}
 		content, ok := s.File(file)

@@ -424,6 +424,14 @@ func (d *drive) chooseModel(ctx context.Context, n int, prompt string) (*turnSta
 	return &turnState{index: len(d.status.Turns) - 1, model: d.acc.model, chosenBy: chosen}, nil
 }
 
+// maxTokens is the output limit of every model call of the run: the agent's, or the default.
+func (d *drive) maxTokens() int {
+	if d.spec.MaxTokens > 0 {
+		return d.spec.MaxTokens
+	}
+	return api.DefaultMaxTokens
+}
+
 // modelCall makes (or replays) model call n as journal step t{n}/model on the turn's model: the
 // cost guard before it, then its usage and cost added to the turn and the run, written with its
 // result.
@@ -431,10 +439,7 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 	provider := d.acc.provider
 	modelName := cur.model
 	// Every call bounds its output, so its worst case is bounded too.
-	maxTokens := d.spec.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = api.DefaultMaxTokens
-	}
+	maxTokens := d.maxTokens()
 	req := &model.Request{Model: modelName, System: d.system(), Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
 	key := fmt.Sprintf("t%d/model", n)
 	// Encoded once for the cost guard's bound and the journal's hash.

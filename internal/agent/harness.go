@@ -234,10 +234,7 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 	h.tools = 0
 	key := h.prefix + fmt.Sprintf("t%d/model", h.n)
 	modelName := h.cur.model
-	maxTokens := d.spec.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = api.DefaultMaxTokens
-	}
+	maxTokens := d.maxTokens()
 	// The turn's model and the agent's output limit, whatever the harness asked for: the cap's
 	// worst case is computed on them.
 	if asked := limitCall(h.wire, body, modelName, maxTokens); asked > maxTokens && !h.clamped && !d.j.Completed(key) {
@@ -769,10 +766,7 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	if h.wire != gateway.WireAnthropic {
 		base = gw.URL() + "/v2/gateway/openai/v1"
 	}
-	maxTokens := d.spec.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = api.DefaultMaxTokens
-	}
+	maxTokens := d.maxTokens()
 	askModel := d.acc.model
 	if askModel == "" {
 		askModel, _ = familyModel(d.e.Prices, d.acc.provider.Name(), "sonnet")

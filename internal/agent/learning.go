@@ -286,10 +286,7 @@ type verdict struct {
 // the proposal, one grader call judges what passed, a person approves what is risky, and what is
 // kept is committed to main in one step.
 func (d *drive) learnTurn(ctx context.Context, conv []model.Message, succeeded bool) error {
-	maxTokens := d.spec.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = api.DefaultMaxTokens
-	}
+	maxTokens := d.maxTokens()
 	return d.learnFrom(ctx, succeeded, func(ctx context.Context) (string, error) {
 		msgs := append(slices.Clone(conv), userText(proposePrompt))
 		return d.learnCall(ctx, "learn/propose", "proposal of what to keep", &model.Request{Model: d.learnModel(), System: d.system(), Messages: lastImages(msgs, maxImages), MaxTokens: maxTokens, Stream: true})
@@ -306,10 +303,7 @@ func (d *drive) learnFrom(ctx context.Context, succeeded bool, propose func(ctx 
 	if err := d.loadLearning(ctx); err != nil {
 		return err
 	}
-	maxTokens := d.spec.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = api.DefaultMaxTokens
-	}
+	maxTokens := d.maxTokens()
 	// Events go out with the step they follow, once: not again when the step is replayed.
 	freshPropose, freshGrade, freshEnd := !d.j.Completed("learn/propose"), !d.j.Completed("learn/grade"), !d.j.Completed("learn/commit")
 	emitIf := func(fresh bool, ev api.Event) {

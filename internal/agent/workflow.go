@@ -266,10 +266,7 @@ func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (string
 	}
 	state, _ := json.MarshalIndent(t.State, "", "  ")
 	conv := []model.Message{userText(fmt.Sprintf("%s\n\nThe workflow's state:\n```json\n%s\n```", t.Instructions, state))}
-	maxTokens := d.spec.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = api.DefaultMaxTokens
-	}
+	maxTokens := d.maxTokens()
 	modelID := d.acc.model
 	if d.acc.routed {
 		// A routed agent has no model of its own: an agent node runs on the family the router

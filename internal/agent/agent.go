@@ -419,9 +419,14 @@ func (d *drive) chooseModel(ctx context.Context, n int, prompt string) (*turnSta
 		return &ts, nil
 	}
 	d.turnCost = cost.Total{}
-	chosen := "agent"
-	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: d.acc.model, Family: familyOf(d.e.Prices, d.acc.model), ChosenBy: chosen, CostUSD: d.turnCost.String()})
-	return &turnState{index: len(d.status.Turns) - 1, model: d.acc.model, chosenBy: chosen}, nil
+	return d.newTurn(d.acc.model, "agent"), nil
+}
+
+// newTurn starts an entry of status.turns on modelID, chosen by chosenBy, at no cost yet, and
+// returns its state.
+func (d *drive) newTurn(modelID, chosenBy string) *turnState {
+	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: modelID, Family: familyOf(d.e.Prices, modelID), ChosenBy: chosenBy, CostUSD: (&cost.Total{}).String()})
+	return &turnState{index: len(d.status.Turns) - 1, model: modelID, chosenBy: chosenBy}
 }
 
 // maxTokens is the output limit of every model call of the run: the agent's, or the default.

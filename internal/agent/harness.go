@@ -581,8 +581,7 @@ func (h *hostRun) beginTurn(prompt string) error {
 		return nil
 	}
 	d.turnCost = cost.Total{}
-	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: modelID, Family: familyOf(d.e.Prices, modelID), ChosenBy: chosen, CostUSD: d.turnCost.String()})
-	h.cur = &turnState{index: len(d.status.Turns) - 1, model: modelID, chosenBy: chosen}
+	h.cur = d.newTurn(modelID, chosen)
 	return nil
 }
 

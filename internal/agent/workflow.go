@@ -236,8 +236,7 @@ func (h *wfHost) modelCall(ctx context.Context, key, title string, req *model.Re
 		return nil, err
 	}
 	turnCost := cost.Total{}
-	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: req.Model, Family: familyOf(d.e.Prices, req.Model), ChosenBy: "workflow", CostUSD: turnCost.String()})
-	idx := len(d.status.Turns) - 1
+	idx := d.newTurn(req.Model, "workflow").index
 	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, reqJSON, len(req.Messages), func(mr modelResult, c *int64) {
 		d.accountTurn(idx, &turnCost, mr, c)
 	})

@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 
-	"agentrun.dev/agentrun/internal/api"
-	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/workflow"
 )
@@ -28,8 +26,7 @@ func (h *wfHost) harnessAgent(ctx context.Context, key string, t workflow.Task, 
 		return "", err
 	}
 	// The node's turn, before the harness starts (it may call the model as it starts).
-	d.status.Turns = append(d.status.Turns, api.Turn{Index: len(d.status.Turns) + 1, Model: modelID, Family: familyOf(d.e.Prices, modelID), ChosenBy: "workflow", CostUSD: (&cost.Total{}).String()})
-	cur := &turnState{index: len(d.status.Turns) - 1, model: modelID, chosenBy: "workflow"}
+	cur := d.newTurn(modelID, "workflow")
 	hr, err := d.startHarness(ctx, drv, defs, key, &h.mu, cur)
 	if err != nil {
 		return "", err

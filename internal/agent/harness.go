@@ -258,7 +258,7 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 			hdr.Set("Accept", "text/event-stream")
 		}
 		fwd, fwdBody, vendorWire = gateway.Call{Wire: gateway.WireAnthropic, Path: "/messages", Header: hdr}, tr.Body, gateway.WireAnthropic
-		if _, seen := d.j.Lookup("t0/model"); !seen && h.n == 0 {
+		if _, seen := d.j.Lookup(h.prefix + "t0/model"); !seen && h.n == 0 {
 			msg := fmt.Sprintf("%s speaks the OpenAI Responses API and this run's model access is Anthropic's: the gateway translates each call to the Messages API and each answer back (the journal keeps Anthropic's bytes)", h.name)
 			if len(tr.Dropped) > 0 {
 				msg += "; tools Anthropic does not serve are left out: " + strings.Join(tr.Dropped, ", ")

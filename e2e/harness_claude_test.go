@@ -123,6 +123,7 @@ entries:
 // question and the second start replayed the first call from the journal).
 func TestClaudeQuickstart(t *testing.T) {
 	t.Parallel()
+	needBwrap(t) // the seed's agent has a sandbox: its computer is the first step
 	e := newClaudeEnv(t, claudeScript)
 	e.start()
 	work := t.TempDir()

@@ -98,6 +98,7 @@ func (e *env) codexAgent(name, tools, extra string) {
 // for builtin.
 func TestCodexQuickstart(t *testing.T) {
 	t.Parallel()
+	needBwrap(t) // the seed's agent has a sandbox: its computer is the first step
 	e := newCodexEnv(t, codexHarnessScript)
 	e.start()
 	work := t.TempDir()

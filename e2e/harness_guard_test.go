@@ -28,6 +28,7 @@ import (
 // bash call, then dev_count, then answers) and checks it.
 func takeoverCheck(t *testing.T, e *env, harnessName, vendorEnv string, bodies func() [][]byte, homeFiles []string) {
 	t.Helper()
+	needBwrap(t)
 	takeoverCheckIn(t, e, `{"kind":"sandbox"}`, harnessName, vendorEnv, bodies, homeFiles)
 }
 
@@ -308,6 +309,7 @@ func nodeTakeoverScript(bash, count, cmd string) string {
 // is in a request, and the run succeeds (its harness home removed with it).
 func nodeTakeoverCheck(t *testing.T, e *env, harnessName, vendorEnv string, bodies func() [][]byte, configDir string, refused []string) {
 	t.Helper()
+	needBwrap(t)
 	doc := `{"v": 2, "name": "node-takeover",
   "schemas": {"In": {"type": "object"}, "Found": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}, "Out": {"type": "object"}},
   "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
@@ -373,6 +375,7 @@ func nodeTakeoverCheck(t *testing.T, e *env, harnessName, vendorEnv string, bodi
 // succeeds with every node's answer.
 func TestClaudeNodesInAComputerShareGuardedHomes(t *testing.T) {
 	t.Parallel()
+	needBwrap(t)
 	e := newClaudeEnv(t, harnessWorkflowScript)
 	e.start()
 	doc := `{"v": 2, "name": "claude-map",
@@ -415,6 +418,7 @@ func TestClaudeNodesInAComputerShareGuardedHomes(t *testing.T) {
 // completed call is answered from the journal, and the run succeeds with each tool call made once.
 func TestClaudeNodesInAComputerRestart(t *testing.T) {
 	t.Parallel()
+	needBwrap(t)
 	e := newClaudeEnv(t, harnessWorkflowScript)
 	e.start("AGENTRUN_DEV_PAUSE_AT=after-result:wf/each[1]/research/t0/tool/0")
 	doc := `{"v": 2, "name": "claude-map",

@@ -62,6 +62,7 @@ func inSandbox(t *testing.T, procs []string) int {
 // folder it lists is /workspace, not the run folder's host path.
 func TestClaudeInSandbox(t *testing.T) {
 	t.Parallel()
+	needBwrap(t)
 	npmDir := mcpNPMServers(t)
 	e := newClaudeEnv(t, claudeBoxScript)
 	e.start("AGENTRUN_DEV_PAUSE_AT=after-intent:t1/model")
@@ -152,6 +153,7 @@ func procsWithEnv(a, b string) []string {
 // pi process; and the seed's quickstart runs with pi in a sandbox.
 func TestPiInSandbox(t *testing.T) {
 	t.Parallel()
+	needBwrap(t)
 	e := newPiEnv(t)
 	e.start()
 	if st := e.do("PUT", "/v2/agents/boxed", `{"metadata":{"name":"boxed"},"spec":{"harness":"pi","computer":{"kind":"sandbox"},"tools":["write"]}}`, nil); st != 201 {
@@ -251,6 +253,7 @@ entries:
 // sandbox's with the spec's env and none of the runner's variables.
 func TestMCPStdioInSandbox(t *testing.T) {
 	t.Parallel()
+	needBwrap(t)
 	npmDir := mcpNPMServers(t)
 	e := newEnv(t, mcpBoxScript)
 	e.start("AGENTRUN_RUNNER_ONLY_VAR=runner-side")

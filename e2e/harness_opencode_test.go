@@ -28,6 +28,7 @@ func newOpenCodeEnv(t *testing.T) *env {
 
 func TestOpenCodeQuickstart(t *testing.T) {
 	t.Parallel()
+	needBwrap(t) // the seed's agent has a sandbox: its computer is the first step
 	harnessQuickstart(t, newOpenCodeEnv(t), opencodeCase)
 }
 

@@ -174,6 +174,7 @@ entries:
 // second start was answered from the journal.
 func TestPiQuickstart(t *testing.T) {
 	t.Parallel()
+	needBwrap(t) // the seed's agent has a sandbox: its computer is the first step
 	harnessQuickstart(t, newPiEnv(t), piCase)
 }
 

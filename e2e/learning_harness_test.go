@@ -159,6 +159,7 @@ func claudeLearner(e *env, name, tools, computer string) {
 // request carries the note in its instructions and it opens the note with mcp__agentrun__note.
 func TestClaudeLearning(t *testing.T) {
 	t.Parallel()
+	needBwrap(t)
 	e := newClaudeEnv(t, learnScript(
 		grader("Learn H1", keep(0, "a clear, useful fact")),
 		scriptEntry{Name: "h1", Match: "Learn H1", Turns: []scriptTurn{{Text: "The deploy script is scripts/deploy.sh."}, {Text: proposal(
@@ -285,6 +286,7 @@ func TestClaudeLearnedSkillsAndWorkflows(t *testing.T) {
 // the run.
 func TestClaudeLearningCrash(t *testing.T) {
 	t.Parallel()
+	needBwrap(t)
 	for _, c := range []struct {
 		pause  string
 		onMain int
@@ -536,6 +538,7 @@ func TestOpenCodeLearning(t *testing.T) {
 // built-in loop's proposal does: one routing call for the run, not one for the proposal too.
 func TestClaudeLearningRouted(t *testing.T) {
 	t.Parallel()
+	needBwrap(t)
 	e := newClaudeEnv(t, learnScript(
 		scriptEntry{Name: "router", Match: "Route this request", Turns: []scriptTurn{{Text: `{"family": "haiku", "confidence": 0.9}`}}},
 		grader("Learn R", keep(0, "useful")),

@@ -316,32 +316,6 @@ func TestCodexAnthropicPGTakeover(t *testing.T) {
 	cache := installedHarness(t, "codex")
 	c := newCluster(t, codexAnthropicScript)
 	c.extra = append(c.extra, harness.CacheEnv+"="+cache)
-	c.startServer()
-	c.codexAgent("crasher", `["write","dev_count"]`, "")
-	extra := c.extra
-	c.extra = append(slices.Clone(extra), "AGENTRUN_DEV_PAUSE_AT=after-result:t1/tool/0")
-	a := c.startRunner("a")
-	c.extra = extra
-	c.startRun("crasher", "tk1", "Crash test one")
-	for deadline := time.Now().Add(90 * time.Second); !strings.Contains(a.stderr.String(), "AGENTRUN_DEV_PAUSED after-result t1/tool/0"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("runner a never reached t1/tool/0; its stderr:\n%s", tail(a.stderr.String(), 4000))
-		}
-	}
-	a.kill()
-	noHarnessLeft(t, filepath.Join(c.dir, "runner-a"), 10*time.Second)
-	c.startRunner("b")
-	r := c.waitPhase("tk1", 90*time.Second, api.PhaseSucceeded, api.PhaseFailed, api.PhaseNeedsResolution)
-	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "finished" {
-		t.Fatalf("tk1: %s/%s %s %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
-	}
-	if got := c.counted(); !slices.Equal(got, []string{"crash"}) {
-		t.Errorf("dev_count ran %v, want once", got)
-	}
-	for turn := 0; turn < 3; turn++ {
-		if n := c.model.CountTurn("crash", turn); n != 1 {
-			t.Errorf("scripted turn %d reached the model server %d times, want 1", turn, n)
-		}
-	}
+	codexPGTakeover(t, c)
 	anthropicOnly(t, c.model.Calls())
 }

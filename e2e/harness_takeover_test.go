@@ -60,10 +60,19 @@ func TestClaudePGTakeover(t *testing.T) {
 // folder, and answers it from the journal.
 func TestCodexPGTakeover(t *testing.T) {
 	t.Parallel()
-	newCodexEnv(t, codexHarnessScript) // installs codex once (or skips); its server is not started
+	cache := installedHarness(t, "codex")
 	c := newCluster(t, codexHarnessScript)
-	c.extra = append(c.extra, harness.CacheEnv+"="+installedHarness(t, "codex"), "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+c.model.URL()+"/v1",
+	c.extra = append(c.extra, harness.CacheEnv+"="+cache, "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+c.model.URL()+"/v1",
 		"AGENTRUN_DEFAULT_PROVIDER=openai")
+	codexPGTakeover(t, c)
+}
+
+// codexPGTakeover is the codex takeover of TestCodexPGTakeover and TestCodexAnthropicPGTakeover on
+// cluster c (its extra given the harness cache and the vendor's settings): runner a is SIGKILLed
+// right after tk1's tool call at t1, runner b finishes the run, and the tool and every scripted
+// turn ran once.
+func codexPGTakeover(t *testing.T, c *cluster) {
+	t.Helper()
 	c.startServer()
 	c.codexAgent("crasher", `["write","dev_count"]`, "")
 	extra := c.extra

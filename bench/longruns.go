@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -82,6 +83,15 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	}
 	t0 := time.Now()
 	var procs []*proc
+	var pprofAddr string
+	if c.pprofDir != "" {
+		a, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		pprofAddr = a
+		w.runnerEnv = map[string][]string{"r1": {"AGENTRUN_PPROF_ADDR=" + a}}
+	}
 	for i := 1; i <= k; i++ {
 		// Every run may be active on one runner at once (the default --max-runs is 5,000).
 		p, err := w.startRunner(fmt.Sprintf("r%d", i), "--max-runs", strconv.Itoa(max(5000, n)))
@@ -126,6 +136,15 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	cpu0 := w.cpu()
 	progress("long: %s, creating %d runs of %d model calls (%s each)", w.name, n, c.longTurns, c.longLatency)
 	_, _, err = createRuns(w, "bench-long", n, c.workers, trivialBody("long run"))
+	if err == nil && pprofAddr != "" {
+		// Every run is created and most are waiting on the model: what each active run holds.
+		base := filepath.Join(c.pprofDir, fmt.Sprintf("long-%d-pg-%d-r1", n, k))
+		for _, kind := range []string{"heap", "goroutine"} {
+			if perr := saveProfile(pprofAddr, kind, base+"."+kind+".pprof", 0); perr != nil {
+				progress("long: %s of r1: %v", kind, perr)
+			}
+		}
+	}
 	if err == nil {
 		err = w.waitCounts("long runs", c.timeout, func(m map[string]int) (bool, string) {
 			return ended(m) >= n, fmt.Sprintf("%d/%d runs ended", ended(m), n)

@@ -248,8 +248,8 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// saveProfile fetches a CPU profile ("profile") or an execution trace ("trace") of secs seconds
-// from the pprof server at addr (retrying until it answers, for up to 10 s) and writes it to path.
+// saveProfile fetches a CPU profile ("profile") or an execution trace ("trace") of secs seconds,
+// or a snapshot ("heap", "goroutine": secs 0), from the pprof server at addr (retrying until it answers, for up to 10 s) and writes it to path.
 func saveProfile(addr, kind, path string, secs int) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -257,7 +257,11 @@ func saveProfile(addr, kind, path string, secs int) error {
 	hc := &http.Client{Timeout: time.Duration(secs+30) * time.Second}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := hc.Get(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, kind, secs))
+		u := fmt.Sprintf("http://%s/debug/pprof/%s", addr, kind)
+		if secs > 0 {
+			u += fmt.Sprintf("?seconds=%d", secs)
+		}
+		resp, err := hc.Get(u)
 		if err != nil {
 			if time.Now().After(deadline) {
 				return err

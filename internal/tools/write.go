@@ -32,9 +32,13 @@ func writeRun(ctx context.Context, root *os.Root, in *catalog.Write) (string, er
 }
 
 // writeFile replaces the file p (a resolved path, see resolve) with data
-// atomically: it writes a temporary file in the same folder, syncs it and
-// renames it over p, all through the root. An existing file keeps its
-// permissions.
+// atomically: it writes a temporary file in the same folder and renames it
+// over p, all through the root, so no reader sees half a file. An existing
+// file keeps its permissions. It does not fsync: the run folder is a cache of
+// what the store holds (the step's result commit saves the folder's changes,
+// and a runner restores the folder from the store before it drives a run),
+// so the write is durable when its step is, and two fsyncs per write cost a
+// runner more CPU and latency than the write itself.
 func writeFile(ctx context.Context, root *os.Root, display, p string, data []byte) error {
 	if p == "." {
 		return agentErrorf("%q is the run folder itself, not a file", display)
@@ -81,9 +85,6 @@ func writeFile(ctx context.Context, root *os.Root, display, p string, data []byt
 	if err := f.Chmod(perm); err != nil { // undo the umask for an existing file's mode
 		return fmt.Errorf("write %s: %w", display, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", display, err)
-	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
@@ -93,10 +94,5 @@ func writeFile(ctx context.Context, root *os.Root, display, p string, data []byt
 		return pathErr(display, err)
 	}
 	done = true
-	// Make the rename durable; failing to is not worth failing the write.
-	if d, err := root.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 	return nil
 }

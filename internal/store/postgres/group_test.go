@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/store"
@@ -135,20 +136,12 @@ func TestGroupCommitFencesEachMember(t *testing.T) {
 // not exist, and a runner's fenced commit), then lets go: they go out in a few batches, not one
 // transaction each, and each write gets its own outcome.
 func TestGroupCommitServerWrites(t *testing.T) {
-	base, admin := testDB(t)
-	var b [4]byte
-	rand.Read(b[:])
-	app := "agentrun_group_" + hex.EncodeToString(b[:])
-	u := freshSchema(t, base, admin)
-	schema := schemaOf(t, u)
-	u = strings.Replace(u, "pool_max_conns=2", "pool_max_conns=4", 1) + "&application_name=" + app
-	s := mustOpen(t, u)
-	defer s.Close()
-	ctx := context.Background()
+	h := newHeldStore(t)
+	s, ctx := h.s, context.Background()
 	newRun := func(name string) *api.AgentRun {
 		return &api.AgentRun{Metadata: api.ObjectMeta{Name: name}, Spec: api.AgentRunSpec{Agent: "a"}, Status: api.AgentRunStatus{Phase: api.PhaseQueued}}
 	}
-	for _, name := range []string{"held", "ev-0", "ev-1", "ev-2", "ev-3", "ev-4", "ev-5", "ev-6", "ev-7", "leased"} {
+	for _, name := range []string{"ev-0", "ev-1", "ev-2", "ev-3", "ev-4", "ev-5", "ev-6", "ev-7", "leased"} {
 		if err := s.CreateRun(ctx, newRun(name)); err != nil {
 			t.Fatalf("CreateRun %s: %v", name, err)
 		}
@@ -164,30 +157,8 @@ func TestGroupCommitServerWrites(t *testing.T) {
 		}
 	}
 
-	// Hold the row of "held": the committers' batches appending to it wait on the lock.
-	tx, err := admin.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{schema, "runs"}.Sanitize()+` WHERE name = 'held' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	h.hold()
 	var wg sync.WaitGroup
-	heldErrs := make([]error, committers)
-	for i := range committers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			heldErrs[i] = s.AppendEvents(ctx, "held", []api.Event{{Type: "Held"}})
-		}()
-	}
-	waitFor(t, "every committer waiting on the locked row", func() bool {
-		var n int
-		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app+" (commits)").Scan(&n)
-		return err == nil && n == committers
-	})
-
 	const creates = 50
 	createErrs := make([]error, creates+1)
 	for i := range creates + 1 {
@@ -221,22 +192,12 @@ func TestGroupCommitServerWrites(t *testing.T) {
 	}()
 	const queued = creates + 1 + 9 + 1
 	waitFor(t, "the writes queued for a committer", func() bool { return s.waiting.Load() == queued })
-	before := s.batches.Load()
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	batches := s.batches.Load() - before
+	batches := h.release(func() { wg.Wait() })
 	t.Logf("%d writes queued behind %d held committers went out in %d batches", queued, committers, batches)
 	if batches > committers {
 		t.Errorf("%d queued writes took %d batches; want them grouped, at most %d (one per committer)", queued, batches, committers)
 	}
 
-	for i, err := range heldErrs {
-		if err != nil {
-			t.Errorf("append to the held run %d: %v", i, err)
-		}
-	}
 	for i, err := range createErrs {
 		if i == creates {
 			if !errors.Is(err, store.ErrAlreadyExists) {
@@ -284,6 +245,258 @@ func TestGroupCommitServerWrites(t *testing.T) {
 				t.Errorf("%s event %d has seq %d, want %d", run, i, e.Seq, i+1)
 			}
 		}
+	}
+}
+
+// heldStore is a store whose committers a test can hold: hold has each of them wait, inside its
+// batch, on the row of the run "held", which the test has locked; the writes made meanwhile
+// queue up, and release lets them all go.
+type heldStore struct {
+	t       *testing.T
+	s       *Store
+	admin   *pgxpool.Pool
+	schema  string
+	app     string
+	tx      pgx.Tx
+	pending sync.WaitGroup
+	errs    []error
+}
+
+func newHeldStore(t *testing.T) *heldStore {
+	t.Helper()
+	base, admin := testDB(t)
+	var b [4]byte
+	rand.Read(b[:])
+	h := &heldStore{t: t, admin: admin, app: "agentrun_group_" + hex.EncodeToString(b[:])}
+	u := freshSchema(t, base, admin)
+	h.schema = schemaOf(t, u)
+	u = strings.Replace(u, "pool_max_conns=2", "pool_max_conns=4", 1) + "&application_name=" + h.app
+	h.s = mustOpen(t, u)
+	t.Cleanup(func() { h.s.Close() })
+	r := &api.AgentRun{Metadata: api.ObjectMeta{Name: "held"}, Spec: api.AgentRunSpec{Agent: "a"}, Status: api.AgentRunStatus{Phase: api.PhaseQueued}}
+	if err := h.s.CreateRun(context.Background(), r); err != nil {
+		t.Fatalf("CreateRun held: %v", err)
+	}
+	return h
+}
+
+// hold locks the row of "held" and returns once every committer waits on it with an append.
+func (h *heldStore) hold() {
+	t, ctx := h.t, context.Background()
+	t.Helper()
+	tx, err := h.admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{h.schema, "runs"}.Sanitize()+` WHERE name = 'held' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	h.tx = tx
+	h.errs = make([]error, committers)
+	for i := range committers {
+		h.pending.Add(1)
+		go func() {
+			defer h.pending.Done()
+			h.errs[i] = h.s.AppendEvents(ctx, "held", []api.Event{{Type: "Held"}})
+		}()
+	}
+	waitFor(t, "every committer waiting on the locked row", func() bool {
+		var n int
+		err := h.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, h.app+" (commits)").Scan(&n)
+		return err == nil && n == committers
+	})
+}
+
+// release unlocks the row, waits for the held appends and for wait (the test's writes), and
+// returns how many batches were sent after the hold's own.
+func (h *heldStore) release(wait func()) int64 {
+	t := h.t
+	t.Helper()
+	before := h.s.batches.Load()
+	if err := h.tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.pending.Wait()
+	wait()
+	for i, err := range h.errs {
+		if err != nil {
+			t.Errorf("append to the held run %d: %v", i, err)
+		}
+	}
+	return h.s.batches.Load() - before
+}
+
+// TestGroupCommitMessages holds every committer, sends messages from many goroutines (to six
+// runs, each two unkeyed and two under one key with different payloads; two to a run parked
+// waiting on a message; one to a run deleted while its message waits for a committer; and some
+// answered without a write: a key used before, a run that does not exist, a finished run), then
+// lets go. The queued messages share a few batches and each gets its own outcome: one message
+// per key, seqs without gaps, the parked run queued again, the deleted run's message refused
+// alone.
+func TestGroupCommitMessages(t *testing.T) {
+	h := newHeldStore(t)
+	s, ctx := h.s, context.Background()
+	create := func(name string, st api.AgentRunStatus) {
+		t.Helper()
+		if err := s.CreateRun(ctx, &api.AgentRun{Metadata: api.ObjectMeta{Name: name}, Spec: api.AgentRunSpec{Agent: "a"}, Status: st}); err != nil {
+			t.Fatalf("CreateRun %s: %v", name, err)
+		}
+	}
+	const chats = 6
+	for i := range chats {
+		create(fmt.Sprintf("chat-%d", i), api.AgentRunStatus{Phase: api.PhaseQueued})
+	}
+	create("parked", api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonMessage, Message: "waiting for a message"})
+	create("doomed", api.AgentRunStatus{Phase: api.PhaseQueued})
+	create("done", api.AgentRunStatus{Phase: api.PhaseSucceeded})
+	first, created, err := s.AddMessage(ctx, "chat-0", "used", "first")
+	if err != nil || !created {
+		t.Fatalf("AddMessage before the hold: created %v, err %v", created, err)
+	}
+
+	h.hold()
+	type result struct {
+		run, key, payload string
+		msg               api.Message
+		created           bool
+		err               error
+	}
+	var sends []*result
+	for i := range chats {
+		run := fmt.Sprintf("chat-%d", i)
+		sends = append(sends, &result{run: run, payload: "u1"}, &result{run: run, payload: "u2"},
+			&result{run: run, key: "dup", payload: "d1"}, &result{run: run, key: "dup", payload: "d2"})
+	}
+	sends = append(sends, &result{run: "parked", payload: "p1"}, &result{run: "parked", payload: "p2"}, &result{run: "doomed", payload: "x"})
+	queued := len(sends)
+	sends = append(sends, &result{run: "chat-0", key: "used", payload: "again"}, &result{run: "no-such-run", payload: "x"}, &result{run: "done", payload: "x"})
+	var wg sync.WaitGroup
+	send := func(r *result) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.msg, r.created, r.err = s.AddMessage(ctx, r.run, r.key, r.payload)
+		}()
+	}
+	for _, r := range sends[:queued] {
+		send(r)
+	}
+	waitFor(t, "the messages queued for a committer", func() bool { return s.waiting.Load() == int64(queued) })
+	// The messages that need no write are answered while every committer is held.
+	for _, r := range sends[queued:] {
+		r.msg, r.created, r.err = s.AddMessage(ctx, r.run, r.key, r.payload)
+	}
+	// doomed's message has read its run and waits for a committer: delete the run under it.
+	if err := s.DeleteRun(ctx, "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	batches := h.release(wg.Wait)
+	t.Logf("%d messages queued behind %d held committers went out in %d batches", queued, committers, batches)
+	// One more batch than committers: of the two messages to the parked run, the one that comes
+	// second finds the run no longer waiting (the first queued it again) and writes again.
+	if batches > committers+1 {
+		t.Errorf("%d queued messages took %d batches; want them grouped, at most %d", queued, batches, committers+1)
+	}
+
+	byRun := map[string][]*result{}
+	for _, r := range sends {
+		byRun[r.run] = append(byRun[r.run], r)
+	}
+	for run, rs := range byRun {
+		switch run {
+		case "no-such-run", "doomed":
+			if !errors.Is(rs[0].err, store.ErrNotFound) {
+				t.Errorf("message to %s: %v, want ErrNotFound", run, rs[0].err)
+			}
+			continue
+		case "done":
+			if !errors.Is(rs[0].err, store.ErrFinished) {
+				t.Errorf("message to the finished run: %v, want ErrFinished", rs[0].err)
+			}
+			continue
+		}
+		stored, err := s.ListMessages(ctx, run, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bySeq := map[int64]api.Message{}
+		for i, m := range stored {
+			if m.Seq != int64(i+1) {
+				t.Errorf("%s: message %d has seq %d, want %d", run, i, m.Seq, i+1)
+			}
+			bySeq[m.Seq] = m
+		}
+		var dups []*result
+		for _, r := range rs {
+			if r.err != nil {
+				t.Errorf("message %q to %s: %v", r.payload, run, r.err)
+				continue
+			}
+			if got := bySeq[r.msg.Seq]; got.Payload != r.msg.Payload || got.Key != r.key {
+				t.Errorf("message %q to %s answered seq %d %q (key %q); stored there: %q (key %q)", r.payload, run, r.msg.Seq, r.msg.Payload, r.key, got.Payload, got.Key)
+			}
+			switch {
+			case r.key == "dup":
+				dups = append(dups, r)
+			case r.key == "used":
+				if r.created || r.msg.Seq != first.Seq || r.msg.Payload != "first" {
+					t.Errorf("message under a used key: created %v, seq %d, payload %q; want the first (seq %d, %q), not created", r.created, r.msg.Seq, r.msg.Payload, first.Seq, "first")
+				}
+			case !r.created || r.msg.Payload != r.payload:
+				t.Errorf("message %q to %s: created %v, payload %q; want a new message with its own payload", r.payload, run, r.created, r.msg.Payload)
+			}
+		}
+		if len(dups) == 2 && (dups[0].created == dups[1].created || dups[0].msg.Seq != dups[1].msg.Seq) {
+			t.Errorf("%s: two messages under one key: created %v and %v, seqs %d and %d; want one created, both answered with it",
+				run, dups[0].created, dups[1].created, dups[0].msg.Seq, dups[1].msg.Seq)
+		}
+		// One message per key (on chat-0 the used key's, stored before the hold, stands for the
+		// one answered with it).
+		want := len(rs) - len(dups)/2
+		if len(stored) != want {
+			t.Errorf("%s has %d messages, want %d", run, len(stored), want)
+		}
+	}
+	r, err := s.GetRun(ctx, "parked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status.Phase != api.PhaseQueued || r.Status.Reason != "" {
+		t.Errorf("the parked run after its messages: phase %s, reason %q; want Queued, no reason", r.Status.Phase, r.Status.Reason)
+	}
+}
+
+// TestAddMessageLocked writes messages the way AddMessage does once the run kept changing under
+// its grouped writes (addMessageLocked): the parked run is queued again, a key is stored once.
+func TestAddMessageLocked(t *testing.T) {
+	base, admin := testDB(t)
+	s := mustOpen(t, freshSchema(t, base, admin))
+	defer s.Close()
+	ctx := context.Background()
+	r := &api.AgentRun{Metadata: api.ObjectMeta{Name: "parked"}, Spec: api.AgentRunSpec{Agent: "a"},
+		Status: api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonQuestion}}
+	if err := s.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for i, payload := range []string{"yes", "no"} {
+		m := &messageWrite{run: "parked", key: "answer", payload: payload}
+		if err := s.addMessageLocked(ctx, m); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if m.created != (i == 0) || m.msg.Seq != 1 || m.msg.Payload != "yes" {
+			t.Errorf("message %d: created %v, seq %d, payload %q; want created only the first time, seq 1, %q", i, m.created, m.msg.Seq, m.msg.Payload, "yes")
+		}
+	}
+	if err := s.addMessageLocked(ctx, &messageWrite{run: "missing"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("message to a missing run: %v, want ErrNotFound", err)
+	}
+	got, err := s.GetRun(ctx, "parked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != api.PhaseQueued {
+		t.Errorf("parked run after the message: phase %s, want Queued", got.Status.Phase)
 	}
 }
 

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -241,56 +240,6 @@ func (s *Store) RequestCancel(ctx context.Context, name string) (*api.AgentRun, 
 	}
 	s.wake.Poke()
 	return r, nil
-}
-
-// AddMessage appends a message to a run and pokes it; a used key returns the first message.
-func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.Message, bool, error) {
-	var msg api.Message
-	created := false
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		created = false
-		row, err := lockRun(ctx, tx, run)
-		if err != nil {
-			return err
-		}
-		if key != "" {
-			var p []byte
-			var t time.Time
-			err := tx.QueryRow(ctx, `SELECT seq, payload, time FROM messages WHERE run = $1 AND key = $2`, run, key).Scan(&msg.Seq, &p, &t)
-			if err == nil {
-				msg.Key, msg.Payload, msg.Time = key, string(p), utc(t)
-				return nil
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-		}
-		requeued, err := store.MessageRun(row)
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, pokeSQL+`, next_message = next_message + 1 WHERE name = $1 RETURNING next_message`, run).Scan(&msg.Seq); err != nil {
-			return err
-		}
-		var t time.Time
-		if err := tx.QueryRow(ctx, `INSERT INTO messages (run, seq, key, payload, time) VALUES ($1, $2, $3, $4, now()) RETURNING time`,
-			run, msg.Seq, key, []byte(payload)).Scan(&t); err != nil {
-			return err
-		}
-		msg.Key, msg.Payload, msg.Time = key, payload, utc(t)
-		created = true
-		if err := setStatus(ctx, tx, run, requeued); err != nil {
-			return err
-		}
-		return notifyWork(ctx, tx, run)
-	})
-	if err != nil {
-		return api.Message{}, false, fmt.Errorf("message run %s: %w", run, err)
-	}
-	if created {
-		s.wake.Poke()
-	}
-	return msg, created, nil
 }
 
 func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error) {

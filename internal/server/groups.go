@@ -434,7 +434,7 @@ func (s *Server) createRunList(w http.ResponseWriter, r *http.Request, body []by
 	}
 	if !replayed {
 		for _, run := range out {
-			s.Store.AppendEvents(r.Context(), run.Metadata.Name, []api.Event{{Type: api.EventRunCreated, Message: "queued for agent " + run.Spec.Agent + " revision " + itoa(int(run.Status.AgentRevision))}})
+			s.Store.AppendEvents(r.Context(), run.Metadata.Name, []api.Event{createdEvent(run)})
 		}
 		s.kickGroups()
 	}
@@ -456,8 +456,9 @@ func (s *Server) writeRunList(w http.ResponseWriter, status int, runs []*api.Age
 	writeJSON(w, status, api.List[api.AgentRun]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentRunList"}, Items: items})
 }
 
-// createMember stores one member run (through the batch path, which checks it against its group).
-func (s *Server) createMember(ctx context.Context, run *api.AgentRun) error {
+// createMember stores one member run (through the batch path, which checks it against its group)
+// and then its first events (CreateRun's shape; the batch path writes no events).
+func (s *Server) createMember(ctx context.Context, run *api.AgentRun, first ...api.Event) error {
 	out, _, err := s.Store.CreateRuns(ctx, []*api.AgentRun{run}, "", "")
 	if err != nil {
 		var ie *store.ItemError
@@ -467,6 +468,9 @@ func (s *Server) createMember(ctx context.Context, run *api.AgentRun) error {
 		return err
 	}
 	*run = *out[0]
+	if len(first) > 0 {
+		s.Store.AppendEvents(ctx, run.Metadata.Name, first)
+	}
 	s.kickGroups()
 	return nil
 }

@@ -85,21 +85,27 @@ func (s *Server) insertRun(w http.ResponseWriter, r *http.Request, run *api.Agen
 	if run.Spec.Group != "" {
 		create = s.createMember
 	}
-	err = create(r.Context(), run)
+	// The run's first timeline event is written with it (one commit, and before any event of
+	// the runner that may claim it at once).
+	err = create(r.Context(), run, createdEvent(run))
 	for tries := 0; prefix != "" && errors.Is(err, store.ErrAlreadyExists) && tries < 3; tries++ {
 		run.Metadata.Name = generateName(prefix)
 		run.Status.ConsoleURL = s.consoleURL(run.Metadata.Name)
-		err = create(r.Context(), run)
+		err = create(r.Context(), run, createdEvent(run))
 	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	s.Store.AppendEvents(r.Context(), run.Metadata.Name, []api.Event{{Type: api.EventRunCreated, Message: "queued for agent " + run.Spec.Agent + " revision " + itoa(int(run.Status.AgentRevision))}})
 	if apply {
 		w.Header().Set("X-Agentrun-Apply", "created")
 	}
 	writeJSON(w, http.StatusCreated, run)
+}
+
+// createdEvent is a run's run.created event.
+func createdEvent(run *api.AgentRun) api.Event {
+	return api.Event{Type: api.EventRunCreated, Message: "queued for agent " + run.Spec.Agent + " revision " + itoa(int(run.Status.AgentRevision))}
 }
 
 // createRun is POST /v2/agentruns: an AgentRun resource, or the seed's shape with "agent".

@@ -240,9 +240,12 @@ type Store interface {
 	// GetAgentRevision returns the spec of one revision.
 	GetAgentRevision(ctx context.Context, name string, revision int64) (*api.AgentSpec, error)
 
-	// CreateRun stores a new run, claimable at once (unless its status.phase is terminal).
-	// It sets uid, resourceVersion, creationTimestamp. ErrAlreadyExists if the name is taken.
-	CreateRun(ctx context.Context, r *api.AgentRun) error
+	// CreateRun stores a new run, claimable at once (unless its status.phase is terminal), with
+	// first as the first events of its timeline (seq 1, 2, ...), in the same commit: a reader
+	// never sees the run without them, nor them before anything its runner adds. It sets uid,
+	// resourceVersion, creationTimestamp. ErrAlreadyExists if the name is taken (first is then
+	// not added to the run that has it).
+	CreateRun(ctx context.Context, r *api.AgentRun, first ...api.Event) error
 	GetRun(ctx context.Context, name string) (*api.AgentRun, error)
 	ListRuns(ctx context.Context, f RunFilter) ([]*api.AgentRun, error)
 	// CountRuns returns the number of runs in each phase (phases with none are absent).

@@ -27,10 +27,11 @@ import (
 // statements do nothing and the batch reports that member fenced, while the others apply. A
 // caller is answered only after the batch's commit returned.
 //
-// The server's hot writes that are not under a lease (a run created, timeline events appended)
-// join the same batches as ops (commitReq.op): each queues its own statements, which report its
-// own outcome without failing the batch, so many API requests share one transaction and one WAL
-// flush as a runner's commits do, and runs created together send one agentrun_work notification.
+// The server's hot writes that are not under a lease (a run created with its first timeline
+// events, timeline events appended, a message to a run: messages.go) join the same batches as ops
+// (commitReq.op): each queues its own statements, which report its own outcome without failing
+// the batch, so many API requests share one transaction and one WAL flush as a runner's commits
+// do, and runs created together send one agentrun_work notification.
 //
 // Batches in flight at once never wait on each other in a cycle: each takes its run rows in name
 // order (as RenewLeases does), and the credits account row, which charges lock, only after every

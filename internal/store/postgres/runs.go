@@ -17,22 +17,32 @@ import (
 // finishedPhases is the SQL list of terminal phases (api.Finished).
 const finishedPhases = `('Succeeded', 'Failed', 'Cancelled')`
 
-// CreateRun stores a new run, claimable at once unless its phase is terminal. The insert joins
-// the store's group commit (group.go) with the other writes waiting; other stores are told of a
-// claimable run once it committed (notifyWorkSoon).
-func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
+// CreateRun stores a new run, claimable at once unless its phase is terminal, with its first
+// timeline events. The insert joins the store's group commit (group.go) with the other writes
+// waiting; other stores are told of a claimable run once it committed (notifyWorkSoon).
+func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun, first ...api.Event) error {
 	name := r.Metadata.Name
 	uid := newUID()
 	claimable := !api.Finished(r.Status.Phase)
 	var created time.Time
-	// ON CONFLICT DO NOTHING: a name taken is this write's answer (no row), not an error that
-	// would abort the writes it is batched with.
 	err := s.submit(ctx, &commitReq{ctx: ctx, l: store.Lease{Run: name}, notifyWork: claimable, op: func(b *pgx.Batch, req *commitReq) {
-		b.Queue(`INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at)
-			VALUES ($1, $2, $3, 1, now(), $4, $5, $6, $7, CASE WHEN $8::boolean THEN now() END)
-			ON CONFLICT (name) DO NOTHING
-			RETURNING created_at`,
-			name, uid, r.Spec.Agent, mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable).
+		// ON CONFLICT DO NOTHING: a name taken is this write's answer (no row), not an error that
+		// would abort the writes it is batched with. The events are inserted from the new row
+		// only, so a taken name adds none to the run that has it.
+		times, types, keys, msgs, data := eventArrays(first)
+		b.Queue(`
+			WITH r AS (
+				INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at, next_event)
+				VALUES ($1, $2, $3, 1, now(), $4, $5, $6, $7, CASE WHEN $8::boolean THEN now() END, $9)
+				ON CONFLICT (name) DO NOTHING
+				RETURNING created_at),
+			e AS (
+				INSERT INTO run_events (run, seq, time, type, step_key, message, data)
+				SELECT $1, e.ord, COALESCE(e.time, now()), e.type, e.step_key, e.message, e.data::json
+				FROM r, unnest($10::timestamptz[], $11::text[], $12::text[], $13::text[], $14::text[]) WITH ORDINALITY AS e (time, type, step_key, message, data, ord))
+			SELECT created_at FROM r`,
+			name, uid, r.Spec.Agent, mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable,
+			len(first), times, types, keys, msgs, data).
 			Query(func(rows pgx.Rows) error {
 				found := false
 				for rows.Next() {
@@ -63,6 +73,10 @@ func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
 	r.Metadata.CreationTimestamp = &ct
 	if claimable {
 		s.wake.Poke()
+	}
+	if len(first) > 0 {
+		s.wake.Event()
+		s.events.add(name)
 	}
 	return nil
 }

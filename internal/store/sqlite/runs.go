@@ -13,7 +13,8 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 )
 
-func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
+// CreateRun stores a new run with its first timeline events, in one transaction.
+func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun, first ...api.Event) error {
 	now := s.now()
 	r.Metadata.UID = newUID()
 	r.Metadata.ResourceVersion = "1"
@@ -24,15 +25,23 @@ func (s *Store) CreateRun(ctx context.Context, r *api.AgentRun) error {
 	if api.Finished(r.Status.Phase) {
 		claimable = nil
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?)`,
-		r.Metadata.Name, r.Metadata.UID, r.Spec.Agent, ms(now), mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.txExec(ctx, tx, `INSERT INTO runs (name, uid, agent, resource_version, created_at, labels, spec, status, phase, claimable_at) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?)`,
+			r.Metadata.Name, r.Metadata.UID, r.Spec.Agent, ms(now), mustJSON(r.Metadata.Labels), mustJSON(r.Spec), mustJSON(r.Status), r.Status.Phase, claimable); err != nil {
+			return err
+		}
+		return s.writeEvents(ctx, tx, r.Metadata.Name, first)
+	})
 	if err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("create run %s: %w", r.Metadata.Name, store.ErrAlreadyExists)
 		}
-		return fmt.Errorf("create run %s: %w", r.Metadata.Name, fullErr(err))
+		return fmt.Errorf("create run %s: %w", r.Metadata.Name, err)
 	}
 	s.wake.Poke()
+	if len(first) > 0 {
+		s.wake.Event()
+	}
 	return nil
 }
 

@@ -67,6 +67,37 @@ func testRuns(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("CreateWithFirstEvents", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		// The first event has no time (the server's run.created): the store stamps it.
+		if err := s.CreateRun(bg, newRun("run-1", "agent-a"), api.Event{Type: "run.created", Message: "queued"}, ev("Note", "second")); err != nil {
+			t.Fatalf("CreateRun with events: %v", err)
+		}
+		// A name taken adds no events to the run that has it.
+		wantErr(t, "CreateRun(duplicate, with an event)", s.CreateRun(bg, newRun("run-1", "agent-b"), ev("run.created", "again")), store.ErrAlreadyExists)
+		if err := s.AppendEvents(bg, "run-1", []api.Event{ev("Note", "later")}); err != nil {
+			t.Fatalf("AppendEvents: %v", err)
+		}
+		evs, err := s.ListEvents(bg, "run-1", 0, 0)
+		if err != nil {
+			t.Fatalf("ListEvents: %v", err)
+		}
+		var got []string
+		for i, e := range evs {
+			got = append(got, e.Message)
+			if e.Seq != int64(i+1) {
+				t.Errorf("event %q has seq %d, want %d", e.Message, e.Seq, i+1)
+			}
+		}
+		if want := []string{"queued", "second", "later"}; !sameValue(got, want) {
+			t.Errorf("timeline = %q, want %q (the creation's events first, in order; none from the refused duplicate)", got, want)
+		}
+		if evs[0].Type != "run.created" || evs[0].Time.IsZero() {
+			t.Errorf("first event: type %q, time %v; want run.created with a time", evs[0].Type, evs[0].Time)
+		}
+	})
+
 	t.Run("CreateDuplicate", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 type Store interface {
 	ClaimRuns(ctx context.Context, owner string, max int, ttl time.Duration) ([]store.Lease, error)
 	ExpireLeases(ctx context.Context, owner string) (int, error)
-	RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) (lost []store.Lease, err error)
+	RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) (renewed, lost []store.Lease, err error)
 	Commit(ctx context.Context, l store.Lease, w store.Write) (store.Signals, error)
 	CancelRequested(ctx context.Context, runs []string) ([]string, error)
 	Heartbeat(ctx context.Context, r store.RunnerInfo) error
@@ -373,39 +374,64 @@ func (r *Runner) renewLoop(ctx context.Context) {
 		if len(hs) == 0 {
 			continue
 		}
-		leases := make([]store.Lease, len(hs))
-		for i, h := range hs {
-			leases[i] = h.lease
-		}
-		attempt := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, min(r.RenewEvery, margin))
-		lost, err := r.Store.RenewLeases(rctx, leases, r.LeaseTTL)
-		cancel()
-		if err != nil {
-			metrics.LeaseRenewals.Add(float64(len(leases)), "error")
-			r.Log.Error("renew leases", "runs", len(leases), "err", err)
-			// Try again in a fifth of the period rather than a whole one: after one failed
-			// renewal the next must succeed before the self-fence margin runs out, and waiting the
-			// full period left it a single bounded attempt (an overloaded runner holding 10,000
+		if !r.renew(ctx, hs, min(r.RenewEvery, margin)) {
+			// Try again in a fifth of the period rather than a whole one: the leases this renewal
+			// did not reach must be renewed before the self-fence margin runs out, and waiting the
+			// full period left them a single bounded attempt (an overloaded runner holding 10,000
 			// runs lost them all when that attempt was slow too).
 			lastAttempt = time.Now().Add(-r.RenewEvery + r.RenewEvery/5)
-			continue
 		}
-		metrics.LeaseRenewals.Add(float64(len(leases)-len(lost)), "ok")
-		lostSet := map[string]bool{}
-		for _, l := range lost {
-			lostSet[l.Run] = true
-		}
-		r.mu.Lock()
-		for _, h := range hs {
-			if lostSet[h.lease.Run] {
-				r.Log.Warn("lease lost to another runner", "run", h.lease.Run)
-				metrics.LeasesLost.Inc("fenced")
-				h.cancel(errLeaseLost)
-				continue
-			}
+	}
+}
+
+// renew renews the leases of hs, oldest renewal first, within bound, and reports whether it
+// reached them all. Each lease the store renewed counts, even when the renewal as a whole ran out
+// of time or failed part way (a slow store keeps the runs it managed to renew, and the others
+// come first next time); a lease the store says is held no longer stops its run at once.
+func (r *Runner) renew(ctx context.Context, hs []*held, bound time.Duration) bool {
+	r.mu.Lock()
+	slices.SortFunc(hs, func(a, b *held) int { return a.renewedAt.Compare(b.renewedAt) })
+	leases := make([]store.Lease, len(hs))
+	for i, h := range hs {
+		leases[i] = h.lease
+	}
+	r.mu.Unlock()
+	attempt := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	renewed, lost, err := r.Store.RenewLeases(rctx, leases, r.LeaseTTL)
+	cancel()
+	took := time.Since(attempt)
+	type key struct {
+		run string
+		gen int64
+	}
+	byLease := make(map[key]*held, len(hs))
+	for _, h := range hs {
+		byLease[key{h.lease.Run, h.lease.Generation}] = h
+	}
+	r.mu.Lock()
+	for _, l := range renewed {
+		if h := byLease[key{l.Run, l.Generation}]; h != nil {
+			// The attempt's start, not its end: the store's new expiry is no earlier than that.
 			h.renewedAt = attempt
 		}
-		r.mu.Unlock()
 	}
+	for _, l := range lost {
+		if h := byLease[key{l.Run, l.Generation}]; h != nil {
+			r.Log.Warn("lease lost to another runner", "run", l.Run)
+			metrics.LeasesLost.Inc("fenced")
+			h.cancel(errLeaseLost)
+		}
+	}
+	r.mu.Unlock()
+	metrics.LeaseRenewals.Add(float64(len(renewed)), "ok")
+	if err == nil {
+		return true
+	}
+	unknown := len(leases) - len(renewed) - len(lost)
+	metrics.LeaseRenewals.Add(float64(unknown), "error")
+	if ctx.Err() == nil {
+		r.Log.Error("renew leases", "runs", len(leases), "renewed", len(renewed), "not_reached", unknown, "took", took.Round(time.Millisecond), "err", err)
+	}
+	return false
 }

@@ -24,13 +24,13 @@ type failingRenewals struct {
 	hang   atomic.Bool
 }
 
-func (f *failingRenewals) RenewLeases(ctx context.Context, l []store.Lease, ttl time.Duration) ([]store.Lease, error) {
+func (f *failingRenewals) RenewLeases(ctx context.Context, l []store.Lease, ttl time.Duration) ([]store.Lease, []store.Lease, error) {
 	if f.hang.Load() {
 		<-ctx.Done()
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	if f.broken.Load() {
-		return nil, errors.New("store unreachable")
+		return nil, nil, errors.New("store unreachable")
 	}
 	return f.Store.RenewLeases(ctx, l, ttl)
 }

@@ -274,8 +274,12 @@ type Store interface {
 	// ExpireLeases ends every lease held by owner (a runner starting again under the same name,
 	// whose previous process is gone), so its runs are claimable at once. It returns how many.
 	ExpireLeases(ctx context.Context, owner string) (int, error)
-	// RenewLeases extends the given leases; it returns those that are no longer held (fenced).
-	RenewLeases(ctx context.Context, leases []Lease, ttl time.Duration) (lost []Lease, err error)
+	// RenewLeases extends the given leases, in the order given (a caller that cannot wait for all
+	// puts the most urgent first), and returns those it extended and those no longer held
+	// (fenced). Both are sure even when err is not nil: a renewal cut short (ctx ended, the store
+	// failing part way) still reports what it did before, and the leases in neither list are
+	// unknown (not reached, or their last statement's outcome lost with the error).
+	RenewLeases(ctx context.Context, leases []Lease, ttl time.Duration) (renewed, lost []Lease, err error)
 	// CancelRequested returns which of the given runs a user asked to cancel (so a runner in
 	// another process can stop a long step at once rather than at its next commit).
 	CancelRequested(ctx context.Context, runs []string) ([]string, error)

@@ -126,29 +126,33 @@ var (
 // waits for them.
 const renewPasses = 4
 
-// RenewLeases extends the given leases by ttl from now (database clock) and returns those no
-// longer held: one statement per renewChunk leases (a runner holding 10,000 runs renewed them
-// with 10,000 updates, slower than the runner's 5 s bound on a loaded machine, and then
-// self-fenced them all). The first passes skip rows locked by the runs' own commits in flight
-// (waiting for each in turn, a renewal of thousands of busy runs outlasted that bound too) and
-// take them 10 ms later; the last pass waits for what is left.
-func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) ([]store.Lease, error) {
-	if len(leases) == 0 {
-		return nil, nil
-	}
+// staleSQL returns which of the leases ($1 runs, $2 owners, $3 generations) the runs' rows, as
+// last committed, no longer hold. It locks nothing, so a row a transaction holds locked still
+// answers; a generation only grows, so a lease found stale can never be held again.
+const staleSQL = `
+SELECT l.name, l.gen FROM unnest($1::text[], $2::text[], $3::bigint[]) AS l (name, owner, gen)
+LEFT JOIN runs r ON r.name = l.name
+WHERE r.name IS NULL OR r.lease_owner IS DISTINCT FROM l.owner OR r.lease_generation <> l.gen`
+
+// RenewLeases extends the given leases by ttl from now (database clock) and returns those it
+// extended and those no longer held: one statement per renewChunk leases, in the order given (a
+// runner holding 10,000 runs renewed them with 10,000 updates, slower than the runner's 5 s bound
+// on a loaded machine, and then self-fenced them all). The first passes skip rows locked by the
+// runs' own commits in flight (waiting for each in turn, a renewal of thousands of busy runs
+// outlasted that bound too) and take them 10 ms later; then the leases left that are stale are
+// lost at once, without waiting for their rows; the last pass waits for what is left. Cut short,
+// it reports the chunks that committed before.
+func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) (renewed, lost []store.Lease, err error) {
 	type held struct {
 		run string
 		gen int64
 	}
-	renewed := map[held]bool{}
-	left := leases
-	for pass := 1; len(left) > 0; pass++ {
-		q := renewSkipSQL
-		if pass > renewPasses {
-			q = renewWaitSQL
-		}
-		for start := 0; start < len(left); start += renewChunk {
-			chunk := left[start:min(start+renewChunk, len(left))]
+	done := map[held]bool{}  // extended
+	stale := map[held]bool{} // no longer held
+	// each runs q over the leases a chunk at a time, marking the rows it returns in m.
+	each := func(q string, ls []store.Lease, m map[held]bool, args ...any) error {
+		for start := 0; start < len(ls); start += renewChunk {
+			chunk := ls[start:min(start+renewChunk, len(ls))]
 			names, owners, gens := make([]string, len(chunk)), make([]string, len(chunk)), make([]int64, len(chunk))
 			for i, l := range chunk {
 				names[i], owners[i], gens[i] = l.Run, l.Owner, l.Generation
@@ -156,7 +160,7 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 			var got []held
 			err := pipeOn(ctx, s.ctlPool, func(b *pgx.Batch) {
 				got = got[:0]
-				b.Queue(q, names, owners, gens, micros(ttl)).Query(func(rows pgx.Rows) error {
+				b.Queue(q, append([]any{names, owners, gens}, args...)...).Query(func(rows pgx.Rows) error {
 					for rows.Next() {
 						var h held
 						if err := rows.Scan(&h.run, &h.gen); err != nil {
@@ -168,39 +172,74 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 				})
 			})
 			if err != nil {
-				return nil, fmt.Errorf("renew %d leases: %w", len(leases), err)
+				return err
 			}
 			for _, h := range got {
-				renewed[h] = true
+				m[h] = true
 			}
 		}
-		if pass > renewPasses {
-			break
-		}
-		var next []store.Lease
-		for _, l := range left {
-			if !renewed[held{l.Run, l.Generation}] {
-				next = append(next, l)
+		return nil
+	}
+	// left returns the leases neither extended nor known lost.
+	left := func() []store.Lease {
+		var out []store.Lease
+		for _, l := range leases {
+			if h := (held{l.Run, l.Generation}); !done[h] && !stale[h] {
+				out = append(out, l)
 			}
 		}
-		left = next
-		if len(left) > 0 {
+		return out
+	}
+	// result splits the leases by outcome; those in neither list are unknown.
+	result := func(err error) ([]store.Lease, []store.Lease, error) {
+		renewed, lost = nil, nil
+		for _, l := range leases {
+			switch h := (held{l.Run, l.Generation}); {
+			case done[h]:
+				renewed = append(renewed, l)
+			case stale[h]:
+				lost = append(lost, l)
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("renew %d leases (%d renewed, %d lost before): %w", len(leases), len(renewed), len(lost), err)
+		}
+		return renewed, lost, err
+	}
+	todo := leases
+	for pass := 1; pass <= renewPasses && len(todo) > 0; pass++ {
+		if pass > 1 {
 			t := time.NewTimer(10 * time.Millisecond)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return nil, fmt.Errorf("renew %d leases: %w", len(leases), ctx.Err())
+				return result(ctx.Err())
 			case <-t.C:
 			}
 		}
+		if err := each(renewSkipSQL, todo, done, micros(ttl)); err != nil {
+			return result(err)
+		}
+		todo = left()
 	}
-	var lost []store.Lease
-	for _, l := range leases {
-		if !renewed[held{l.Run, l.Generation}] {
-			lost = append(lost, l)
+	if len(todo) == 0 {
+		return result(nil)
+	}
+	// What is still locked may be locked for longer than the caller can wait; a lease taken by
+	// another runner is said to be lost now rather than after that wait.
+	if err := each(staleSQL, todo, stale); err != nil {
+		return result(err)
+	}
+	if todo = left(); len(todo) > 0 {
+		if err := each(renewWaitSQL, todo, done, micros(ttl)); err != nil {
+			return result(err)
+		}
+		// Not extended after waiting for its row: no longer held.
+		for _, l := range left() {
+			stale[held{l.Run, l.Generation}] = true
 		}
 	}
-	return lost, nil
+	return result(nil)
 }
 
 // Commit applies w under the lease, atomically, or returns ErrFenced and applies nothing.

@@ -58,26 +58,37 @@ func (s *Store) ExpireLeases(ctx context.Context, owner string) (int, error) {
 	return int(n), nil
 }
 
-func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) ([]store.Lease, error) {
-	var lost []store.Lease
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		lost = lost[:0]
-		exp := ms(s.now().Add(ttl))
-		for _, l := range leases {
-			res, err := s.txExec(ctx, tx, `UPDATE runs SET lease_expires_at = ? WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, exp, l.Run, l.Owner, l.Generation)
-			if err != nil {
-				return err
+// renewChunk bounds the leases one renewal transaction extends: the writer is the commits' too,
+// and a renewal cut short keeps the chunks committed before.
+const renewChunk = 500
+
+// RenewLeases extends the leases a chunk at a time, in the order given; see store.Store.
+func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) (renewed, lost []store.Lease, err error) {
+	for start := 0; start < len(leases); start += renewChunk {
+		chunk := leases[start:min(start+renewChunk, len(leases))]
+		var ok, gone []store.Lease
+		err := s.tx(ctx, func(tx *sql.Tx) error {
+			ok, gone = ok[:0], gone[:0]
+			exp := ms(s.now().Add(ttl))
+			for _, l := range chunk {
+				res, err := s.txExec(ctx, tx, `UPDATE runs SET lease_expires_at = ? WHERE name = ? AND lease_owner = ? AND lease_generation = ?`, exp, l.Run, l.Owner, l.Generation)
+				if err != nil {
+					return err
+				}
+				if n, _ := res.RowsAffected(); n == 0 {
+					gone = append(gone, l)
+				} else {
+					ok = append(ok, l)
+				}
 			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				lost = append(lost, l)
-			}
+			return nil
+		})
+		if err != nil {
+			return renewed, lost, fmt.Errorf("renew %d leases (%d renewed, %d lost before): %w", len(leases), len(renewed), len(lost), err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("renew %d leases: %w", len(leases), err)
+		renewed, lost = append(renewed, ok...), append(lost, gone...)
 	}
-	return lost, nil
+	return renewed, lost, nil
 }
 
 // Commit applies w under the lease. Commits from many runs are grouped: a single goroutine takes

@@ -114,12 +114,12 @@ func testClaims(t *testing.T, open opener) {
 		mustCreateRun(t, s, "run-1")
 		const ttl = 300 * time.Millisecond
 		l := mustClaim(t, s, newOwner("runner"), "run-1", ttl)
-		lost, err := s.RenewLeases(bg, []store.Lease{l}, longTTL)
+		renewed, lost, err := s.RenewLeases(bg, []store.Lease{l}, longTTL)
 		if err != nil {
 			t.Fatalf("RenewLeases: %v", err)
 		}
-		if len(lost) != 0 {
-			t.Fatalf("RenewLeases of a live lease returned lost %+v, want none", lost)
+		if len(lost) != 0 || len(renewed) != 1 || renewed[0] != l {
+			t.Fatalf("RenewLeases of a live lease returned renewed %+v, lost %+v; want it renewed", renewed, lost)
 		}
 		time.Sleep(2 * ttl)
 		mustNotClaim(t, s, "past the original ttl of a renewed lease")
@@ -141,12 +141,15 @@ func testClaims(t *testing.T, open opener) {
 		if thief.Generation <= taken.Generation {
 			t.Fatalf("re-claim generation %d, want > %d", thief.Generation, taken.Generation)
 		}
-		lost, err := s.RenewLeases(bg, []store.Lease{kept, taken}, longTTL)
+		renewed, lost, err := s.RenewLeases(bg, []store.Lease{kept, taken}, longTTL)
 		if err != nil {
 			t.Fatalf("RenewLeases: %v", err)
 		}
 		if len(lost) != 1 || lost[0].Run != "taken" || lost[0].Generation != taken.Generation {
 			t.Errorf("RenewLeases returned lost %+v, want exactly the stale lease on %q (gen %d)", lost, "taken", taken.Generation)
+		}
+		if len(renewed) != 1 || renewed[0] != kept {
+			t.Errorf("RenewLeases returned renewed %+v, want exactly the live lease on %q", renewed, "kept")
 		}
 		// The renewal of the stale lease must not have touched the new owner's lease.
 		if _, err := s.Commit(bg, thief, store.Write{Events: []api.Event{ev("Mine", "")}}); err != nil {

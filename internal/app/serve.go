@@ -91,7 +91,7 @@ func newRunner(st store.Store, models *model.Config, dir, name string, o runnerO
 	if o.seal != nil {
 		eng.Secrets = &secret.Opener{Box: o.seal, Store: st}
 	}
-	return &runner.Runner{Name: name, Store: st, Driver: eng, Log: log.With("runner", name), MaxRuns: o.MaxRuns, LeaseTTL: o.LeaseTTL, Version: version,
+	return &runner.Runner{Name: name, Store: st, Driver: eng, Log: log.With("runner", name), MaxRuns: o.MaxRuns, LeaseTTL: o.LeaseTTL, MaxLag: o.maxLag(), Version: version,
 		// Another process may migrate the store past what this binary knows while it runs.
 		CheckSchema: func(ctx context.Context) error {
 			sc, err := st.SchemaVersion(ctx)
@@ -106,6 +106,8 @@ func newRunner(st store.Store, models *model.Config, dir, name string, o runnerO
 type runnerOptions struct {
 	MaxRuns  int
 	LeaseTTL time.Duration
+	// MaxLag is --max-lag (0: off).
+	MaxLag time.Duration
 	// Deny is the server's deny set: tool patterns refused for every agent, never-ask included.
 	Deny []string
 	// Prices is --prices (a price table file over the embedded one); Router is --router.
@@ -145,6 +147,7 @@ func (o *runnerOptions) loadMoney(dir string) (string, error) {
 func (o *runnerOptions) flags(f *pflag.FlagSet) {
 	f.IntVar(&o.MaxRuns, "max-runs", 5000, "runs driven at once (waiting runs hold no goroutine)")
 	f.DurationVar(&o.LeaseTTL, "lease-ttl", 30*time.Second, "how long a claim on a run lasts without renewal")
+	f.DurationVar(&o.MaxLag, "max-lag", 50*time.Millisecond, "claim no new runs while the p99 of the runner's goroutine scheduling latency is over this (or its last lease renewal took over half its bound), until it is under half of it; 0: on slow renewals only")
 	f.MarkHidden("lease-ttl")
 	f.StringArrayVar(&o.Deny, "deny", nil, "a tool pattern refused for every agent, e.g. 'bash(curl *)' or web_fetch (repeatable)")
 	f.StringVar(&o.Prices, "prices", os.Getenv("AGENTRUN_PRICES"), "price table file (JSON, micro-dollars per million tokens) over the embedded one (default $AGENTRUN_PRICES)")
@@ -155,6 +158,14 @@ func (o *runnerOptions) flags(f *pflag.FlagSet) {
 	f.StringVar(&o.Router, "router", router, "how each turn's model family is chosen: model (a cheap model call) or rules (from the prompt; no call, no cost) (default $AGENTRUN_ROUTER or model)")
 	devHooksFlag(f, &o.DevHooks)
 	f.StringArrayVar(&o.FetchAllow, "fetch-allow", nil, "an address web_fetch may reach although it is loopback, private or link-local: ADDRESS, ADDRESS:PORT or PREFIX/BITS (repeatable)")
+}
+
+// maxLag is the runner's MaxLag for --max-lag: 0 there is off, which the runner spells negative.
+func (o *runnerOptions) maxLag() time.Duration {
+	if o.MaxLag == 0 {
+		return -1
+	}
+	return o.MaxLag
 }
 
 func (o *runnerOptions) validate() error {

@@ -243,3 +243,10 @@ var (
 	// a count asked again after a restart, from the journal.
 	GatewayCounts = Default.NewCounter("agentrun_gateway_counts_total", "Token counts harnesses asked the gateway for, by provider and by who answered (vendor or journal).", "provider", "outcome")
 )
+
+// What the runner's hold-back (runner.go, behind) decides on, and its decision.
+var (
+	SchedLatency = Default.NewGauge("agentrun_runner_sched_latency_seconds", "p99 of the runner process's goroutine scheduling latency over the last second or more.")
+	HoldingBack  = Default.NewGauge("agentrun_runner_holding_back", "1 while the runner claims no new runs because it is behind (scheduling latency over --max-lag, or its last lease renewal slow), else 0.")
+	RenewSeconds = Default.NewHistogram("agentrun_lease_renewal_seconds", "Duration of a runner's renewal of all the leases it holds.", LatencyBuckets)
+)

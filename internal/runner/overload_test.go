@@ -1,13 +1,18 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,7 +97,7 @@ func TestSlowRenewalKeepsTheRunsItRenewed(t *testing.T) {
 	}
 	d := newRecordingDriver()
 	// Renewal bound min(RenewEvery, LeaseTTL/6) = 1 s; a run self-fences 5 s after its last renewal.
-	r := &Runner{Name: "r1", Store: st, Driver: d, Log: quiet, LeaseTTL: 6 * time.Second, RenewEvery: 2 * time.Second, PollEvery: 50 * time.Millisecond}
+	r := &Runner{Name: "r1", Store: st, Driver: d, Log: quiet, LeaseTTL: 6 * time.Second, RenewEvery: 2 * time.Second, PollEvery: 50 * time.Millisecond, MaxLag: -1}
 	run(t, r)
 	first := map[string]store.Lease{}
 	for len(first) < n {
@@ -197,5 +202,96 @@ func TestSlowRenewalKeepsTheRunsItRenewed(t *testing.T) {
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a log destination safe for the runner's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func (b *syncBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.b.String(), s)
+}
+
+// A runner whose lag is over MaxLag takes no new runs (they stay queued) until its lag is back
+// under half of MaxLag, and says so once each way. The lag source is injected: each reading is
+// one turn of the claim loop, so the test counts turns instead of timing the machine.
+func TestHoldsBackClaimsWhileBehind(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	var lag atomic.Int64
+	lag.Store(int64(200 * time.Millisecond))
+	readings := make(chan time.Duration, 1000)
+	logs := &syncBuffer{}
+	d := newRecordingDriver()
+	r := &Runner{Name: "r1", Store: st, Driver: d, Log: slog.New(slog.NewTextHandler(logs, nil)), PollEvery: 20 * time.Millisecond,
+		MaxLag: 50 * time.Millisecond,
+		Lag: func() time.Duration {
+			v := time.Duration(lag.Load())
+			select {
+			case readings <- v:
+			default:
+			}
+			return v
+		}}
+	// turns waits for k readings of the lag taken after it was called.
+	turns := func(k int) {
+		for len(readings) > 0 {
+			<-readings
+		}
+		for range k {
+			<-readings
+		}
+	}
+	held := func(run string) bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.active[run] != nil
+	}
+
+	// A runner driving fewer runs than one claim takes (64) takes work whatever its lag.
+	for i := range claimBatch {
+		createRun(t, st, fmt.Sprintf("run-1-%02d", i))
+	}
+	run(t, r)
+	for range claimBatch {
+		if l := <-d.started; l.Run == "run-2" {
+			t.Fatal("started run-2 before it was created")
+		}
+	}
+	turns(1)
+	createRun(t, st, "run-2")
+	turns(5)
+	if held("run-2") {
+		t.Fatal("the runner claimed run-2 while its lag (200 ms) was over MaxLag (50 ms)")
+	}
+	// Under MaxLag but not under half of it: still behind.
+	lag.Store(int64(40 * time.Millisecond))
+	turns(5)
+	if held("run-2") {
+		t.Fatal("the runner claimed run-2 at a lag of 40 ms, not yet under half of MaxLag")
+	}
+	lag.Store(int64(20 * time.Millisecond))
+	if l := <-d.started; l.Run != "run-2" {
+		t.Fatalf("started %s, want run-2", l.Run)
+	}
+	if b, c := logs.count("runner is behind"), logs.count("runner caught up"); b != 1 || c != 1 {
+		t.Errorf("logged 'runner is behind' %d times and 'runner caught up' %d times, want once each:\n%s", b, c, logs)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"agentrun.dev/agentrun/internal/metrics"
@@ -54,8 +55,19 @@ type Runner struct {
 	// refuses, so a runner left behind by an upgrade of the others stops taking runs.
 	CheckSchema func(ctx context.Context) error
 	SchemaEvery time.Duration
-	started     time.Time
-	schemaAt    time.Time
+	// MaxLag is the scheduling lag past which the runner takes no new runs (see behind): 0 is
+	// 50 ms, negative never holds back on lag. Lag, when set, replaces the measured lag (the p99
+	// of this process's goroutine scheduling latency over the last second or more).
+	MaxLag   time.Duration
+	Lag      func() time.Duration
+	started  time.Time
+	schemaAt time.Time
+
+	// Hold-back state: renewSlow is set by renewLoop, the rest is the claim loop's own.
+	renewSlow   atomic.Bool
+	holding     bool
+	holdingFrom time.Time
+	sched       schedLag
 
 	// claimErr is why the last claim did not happen (nil: it did); readiness reports it.
 	readyMu  sync.Mutex
@@ -76,6 +88,9 @@ type held struct {
 	interrupted bool
 }
 
+// claimBatch is the most runs one claim takes.
+const claimBatch = 64
+
 var errLeaseLost = errors.New("lease lost")
 var errSelfFenced = errors.New("lease not renewed in time: stopped work on the run (self-fence)")
 var errInterrupted = errors.New("interrupted to apply a user action")
@@ -95,6 +110,12 @@ func (r *Runner) defaults() {
 	}
 	if r.SchemaEvery <= 0 {
 		r.SchemaEvery = 10 * time.Second
+	}
+	if r.MaxLag == 0 {
+		r.MaxLag = 50 * time.Millisecond
+	}
+	if r.Lag == nil {
+		r.Lag = r.sched.read
 	}
 	if r.Log == nil {
 		r.Log = slog.Default()
@@ -128,6 +149,16 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.fenceLoop(rctx)
 	}()
 	for rctx.Err() == nil {
+		if r.behind() {
+			// Not WaitWork: new runs would wake it only to find it still behind.
+			t := time.NewTimer(r.PollEvery)
+			select {
+			case <-rctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
+			continue
+		}
 		n := r.claim(rctx)
 		if n == 0 {
 			r.Store.WaitWork(rctx, r.PollEvery)
@@ -201,8 +232,8 @@ func (r *Runner) claim(ctx context.Context) int {
 	if free <= 0 {
 		return 0
 	}
-	if free > 64 {
-		free = 64
+	if free > claimBatch {
+		free = claimBatch
 	}
 	leases, err := r.Store.ClaimRuns(ctx, r.Name, free, r.LeaseTTL)
 	if ctx.Err() == nil {
@@ -372,6 +403,7 @@ func (r *Runner) renewLoop(ctx context.Context) {
 			rp.Reap(ctx) // stop computers kept for runs that no longer wait here
 		}
 		if len(hs) == 0 {
+			r.renewSlow.Store(false)
 			continue
 		}
 		if !r.renew(ctx, hs, min(r.RenewEvery, margin)) {
@@ -401,6 +433,8 @@ func (r *Runner) renew(ctx context.Context, hs []*held, bound time.Duration) boo
 	renewed, lost, err := r.Store.RenewLeases(rctx, leases, r.LeaseTTL)
 	cancel()
 	took := time.Since(attempt)
+	metrics.RenewSeconds.Observe(took.Seconds())
+	r.renewSlow.Store(took > bound/2) // see behind
 	type key struct {
 		run string
 		gen int64

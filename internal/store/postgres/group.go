@@ -195,13 +195,10 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 			continue
 		}
 		l, w := r.l, r.w
-		// A lone step's completion rides in the fence statement. A step started has a
-		// statement of its own, after the fence's: its seq is read from the run's steps, which
-		// needs a snapshot taken once the fence holds the run's row (a statement's snapshot is
-		// taken when it starts, before it waits for the lock). Several steps (one recorded
-		// started and completed at once) each have their own, in order.
+		// A lone step (started, or its end) rides in the fence statement; several steps (one
+		// recorded started and completed at once) each have a statement of their own, in order.
 		var lone *api.Step
-		if len(w.Steps) == 1 && w.Steps[0].State != api.StepStarted {
+		if len(w.Steps) == 1 {
 			lone = &w.Steps[0]
 		}
 		queueFence(b, l, w, lone, func(cancel bool, poke int64, ph string) {

@@ -269,9 +269,9 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 }
 
 // queueFence queues the statement that takes a commit's fence (see Commit): it advances the
-// run's event counter and writes the status, if the write has either, or else only locks the
-// row, inserts the write's events numbered after the run's events before the commit, records
-// step's completion (nil: none; a step started is queueStep's), and hands the run's signals and
+// run's event counter (and its step counter for a step started) and writes the status, if the
+// write has any of these, or else only locks the row, inserts the write's events numbered after
+// the run's events before the commit, records step (nil: none) started or ended, and hands the run's signals and
 // phase (after the write) to got, or calls fenced when the lease is no longer held (then it
 // writes nothing). It always returns one row, so a stale lease is an answer, not an error that
 // would abort the other writes of the batch. The events and the completion ride in this
@@ -284,15 +284,21 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, got 
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	// A step started takes the run's next step number, advanced here under the row lock (so
+	// it is the number as of this transaction, not the statement's snapshot).
+	starts := step != nil && step.State == api.StepStarted
 	switch {
-	case w.Status != nil:
-		q = `UPDATE runs SET next_event = next_event + $4, status = $5, phase = $6, resource_version = resource_version + 1
-			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING cancel_requested, poke_seq, phase, next_event`
-		args = append(args, len(w.Events), mustJSON(w.Status), w.Status.Phase)
-	case len(w.Events) > 0:
-		q = `UPDATE runs SET next_event = next_event + $4
-			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING cancel_requested, poke_seq, phase, next_event`
+	case w.Status != nil || len(w.Events) > 0 || starts:
+		set := `next_event = next_event + $4`
 		args = append(args, len(w.Events))
+		if w.Status != nil {
+			set += `, status = ` + arg(mustJSON(w.Status)) + `, phase = ` + arg(w.Status.Phase) + `, resource_version = resource_version + 1`
+		}
+		if starts {
+			set += `, next_step = next_step + ` + newStep(*step, arg)
+		}
+		q = `UPDATE runs SET ` + set + `
+			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING cancel_requested, poke_seq, phase, next_event, next_step`
 	default:
 		q = `SELECT cancel_requested, poke_seq, phase FROM runs
 			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 FOR UPDATE`
@@ -306,7 +312,10 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, got 
 				WITH ORDINALITY AS e (time, type, step_key, message, data, ord))`
 	}
 	check := "NULL::boolean"
-	if step != nil {
+	switch {
+	case starts:
+		with += `, ` + stepStart(*step, "SELECT r.next_step FROM r", arg)
+	case step != nil:
 		var u string
 		u, check = stepEnd(l.Run, *step, arg)
 		with += `, ` + u
@@ -403,31 +412,50 @@ func stepEnd(run string, st api.Step, arg func(any) string) (u, check string) {
 	return u, check
 }
 
-// queueStep queues the write of one journal row, for a write with more than one (queueFence
-// writes a lone step). Started inserts the step after the run's last one, or restarts a row
-// already present (keeping its seq); Completed, Interrupted and Failed update the existing row
-// and abort the commit if there is none.
-func queueStep(b *pgx.Batch, l store.Lease, st api.Step) {
-	run := l.Run
+// newStep is 1 when step st is not recorded yet (its start takes a number) and 0 when it is
+// being restarted (it keeps its number), so the run's steps stay numbered 1, 2, 3... The row is
+// read in the statement's snapshot: a step of the run can only have been recorded by an earlier
+// commit of the run, which ended before this one began (a run's commits are one at a time, and a
+// new holder's come after the claim, which skips a row a commit in flight holds).
+func newStep(st api.Step, arg func(any) string) string {
+	return `CASE WHEN EXISTS (SELECT FROM steps WHERE run = $1 AND key = ` + arg(st.Key) + `) THEN 0 ELSE 1 END`
+}
+
+// stepStart is the data-modifying WITH item that records step st as started: it inserts the
+// step numbered by seq (a query returning the run's advanced next_step, which returns no row when
+// the fence did not match, so nothing is inserted), or restarts a row already present, keeping
+// its number. $1 is the run.
+func stepStart(st api.Step, seq string, arg func(any) string) string {
 	var completed any
 	if st.CompletedAt != nil {
 		completed = *st.CompletedAt
 	}
-	if st.State == api.StepStarted {
-		b.Queue(`INSERT INTO steps (run, seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at)
-			SELECT $1, (SELECT COALESCE(max(seq), 0) + 1 FROM steps WHERE run = $1), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
-			WHERE `+fenceCond(14, 15)+`
-			ON CONFLICT (run, key) DO UPDATE SET state = EXCLUDED.state, attempt = EXCLUDED.attempt, args_hash = EXCLUDED.args_hash,
-				args = EXCLUDED.args, result = NULL, error = '', started_at = EXCLUDED.started_at, completed_at = NULL,
-				cost_micros = NULL, resolution = '', resolution_result = NULL`,
-			run, st.Key, st.Kind, st.State, pgText(st.Title), st.Attempt, st.ArgsHash, nullJSON(st.Args), nullJSON(st.Result),
-			pgText(st.Error), st.CostMicros, st.StartedAt, completed, l.Owner, l.Generation)
-		return
-	}
+	return `s AS (INSERT INTO steps (run, seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at)
+		SELECT $1, (` + seq + `), ` + arg(st.Key) + `, ` + arg(st.Kind) + `, ` + arg(st.State) + `, ` + arg(pgText(st.Title)) + `, ` +
+		arg(st.Attempt) + `::integer, ` + arg(st.ArgsHash) + `, ` + arg(nullJSON(st.Args)) + `::json, ` + arg(nullJSON(st.Result)) + `::json, ` +
+		arg(pgText(st.Error)) + `, ` + arg(st.CostMicros) + `::bigint, ` + arg(st.StartedAt) + `::timestamptz, ` + arg(completed) + `::timestamptz
+		WHERE EXISTS (` + seq + `)
+		ON CONFLICT (run, key) DO UPDATE SET state = EXCLUDED.state, attempt = EXCLUDED.attempt, args_hash = EXCLUDED.args_hash,
+			args = EXCLUDED.args, result = NULL, error = '', started_at = EXCLUDED.started_at, completed_at = NULL,
+			cost_micros = NULL, resolution = '', resolution_result = NULL)`
+}
+
+// queueStep queues the write of one journal row, for a write with more than one (queueFence
+// writes a lone step). Started inserts the step numbered by the run's advanced next_step, or restarts a row
+// already present (keeping its seq); Completed, Interrupted and Failed update the existing row
+// and abort the commit if there is none.
+func queueStep(b *pgx.Batch, l store.Lease, st api.Step) {
+	run := l.Run
 	args := []any{run, l.Owner, l.Generation}
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
+	}
+	if st.State == api.StepStarted {
+		b.Queue(`WITH n AS (UPDATE runs SET next_step = next_step + `+newStep(st, arg)+`
+			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING next_step), `+
+			stepStart(st, "SELECT next_step FROM n", arg)+` SELECT`, args...)
+		return
 	}
 	u, check := stepEnd(run, st, arg)
 	b.Queue(`WITH r AS (SELECT phase FROM runs WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3), `+u+`

@@ -230,6 +230,11 @@ var migrations = []string{
 		data bytea NOT NULL,
 		PRIMARY KEY (agent, hash));
 	CREATE TABLE learning_refs (agent text COLLATE "C" PRIMARY KEY, main text NOT NULL);`,
+
+	// 10: a run's next step number is runs.next_step, advanced by the commit that starts a step
+	// (in its fence statement, with no statement of its own); it was the run's highest step seq,
+	// read by a statement per step started.
+	`UPDATE runs SET next_step = COALESCE((SELECT max(seq) FROM steps WHERE steps.run = runs.name), 0);`,
 }
 
 // migrateLockClass is the first key of the advisory lock that serializes migrations; the second

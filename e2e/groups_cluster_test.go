@@ -103,7 +103,12 @@ func TestPGGroupInvariantsUnderRunnerKills(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, groupClusterScript)
 	c.startServer()
-	if st := c.do("PUT", "/v2/agents/gw", `{"metadata":{"name":"gw"},"spec":{"model":{"access":"Nodus","families":["haiku"]},"maxTokens":1024,"perRunMaxCostUSD":"0.10"}}`, nil); st != 201 {
+	// A call is charged at most the worst case reserved before it (its input, estimated from the
+	// request, and maxTokens of output); 4,096 output tokens make that over $0.02, so gb's scripted
+	// usage costs each run enough that the cap binds after about a dozen runs whatever tools the
+	// request carries (with 1,024 it bound only when a sandbox's tool definitions enlarged the
+	// request, and failed on a machine without bubblewrap).
+	if st := c.do("PUT", "/v2/agents/gw", `{"metadata":{"name":"gw"},"spec":{"model":{"access":"Nodus","families":["haiku"]},"maxTokens":4096,"perRunMaxCostUSD":"0.10"}}`, nil); st != 201 {
 		t.Fatalf("create agent: HTTP %d", st)
 	}
 	for _, g := range []string{

@@ -483,7 +483,7 @@ func (d *drive) modelStep(ctx context.Context, key, title string, provider model
 	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: title,
 		Args: map[string]any{"provider": provider.Name(), "model": req.Model, "messages": messages}, HashOf: journal.Encoded(reqJSON),
 		// A call on the server's own key is safe to repeat; on the user's own key it is not.
-		Safe: !d.acc.byok, Bill: !d.acc.byok, Concurrent: true,
+		Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(key), Concurrent: true,
 		// The status with this call's usage and cost is written with its result.
 		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
 			if err := account(result, c); err != nil {

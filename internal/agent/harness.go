@@ -287,7 +287,7 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 	}
 	res, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s via %s, call %d)", modelName, h.name, h.n+1),
 		Args:   harnessCallArgs(h.name, provider.Name(), modelName, len(out), tr != nil),
-		HashOf: journal.Encoded(norm), Safe: !d.acc.byok, Bill: !d.acc.byok, Concurrent: true,
+		HashOf: journal.Encoded(norm), Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(key), Concurrent: true,
 		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
 			if err := account(result, c); err != nil {
 				return nil, err

@@ -196,6 +196,13 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 	if err != nil {
 		return err
 	}
+	if !res.Enforced {
+		d.resMu.Lock()
+		r := d.reserved[key]
+		r.unheld = true
+		d.reserved[key] = r
+		d.resMu.Unlock()
+	}
 	if res.Enforced && !res.OK {
 		needed := cost.CreditsShort(worst, res.Available)
 		msg := fmt.Sprintf("out of credits: the next call (%s, %s) may be billed up to $%s and $%s is available; add at least $%s (agentrun credits add %s)",
@@ -231,6 +238,20 @@ type reservation struct {
 	priced bool
 	// open: the call has not settled (its cost is not yet in spent).
 	open bool
+	// unheld: credits were not enforced when the call was guarded, so nothing was reserved.
+	unheld bool
+}
+
+// bills reports whether the result of call key (on the server's access) is charged to credits
+// with its commit: unless guard found credits not enforced (none were ever added). A charge
+// applies only against the call's reservation, and with credits never added there is none (nor
+// from an earlier attempt: adds never go back to zero), so the commit would carry a statement
+// that does nothing; without a guard's answer the call is billed as before.
+func (d *drive) bills(key string) bool {
+	d.resMu.Lock()
+	defer d.resMu.Unlock()
+	r, ok := d.reserved[key]
+	return !ok || !r.unheld
 }
 
 // settle marks the reservation of step key as no longer in flight: its cost, if any, is in spent.
@@ -354,7 +375,7 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 		// Its reservation stops counting as in flight once the call is recorded (or not made):
 		// left open, the turn's own model call counted the router's worst case a second time.
 		defer d.settle(key)
-		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (" + routerModel + ")", Args: map[string]any{"families": allowed, "model": routerModel}, HashOf: req, Safe: true, Bill: true},
+		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (" + routerModel + ")", Args: map[string]any{"families": allowed, "model": routerModel}, HashOf: req, Safe: true, Bill: d.bills(key)},
 			func(ctx context.Context) (any, *int64, error) {
 				fallback := func(why string) routeResult {
 					id, _ := model.FamilyModel(d.e.Prices, provider, fb)

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
+	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/model/fake"
 )
 
@@ -36,10 +39,20 @@ type LongResult struct {
 	PGCPUPerStepMs     float64 `json:"postgresCpuPerStepMs"`
 	// RSS of the runner processes (summed), kB: idle before any run, peak while runs were active,
 	// and (peak - idle) / runs.
-	IdleRSSKB   int64      `json:"idleRssKB"`
-	PeakRSSKB   int64      `json:"peakRssKB"`
-	RSSPerRunKB float64    `json:"rssPerRunKB"`
-	PG          *PGProfile `json:"postgres,omitempty"`
+	IdleRSSKB   int64   `json:"idleRssKB"`
+	PeakRSSKB   int64   `json:"peakRssKB"`
+	RSSPerRunKB float64 `json:"rssPerRunKB"`
+	// PeakActive is the most runs in phase Running at once (read every 50 ms): a runner that is
+	// behind claims no more (--max-lag), so with many runs queued it can be below Runs.
+	// RSSPerActiveKB = (peak - idle) / PeakActive.
+	PeakActive     int     `json:"peakActive"`
+	RSSPerActiveKB float64 `json:"rssPerActiveKB"`
+	// From the runners' logs: runs they stopped because a lease renewal did not come in time
+	// (self-fenced), leases lost to another runner, and times a runner started holding back.
+	SelfFenced int        `json:"selfFenced"`
+	LeasesLost int        `json:"leasesLost"`
+	HoldsBack  int        `json:"holdsBack"`
+	PG         *PGProfile `json:"postgres,omitempty"`
 }
 
 func longScript(turns int, latency time.Duration) *fake.Script {
@@ -94,7 +107,11 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	}
 	for i := 1; i <= k; i++ {
 		// Every run may be active on one runner at once (the default --max-runs is 5,000).
-		p, err := w.startRunner(fmt.Sprintf("r%d", i), "--max-runs", strconv.Itoa(max(5000, n)))
+		args := []string{"--max-runs", strconv.Itoa(max(5000, n))}
+		if c.longMaxLag != "" {
+			args = append(args, "--max-lag", c.longMaxLag)
+		}
+		p, err := w.startRunner(fmt.Sprintf("r%d", i), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +164,8 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	}
 	if err == nil {
 		err = w.waitCounts("long runs", c.timeout, func(m map[string]int) (bool, string) {
-			return ended(m) >= n, fmt.Sprintf("%d/%d runs ended", ended(m), n)
+			res.PeakActive = max(res.PeakActive, m[string(api.PhaseRunning)])
+			return ended(m) >= n, fmt.Sprintf("%d/%d runs ended, %d running", ended(m), n, m[string(api.PhaseRunning)])
 		})
 	}
 	close(stop)
@@ -158,6 +176,15 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	res.CPU = cpuSince(cpu0, w.cpu())
 	res.PG = samp.finish()
 	res.RSSPerRunKB = round1(float64(res.PeakRSSKB-res.IdleRSSKB) / float64(n))
+	if res.PeakActive > 0 {
+		res.RSSPerActiveKB = round1(float64(res.PeakRSSKB-res.IdleRSSKB) / float64(res.PeakActive))
+	}
+	for _, p := range procs {
+		b, _ := os.ReadFile(p.logPath)
+		res.SelfFenced += bytes.Count(b, []byte("self-fencing run"))
+		res.LeasesLost += bytes.Count(b, []byte("lease lost to another runner"))
+		res.HoldsBack += bytes.Count(b, []byte("runner is behind"))
+	}
 	res.RunnerCPUPerStepMs = round3(res.CPU.RunnersMs / float64(res.Steps))
 	res.PGCPUPerStepMs = round3(res.CPU.PostgresMs / float64(res.Steps))
 
@@ -209,13 +236,14 @@ func printLong(rs []LongResult) {
 	fmt.Println()
 	fmt.Println("== long: many long runs at once on PostgreSQL (model call with scripted latency → ls → ... → answer) ==")
 	fmt.Println("  added: model request arrival + latency → the run's next model request (reply, its commit, one tool step, next intent)")
-	fmt.Printf("  %6s %7s %6s %9s %10s %10s %10s %10s %11s %11s %10s\n", "runs", "runners", "steps", "steps/s", "active ms", "added p50", "added p99", "added max", "runner ms/st", "pg ms/step", "kB RSS/run")
+	fmt.Printf("  %6s %7s %6s %9s %10s %10s %10s %10s %11s %11s %10s %11s %12s\n", "runs", "runners", "steps", "steps/s", "active ms", "added p50", "added p99", "added max", "runner ms/st", "pg ms/step", "kB RSS/run", "peak active", "kB RSS/active")
 	for _, r := range rs {
-		fmt.Printf("  %6d %7d %6d %9.1f %10.0f %10.1f %10.1f %10.1f %11.3f %11.3f %10.1f\n", r.Runs, r.Runners, r.Steps, r.StepsPerSec, r.ActiveMs,
-			r.Added.P50, r.Added.P99, r.Added.Max, r.RunnerCPUPerStepMs, r.PGCPUPerStepMs, r.RSSPerRunKB)
+		fmt.Printf("  %6d %7d %6d %9.1f %10.0f %10.1f %10.1f %10.1f %11.3f %11.3f %10.1f %11d %12.1f\n", r.Runs, r.Runners, r.Steps, r.StepsPerSec, r.ActiveMs,
+			r.Added.P50, r.Added.P99, r.Added.Max, r.RunnerCPUPerStepMs, r.PGCPUPerStepMs, r.RSSPerRunKB, r.PeakActive, r.RSSPerActiveKB)
 	}
 	for _, r := range rs {
-		fmt.Printf("  %d runs, %d runner(s): runner RSS idle %.1f MB, peak %.1f MB\n", r.Runs, r.Runners, float64(r.IdleRSSKB)/1024, float64(r.PeakRSSKB)/1024)
+		fmt.Printf("  %d runs, %d runner(s): runner RSS idle %.1f MB, peak %.1f MB; %d runs self-fenced, %d leases lost, held back %d times\n", r.Runs, r.Runners,
+			float64(r.IdleRSSKB)/1024, float64(r.PeakRSSKB)/1024, r.SelfFenced, r.LeasesLost, r.HoldsBack)
 		if r.PG != nil {
 			fmt.Printf("  PostgreSQL, %d runs, %d runner(s): %s\n", r.Runs, r.Runners, r.PG.summary(r.Runs))
 		}

@@ -67,6 +67,7 @@ type config struct {
 	longRuns        []int
 	longTurns       int
 	longLatency     time.Duration
+	longMaxLag      string
 }
 
 // scenarios in the order they run; "all" is every one, "pg" every one on PostgreSQL.
@@ -113,6 +114,7 @@ func main() {
 	flag.StringVar(&longRuns, "long-runs", "1000", "long: runs active at once (comma-separated list), each on every -runners count")
 	flag.IntVar(&c.longTurns, "long-turns", 21, "long: model calls per run (each but the last answered with one ls call)")
 	flag.DurationVar(&c.longLatency, "long-latency", time.Second, "long: the scripted model server's latency per call")
+	flag.StringVar(&c.longMaxLag, "long-max-lag", "", "long: the runners' --max-lag (empty: the runner's default, 50ms; 0: a runner never holds back on scheduling lag, so all -long-runs may be active at once)")
 	flag.IntVar(&c.settle, "settle", 5, "memory: seconds to wait after every run waits before reading RSS again")
 	flag.Parse()
 

@@ -10,26 +10,38 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 )
 
-// queueFiles queues the run folder changes of a commit: an upsert per written file, a delete per
-// deleted one.
-// Each is conditioned on the commit's fence (fenceCond).
-func queueFiles(b *pgx.Batch, l store.Lease, files []store.FileWrite) {
-	run := l.Run
+// fileItems are the data-modifying WITH items of a commit's fence statement (queueFence) that
+// save the run folder's changes: one upsert of every written file and one delete of every
+// deleted one, each joined to the fenced run row r, so nothing is written when the lease is
+// stale. arg adds a parameter and returns its placeholder; $1 is the run. A write names a path
+// once.
+func fileItems(files []store.FileWrite, arg func(any) string) string {
+	var paths, gone []string
+	var contents [][]byte
+	var modes []int64
 	for _, f := range files {
 		if f.Deleted {
-			b.Queue(`DELETE FROM files WHERE run = $1 AND path = $2 AND `+fenceCond(3, 4), run, f.Path, l.Owner, l.Generation)
+			gone = append(gone, f.Path)
 			continue
 		}
 		content := f.Content
 		if content == nil {
 			content = []byte{} // NOT NULL: an empty file
 		}
-		b.Queue(`INSERT INTO files (run, path, content, mode, size, updated_at) SELECT $1, $2, $3, $4, $5, now()
-			WHERE `+fenceCond(6, 7)+`
-			ON CONFLICT (run, path) DO UPDATE SET content = EXCLUDED.content, mode = EXCLUDED.mode, size = EXCLUDED.size,
-				updated_at = EXCLUDED.updated_at`,
-			run, f.Path, content, int64(f.Mode), int64(len(content)), l.Owner, l.Generation)
+		paths, contents, modes = append(paths, f.Path), append(contents, content), append(modes, int64(f.Mode))
 	}
+	var items string
+	if len(paths) > 0 {
+		items += `, fw AS (INSERT INTO files (run, path, content, mode, size, updated_at)
+			SELECT $1, f.path, f.content, f.mode, octet_length(f.content), now()
+			FROM r, unnest(` + arg(paths) + `::text[], ` + arg(contents) + `::bytea[], ` + arg(modes) + `::bigint[]) AS f (path, content, mode)
+			ON CONFLICT (run, path) DO UPDATE SET content = EXCLUDED.content, mode = EXCLUDED.mode, size = EXCLUDED.size,
+				updated_at = EXCLUDED.updated_at)`
+	}
+	if len(gone) > 0 {
+		items += `, fd AS (DELETE FROM files WHERE run = $1 AND path = ANY (` + arg(gone) + `::text[]) AND EXISTS (SELECT FROM r))`
+	}
+	return items
 }
 
 // ListFiles returns the run folder as saved, ordered by path (bytewise).

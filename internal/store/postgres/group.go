@@ -56,6 +56,9 @@ type commitReq struct {
 	// may be claimable (notifyWorkSoon).
 	op         func(b *pgx.Batch, r *commitReq)
 	notifyWork bool
+	// releaseLater: the write's lease ends in a statement after its others (queueRelease), not
+	// in its fence statement.
+	releaseLater bool
 
 	// Set by the committer before done is closed.
 	sig    store.Signals
@@ -201,7 +204,10 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 		if len(w.Steps) == 1 {
 			lone = &w.Steps[0]
 		}
-		queueFence(b, l, w, lone, func(cancel bool, poke int64, ph string) {
+		// The lease ends in the fence statement unless statements of the write come after it
+		// (they are conditioned on the lease): more than one step, or a charge.
+		r.releaseLater = w.Release && (lone == nil && len(w.Steps) > 0 || len(w.Charges) > 0)
+		queueFence(b, l, w, lone, w.Files, w.Release && !r.releaseLater, func(cancel bool, poke int64, ph string) {
 			r.sig.CancelRequested, r.sig.PokeSeq, r.phase = cancel, poke, ph
 		}, func() { r.fenced = true })
 		if lone == nil {
@@ -209,7 +215,6 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 				queueStep(b, l, st)
 			}
 		}
-		queueFiles(b, l, w.Files)
 	}
 	for _, r := range members {
 		for _, c := range r.w.Charges {
@@ -217,7 +222,7 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 		}
 	}
 	for _, r := range members {
-		if r.w.Release {
+		if r.releaseLater {
 			queueRelease(b, r.l, r.w.WakeAt)
 		}
 	}

@@ -98,6 +98,32 @@ func TestGroupCommitFencesEachMember(t *testing.T) {
 		t.Errorf("live member of the second batch: err = %v, want nil", second[1].err)
 	}
 
+	// A third batch: each member ends its lease with the files it saved (in its fence
+	// statement); the stale one's release ends nothing.
+	wake := now.Add(time.Hour)
+	release := func(key string) store.Write {
+		return store.Write{Release: true, WakeAt: &wake, Status: &api.AgentRunStatus{Phase: api.PhaseWaiting, Message: key},
+			Files: []store.FileWrite{{Path: key, Content: []byte(key), Mode: 0o644}}}
+	}
+	third := []*commitReq{{ctx: ctx, l: old, w: release("s3")}, {ctx: ctx, l: live, w: release("l3")}}
+	s.commitGroup(third)
+	if !errors.Is(third[0].err, store.ErrFenced) || third[1].err != nil {
+		t.Errorf("release batch: stale err = %v, live err = %v; want ErrFenced, nil", third[0].err, third[1].err)
+	}
+	leaseOf := func(run string) (owner *string, claimable *time.Time) {
+		t.Helper()
+		if err := s.pool.QueryRow(ctx, `SELECT lease_owner, claimable_at FROM runs WHERE name = $1`, run).Scan(&owner, &claimable); err != nil {
+			t.Fatal(err)
+		}
+		return owner, claimable
+	}
+	if owner, _ := leaseOf("stale"); owner == nil || *owner != "new" {
+		t.Errorf("stale run's lease after the stale release: owner %v, want still new", owner)
+	}
+	if owner, claimable := leaseOf("live"); owner != nil || claimable == nil || !claimable.Equal(wake.Truncate(time.Microsecond)) {
+		t.Errorf("live run after its release: owner %v, claimable at %v; want no owner, claimable at %v", owner, claimable, wake)
+	}
+
 	counts := func(run string) (steps, events, files int, msg string) {
 		t.Helper()
 		st, err := s.ListSteps(ctx, run)
@@ -122,7 +148,7 @@ func TestGroupCommitFencesEachMember(t *testing.T) {
 		run                  string
 		steps, events, files int
 		msg                  string
-	}{{"stale", 0, 0, 0, ""}, {"bad", 0, 0, 0, ""}, {"live", 2, 2, 2, "l2"}} {
+	}{{"stale", 0, 0, 0, ""}, {"bad", 0, 0, 0, ""}, {"live", 2, 2, 3, "l3"}} {
 		steps, events, files, msg := counts(c.run)
 		if steps != c.steps || events != c.events || files != c.files || msg != c.msg {
 			t.Errorf("%s after the batch: %d steps, %d events, %d files, status message %q; want %d, %d, %d, %q",

@@ -269,15 +269,18 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 }
 
 // queueFence queues the statement that takes a commit's fence (see Commit): it advances the
-// run's event counter (and its step counter for a step started) and writes the status, if the
-// write has any of these, or else only locks the row, inserts the write's events numbered after
-// the run's events before the commit, records step (nil: none) started or ended, and hands the run's signals and
+// run's event counter (and its step counter for a step started), writes the status and ends the
+// lease (release), if the write has any of these, or else only locks the row; inserts the
+// write's events numbered after the run's events before the commit, records step (nil: none)
+// started or ended, writes the run folder's changes (files), and hands the run's signals and
 // phase (after the write) to got, or calls fenced when the lease is no longer held (then it
 // writes nothing). It always returns one row, so a stale lease is an answer, not an error that
-// would abort the other writes of the batch. The events and the completion ride in this
-// statement (each a data-modifying WITH joined to the fenced row r, which runs once whether or
-// not the SELECT reads it) rather than in statements of their own.
-func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, got func(cancel bool, poke int64, phase string), fenced func()) {
+// would abort the other writes of the batch. The events, the step, the files and the release
+// ride in this statement (each a data-modifying WITH joined to the fenced row r, which runs once
+// whether or not the SELECT reads it) rather than in statements of their own: a trivial run's
+// seven commits are seven statements. release is set only when no statement of the write comes
+// after this one (those are conditioned on the lease, which this one ends).
+func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, files []store.FileWrite, release bool, got func(cancel bool, poke int64, phase string), fenced func()) {
 	var q string
 	args := []any{l.Run, l.Owner, l.Generation}
 	arg := func(v any) string {
@@ -287,20 +290,31 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, got 
 	// A step started takes the run's next step number, advanced here under the row lock (so
 	// it is the number as of this transaction, not the statement's snapshot).
 	starts := step != nil && step.State == api.StepStarted
+	returning := `cancel_requested, poke_seq, phase`
 	switch {
-	case w.Status != nil || len(w.Events) > 0 || starts:
+	case w.Status != nil || len(w.Events) > 0 || starts || release:
 		set := `next_event = next_event + $4`
 		args = append(args, len(w.Events))
+		phase := `phase` // the phase the release sees: the one this write sets
 		if w.Status != nil {
-			set += `, status = ` + arg(mustJSON(w.Status)) + `, phase = ` + arg(w.Status.Phase) + `, resource_version = resource_version + 1`
+			phase = arg(w.Status.Phase)
+			set += `, status = ` + arg(mustJSON(w.Status)) + `, phase = ` + phase + `, resource_version = resource_version + 1`
 		}
 		if starts {
 			set += `, next_step = next_step + ` + newStep(*step, arg)
 		}
+		if release {
+			var wake any
+			if w.WakeAt != nil {
+				wake = *w.WakeAt
+			}
+			set += `, ` + releaseSet(phase, arg(l.PokeSeq), arg(wake))
+			returning += `, claimable_at`
+		}
 		q = `UPDATE runs SET ` + set + `
-			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING cancel_requested, poke_seq, phase, next_event, next_step`
+			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING ` + returning + `, next_event, next_step`
 	default:
-		q = `SELECT cancel_requested, poke_seq, phase FROM runs
+		q = `SELECT ` + returning + ` FROM runs
 			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 FOR UPDATE`
 	}
 	with := `WITH r AS (` + q + `)`
@@ -320,14 +334,23 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, got 
 		u, check = stepEnd(l.Run, *step, arg)
 		with += `, ` + u
 	}
+	with += fileItems(files, arg)
+	notify := `NULL::bigint`
+	if release {
+		// The run's reservations go with the lease; other stores are told only if the run is
+		// claimable now.
+		with += `, cr AS (DELETE FROM credit_reservations WHERE run = $1 AND EXISTS (SELECT FROM r))`
+		notify = `(SELECT count(pg_notify(` + arg(chanWork) + `, $1)) FROM r WHERE r.claimable_at <= now())`
+	}
 	b.Queue(with+`
-		SELECT r.cancel_requested, r.poke_seq, r.phase, `+check+`
+		SELECT r.cancel_requested, r.poke_seq, r.phase, `+check+`, `+notify+`
 		FROM (VALUES (1)) AS one (x) LEFT JOIN r ON true`, args...).QueryRow(func(row pgx.Row) error {
 		var cancel *bool
 		var poke *int64
 		var phase *string
 		var checked *bool
-		if err := row.Scan(&cancel, &poke, &phase, &checked); err != nil {
+		var notified *int64
+		if err := row.Scan(&cancel, &poke, &phase, &checked, &notified); err != nil {
 			return err
 		}
 		if phase == nil {
@@ -339,7 +362,17 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, got 
 	})
 }
 
-// queueRelease queues the end of the lease, under the fence: the run's reservations go, and the
+// releaseSet is the SET list that ends a lease: the run is claimable at once if poked after the
+// claim (poke: the claim's poke_seq; something arrived the holder may not have seen), at wake
+// otherwise, never again once finished (phase: the run's phase after the write).
+func releaseSet(phase, poke, wake string) string {
+	return `lease_owner = NULL, lease_expires_at = NULL,
+		claimable_at = CASE WHEN ` + phase + ` IN ` + finishedPhases + ` THEN NULL
+			WHEN poke_seq <> ` + poke + ` THEN now() ELSE ` + wake + `::timestamptz END`
+}
+
+// queueRelease queues the end of the lease, under the fence, for a write with statements after
+// its fence statement (which otherwise ends the lease itself): the run's reservations go, and the
 // run is claimable at once if poked after the claim (something arrived the holder may not have
 // seen), at wake otherwise, never again once finished. Other stores are told only if the run is
 // claimable now.
@@ -351,9 +384,7 @@ func queueRelease(b *pgx.Batch, l store.Lease, wakeAt *time.Time) {
 	}
 	b.Queue(`
 		WITH r AS (
-			UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
-				claimable_at = CASE WHEN phase IN `+finishedPhases+` THEN NULL
-					WHEN poke_seq <> $2 THEN now() ELSE $3::timestamptz END
+			UPDATE runs SET `+releaseSet("phase", "$2", "$3")+`
 			WHERE name = $1 AND lease_owner = $5 AND lease_generation = $6 RETURNING claimable_at)
 		SELECT pg_notify($4, $1) FROM r WHERE claimable_at <= now()`,
 		l.Run, l.PokeSeq, wake, chanWork, l.Owner, l.Generation)

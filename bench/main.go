@@ -178,9 +178,10 @@ func main() {
 	}
 
 	m := machine(c.tmp)
+	m.FolderMs = folderCost(root, 200)
 	fmt.Printf("agentrun bench  %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("  go %s  %s/%s  GOMAXPROCS=%d  NumCPU=%d  cpu=%q  memory %d MB  load average %s\n", m.GoVersion, m.OS, m.Arch, m.GOMAXPROCS, m.NumCPU, m.CPU, m.MemMB, m.LoadAvg)
-	fmt.Printf("  store backend: %s  data on %s (%s)\n", m.Store, m.DataDir, m.DataFS)
+	fmt.Printf("  store backend: %s  data on %s (%s); a run folder with one file costs %.3f ms there now\n", m.Store, m.DataDir, m.DataFS, m.FolderMs)
 	fmt.Printf("  binary: %s\n", c.bin)
 
 	out := map[string]any{"machine": m}
@@ -391,6 +392,29 @@ type Machine struct {
 	MemMB      int64  `json:"memMB"`
 	// LoadAvg is /proc/loadavg when the bench started: other work on the machine skews every figure.
 	LoadAvg string `json:"loadAvg,omitempty"`
+	// FolderMs is what one new run folder with one file costs on the data filesystem when the
+	// bench starts (mkdir + create + write, 200 times): every run of the scale scenarios pays it
+	// once. On ext4 it is several times its usual cost for about 30 s after many files were
+	// deleted (the allocator skips recently deleted inodes), e.g. right after another bench.
+	FolderMs float64 `json:"folderMs"`
+}
+
+// folderCost times n run-folder-like creations (a directory holding one small file) in a fresh
+// folder under dir and removes them again.
+func folderCost(dir string, n int) float64 {
+	d, err := os.MkdirTemp(dir, "fs-cost-")
+	if err != nil {
+		return 0
+	}
+	defer os.RemoveAll(d)
+	t := time.Now()
+	for i := range n {
+		sub := filepath.Join(d, strconv.Itoa(i))
+		if os.Mkdir(sub, 0o755) != nil || os.WriteFile(filepath.Join(sub, "f"), []byte("x"), 0o644) != nil {
+			return 0
+		}
+	}
+	return round3(msf(time.Since(t)) / float64(n))
 }
 
 func loadAvg() string {

@@ -260,6 +260,9 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 		hashOf = spec.Args
 	}
 	hash := Hash(hashOf)
+	// The hashed value (a model call's whole encoded request) is not needed past here: dropped,
+	// it is not kept alive for the whole call by this frame (a run waiting on the model held it).
+	spec.HashOf, hashOf = nil, nil
 	attempt := 1
 	if prev, ok := j.steps[spec.Key]; ok {
 		if prev.ArgsHash != hash {

@@ -68,6 +68,7 @@ type config struct {
 	longTurns       int
 	longLatency     time.Duration
 	longMaxLag      string
+	modelTLS        bool
 }
 
 // scenarios in the order they run; "all" is every one, "pg" every one on PostgreSQL.
@@ -114,6 +115,7 @@ func main() {
 	flag.StringVar(&longRuns, "long-runs", "1000", "long: runs active at once (comma-separated list), each on every -runners count")
 	flag.IntVar(&c.longTurns, "long-turns", 21, "long: model calls per run (each but the last answered with one ls call)")
 	flag.DurationVar(&c.longLatency, "long-latency", time.Second, "long: the scripted model server's latency per call")
+	flag.BoolVar(&c.modelTLS, "model-tls", false, "serve the scripted model server over HTTPS with HTTP/2, as the vendors do (the agentrun processes trust its certificate through SSL_CERT_FILE); plain HTTP/1.1 makes one connection per call in flight")
 	flag.StringVar(&c.longMaxLag, "long-max-lag", "", "long: the runners' --max-lag (empty: the runner's default, 50ms; 0: a runner never holds back on scheduling lag, so all -long-runs may be active at once)")
 	flag.IntVar(&c.settle, "settle", 5, "memory: seconds to wait after every run waits before reading RSS again")
 	flag.Parse()

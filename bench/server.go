@@ -142,12 +142,14 @@ type world struct {
 	opts     worldOpts
 	model    *fake.Server
 	modelURL string
-	sealKey  string
-	srv      *proc
-	runners  []*proc
-	url      string
-	token    string
-	hc       *http.Client
+	// caFile: the scripted server's certificate, when it serves HTTPS (-model-tls).
+	caFile  string
+	sealKey string
+	srv     *proc
+	runners []*proc
+	url     string
+	token   string
+	hc      *http.Client
 	// serverCPU is the server process's user+system CPU time over its life, set by stop.
 	serverCPU time.Duration
 	// runnerEnv is extra environment for the runner of that name (AGENTRUN_PPROF_ADDR for
@@ -164,7 +166,15 @@ func startWorld(c config, root, name string, sc *fake.Script, conns int, opts ..
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("script: %w", err)
 	}
-	srv, modelURL, err := fake.Start(sc)
+	var srv *fake.Server
+	var modelURL string
+	var certPEM []byte
+	var err error
+	if c.modelTLS {
+		srv, modelURL, certPEM, err = fake.StartTLS(sc)
+	} else {
+		srv, modelURL, err = fake.Start(sc)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +189,15 @@ func startWorld(c config, root, name string, sc *fake.Script, conns int, opts ..
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		srv.Close()
 		return nil, err
+	}
+	if certPEM != nil {
+		// The agentrun processes trust the scripted server's certificate (and only it) as Go
+		// programs do on Linux: SSL_CERT_FILE replaces the system's roots.
+		w.caFile = filepath.Join(w.dir, "model-ca.pem")
+		if err := os.WriteFile(w.caFile, certPEM, 0o600); err != nil {
+			srv.Close()
+			return nil, err
+		}
 	}
 	w.hc = &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConns: conns + 4, MaxIdleConnsPerHost: conns + 4}}
 	if err := w.startServer(); err != nil {
@@ -202,6 +221,9 @@ func (w *world) env(home string) []string {
 	env = append(env, "AGENTRUN_HOME="+home, "ANTHROPIC_API_KEY=bench-key", "ANTHROPIC_BASE_URL="+w.modelURL)
 	if w.opts.storeURL != "" {
 		env = append(env, "AGENTRUN_STORE_URL="+w.opts.storeURL, "AGENTRUN_SEAL_KEY="+w.sealKey)
+	}
+	if w.caFile != "" {
+		env = append(env, "SSL_CERT_FILE="+w.caFile)
 	}
 	return env
 }

@@ -19,10 +19,18 @@ package fake
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"strings"
@@ -165,6 +173,64 @@ func Start(sc *Script) (*Server, string, error) {
 		_ = srv.hs.Serve(ln) // returns http.ErrServerClosed on Close
 	}()
 	return srv, srv.url, nil
+}
+
+// StartTLS is Start over HTTPS, as the vendors serve: TLS 1.3 with HTTP/2 offered (clients that
+// negotiate it multiplex their calls over a few connections instead of one connection per call in
+// flight), with a self-signed certificate for 127.0.0.1 made now. It returns the server, its
+// https URL, and the certificate in PEM for the client to trust (for a Go client, a file named by
+// SSL_CERT_FILE).
+func StartTLS(sc *Script) (*Server, string, []byte, error) {
+	cert, certPEM, err := selfSigned()
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("fake model server: certificate: %w", err)
+	}
+	srv := New(sc)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("fake model server: listen: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv.stop = cancel
+	srv.hs = srv.httpServer(ctx)
+	srv.hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13, NextProtos: []string{"h2", "http/1.1"}}
+	srv.done = make(chan struct{})
+	srv.url = "https://" + ln.Addr().String()
+	go func() {
+		defer close(srv.done)
+		_ = srv.hs.ServeTLS(ln, "", "") // returns http.ErrServerClosed on Close
+	}()
+	return srv, srv.url, certPEM, nil
+}
+
+// selfSigned makes a certificate for 127.0.0.1, valid for a day.
+func selfSigned() (tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "agentrun scripted model server"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	return cert, certPEM, err
 }
 
 // Close stops a server started by Start: requests in flight see their context end.

@@ -130,7 +130,8 @@ func printComparison(cs []Comparison) {
 		}
 		fmt.Println()
 	}
-	fmt.Println("  An agentrun run here is 2 streamed model calls over HTTP + 1 write tool (file fsynced, saved to the store)")
-	fmt.Println("  + ~12 fenced commits (3 journal steps Started/Completed, events, status, lease release); a River job is")
+	fmt.Println("  An agentrun run here is 2 streamed model calls over HTTP + 1 write tool (a new run folder and file, saved to")
+	fmt.Println("  the store) + 7 fenced commits of one statement each (3 journal steps Started and Completed, the finish with")
+	fmt.Println("  its lease release; events, status and files ride in them), grouped with other runs'; a River job is")
 	fmt.Println("  a no-op function: fetched in batches and completed in batches by River's completer.")
 }

@@ -451,7 +451,9 @@ func (r *Runner) renew(ctx context.Context, hs []*held, bound time.Duration) boo
 		}
 	}
 	for _, l := range lost {
-		if h := byLease[key{l.Run, l.Generation}]; h != nil {
+		// A drive that ended meanwhile gave its lease back (finished or parked): the store no
+		// longer holds it for us, but nothing was lost.
+		if h := byLease[key{l.Run, l.Generation}]; h != nil && r.active[l.Run] == h {
 			r.Log.Warn("lease lost to another runner", "run", l.Run)
 			metrics.LeasesLost.Inc("fenced")
 			h.cancel(errLeaseLost)

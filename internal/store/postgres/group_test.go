@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -295,7 +294,7 @@ func newHeldStore(t *testing.T) *heldStore {
 	rand.Read(b[:])
 	h := &heldStore{t: t, admin: admin, app: "agentrun_group_" + hex.EncodeToString(b[:])}
 	u := freshSchema(t, base, admin)
-	h.schema = schemaOf(t, u)
+	h.schema = schemaOfURL(t, u)
 	u = strings.Replace(u, "pool_max_conns=2", "pool_max_conns=4", 1) + "&application_name=" + h.app
 	h.s = mustOpen(t, u)
 	t.Cleanup(func() { h.s.Close() })
@@ -526,14 +525,6 @@ func TestAddMessageLocked(t *testing.T) {
 	}
 }
 
-func schemaOf(t *testing.T, u string) string {
-	t.Helper()
-	p, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.Query().Get("search_path")
-}
 
 // waitFor polls cond every 10 ms for up to 30 s, naming what it waits on if it never holds.
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -525,7 +525,6 @@ func TestAddMessageLocked(t *testing.T) {
 	}
 }
 
-
 // waitFor polls cond every 10 ms for up to 30 s, naming what it waits on if it never holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

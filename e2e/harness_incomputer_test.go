@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -105,11 +106,21 @@ func TestClaudeInSandbox(t *testing.T) {
 	// The seed's quickstart, the harness in a sandbox.
 	work := t.TempDir()
 	script := strings.Replace(seedQuickstart, `{"definition": {"id": "notes",`, `{"definition": {"id": "notes", "harness": "claude-agent", "computer": {"kind": "sandbox"},`, 1)
-	cmd := exec.Command("bash", "-c", script)
+	// Bounded: a run that never ends would keep the CLI's wait, and the whole e2e package, until
+	// go test's timeout, which shows nothing of the run; failing here logs its server's stderr.
+	qctx, qcancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer qcancel()
+	cmd := exec.CommandContext(qctx, "bash", "-c", script)
 	cmd.Dir = work
 	cmd.Env = append(e.baseEnv(), "PATH="+filepath.Dir(binPath)+":"+os.Getenv("PATH"))
+	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
+		var runs []api.AgentRun
+		e.do("GET", "/v2/agentruns", nil, &struct{ Items *[]api.AgentRun }{&runs})
+		for _, r := range runs {
+			t.Logf("run %s: %s %s %s", r.Metadata.Name, r.Status.Phase, r.Status.Reason, r.Status.Message)
+		}
 		t.Fatalf("quickstart failed: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "start-exit=8") || !strings.Contains(string(out), "# Europe") || !strings.Contains(string(out), "Notes about Europe") {
@@ -180,11 +191,21 @@ func TestPiInSandbox(t *testing.T) {
 
 	work := t.TempDir()
 	script := strings.Replace(seedQuickstart, `{"definition": {"id": "notes",`, `{"definition": {"id": "notes", "harness": "pi", "computer": {"kind": "sandbox"},`, 1)
-	cmd := exec.Command("bash", "-c", script)
+	// Bounded: a run that never ends would keep the CLI's wait, and the whole e2e package, until
+	// go test's timeout, which shows nothing of the run; failing here logs its server's stderr.
+	qctx, qcancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer qcancel()
+	cmd := exec.CommandContext(qctx, "bash", "-c", script)
 	cmd.Dir = work
 	cmd.Env = append(e.baseEnv(), "PATH="+filepath.Dir(binPath)+":"+os.Getenv("PATH"))
+	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
+		var runs []api.AgentRun
+		e.do("GET", "/v2/agentruns", nil, &struct{ Items *[]api.AgentRun }{&runs})
+		for _, r := range runs {
+			t.Logf("run %s: %s %s %s", r.Metadata.Name, r.Status.Phase, r.Status.Reason, r.Status.Message)
+		}
 		t.Fatalf("quickstart failed: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "start-exit=8") || !strings.Contains(string(out), "# Europe\n\nNotes about Europe.\n") {

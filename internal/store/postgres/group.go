@@ -56,9 +56,6 @@ type commitReq struct {
 	// may be claimable (notifyWorkSoon).
 	op         func(b *pgx.Batch, r *commitReq)
 	notifyWork bool
-	// releaseLater: the write's lease ends in a statement after its others (queueRelease), not
-	// in its fence statement.
-	releaseLater bool
 
 	// Set by the committer before done is closed.
 	sig    store.Signals
@@ -192,7 +189,10 @@ func (s *Store) commitMembers(ctx context.Context, members []*commitReq) error {
 // row (which charges lock) only once it holds all its run rows; and the releases (which drop a
 // run's remaining reservations) after the charges, which settle theirs.
 func queueWrites(b *pgx.Batch, members []*commitReq) {
-	for _, r := range members {
+	// releaseLater[i]: member i's lease ends in a statement after its others (queueRelease), not
+	// in its fence statement.
+	releaseLater := make([]bool, len(members))
+	for i, r := range members {
 		if r.op != nil {
 			r.op(b, r)
 			continue
@@ -206,8 +206,8 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 		}
 		// The lease ends in the fence statement unless statements of the write come after it
 		// (they are conditioned on the lease): more than one step, or a charge.
-		r.releaseLater = w.Release && (lone == nil && len(w.Steps) > 0 || len(w.Charges) > 0)
-		queueFence(b, l, w, lone, w.Files, w.Release && !r.releaseLater, func(cancel bool, poke int64, ph string) {
+		releaseLater[i] = w.Release && (lone == nil && len(w.Steps) > 0 || len(w.Charges) > 0)
+		queueFence(b, l, w, lone, w.Release && !releaseLater[i], func(cancel bool, poke int64, ph string) {
 			r.sig.CancelRequested, r.sig.PokeSeq, r.phase = cancel, poke, ph
 		}, func() { r.fenced = true })
 		if lone == nil {
@@ -221,8 +221,8 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 			queueCharge(b, r.l, c)
 		}
 	}
-	for _, r := range members {
-		if r.releaseLater {
+	for i, r := range members {
+		if releaseLater[i] {
 			queueRelease(b, r.l, r.w.WakeAt)
 		}
 	}

@@ -272,7 +272,7 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 // run's event counter (and its step counter for a step started), writes the status and ends the
 // lease (release), if the write has any of these, or else only locks the row; inserts the
 // write's events numbered after the run's events before the commit, records step (nil: none)
-// started or ended, writes the run folder's changes (files), and hands the run's signals and
+// started or ended, writes the run folder's changes (w.Files), and hands the run's signals and
 // phase (after the write) to got, or calls fenced when the lease is no longer held (then it
 // writes nothing). It always returns one row, so a stale lease is an answer, not an error that
 // would abort the other writes of the batch. The events, the step, the files and the release
@@ -280,7 +280,7 @@ func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store
 // whether or not the SELECT reads it) rather than in statements of their own: a trivial run's
 // seven commits are seven statements. release is set only when no statement of the write comes
 // after this one (those are conditioned on the lease, which this one ends).
-func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, files []store.FileWrite, release bool, got func(cancel bool, poke int64, phase string), fenced func()) {
+func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, release bool, got func(cancel bool, poke int64, phase string), fenced func()) {
 	var q string
 	args := []any{l.Run, l.Owner, l.Generation}
 	arg := func(v any) string {
@@ -334,7 +334,7 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, file
 		u, check = stepEnd(l.Run, *step, arg)
 		with += `, ` + u
 	}
-	with += fileItems(files, arg)
+	with += fileItems(w.Files, arg)
 	notify := `NULL::bigint`
 	if release {
 		// The run's reservations go with the lease; other stores are told only if the run is

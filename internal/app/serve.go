@@ -172,6 +172,9 @@ func (o *runnerOptions) validate() error {
 	if o.Router != agent.RouterModel && o.Router != agent.RouterRules {
 		return fmt.Errorf("--router %q: use model or rules", o.Router)
 	}
+	if o.MaxLag < 0 {
+		return fmt.Errorf("--max-lag %s: a scheduling latency is not negative (0 turns the check off)", o.MaxLag)
+	}
 	for _, d := range o.Deny {
 		if _, err := policy.Parse(d); err != nil {
 			return fmt.Errorf("--deny: %w", err)

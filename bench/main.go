@@ -1,5 +1,5 @@
 // Command bench measures agentrun and prints its figures; it is not a test and asserts nothing
-// about timing (design.md section 12: "Benchmarks live in bench/ and print their figures").
+// about timing (docs/architecture.md, "Tests and benchmarks").
 //
 // Scenarios:
 //
@@ -14,6 +14,8 @@
 //     PostgreSQL, and `serve` on SQLite: a burn-down of a backlog, then runs created live.
 //   - river: River's job-queue burn-down on the same PostgreSQL (bench/river, its own module).
 //   - takeover: a runner SIGKILLed mid-turn; lease expiry to the first step on another runner.
+//   - durable: N runs of K model-call steps on agentrun's PostgreSQL runners beside N DBOS
+//     Transact workflows of K steps (bench/dbos, its own module), in pairs.
 //   - memory: RSS of the runner's process with -keepalive keep-alive runs waiting for a message.
 //
 // Usage: go run ./bench -scenario all   (see bench/README.md)
@@ -69,12 +71,17 @@ type config struct {
 	longLatency     time.Duration
 	longMaxLag      string
 	modelTLS        bool
+	durableRuns     int
+	durableSteps    int
+	durableRounds   int
+	durableDBOS     bool
+	durableMaxLag   string
 }
 
 // scenarios in the order they run; "all" is every one, "pg" every one on PostgreSQL.
-var scenarios = []string{"journal", "e2e", "workflow", "claim", "scale", "river", "takeover", "memory", "computers", "long"}
+var scenarios = []string{"journal", "e2e", "workflow", "claim", "scale", "river", "takeover", "memory", "computers", "long", "durable", "console"}
 
-var pgScenarios = map[string]bool{"claim": true, "scale": true, "river": true, "takeover": true, "memory": true, "long": true}
+var pgScenarios = map[string]bool{"claim": true, "scale": true, "river": true, "takeover": true, "memory": true, "long": true, "durable": true}
 
 func main() {
 	var c config
@@ -117,6 +124,11 @@ func main() {
 	flag.DurationVar(&c.longLatency, "long-latency", time.Second, "long: the scripted model server's latency per call")
 	flag.BoolVar(&c.modelTLS, "model-tls", false, "serve the scripted model server over HTTPS with HTTP/2, as the vendors do (the agentrun processes trust its certificate through SSL_CERT_FILE); plain HTTP/1.1 makes one connection per call in flight")
 	flag.StringVar(&c.longMaxLag, "long-max-lag", "", "long: the runners' --max-lag (empty: the runner's default, 50ms; 0: a runner never holds back on scheduling lag, so all -long-runs may be active at once)")
+	flag.IntVar(&c.durableRuns, "durable-runs", 1000, "durable: runs (agentrun) and workflows (DBOS) per measurement")
+	flag.IntVar(&c.durableSteps, "durable-steps", 10, "durable: model-call steps per run and per workflow")
+	flag.IntVar(&c.durableRounds, "durable-rounds", 1, "durable: pairs (agentrun, then DBOS) per -runners count; the comparison is their mean")
+	flag.BoolVar(&c.durableDBOS, "durable-dbos", true, "durable: measure DBOS too (false: agentrun alone, for profiling)")
+	flag.StringVar(&c.durableMaxLag, "durable-max-lag", "", "durable: the runners' --max-lag (empty: the runner's default, 50ms; 0: never hold back on scheduling lag)")
 	flag.IntVar(&c.settle, "settle", 5, "memory: seconds to wait after every run waits before reading RSS again")
 	flag.Parse()
 
@@ -144,8 +156,9 @@ func main() {
 	if c.tool != "ls" && c.tool != "write" {
 		fatalf("-tool %q: use ls or write", c.tool)
 	}
-	if c.steps < 1 || c.runs < 1 || c.workers < 1 || c.claimRuns < 1 || c.claimBatch < 1 || c.scaleRuns < 1 || c.riverJobs < 1 || c.keepAlive < 1 || c.computers < 1 {
-		fatalf("-steps, -runs, -workers, -claim-runs, -claim-batch, -scale-runs, -river-jobs and -keepalive must be positive")
+	if c.steps < 1 || c.runs < 1 || c.workers < 1 || c.claimRuns < 1 || c.claimBatch < 1 || c.scaleRuns < 1 || c.riverJobs < 1 || c.keepAlive < 1 || c.computers < 1 ||
+		c.durableRuns < 1 || c.durableSteps < 1 || c.durableRounds < 1 {
+		fatalf("-steps, -runs, -workers, -claim-runs, -claim-batch, -scale-runs, -river-jobs -keepalive and -durable-* must be positive")
 	}
 	c.claimers = intList("-claimers", claimers)
 	c.runnerCounts = intList("-runners", runners)
@@ -307,6 +320,16 @@ func main() {
 			out["long"] = r
 		}
 	}
+	if want["durable"] {
+		r, err := runDurable(c, root)
+		if err != nil {
+			fail("durable", err)
+		}
+		if r != nil {
+			printDurable(r)
+			out["durable"] = r
+		}
+	}
 	if want["computers"] {
 		r, err := runComputers(c, root)
 		if err != nil {
@@ -315,6 +338,16 @@ func main() {
 		if len(r) > 0 {
 			printComputers(r)
 			out["computers"] = r
+		}
+	}
+	if want["console"] {
+		r, err := runConsole(c, root)
+		if err != nil {
+			fail("console", err)
+		}
+		if r != nil {
+			printConsole(r)
+			out["console"] = r
 		}
 	}
 	out["loadAvgEnd"] = loadAvg()

@@ -17,7 +17,7 @@ import (
 const defaultPG = "postgres://postgres@127.0.0.1:5432/agentrun_test?sslmode=disable"
 
 // pgSchema is a fresh schema for one measurement, so that every one starts from empty tables;
-// url selects it through the connection's search_path (as e2e/cluster_test.go does).
+// url selects it through the connection's search_path (as e2e/e2etest/cluster.go does).
 type pgSchema struct {
 	base, name, url string
 }
@@ -324,4 +324,21 @@ func (p *PGProfile) summary(n int) string {
 		fmt.Fprintf(&b, " (other sessions active: %.2f)", p.OtherActive)
 	}
 	return b.String()
+}
+
+// pgCountersAt reads pg_stat_database and pg_stat_wal on a short-lived connection; with settle,
+// after waiting for every backend's pending statistics. Unlike startPGSampler it adds no
+// transactions of its own in between (the sampler's queries count as commits).
+func pgCountersAt(base string, settle bool) pgCounters {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return pgCounters{}
+	}
+	defer conn.Close(ctx)
+	if settle {
+		time.Sleep(1100 * time.Millisecond)
+	}
+	return readPGCounters(ctx, conn)
 }

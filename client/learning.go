@@ -5,47 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 )
-
-// LearnedItem is one file of a learning agent's main: a note (with its front matter), a skill's
-// file or a workflow, with its ETag (the blob's hash).
-type LearnedItem struct {
-	Kind        string `json:"kind"`
-	Path        string `json:"path"`
-	ETag        string `json:"etag"`
-	Name        string `json:"name,omitempty"`
-	Description string `json:"description,omitempty"`
-	Type        string `json:"type,omitempty"`
-}
-
-// LearningList is GET /v2/agents/NAME/learning.
-type LearningList struct {
-	Agent string        `json:"agent"`
-	Main  string        `json:"main"`
-	Items []LearnedItem `json:"items"`
-}
-
-// LearnedFile is one file of main, whole.
-type LearnedFile struct {
-	Path    string `json:"path"`
-	ETag    string `json:"etag"`
-	Content string `json:"content"`
-}
-
-// LearningCommit is one commit of the learning folder.
-type LearningCommit struct {
-	Hash    string    `json:"hash"`
-	Author  string    `json:"author"`
-	When    time.Time `json:"when"`
-	Message string    `json:"message"`
-}
-
-// LearningChange is the commit a retire or restore made.
-type LearningChange struct {
-	Commit string `json:"commit"`
-	Path   string `json:"path"`
-}
 
 // Learning lists agent's learning folder (main's files with their ETags).
 func (c *Client) Learning(ctx context.Context, agent string) (*LearningList, error) {

@@ -8,38 +8,6 @@ import (
 	"strconv"
 )
 
-// CreditEntry is one line of the credits ledger.
-type CreditEntry struct {
-	Seq       int64  `json:"seq"`
-	Time      string `json:"time"`
-	Kind      string `json:"kind"` // "add" or "charge"
-	AmountUSD string `json:"amountUSD"`
-	Run       string `json:"run,omitempty"`
-	StepKey   string `json:"stepKey,omitempty"`
-	Note      string `json:"note,omitempty"`
-}
-
-// CreditReservation is credits held by a call in flight.
-type CreditReservation struct {
-	Run       string `json:"run"`
-	StepKey   string `json:"stepKey"`
-	Attempt   int    `json:"attempt"`
-	AmountUSD string `json:"amountUSD"`
-}
-
-// Credits is GET /v2/credits: the server's credits balance and its recent ledger.
-type Credits struct {
-	Enforced        bool                `json:"enforced"`
-	BalanceUSD      string              `json:"balanceUSD"`
-	AddedUSD        string              `json:"addedUSD"`
-	ChargedUSD      string              `json:"chargedUSD"`
-	ReservedUSD     string              `json:"reservedUSD"`
-	AvailableUSD    string              `json:"availableUSD"`
-	UnpricedCharges int64               `json:"unpricedCharges"`
-	Entries         []CreditEntry       `json:"entries"`
-	Reservations    []CreditReservation `json:"reservations"`
-}
-
 // GetCredits is GET /v2/credits with the last limit ledger entries (0: all).
 func (c *Client) GetCredits(ctx context.Context, limit int) (*Credits, error) {
 	var out Credits
@@ -74,13 +42,6 @@ func (c *Client) RaiseCap(ctx context.Context, run, maxCostUSD string) (*AgentRu
 		return nil, fmt.Errorf("raise the cap of agentrun %q: %w", run, err)
 	}
 	return &r, nil
-}
-
-// SecretInfo is a secret as GET /v2/secrets lists it: never its values.
-type SecretInfo struct {
-	Name      string   `json:"name"`
-	Keys      []string `json:"keys"`
-	UpdatedAt string   `json:"updatedAt"`
 }
 
 // ListSecrets is GET /v2/secrets.

@@ -279,9 +279,20 @@ type MessageResult struct {
 // SendMessage is POST /v2/agentruns/NAME/messages. A non-empty key makes the send idempotent. A
 // finished run refuses it with code AgentRunFinished.
 func (c *Client) SendMessage(ctx context.Context, run, payload, key string) (*MessageResult, error) {
+	return c.SendMessageIfBusy(ctx, run, payload, key, "")
+}
+
+// SendMessageIfBusy is SendMessage saying what the message does if the run has a turn in flight:
+// IfBusyEnqueue (wait for the turn's end), IfBusyReject (refused with code RunBusy, nothing
+// stored), IfBusyInterrupt (stop the turn now) or IfBusyRollback (discard the turn); "" is the
+// agent's spec.ifBusy, else enqueue. Message.IfBusy in the answer is set when the run was busy.
+func (c *Client) SendMessageIfBusy(ctx context.Context, run, payload, key string, ifBusy IfBusy) (*MessageResult, error) {
 	body := map[string]string{"payload": payload}
 	if key != "" {
 		body["messageKey"] = key
+	}
+	if ifBusy != "" {
+		body["ifBusy"] = string(ifBusy)
 	}
 	var res MessageResult
 	if _, _, err := c.call(ctx, request{method: http.MethodPost, path: objectPath(AgentRuns, run, "messages"), body: body}, &res); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/computer"
 )
 
 // The API's types, for callers outside this module: package internal/api cannot be imported from
@@ -22,8 +23,10 @@ type (
 	ObjectMeta = api.ObjectMeta
 	// List is an API list (AgentRunList, AgentList, ...): TypeMeta and Items.
 	List[T any] = api.List[T]
-	// Error is an API error: Status, Code (the Code* constants), Message and Field.
-	Error = api.Error
+	// Error is an API error: Status, Code (the Code* constants), Message and Field, and in
+	// Errors every problem a check found (the first being the error itself).
+	Error      = api.Error
+	FieldError = api.FieldError
 )
 
 // Agents.
@@ -33,8 +36,13 @@ type (
 	AgentStatus = api.AgentStatus
 	ModelSpec   = api.ModelSpec
 	// Access is spec.model.access: AccessServer or AccessBYOK.
-	Access       = api.Access
-	ComputerSpec = api.ComputerSpec
+	Access = api.Access
+	// ModelProvider is spec.model.provider (ModelProviders), Harness spec.harness (Harnesses),
+	// Kind a computer's kind, spec.computer.kind (ComputerKinds).
+	ModelProvider = api.ModelProvider
+	Harness       = api.Harness
+	Kind          = computer.Kind
+	ComputerSpec  = api.ComputerSpec
 	// Approvals say which tool calls run, ask a person first, or are refused (spec.approvals).
 	Approvals    = api.Approvals
 	ApprovalRule = api.ApprovalRule
@@ -65,6 +73,7 @@ type (
 	TreeNode       = api.WorkflowNode // the same type under its own name (internal/workflow.TreeNode)
 	Event          = api.Event
 	Message        = api.Message
+	IfBusy         = api.IfBusy
 )
 
 // Groups, evaluations and environments.
@@ -131,6 +140,14 @@ const (
 	PhaseCancelled       = api.PhaseCancelled
 )
 
+// What a message to a busy run does (SendMessageIfBusy, AgentSpec.IfBusy).
+const (
+	IfBusyEnqueue   = api.IfBusyEnqueue
+	IfBusyReject    = api.IfBusyReject
+	IfBusyInterrupt = api.IfBusyInterrupt
+	IfBusyRollback  = api.IfBusyRollback
+)
+
 // Run reasons (AgentRunStatus.Reason).
 const (
 	ReasonMessage             = api.ReasonMessage
@@ -191,6 +208,33 @@ const (
 	AccessBYOK   = api.AccessBYOK
 )
 
+// The values of spec.model.provider, spec.harness and spec.computer.kind.
+var (
+	ModelProviders = api.ModelProviders
+	Harnesses      = api.Harnesses
+	ComputerKinds  = computer.Kinds
+)
+
+// Trigger concurrency policies (TriggerSpec.Concurrency).
+const (
+	ConcurrencyAllow   = api.ConcurrencyAllow
+	ConcurrencyForbid  = api.ConcurrencyForbid
+	ConcurrencyReplace = api.ConcurrencyReplace
+)
+
+// Money, secrets and the learning folder.
+type (
+	Credits           = api.Credits
+	CreditEntry       = api.CreditEntry
+	CreditReservation = api.CreditReservation
+	SecretInfo        = api.SecretInfo
+	LearnedItem       = api.LearnedItem
+	LearningList      = api.LearningList
+	LearnedFile       = api.LearnedFile
+	LearningCommit    = api.LearningCommit
+	LearningChange    = api.LearningChange
+)
+
 // EventTypes lists every timeline event type the server writes (Event.Type), with its meaning.
 var EventTypes = api.EventTypes
 
@@ -220,6 +264,7 @@ const (
 	CodeAgentStopped        = api.CodeAgentStopped
 	CodeAgentNotFound       = api.CodeAgentNotFound
 	CodeAgentRunFinished    = api.CodeAgentRunFinished
+	CodeRunBusy             = api.CodeRunBusy
 	CodeNoAnswer            = api.CodeNoAnswer
 	CodeFileNotFound        = api.CodeFileNotFound
 	CodeNotResolvable       = api.CodeNotResolvable
@@ -245,6 +290,11 @@ const (
 	CodeEnvironmentNotFound = api.CodeEnvironmentNotFound
 	CodePreconditionFailed  = api.CodePreconditionFailed
 	CodeLearningOff         = api.CodeLearningOff
+	CodeUnknownWebhookEvent = api.CodeUnknownWebhookEvent
+	CodeWebhookBlocked      = api.CodeWebhookBlocked
+	CodeStepNotFound        = api.CodeStepNotFound
+	CodeStepNotCompleted    = api.CodeStepNotCompleted
+	CodeRunPurged           = api.CodeRunPurged
 	// web_fetch's refusals, in a tool result and on the timeline.
 	CodeFetchBadURL             = api.CodeFetchBadURL
 	CodeFetchBlocked            = api.CodeFetchBlocked
@@ -258,6 +308,7 @@ const (
 	CodeBadRequest              = api.CodeBadRequest
 	CodeInvalidRequest          = api.CodeInvalidRequest
 	CodeRunStopped              = api.CodeRunStopped
+	CodeTokenCountLimit         = api.CodeTokenCountLimit
 )
 
 // Limits and defaults the server applies.

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,23 +71,20 @@ func goImage(t *testing.T, base string) string {
 	if exec.Command("docker", "image", "inspect", tag).Run() == nil {
 		return tag
 	}
-	ctx := t.TempDir()
-	if out, err := exec.Command("cp", "-a", runtime.GOROOT(), filepath.Join(ctx, "go")).CombinedOutput(); err != nil {
-		t.Fatalf("copy GOROOT: %v %s", err, out)
-	}
+	t0 := time.Now()
+	// The context is a tar of GOROOT streamed to the engine: no copy of it on disk.
 	df := "FROM " + base + "\nCOPY go /usr/local/go\nENV PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
-	if err := os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(df), 0o644); err != nil {
-		t.Fatal(err)
+	if out, err := dockerBuildTar(tag, df, runtime.GOROOT(), "go"); err != nil {
+		t.Fatalf("build %s: %v\n%s", tag, err, tail(out, 3000))
 	}
-	if out, err := exec.Command("docker", "build", "-q", "-t", tag, ctx).CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", tag, err, tail(string(out), 3000))
-	}
+	t.Logf("made %s in %s", tag, time.Since(t0).Round(time.Second))
 	return tag
 }
 
 // buildContext copies the repository's working tree (what git tracks or would, as a user's clone
-// has it) and a vendor folder of its modules (the build runs offline) into a folder.
-func buildContext(t *testing.T) string {
+// has it) into a folder, with a vendor folder of its modules when the image is built from it (the
+// build runs offline).
+func buildContext(t *testing.T, vendor bool) string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -110,6 +110,9 @@ func buildContext(t *testing.T) string {
 		if err := os.WriteFile(p, b, fi.Mode().Perm()|0o444); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if !vendor {
+		return dst
 	}
 	cmd := exec.Command("go", "mod", "vendor", "-o", filepath.Join(dst, "vendor"))
 	cmd.Dir = root
@@ -162,20 +165,194 @@ exec setpriv --reuid=postgres --regid=postgres --init-groups "$PG/postgres" -D "
 		"COPY entry.sh /entry.sh\nRUN chmod 755 /entry.sh && mkdir -p /run/postgresql && chown postgres /run/postgresql\nENTRYPOINT [\"/entry.sh\"]\n"
 	os.WriteFile(filepath.Join(ctx, "entry.sh"), []byte(entry), 0o755)
 	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(df), 0o644)
+	t0 := time.Now()
+	defer func() { t.Logf("made %s in %s", tag, time.Since(t0).Round(time.Second)) }()
 	if out, err := exec.Command("docker", "build", "-q", "-t", tag, ctx).CombinedOutput(); err != nil {
 		t.Skipf("pg profile test skipped: a PostgreSQL image could not be made from Debian's packages here: %v\n%s", err, tail(string(out), 2000))
 	}
 	return tag
 }
 
+// The image both compose tests run, built once per test process from deploy/Dockerfile as
+// written; TestMain removes it and the seeded Go image it was built with.
+var (
+	imageOnce sync.Once
+	imageTag  string
+	seededTag string
+	imageErr  error
+)
+
+// serverImage builds (once) the agentrun image from deploy/Dockerfile on the Debian base, Go
+// copied in, and returns its tag. The Dockerfile's go build is most of the package's time when
+// it starts from nothing (there is no Go build cache in a build stage), so its Go image is given
+// one (seededGoImage): the stage still runs the Dockerfile's go build as written, finding there
+// what this machine compiled before.
+func serverImage(t *testing.T, base string) string {
+	t.Helper()
+	imageOnce.Do(func() {
+		gimg := goImage(t, base)
+		ctxDir := buildContext(t, true)
+		if seeded, err := seededGoImage(t, gimg, ctxDir); err != nil {
+			t.Logf("the build stage starts without a Go build cache: %v", err)
+		} else {
+			gimg, seededTag = seeded, seeded
+		}
+		tag := fmt.Sprintf("agentrun:e2e%d", os.Getpid())
+		t0 := time.Now()
+		build := func() ([]byte, error) {
+			cmd := exec.Command("docker", "build", "-q", "-f", "deploy/Dockerfile", "-t", tag,
+				"--build-arg", "GO_IMAGE="+gimg, "--build-arg", "RUNTIME_IMAGE="+base, ".")
+			cmd.Dir = ctxDir
+			return cmd.CombinedOutput()
+		}
+		out, err := build()
+		if err != nil && engineLostRoot(string(out)) {
+			// Seen in CI: the engine's overlay2 had not mounted a build step's root
+			// ("lchown .../merged/src: no such file or directory" at COPY); the same build
+			// passes again. Any other failure is the Dockerfile's and fails the test.
+			t.Logf("docker build: the engine lost a step's root; building once more:\n%s", tail(string(out), 600))
+			out, err = build()
+		}
+		if err != nil {
+			imageErr = fmt.Errorf("docker build -f deploy/Dockerfile: %v\n%s", err, tail(string(out), 6000))
+			return
+		}
+		t.Logf("built %s from deploy/Dockerfile in %s", tag, time.Since(t0).Round(time.Second))
+		imageTag = tag
+	})
+	if imageErr != nil {
+		t.Fatal(imageErr)
+	}
+	return imageTag
+}
+
+// seededGoImage is gimg with a Go build cache at its GOCACHE, for the Dockerfile's build stage:
+// the cache is kept in this user's cache folder between runs and brought up to date by building
+// the binary here the way the stage does (the same toolchain, copied into gimg; the same
+// environment and flags, which must follow deploy/Dockerfile's RUN go build; the same vendored
+// sources). With -trimpath the cache's keys do not name the source folder, so the stage's
+// build, in /src, finds what this one compiled; a change of the Dockerfile's flags only makes
+// the stage compile again.
+func seededGoImage(t *testing.T, gimg, ctxDir string) (string, error) {
+	t.Helper()
+	ucache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	cache := filepath.Join(ucache, "agentrun-e2e", "deploy-go-build")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	t0 := time.Now()
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X agentrun.dev/agentrun/internal/app.version=dev",
+		"-o", filepath.Join(t.TempDir(), "agentrun"), "./cmd/agentrun")
+	cmd.Dir = ctxDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false", "GOCACHE="+cache)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build as the build stage does: %v\n%s", err, tail(string(out), 3000))
+	}
+	t.Logf("the build stage's Go cache (%s) brought up to date here in %s", cache, time.Since(t0).Round(time.Second))
+	t0 = time.Now()
+	tag := fmt.Sprintf("agentrun-ci/golang-cache:e2e%d", os.Getpid())
+	df := "FROM " + gimg + "\nCOPY go-build /root/.cache/go-build\nENV GOCACHE=/root/.cache/go-build\n"
+	if out, err := dockerBuildTar(tag, df, cache, "go-build"); err != nil {
+		return "", fmt.Errorf("docker build %s: %v\n%s", tag, err, tail(out, 3000))
+	}
+	t.Logf("made %s (%s with the cache) in %s", tag, gimg, time.Since(t0).Round(time.Second))
+	return tag, nil
+}
+
+// dockerBuildTar builds image tag from a context streamed to the engine as a tar (no copy of
+// dir on disk): dockerfile, and folder dir as as/.
+func dockerBuildTar(tag, dockerfile, dir, as string) (string, error) {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarContext(pw, dockerfile, dir, as)) }()
+	build := exec.Command("docker", "build", "-q", "-t", tag, "-")
+	build.Stdin = pr
+	out, err := build.CombinedOutput()
+	pr.CloseWithError(io.ErrClosedPipe) // ends tarContext if the build stopped reading
+	return string(out), err
+}
+
+// tarContext writes a build context to w: a Dockerfile, and folder dir as as/ (regular files
+// and folders; GOROOT's few links are not needed to build).
+func tarContext(w io.Writer, dockerfile, dir, as string) error {
+	tw := tar.NewWriter(w)
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile)), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(tw, dockerfile); err != nil {
+		return err
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(filepath.Join(as, rel))
+		if d.IsDir() {
+			if rel == "." {
+				name = as
+			}
+			return tw.WriteHeader(&tar.Header{Name: name + "/", Mode: 0o755, Typeflag: tar.TypeDir})
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: int64(fi.Mode().Perm()), Size: fi.Size(), ModTime: fi.ModTime(), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err = io.CopyN(tw, f, fi.Size())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// engineLostRoot reports whether docker build's output is the engine failing to find the root of
+// a step's container in its overlay2 folder, not a step of the Dockerfile failing.
+func engineLostRoot(out string) bool {
+	return strings.Contains(out, "/merged/") && strings.Contains(out, "no such file or directory") &&
+		!strings.Contains(out, "returned a non-zero code")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if seededTag != "" {
+		removeBuiltOn(seededTag)
+	}
+	for _, tag := range []string{imageTag, seededTag} {
+		if tag != "" {
+			exec.Command("docker", "image", "rm", "-f", tag).Run()
+		}
+	}
+	os.Exit(code)
+}
+
 func testCompose(t *testing.T, pg bool) {
+	t.Parallel()
 	compose, base := dockerCompose(t)
 	pgimg := ""
 	if pg {
 		pgimg = pgImage(t, base)
 	}
-	gimg := goImage(t, base)
-	ctxDir := buildContext(t)
+	image := serverImage(t, base)
+	gimg := goImage(t, base) // named in the environment compose.yaml reads; nothing is built here
+	ctxDir := buildContext(t, false)
 	deploy := filepath.Join(ctxDir, "deploy")
 	if err := os.MkdirAll(filepath.Join(deploy, "script"), 0o755); err != nil {
 		t.Fatal(err)
@@ -184,14 +361,12 @@ func testCompose(t *testing.T, pg bool) {
 		t.Fatal(err)
 	}
 	project := fmt.Sprintf("agentrune2e%d", os.Getpid())
-	image := "agentrun:" + project
+	if pg {
+		project += "pg"
+	}
 	override := `services:
   model:
     image: ` + image + `
-    build:
-      context: ..
-      dockerfile: deploy/Dockerfile
-      args: {GO_IMAGE: ` + gimg + `, RUNTIME_IMAGE: ` + base + `}
     command: ["dev", "model-server", "--script", "/script/script.yaml", "--addr", "0.0.0.0:8787"]
     volumes: ["./script:/script:ro"]
   server:
@@ -239,10 +414,10 @@ func testCompose(t *testing.T, pg bool) {
 			t.Logf("compose logs:\n%s", tail(out, 8000))
 		}
 		dc(2*time.Minute, "down", "-v", "--remove-orphans")
-		exec.Command("docker", "image", "rm", "-f", image).Run()
 	})
-	if out, err := dc(15*time.Minute, "up", "-d", "--build"); err != nil {
-		t.Fatalf("compose up -d --build: %v\n%s", err, tail(out, 6000))
+	// The image exists (serverImage), so compose runs it as compose.yaml names it, building nothing.
+	if out, err := dc(10*time.Minute, "up", "-d"); err != nil {
+		t.Fatalf("compose up -d: %v\n%s", err, tail(out, 6000))
 	}
 
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -360,6 +535,30 @@ func testCompose(t *testing.T, pg bool) {
 	}
 	waitReadyz(200)
 	runToEnd("task-3")
+}
+
+// removeBuiltOn removes the untagged images built on image tag: the classic builder keeps the
+// Dockerfile's build stage as one (the seeded cache and the build context in it, a gigabyte),
+// which would otherwise be left on every run. Only those whose parents lead to tag are removed.
+func removeBuiltOn(tag string) {
+	id, err := exec.Command("docker", "image", "inspect", "--format", "{{.ID}}", tag).Output()
+	if err != nil {
+		return
+	}
+	root := strings.TrimSpace(string(id))
+	out, _ := exec.Command("docker", "image", "ls", "-q", "--no-trunc", "--filter", "dangling=true", "--filter", "since="+tag).Output()
+	for _, img := range strings.Fields(string(out)) {
+		p := img
+		for range 20 {
+			b, err := exec.Command("docker", "image", "inspect", "--format", "{{.Parent}}", p).Output()
+			if p = strings.TrimSpace(string(b)); err != nil || p == "" || p == root {
+				break
+			}
+		}
+		if p == root {
+			exec.Command("docker", "image", "rm", img).Run()
+		}
+	}
 }
 
 // tail is the last n bytes of s, for error messages.

@@ -3,6 +3,13 @@
 // received and question answered is a journal step, so a drive that restarts replays the
 // conversation from recorded results and continues where the last one stopped. The loop parks the
 // run (releasing its lease) whenever it waits on someone: a message, an answer, a resolution.
+//
+// It is more than the built-in loop: Engine is the runner's Driver for every run, so this package
+// also hosts external harnesses (harness.go: their model calls through internal/gateway, their
+// tools over MCP) and workflows (workflow.go: the engine's effects as journal steps), and owns
+// what all three share: the tool path (catalog, policy, journal, computer), the cap guard and
+// credits (money.go), the run's computer and its folder (docs/architecture.md, "A run's life",
+// "Tool calls").
 package agent
 
 import (
@@ -16,23 +23,31 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/catalog"
 	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/journal"
+	"agentrun.dev/agentrun/internal/livetext"
 	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/runfolder"
+	"agentrun.dev/agentrun/internal/secret"
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/tools"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 	"agentrun.dev/agentrun/internal/tools/webfetch"
 )
 
 // Engine drives runs with the built-in loop.
 type Engine struct {
-	Store  store.Store
-	Models *model.Config
+	Store store.Store
+	// LiveText, when set, carries the model's text to the run page while each call streams
+	// (livetext.go); nothing depends on it.
+	LiveText *livetext.Hub
+	Models   *model.Config
 	// DataDir holds run folders at DataDir/runs/NAME.
 	DataDir string
 	// ConsoleURL is the server's base URL, for status.consoleURL.
@@ -71,7 +86,9 @@ var errParked = errors.New("run parked")
 
 // drive is one claim's worth of work on one run.
 type drive struct {
-	e      *Engine
+	e *Engine
+	// live redacts the model's live text (livetext.go).
+	live   liveRedaction
 	j      *journal.Journal
 	run    *api.AgentRun
 	spec   *api.AgentSpec
@@ -111,11 +128,20 @@ type drive struct {
 	// inWorkflow is set while a learned workflow runs as a tool call (one does not call another).
 	offered    []model.ToolDef
 	inWorkflow bool
+	// forkChecked is set once a fork looked for its message at the fork point (fork.go).
+	forkChecked bool
+	// secretDetector finds the secrets the drive opened (its own model key) in content it puts on
+	// a span (redact).
+	secretDetector *secret.Detector
+	// steer is how messages that stop a turn reach the built-in loop (ifbusy.go); turnPre is what
+	// the store held of each file the current turn changed, for a rollback (nil: not kept).
+	steer   steering
+	turnPre map[string]*store.File
 }
 
 // Drive runs one claimed run until it finishes, parks, or ctx ends (lease lost, runner stopping,
 // cancellation). It returns nil when the run finished or parked.
-func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
+func (e *Engine) Drive(ctx context.Context, lease store.Lease) (err error) {
 	run, err := e.Store.GetRun(ctx, lease.Run)
 	if err != nil {
 		return fmt.Errorf("drive %s: %w", lease.Run, err)
@@ -126,6 +152,7 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
 	}
 	d := &drive{e: e, j: j, run: run, status: run.Status, folder: RunFolder(e.DataDir, run.Metadata.Name),
 		log: e.Log.With("run", run.Metadata.Name, "generation", lease.Generation)}
+	d.steer.check.Store(true) // a message that stops the turn may have come before this drive
 	e.mu.Lock()
 	if e.driving == nil {
 		e.driving = map[string]*drive{}
@@ -137,6 +164,8 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
 		_, err := j.Commit(ctx, nil, true, nil)
 		return err
 	}
+	ctx, span := d.startDriveSpan(ctx)
+	defer func() { d.endDriveSpan(span, err) }()
 	if run.Status.CancelRequested {
 		return d.finish(ctx, api.PhaseCancelled, api.ReasonUserCancelled, "cancelled by a user")
 	}
@@ -156,6 +185,8 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
 	case errors.Is(err, store.ErrFenced):
 		d.log.Warn("lease lost; dropping run", "err", err)
 		return err
+	case errors.Is(err, errRedrive):
+		return err // the runner claims the run again at once; the next drive replays it
 	case errors.Is(err, journal.ErrCancelled):
 		return d.finish(ctx, api.PhaseCancelled, api.ReasonUserCancelled, "cancelled by a user")
 	}
@@ -170,7 +201,11 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) error {
 		d.status.Phase, d.status.Reason = api.PhaseNeedsResolution, api.ReasonInterrupted
 		d.status.Message = fmt.Sprintf("step %s (%s) was interrupted and may or may not have taken effect; inspect it, then resolve with retry, skip or complete", nr.Step.Key, nr.Step.Title)
 		d.status.WaitingOn = &api.WaitingOn{Kind: "resolution", StepKey: nr.Step.Key, Detail: nr.Step.Title}
-		return d.parkWithFolder(ctx)
+		// Parked, as the loop's own parks are: no error for the runner to log or act on.
+		if err := d.parkWithFolder(ctx); !errors.Is(err, errParked) {
+			return err
+		}
+		return nil
 	}
 	var fe *failure
 	if errors.As(err, &fe) {
@@ -241,12 +276,14 @@ func (d *drive) loop(ctx context.Context) error {
 	}
 	c := &conversation{prompt: d.run.Spec.Input}
 	if strings.TrimSpace(d.run.Spec.Input) != "" {
+		c.startTurn(d, "")
 		c.messages = append(c.messages, userText(d.run.Spec.Input))
 	} else {
 		text, err := d.nextMessage(ctx, c.msgN, "waiting for the first message")
 		if err != nil {
 			return err
 		}
+		c.startTurn(d, fmt.Sprintf("m%d", c.msgN))
 		c.msgN++
 		c.prompt = text
 		c.messages = append(c.messages, userText(text))
@@ -292,6 +329,13 @@ func (d *drive) prepare(ctx context.Context) ([]model.ToolDef, error) {
 		}
 		d.saved = folderIndex{}
 	} else {
+		if d.j.Forked() && d.run.Status.StartedAt == nil {
+			// A fork's first drive: its folder is the store's copy only (a deleted run of the
+			// same name may have left files on this disk).
+			if err := os.RemoveAll(d.folder); err != nil {
+				return nil, fmt.Errorf("run folder: %w", err)
+			}
+		}
 		saved, n, err := restoreFolder(ctx, d.e.Store, d.run.Metadata.Name, d.folder)
 		if err != nil {
 			return nil, err
@@ -321,6 +365,7 @@ func (d *drive) prepare(ctx context.Context) ([]model.ToolDef, error) {
 	if d.status.Phase == api.PhaseRunning {
 		// Claimed mid-run: the previous holder died or gave it back without parking it.
 		metrics.Takeovers.Inc()
+		trace.SpanFromContext(ctx).AddEvent("takeover", trace.WithAttributes(attribute.Int64("agentrun.lease.generation", d.j.Lease().Generation)))
 	}
 	now := time.Now().UTC()
 	if d.status.StartedAt == nil {
@@ -362,19 +407,44 @@ type conversation struct {
 	prompt   string
 	msgN     int
 	cur      *turnState
+	// turnStart is len(messages) before the current prompt; turnKey the step that brought it
+	// ("" for the run's input): what a rollback goes back to (startTurn).
+	turnStart int
+	turnKey   string
 }
 
 // turn runs model call n of the built-in loop (journal step t{n}/model) and what follows it: the
 // tool calls it asks for (steps t{n}/tool{i}), or, when it answers without tools, the answer and
 // the wait for the next message. done is true when the run finished.
 func (d *drive) turn(ctx context.Context, n int, c *conversation, defs []model.ToolDef) (done bool, err error) {
+	key := fmt.Sprintf("t%d/model", n)
+	if ts, fresh, err := d.stopAt(ctx, n, key, !d.j.Completed(key)); err != nil || ts != nil {
+		if err != nil {
+			return false, err
+		}
+		return false, d.stopTurn(ctx, n, c, ts, fresh)
+	}
 	if c.cur == nil {
 		// A new prompt: choose its model once, for every call of the turn.
 		if c.cur, err = d.chooseModel(ctx, n, c.prompt); err != nil {
 			return false, err
 		}
 	}
-	resp, err := d.modelCall(ctx, n, c.cur, c.messages, defs)
+	if err := d.forkMessage(ctx, n, c); err != nil {
+		return false, err
+	}
+	resp, err := d.modelCall(withSteerable(ctx), n, c.cur, c.messages, defs)
+	if errors.Is(err, journal.ErrStopped) {
+		// A message stopped the call (recorded Interrupted): the turn stops here.
+		ts, fresh, serr := d.stopAt(ctx, n, key, true)
+		if serr != nil {
+			return false, serr
+		}
+		if ts == nil {
+			return false, &failure{api.ReasonInternalError, "a model call was stopped for a message the run does not have"}
+		}
+		return false, d.stopTurn(ctx, n, c, ts, fresh)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -392,11 +462,14 @@ func (d *drive) turn(ctx context.Context, n int, c *conversation, defs []model.T
 	}
 	d.turnText = text.String()
 	if len(calls) > 0 {
-		results, err := d.toolCalls(ctx, n, calls)
+		results, ts, fresh, err := d.toolCalls(ctx, n, calls)
 		if err != nil {
 			return false, err
 		}
 		c.messages = append(c.messages, model.Message{Role: "user", Content: results})
+		if ts != nil {
+			return false, d.stopTurn(ctx, n, c, ts, fresh)
+		}
 		return false, nil
 	}
 	if resp.StopReason == model.StopMaxTokens && text.Len() == 0 {
@@ -469,12 +542,16 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 // result was replayed or completed by a person.
 func (d *drive) modelStep(ctx context.Context, key, title string, provider model.Provider, req *model.Request, reqJSON []byte, messages int, add func(mr modelResult, c *int64)) (modelResult, error) {
 	defer d.settle(key)
+	ctx = withModelRequest(ctx, req)
 	var mr modelResult
 	accounted := false
-	account := func(result json.RawMessage, c *int64) error {
+	account := func(result json.RawMessage, c *int64, copied bool) error {
 		mr = modelResult{}
 		if err := json.Unmarshal(result, &mr); err != nil {
 			return fmt.Errorf("decode %s result: %w", key, err)
+		}
+		if copied {
+			mr.VendorMicros = new(int64) // a fork's copied call cost this run nothing
 		}
 		accounted = true
 		add(mr, c)
@@ -486,13 +563,15 @@ func (d *drive) modelStep(ctx context.Context, key, title string, provider model
 		Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(key), Concurrent: true,
 		// The status with this call's usage and cost is written with its result.
 		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
-			if err := account(result, c); err != nil {
+			if err := account(result, c, false); err != nil {
 				return nil, err
 			}
 			return &d.status, nil
 		}},
 		func(ctx context.Context) (any, *int64, error) {
-			resp, err := d.callModel(ctx, provider, req)
+			ctx, done := d.liveText(ctx, key)
+			defer done()
+			resp, err := d.steerCall(ctx, func(ctx context.Context) (*model.Response, error) { return d.callModel(ctx, provider, req) })
 			if err != nil {
 				return nil, nil, err
 			}
@@ -504,7 +583,7 @@ func (d *drive) modelStep(ctx context.Context, key, title string, provider model
 	}
 	if !accounted {
 		// Replayed, or completed by a person: not accounted with a commit of the call's own.
-		if err := account(out.Result, out.CostMicros); err != nil {
+		if err := account(out.Result, out.CostMicros, out.Copied); err != nil {
 			return modelResult{}, err
 		}
 		if !out.Replayed {
@@ -518,17 +597,31 @@ func (d *drive) modelStep(ctx context.Context, key, title string, provider model
 
 // toolCalls runs (or replays) the tool calls model call n asked for, in order, and returns their
 // tool_result blocks; they count toward the prompt's spec.maxToolCalls.
-func (d *drive) toolCalls(ctx context.Context, n int, calls []model.Block) ([]model.Block, error) {
+// Before each call, a message may stop the turn (stopAt): the calls not run are answered so, and
+// the stop is returned.
+func (d *drive) toolCalls(ctx context.Context, n int, calls []model.Block) ([]model.Block, *api.TurnStop, bool, error) {
 	results := make([]model.Block, 0, len(calls))
 	for i, call := range calls {
+		key := fmt.Sprintf("t%d/tool/%d", n, i)
+		// A call the journal has (even one cut off by a crash) goes its own way: it is not stopped
+		// here, so it is never run twice.
+		_, recorded := d.j.Lookup(key)
+		ts, fresh, err := d.stopAt(ctx, n, key, !recorded)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if ts != nil {
+			d.promptTools += i
+			return append(results, notRun(calls[i:], ts)...), ts, fresh, nil
+		}
 		res, err := d.toolCall(ctx, n, i, call)
 		if err != nil {
-			return nil, err
+			return nil, nil, false, err
 		}
 		results = append(results, res)
 	}
 	d.promptTools += len(calls)
-	return results, nil
+	return results, nil, false, nil
 }
 
 // answered follows a turn the model answered without tools: a message that arrived meanwhile, or
@@ -551,6 +644,7 @@ func (d *drive) answered(ctx context.Context, c *conversation) (done bool, err e
 	if err != nil {
 		return false, err
 	}
+	c.startTurn(d, fmt.Sprintf("m%d", c.msgN))
 	c.msgN++
 	c.messages = append(c.messages, userText(next))
 	c.prompt, c.cur = next, nil
@@ -597,6 +691,7 @@ func (d *drive) nextMessage(ctx context.Context, n int, waiting string) (string,
 			return "", fmt.Errorf("replay message step %s: %w", key, err)
 		}
 		d.lastMsg = m.Seq
+		d.steer.seen(m.Seq)
 		return m.Payload, nil
 	}
 	msgs, err := d.e.Store.ListMessages(ctx, d.run.Metadata.Name, d.lastMsg)
@@ -617,38 +712,13 @@ func (d *drive) nextMessage(ctx context.Context, n int, waiting string) (string,
 		return "", err
 	}
 	d.lastMsg = m.Seq
+	d.steer.seen(m.Seq)
 	return m.Payload, nil
 }
 
 // toolDefs are the tools the model is offered: those spec.tools lists and those that come with
 // the computer (see OfferedTools).
 func (d *drive) toolDefs() ([]model.ToolDef, error) { return d.computerToolDefs() }
-
-// allowed reports whether the agent has the tool: it lists it, or the tool comes with its
-// computer (the kind's own tools, and the folder tools with a sandbox or a desktop).
-func (d *drive) allowed(name string) bool {
-	if _, ok := d.computerTool(name); ok {
-		return true // the tools of the computer's kind come with it
-	}
-	if d.comesWithComputer(name) {
-		return true
-	}
-	for _, t := range d.spec.Tools {
-		if t == name {
-			return true
-		}
-	}
-	if _, ok := d.mcpEntry(name); ok {
-		return true // ticked in spec.mcpServers
-	}
-	if name == catalog.NoteName {
-		return d.spec.Learning
-	}
-	if d.learnedWorkflow(name) != nil {
-		return true
-	}
-	return name == catalog.SkillName && (len(d.spec.Skills) > 0 || len(d.skills) > 0)
-}
 
 // toolCall runs (or replays) one tool call and returns its tool_result block.
 func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (model.Block, error) {
@@ -664,18 +734,21 @@ func (d *drive) toolCall(ctx context.Context, turn, i int, call model.Block) (mo
 	return d.toolStep(ctx, key, fmt.Sprintf("t%d/model", turn+1), call)
 }
 
-// toolStep runs (or replays) one tool call as journal step key: the agent's tools, the strict
-// decoder, the server's deny set and the approvals, then the tool. A workflow's call node comes
-// here with its execution path as key. next is the step whose presence in the journal says this
-// call is being replayed (its refusal was already on the timeline); "" when none says so.
+// toolStep runs (or replays) one tool call as journal step key, straight down: the name resolved
+// once to its kind (resolveTool), the agent's tools, the strict decoder, the server's deny set
+// and the approvals, then the kind's handler. A workflow's call node comes here with its
+// execution path as key. next is the step whose presence in the journal says this call is being
+// replayed (its refusal was already on the timeline); "" when none says so.
 func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block) (model.Block, error) {
+	ctx = withToolCall(ctx, call)
 	result := func(content string, isErr bool) model.Block {
 		return model.Block{Type: model.BlockToolResult, ToolUseID: call.ID, Content: content, IsError: isErr}
 	}
-	if w := d.learnedWorkflow(call.Name); w != nil {
-		return d.runLearnedWorkflow(ctx, key, call, w, result)
+	rt := d.resolveTool(call.Name)
+	if rt.kind == toolLearned {
+		return d.runLearnedWorkflow(ctx, key, call, rt.workflow, result)
 	}
-	if !d.allowed(call.Name) {
+	if !rt.allowed {
 		d.refused(next, key, call.Name, "not available to this agent")
 		return result(fmt.Sprintf("tool %q is not available to this agent", call.Name), true), nil
 	}
@@ -691,7 +764,7 @@ func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block
 	if err != nil {
 		return result(fmt.Sprintf("tool %q is not available on this server", call.Name), true), nil
 	}
-	if call.Name == tools.AskPersonName {
+	if rt.kind == toolAskPerson {
 		return d.askPerson(ctx, key, in, result)
 	}
 	if why, code, address := d.serverToolRefusal(call.Name, in); why != "" {
@@ -703,27 +776,30 @@ func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block
 	} else if !ok {
 		return result(refusal, true), nil
 	}
-	switch call.Name {
-	case catalog.WebFetchName:
-		return d.webFetch(ctx, key, call, in, result)
-	case catalog.SkillName:
-		return d.readSkill(ctx, key, call, in, result)
-	case catalog.NoteName:
+	switch rt.kind {
+	case toolServer:
+		switch call.Name {
+		case catalog.WebFetchName:
+			return d.webFetch(ctx, key, call, in, result)
+		case catalog.SkillName:
+			return d.readSkill(ctx, key, call, in, result)
+		}
 		return d.readNote(ctx, key, call, in, result)
+	case toolMCP:
+		return d.mcpCall(ctx, key, rt.mcp, call, in, result)
+	case toolComputer:
+		return d.computerCall(ctx, key, rt.computer, call, in, result)
+	case toolBuiltin:
+		return d.builtinCall(ctx, key, rt.builtin, call, in, result)
 	}
-	if _, ok := d.mcpEntry(call.Name); ok {
-		return d.mcpCall(ctx, key, call, in, result)
-	}
-	if td, ok := d.computerTool(call.Name); ok {
-		return d.computerCall(ctx, key, td, call, in, result)
-	}
-	tool, ok := tools.Lookup(call.Name)
-	if !ok {
-		return result(fmt.Sprintf("tool %q is not available on this server", call.Name), true), nil
-	}
+	return result(fmt.Sprintf("tool %q is not available on this server", call.Name), true), nil
+}
+
+// builtinCall runs (or replays) a call of a tool of internal/tools on the run folder.
+func (d *drive) builtinCall(ctx context.Context, key string, tool tools.Tool, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
 	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly(), Concurrent: true}
 	if !tool.ReadOnly() {
-		spec.Files = d.folderChanges
+		spec.Files = d.filesOf(key)
 	}
 	out, err := d.j.Do(ctx, spec,
 		func(ctx context.Context) (any, *int64, error) {
@@ -764,9 +840,20 @@ func (d *drive) refusedCode(next, key, tool, why string, code api.Code, address 
 
 // folderChanges are the run folder's changes since the last save, to save with a step that may
 // have changed files.
-func (d *drive) folderChanges() ([]store.FileWrite, error) {
+func (d *drive) folderChanges() ([]store.FileWrite, error) { return d.folderChangesOf("") }
+
+// filesOf is folderChanges for step key's completion: what a rollback needs of the files it
+// changes is kept under the step (notePre).
+func (d *drive) filesOf(key string) func() ([]store.FileWrite, error) {
+	return func() ([]store.FileWrite, error) { return d.folderChangesOf(key) }
+}
+
+func (d *drive) folderChangesOf(key string) ([]store.FileWrite, error) {
 	next, writes, err := d.saved.changes(d.folder)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.notePre(key, writes); err != nil {
 		return nil, err
 	}
 	d.saved = next
@@ -800,6 +887,7 @@ func (d *drive) askPerson(ctx context.Context, key string, decoded catalog.Input
 			return model.Block{}, fmt.Errorf("replay answer step %s: %w", key, err)
 		}
 		d.lastMsg = m.Seq
+		d.steer.seen(m.Seq)
 		return result(m.Payload, false), nil
 	}
 	msgs, err := d.e.Store.ListMessages(ctx, d.run.Metadata.Name, d.lastMsg)
@@ -820,34 +908,33 @@ func (d *drive) askPerson(ctx context.Context, key string, decoded catalog.Input
 		return model.Block{}, err
 	}
 	d.lastMsg = m.Seq
+	d.steer.seen(m.Seq)
 	// Back to work: the waiting status is cleared at the next status write.
 	d.status.Phase, d.status.Reason, d.status.Message, d.status.WaitingOn = api.PhaseRunning, "", "", nil
 	return result(m.Payload, false), nil
 }
 
-// callModel calls the provider, retrying transient errors a few times with backoff.
+// callModel calls the provider, retrying transient errors a few times with backoff (model.Retry).
 func (d *drive) callModel(ctx context.Context, p model.Provider, req *model.Request) (*model.Response, error) {
-	backoff := 500 * time.Millisecond
-	for attempt := 1; ; attempt++ {
+	var resp *model.Response
+	err := model.Retry(ctx, func(attempt int, err error) {
+		d.log.Warn("model call failed; retrying", "attempt", attempt, "err", err)
+	}, func() (bool, error) {
 		start := time.Now()
-		resp, err := p.Complete(ctx, req)
+		r, err := p.Complete(ctx, req)
 		metrics.ModelSeconds.Since(start, p.Name())
 		if err == nil {
-			return resp, nil
+			resp = r
+			return false, nil
 		}
 		var ae *model.APIError
-		if ctx.Err() != nil || !errors.As(err, &ae) || !ae.Retryable || attempt >= 4 {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, &failure{api.ReasonModelError, err.Error()}
-		}
-		d.log.Warn("model call failed; retrying", "attempt", attempt, "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		backoff *= 2
+		return ctx.Err() == nil && errors.As(err, &ae) && ae.Retryable, err
+	})
+	if err == nil {
+		return resp, nil
 	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, &failure{api.ReasonModelError, err.Error()}
 }

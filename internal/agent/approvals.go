@@ -6,11 +6,11 @@ import (
 	"fmt"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/catalog"
 	"agentrun.dev/agentrun/internal/humanjson"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/policy"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // approval decides whether a tool call may run, per the agent's approvals and the server's deny

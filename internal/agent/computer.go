@@ -6,18 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/catalog"
 	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/computer/providers"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/tools"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // computerKind is the kind of computer the run's agent revision works on.
@@ -36,14 +35,8 @@ func kindOf(spec *api.AgentSpec) computer.Kind {
 func ComputerTools(kind computer.Kind) []string { return catalog.ComputerTools(string(kind)) }
 
 // OfferedTools names the tools a run of an agent with spec is offered, in the order the model is
-// told about them (see catalog.Offered).
-func OfferedTools(spec *api.AgentSpec) []string {
-	out := catalog.OfferedWith(string(kindOf(spec)), spec.Tools, len(spec.Skills) > 0)
-	if spec.Learning && !slices.Contains(out, catalog.NoteName) {
-		out = append(out, catalog.NoteName)
-	}
-	return out
-}
+// told about them: api.OfferedTools, which is the agent's status.tools too.
+func OfferedTools(spec *api.AgentSpec) []string { return api.OfferedTools(spec) }
 
 // comesWithComputer reports whether a tool comes with the run's computer.
 func (d *drive) comesWithComputer(name string) bool {
@@ -60,11 +53,14 @@ func (d *drive) computerTool(name string) (computer.ToolDef, bool) {
 	return td, true
 }
 
-// computerToolDefs are the definitions of the tools OfferedTools names: a built-in tool's (or
-// ask_person's) from internal/tools, a computer tool's from its kind.
+// computerToolDefs are the definitions of the tools OfferedTools names but the MCP servers': a
+// built-in tool's (or ask_person's) from internal/tools, a computer tool's from its kind.
 func (d *drive) computerToolDefs() ([]model.ToolDef, error) {
 	var out []model.ToolDef
 	for _, n := range OfferedTools(d.spec) {
+		if _, _, ok := catalog.SplitMCPName(n); ok {
+			continue // described by its server when it starts (mcpToolDefs)
+		}
 		if td, ok := d.computerTool(n); ok {
 			out = append(out, model.ToolDef{Name: td.Name, Description: td.Description, InputSchema: td.Schema})
 			continue
@@ -173,11 +169,19 @@ func (d *drive) endDrive() {
 	}
 }
 
+// computerResult is a computer call's recorded result: the tool result the model reads, and a
+// foreground command's own result (computer.Result.Exec), which a workflow's shell node reads
+// back from the step (wfHost.Shell), on a replay too.
+type computerResult struct {
+	tools.Result
+	Exec *computer.ExecResult `json:",omitempty"`
+}
+
 // computerCall runs (or replays) one call of a computer tool as a journal step.
 func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDef, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
 	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly || td.Repeatable, Concurrent: true}
 	if !td.ReadOnly {
-		spec.Files = d.folderChanges
+		spec.Files = d.filesOf(key)
 	}
 	if st, ok := d.j.Lookup(key); !ok || st.State != api.StepCompleted {
 		// Make the computer (its own step) before the call's step starts, so the journal reads
@@ -222,7 +226,7 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 		if err != nil {
 			return nil, nil, err
 		}
-		return tools.Result{Content: r.Content, IsError: r.IsError, Images: r.Images}, nil, nil
+		return computerResult{Result: tools.Result{Content: r.Content, IsError: r.IsError, Images: r.Images}, Exec: r.Exec}, nil, nil
 	})
 	if err != nil {
 		return model.Block{}, err

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -80,14 +82,25 @@ type hostRun struct {
 	// n is the number of model calls so far in this drive (replayed ones included): call n is
 	// journal step t{n}/model, and the tool calls after it t{n}/tool/{i}, as in the built-in loop.
 	n int
-	// tools counts the tool calls since the last model call.
+	// tools counts the tool calls since the last model call, and counts the token counts asked
+	// of the vendor since then (MaxCountsPerModelCall).
 	tools   int
+	counts  int
 	cur     *turnState
 	err     error
 	clamped bool
 	// proposal is set for a learning run's proposal turn: it keeps the model of the turn before
 	// it, as the built-in loop's proposal call does, with no routing call of its own.
 	proposal bool
+	// stopped is set when a message stopped the current turn (ifbusy_harness.go), redrive when
+	// that was a rollback, which starts the harness again from the journal; turn names the
+	// current turn's prompt ("input", "m2"; "" for a learning proposal's).
+	stopped *api.TurnStop
+	redrive bool
+	turn    string
+	// proc is the run's own loop's harness process (nil for a workflow node's), which a stop
+	// interrupts through the harness's own protocol when it can (harness.Interrupter).
+	proc harness.Process
 }
 
 func (h *hostRun) fail(err error) error {
@@ -191,7 +204,8 @@ func maxTokensField(wire string, body map[string]json.RawMessage) string {
 }
 
 // limitCall puts the turn's model and the agent's output limit into a harness's request body (an
-// output limit above maxTokens, or none, becomes maxTokens) and returns the limit it asked for.
+// output limit above maxTokens, or none, becomes maxTokens), and a Chat Completions stream's
+// usage, and returns the limit it asked for.
 func limitCall(wire string, body map[string]json.RawMessage, model string, maxTokens int) (asked int) {
 	field := maxTokensField(wire, body)
 	if err := json.Unmarshal(body[field], &asked); err != nil {
@@ -201,6 +215,15 @@ func limitCall(wire string, body map[string]json.RawMessage, model string, maxTo
 		body[field], _ = json.Marshal(maxTokens)
 	}
 	body["model"], _ = json.Marshal(model)
+	// A Chat Completions stream reports its usage only when asked: without it the call could not
+	// be priced.
+	var stream bool
+	if wire == gateway.WireChat && json.Unmarshal(body["stream"], &stream) == nil && stream {
+		opts := map[string]json.RawMessage{}
+		json.Unmarshal(body["stream_options"], &opts)
+		opts["include_usage"] = json.RawMessage("true")
+		body["stream_options"], _ = json.Marshal(opts)
+	}
 	return asked
 }
 
@@ -216,11 +239,15 @@ type gatewayResult struct {
 	Wire string `json:"wire,omitempty"`
 }
 
-func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, error) {
+func (h *hostRun) ModelCall(rctx context.Context, c gateway.Call) (gateway.Reply, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil {
 		return gateway.Reply{}, h.err
+	}
+	if h.redrive {
+		// A call after a rollback's stop would be recorded where the next turn's goes.
+		return gateway.Reply{}, h.fail(errRedrive)
 	}
 	d, ctx := h.d, h.ctx
 	var body map[string]json.RawMessage
@@ -231,7 +258,7 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 		return gateway.Reply{}, &gateway.BadRequest{Msg: "a model call outside a turn"}
 	}
 	d.promptTools += h.tools
-	h.tools = 0
+	h.tools, h.counts = 0, 0
 	key := h.prefix + fmt.Sprintf("t%d/model", h.n)
 	modelName := h.cur.model
 	maxTokens := d.maxTokens()
@@ -266,6 +293,17 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 			d.j.Emit(api.Event{Type: api.EventGatewayTranslated, StepKey: key, Message: msg})
 		}
 	}
+	// A message may stop the turn here (the run's own loop only, not a workflow's agent node).
+	steerable := h.prefix == "" && !h.proposal
+	if steerable {
+		ts, fresh, err := d.stopAt(ctx, h.n, key, !d.j.Completed(key))
+		if err != nil {
+			return gateway.Reply{}, h.fail(err)
+		}
+		if ts != nil {
+			return h.stopCall(ctx, rctx, key, ts, fresh, body, out)
+		}
+	}
 	req := &model.Request{Model: modelName, MaxTokens: maxTokens}
 	if err := d.guard(ctx, key, req, fwdBody, modelName); err != nil {
 		return gateway.Reply{}, h.fail(err)
@@ -273,9 +311,16 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 	defer d.settle(key)
 	var mr modelResult
 	accounted := false
-	account := func(result json.RawMessage, c *int64) error {
+	// A call made now keeps what it built (its result and its text): only a replayed one is
+	// decoded and summarised again from the journal.
+	var made *gatewayResult
+	var madeText string
+	account := func(result json.RawMessage, c *int64, copied bool) error {
 		if err := json.Unmarshal(result, &mr); err != nil {
 			return fmt.Errorf("decode %s result: %w", key, err)
+		}
+		if copied {
+			mr.VendorMicros = new(int64) // a fork's copied call cost this run nothing
 		}
 		accounted = true
 		tc := h.turnCost
@@ -289,13 +334,23 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 		Args:   harnessCallArgs(h.name, provider.Name(), modelName, len(out), tr != nil),
 		HashOf: journal.Encoded(norm), Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(key), Concurrent: true,
 		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
-			if err := account(result, c); err != nil {
+			if err := account(result, c, false); err != nil {
 				return nil, err
 			}
 			return &d.status, nil
 		}},
 		func(ctx context.Context) (any, *int64, error) {
-			status, ctype, data, err := d.forward(ctx, provider, fwd, fwdBody)
+			ctx, done := d.liveText(ctx, key)
+			defer done()
+			forward := func(ctx context.Context) (int, string, []byte, error) { return d.forward(ctx, provider, fwd, fwdBody) }
+			if steerable {
+				forward = func(ctx context.Context) (int, string, []byte, error) {
+					return d.steerForward(ctx, vendorWire, func(ctx context.Context) (int, string, []byte, error) {
+						return d.forward(ctx, provider, fwd, fwdBody)
+					})
+				}
+			}
+			status, ctype, data, err := forward(ctx)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -310,16 +365,27 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 			if vendorWire != h.wire {
 				gr.Wire = vendorWire
 			}
+			made, madeText = &gr, sum.Text
 			return gr, recorded, nil
 		})
 	if errors.Is(err, journal.ErrNondeterminism) {
 		return gateway.Reply{}, h.fail(&divergence{key: key, why: "the harness sent a different request than the one recorded (beyond session ids, metadata and cache keys)"})
 	}
+	if errors.Is(err, journal.ErrStopped) {
+		ts, fresh, serr := d.stopAt(ctx, h.n, key, true)
+		if serr != nil {
+			return gateway.Reply{}, h.fail(serr)
+		}
+		if ts == nil {
+			return gateway.Reply{}, h.fail(&failure{api.ReasonInternalError, "a model call was stopped for a message the run does not have"})
+		}
+		return h.stopCall(ctx, rctx, key, ts, fresh, body, out)
+	}
 	if err != nil {
 		return gateway.Reply{}, h.fail(err)
 	}
 	if !accounted {
-		if err := account(res.Result, res.CostMicros); err != nil {
+		if err := account(res.Result, res.CostMicros, res.Copied); err != nil {
 			return gateway.Reply{}, h.fail(err)
 		}
 		if !res.Replayed {
@@ -329,16 +395,22 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 		}
 	}
 	var gr gatewayResult
-	if err := json.Unmarshal(res.Result, &gr); err != nil {
+	if made != nil && !res.Replayed {
+		gr = *made
+	} else if err := json.Unmarshal(res.Result, &gr); err != nil {
 		return gateway.Reply{}, h.fail(fmt.Errorf("decode %s result: %w", key, err))
 	}
 	h.n++
-	// The model's text in this call is the reason an approval of the tool calls it asks for shows.
 	recWire := h.wire
 	if gr.Wire != "" {
 		recWire = gr.Wire
 	}
-	d.turnText = gateway.Summarize(recWire, gr.Body).Text
+	// The model's text in this call is the reason an approval of the tool calls it asks for shows.
+	if made != nil && !res.Replayed {
+		d.turnText = madeText
+	} else {
+		d.turnText = gateway.Summarize(recWire, gr.Body).Text
+	}
 	if recWire == h.wire {
 		return gateway.Reply{Status: gr.HTTPStatus, ContentType: gr.ContentType, Body: gr.Body}, nil
 	}
@@ -350,6 +422,14 @@ func (h *hostRun) ModelCall(_ context.Context, c gateway.Call) (gateway.Reply, e
 		return gateway.Reply{}, h.fail(&failure{api.ReasonModelError, fmt.Sprintf("step %s: %v", key, err)})
 	}
 	return gateway.Reply{Status: gr.HTTPStatus, ContentType: ctype, Body: translated}, nil
+}
+
+// Refused stops the drive when the gateway refuses one of the harness's model calls (it asked the
+// vendor to act on its own): the run fails HarnessError saying what and where.
+func (h *hostRun) Refused(msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fail(&failure{api.ReasonHarnessError, fmt.Sprintf("harness %s sent a model call the gateway refuses: %s", h.name, msg)})
 }
 
 // harnessCallArgs are a harness model step's arguments, as people see them.
@@ -368,38 +448,48 @@ func (d *drive) forward(ctx context.Context, p model.Provider, c gateway.Call, b
 	if !ok {
 		return 0, "", nil, &failure{api.ReasonModelError, "provider " + p.Name() + " cannot forward harness calls"}
 	}
-	backoff := 500 * time.Millisecond
-	for attempt := 1; ; attempt++ {
+	var status int
+	var ctype string
+	var data, cut []byte
+	err := model.Retry(ctx, func(attempt int, err error) {
+		d.log.Warn("harness model call failed; retrying", "attempt", attempt, "err", err)
+	}, func() (bool, error) {
 		start := time.Now()
 		resp, err := fw.Forward(ctx, c.Path, c.Header, body)
-		var data []byte
+		var read []byte
 		if err == nil {
-			data, err = io.ReadAll(resp.Body)
+			var rd io.Reader = resp.Body
+			if s := model.SinkOf(ctx); s != nil {
+				// People watching the run see the text as the vendor streams it.
+				rd = gateway.StreamText(c.Wire, resp.Body, s.Text)
+			}
+			read, err = io.ReadAll(rd)
 			resp.Body.Close()
 		}
 		metrics.ModelSeconds.Since(start, p.Name())
 		if ctx.Err() != nil {
-			return 0, "", nil, ctx.Err()
+			// What was read is returned too: a stop reads the usage the cut stream reported.
+			cut = read
+			return false, ctx.Err()
 		}
 		retry := err != nil
 		if err == nil {
 			if resp.StatusCode/100 == 2 {
-				return resp.StatusCode, resp.Header.Get("Content-Type"), data, nil
+				status, ctype, data = resp.StatusCode, resp.Header.Get("Content-Type"), read
+				return false, nil
 			}
 			retry = resp.StatusCode == 429 || resp.StatusCode >= 500
-			err = fmt.Errorf("%s answered %d: %s", p.Name(), resp.StatusCode, clipText(strings.TrimSpace(string(data)), 500))
+			err = fmt.Errorf("%s answered %d: %s", p.Name(), resp.StatusCode, clipText(strings.TrimSpace(string(read)), 500))
 		}
-		if !retry || attempt >= 4 {
-			return 0, "", nil, &failure{api.ReasonModelError, err.Error()}
-		}
-		d.log.Warn("harness model call failed; retrying", "attempt", attempt, "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return 0, "", nil, ctx.Err()
-		}
-		backoff *= 2
+		return retry, err
+	})
+	if err == nil {
+		return status, ctype, data, nil
 	}
+	if ctx.Err() != nil {
+		return 0, "", cut, ctx.Err()
+	}
+	return 0, "", nil, &failure{api.ReasonModelError, err.Error()}
 }
 
 // accountCall adds a model call's usage and cost to the run's status, as the built-in loop does.
@@ -427,6 +517,20 @@ func (d *drive) accountTurn(idx int, turnCost *cost.Total, mr modelResult, c *in
 	t.ReasoningTokens += u.ReasoningTokens
 	t.CostUSD = turnCost.String()
 	d.updateCost(nil)
+}
+
+// MaxCountsPerModelCall bounds the token counts (count_tokens) a harness may have the vendor
+// answer between two model calls of its run: they are not billed, and without a bound a harness
+// could make any number of vendor calls the run's cap never sees. Claude Code asks for a few.
+const MaxCountsPerModelCall = 16
+
+// countLimitReply is the refusal of a count past MaxCountsPerModelCall, in both shapes a client
+// reads (the vendor's error object and ours), as the gateway's own refusals are.
+func countLimitReply() gateway.Reply {
+	msg := fmt.Sprintf("this run has asked for %d token counts since its last model call, the most it may (count_tokens is not billed): estimate the count, or make the model call", MaxCountsPerModelCall)
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "rate_limit_error", "message": msg},
+		"code": api.CodeTokenCountLimit, "message": msg})
+	return gateway.Reply{Status: http.StatusTooManyRequests, ContentType: "application/json", Body: b}
 }
 
 // countResult is a token count step's recorded result: the vendor's answer as it was.
@@ -468,6 +572,15 @@ func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply,
 	norm := normalize(body, d.folder, h.home, harnessHome(d.e.DataDir, d.run.Metadata.Name))
 	sum := sha256.Sum256(norm)
 	key := "count/" + hex.EncodeToString(sum[:6])
+	// A count the journal answers costs the vendor nothing; one the vendor answers is a call the
+	// cap does not see, so a run has at most MaxCountsPerModelCall of them before its next model
+	// call (which the cap does see). Past that the harness is refused and estimates itself.
+	if !d.j.Completed(key) {
+		if h.counts >= MaxCountsPerModelCall {
+			return countLimitReply(), nil
+		}
+		h.counts++
+	}
 	provider := d.acc.provider
 	res, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "count", Title: fmt.Sprintf("token count (%s via %s)", modelName, h.name),
 		Args: map[string]any{"harness": h.name, "provider": provider.Name(), "model": modelName, "bytes": len(out)}, HashOf: journal.Encoded(norm), Safe: true},
@@ -527,6 +640,9 @@ func (h *hostRun) CallTool(_ context.Context, name string, input json.RawMessage
 	defer h.mu.Unlock()
 	if h.err != nil {
 		return "", false, h.err
+	}
+	if h.redrive {
+		return "", false, h.fail(errRedrive)
 	}
 	// The call belongs to the last model call (the one that asked for it).
 	turn := max(h.n-1, 0)
@@ -607,10 +723,30 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 		}
 	}()
 	defer hr.stop()
-	// turn is one user turn of the harness: its final text, or why the drive stops.
+	// cur names the prompt of the next turn, for a rollback; skips are the turns rollbacks
+	// discarded, which the harness is not given again.
+	skips := d.rolledBackTurns()
+	cur := "input"
+	if strings.TrimSpace(d.run.Spec.Input) == "" {
+		cur = fmt.Sprintf("m%d", msgN-1)
+	}
+	// turn is one user turn of the harness: its final text, or why the drive stops. A turn a
+	// rollback discarded is not given to the harness (skipTurn).
 	turn := func(prompt string) (string, error) {
 		if err := h.beginTurn(prompt); err != nil {
 			return "", err
+		}
+		h.mu.Lock()
+		h.beginRollbackTurn(cur)
+		cur = ""
+		skip, skipped := skips[h.turn]
+		var skipErr error
+		if skipped && h.turn != "" {
+			skipErr = h.skipTurn(skip.ts, skip.stop)
+		}
+		h.mu.Unlock()
+		if skipped && h.turn != "" {
+			return "", skipErr
 		}
 		text, err := proc.Turn(hctx, prompt)
 		h.mu.Lock()
@@ -627,8 +763,27 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 			return err
 		}
 		h.mu.Lock()
-		d.setAnswer(text)
+		stopped, redrive := h.stopped, h.redrive
+		h.stopped = nil
+		if stopped == nil {
+			d.setAnswer(text)
+		}
 		h.mu.Unlock()
+		if redrive {
+			// The harness's history holds the discarded turn: it starts again from the journal.
+			return errRedrive
+		}
+		if stopped != nil {
+			// A message stopped the turn: it (after any queued before it) is the next turn.
+			next, err := d.nextMessage(ctx, msgN, "waiting for the message that stopped the turn")
+			if err != nil {
+				return err
+			}
+			cur = fmt.Sprintf("m%d", msgN)
+			msgN++
+			prompt = next
+			continue
+		}
 		pending, err := d.e.Store.ListMessages(ctx, run, d.lastMsg)
 		if err != nil {
 			return err
@@ -636,11 +791,11 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 		if len(pending) == 0 && !d.run.Spec.KeepAlive {
 			// A learning agent's run proposes what to keep in the harness's next user turn: its
 			// model calls are the run's, through the gateway under the cap, as every other turn's.
-			if err := d.learnFrom(ctx, true, func(ctx context.Context) (string, error) {
+			if err := d.learnFrom(ctx, true, func(ctx context.Context, fresh *bool) (json.RawMessage, error) {
 				h.mu.Lock()
 				h.proposal = true
 				h.mu.Unlock()
-				return d.harnessProposal(ctx, h.name, turn)
+				return d.harnessProposal(ctx, h.name, turn, fresh)
 			}); err != nil {
 				return err
 			}
@@ -650,6 +805,7 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 		if err != nil {
 			return err
 		}
+		cur = fmt.Sprintf("m%d", msgN)
 		msgN++
 		prompt = next
 	}
@@ -674,17 +830,69 @@ func (d *drive) harnessTurnEnd(ctx context.Context, herr, err error) error {
 
 // harnessDriver is the agent's harness, or why this runner cannot run it with the run's provider.
 func (d *drive) harnessDriver() (harness.Driver, error) {
-	drv, ok := harness.Lookup(d.spec.Harness)
+	drv, ok := harness.Lookup(string(d.spec.Harness))
 	if !ok {
 		return nil, &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %q is not built into this runner (built: %s)", d.spec.Harness, strings.Join(harness.Names(), ", "))}
 	}
-	// Anthropic's API has no OpenAI endpoints: the gateway translates Responses calls (codex) to
-	// its Messages API, but not Chat Completions calls, whose harness needs a provider that serves
-	// them, and says so now rather than as the vendor's 401 or 404 on its first call.
-	if p := d.acc.provider.Name(); p == "anthropic" && drv.Wire() == harness.WireChat {
-		return nil, &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %s speaks the OpenAI %s API, which provider %s does not serve: give the agent spec.model.provider openai or openrouter (or make one the server's default provider)", drv.Name(), drv.Wire(), p)}
+	// Said now rather than as the vendor's 404 on its first call.
+	if _, err := harnessWire(drv, d.acc.provider.Name()); err != nil {
+		return nil, err
 	}
 	return drv, nil
+}
+
+// providerWires are the wire formats each provider's API serves, its own first: Anthropic's the
+// Messages API only; OpenAI's Chat Completions (what the built-in loop calls, so an
+// OpenAI-compatible server given as OPENAI_BASE_URL serves it too) and Responses; OpenRouter's
+// both and an Anthropic-compatible Messages API.
+var providerWires = map[string][]harness.Wire{
+	"anthropic":  {harness.WireAnthropic},
+	"openai":     {harness.WireChat, harness.WireResponses},
+	"openrouter": {harness.WireChat, harness.WireResponses, harness.WireAnthropic},
+}
+
+// harnessWire is the wire drv's model calls speak on provider: the first the provider serves that
+// drv can be configured for, so a call is forwarded as the harness sent it; else Responses on
+// Anthropic, which the gateway translates to Messages (codex); else a failure saying which
+// providers would do. A provider not listed gets the harness's own first wire.
+func harnessWire(drv harness.Driver, provider string) (harness.Wire, error) {
+	if w, ok := pickWire(drv.Wires(), provider); ok {
+		return w, nil
+	}
+	var would []string
+	for _, p := range slices.Sorted(maps.Keys(providerWires)) {
+		if _, ok := pickWire(drv.Wires(), p); ok {
+			would = append(would, p)
+		}
+	}
+	return "", &failure{api.ReasonHarnessUnavailable, fmt.Sprintf("harness %s speaks the %s API, which provider %s does not serve (it serves %s): give the agent spec.model.provider %s (or make one the server's default provider)",
+		drv.Name(), wireList(drv.Wires()), provider, wireList(providerWires[provider]), strings.Join(would, " or "))}
+}
+
+func pickWire(speaks []harness.Wire, provider string) (harness.Wire, bool) {
+	served, known := providerWires[provider]
+	if !known {
+		return speaks[0], true
+	}
+	for _, w := range served {
+		if slices.Contains(speaks, w) {
+			return w, true
+		}
+	}
+	if provider == "anthropic" && slices.Contains(speaks, harness.WireResponses) {
+		return harness.WireResponses, true
+	}
+	return "", false
+}
+
+// wireList names wires as people know the APIs.
+func wireList(ws []harness.Wire) string {
+	names := map[harness.Wire]string{harness.WireAnthropic: "Anthropic Messages", harness.WireChat: "OpenAI Chat Completions", harness.WireResponses: "OpenAI Responses"}
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = names[w]
+	}
+	return strings.Join(out, ", ")
 }
 
 // harnessRun is a started harness: its host side, its process and its home.
@@ -716,9 +924,13 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	if err != nil {
 		return nil, &failure{api.ReasonHarnessUnavailable, err.Error()}
 	}
+	wire, err := harnessWire(drv, d.acc.provider.Name())
+	if err != nil {
+		return nil, err
+	}
 	run := d.run.Metadata.Name
 	hctx, stop := context.WithCancelCause(ctx)
-	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: string(drv.Wire()), name: drv.Name(), mu: mu, cur: cur}
+	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: string(wire), name: drv.Name(), mu: mu, cur: cur}
 	hr := &harnessRun{h: h}
 	undo := []func(){func() { stop(nil) }}
 	hr.stop = func() {
@@ -773,7 +985,7 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	// The instructions are the built-in loop's system prompt: the agent's skills (its own and the
 	// learned ones) and a learning run's notes index; the harness opens a skill or a note with the
 	// run's skill and note tools, served over MCP like the other tools.
-	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: base, Token: token,
+	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: base, Token: token, Wire: wire,
 		Headers: map[string]string{gateway.RunHeader: run}, MCPURL: gw.URL() + "/v2/gateway/runs/" + run + "/mcp", MCPName: mcpName,
 		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.system(), Skills: d.harnessSkills(),
 		Env: harness.BaseEnv(os.Getenv("PATH"), home), Permit: h.permit}
@@ -794,6 +1006,11 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	}
 	undo = append(undo, proc.Stop)
 	hr.proc = proc
+	if node == "" {
+		mu.Lock()
+		h.proc = proc
+		mu.Unlock()
+	}
 	ok = true
 	what := ""
 	if node != "" {

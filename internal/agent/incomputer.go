@@ -74,8 +74,8 @@ func (d *drive) computerMounts() []computer.Mount {
 		}
 	}
 	for _, srv := range d.spec.MCPServers {
-		for _, m := range mcpclient.Mounts(srv) {
-			add(m)
+		for _, dir := range mcpclient.Mounts(srv) {
+			add(computer.Mount{Source: dir, Target: dir})
 		}
 	}
 	if !d.onHarness() {
@@ -97,7 +97,7 @@ func (d *drive) computerMounts() []computer.Mount {
 	// agent's commands share the computer (harness.GuardMounts); without that the home is not
 	// shown at all, and the harness cannot start there. The same for each workflow agent node's
 	// home (takeNodeHome), which the computer's mounts must name before any node starts.
-	own := harness.ConfigPaths(d.spec.Harness)
+	own := harness.ConfigPaths(string(d.spec.Harness))
 	paths := slices.Clone(own)
 	for slot := range nodeHomeSlots {
 		for _, p := range own {
@@ -169,7 +169,18 @@ func (d *drive) connectMCPServer(ctx context.Context, at string, srv api.MCPServ
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s cannot start in the run's computer: %w", srv.Name, err)
 	}
-	return mcpclient.ConnectIn(ctx, at, srv, sp, d.mcpOpen())
+	return mcpclient.ConnectIn(ctx, at, srv, spawnIn(sp), d.mcpOpen())
+}
+
+// spawnIn is how an MCP server starts in the run's computer sp.
+func spawnIn(sp computer.Spawner) mcpclient.Spawn {
+	return func(ctx context.Context, argv, env []string) (mcpclient.Process, error) {
+		p, err := sp.Spawn(ctx, argv, computer.SpawnOptions{Env: env})
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return p, nil
+	}
 }
 
 // harnessInComputer moves a harness session into the run's computer when it has one that can

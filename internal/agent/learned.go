@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/catalog"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/learning"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/tools"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 	"agentrun.dev/agentrun/internal/workflow"
 )
 

@@ -7,18 +7,19 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/catalog"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/learning"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/tools"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // learnState is a learning run's view of its agent's folder: the commit it started from (pinned
@@ -67,6 +68,10 @@ func (d *drive) loadLearning(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("learning folder of %s: %w", agent, err)
 		}
+		// A file at a path the folder does not allow (stored before paths were checked) is
+		// left out, not the run's failure: a person retires it.
+		files, bad := learning.Usable(files)
+		left = append(left, bad...)
 		for _, f := range files {
 			if strings.HasPrefix(f.Path, "notes/") {
 				ls.notes = append(ls.notes, f)
@@ -75,7 +80,8 @@ func (d *drive) loadLearning(ctx context.Context) error {
 		ls.index = learning.Index(files)
 		skills, badSkills := learning.Skills(files)
 		workflows, badWorkflows := learning.Workflows(files)
-		left = append(badSkills, badWorkflows...)
+		left = append(left, badSkills...)
+		left = append(left, badWorkflows...)
 		ls.skills = map[string]*api.Skill{}
 		for _, s := range skills {
 			if _, own := d.skills[s.Metadata.Name]; own {
@@ -209,9 +215,8 @@ func (d *drive) readNote(ctx context.Context, key string, call model.Block, in c
 	return toolOutcome(key, out, result)
 }
 
-const proposePrompt = `Your job is done. Before the run ends, say what later runs of this agent should keep in its learning folder.
-Answer with one JSON object and nothing else:
-{"items": [
+// proposeShape describes the proposal's items, for both ways of asking for it.
+const proposeShape = `{"items": [
   {"kind": "note", "action": "add" | "change" | "retire", "path": "notes/NAME.md",
    "content": "---\nname: NAME\ndescription: one line on what it is about\ntype: user | feedback | project | reference\n---\nThe fact, in a few lines."},
   {"kind": "skill", "path": "skills/NAME", "files": [{"path": "SKILL.md", "content": "---\nname: NAME\ndescription: ...\n---\n..."}]},
@@ -219,14 +224,21 @@ Answer with one JSON object and nothing else:
 ]}
 A note holds one fact that will help later runs (at most 4 KiB). At most one skill, only if you finished the job. A workflow you keep is offered to later runs as the tool workflow_NAME. Never write a key, token, password or other secret. Keep nothing that is not useful: {"items": []} is a fine answer.`
 
-const gradePrompt = `You grade what an agent proposed to keep in its learning folder for later runs. Keep an item only if it is true to what the run did, useful later, one clear fact or procedure, and safe. Answer with one JSON object and nothing else: {"verdicts": [{"item": N, "keep": true | false, "reason": "..."}]}, one verdict per item, N its number.`
+// proposePrompt asks the built-in loop's model for the proposal, through the forced tool.
+const proposePrompt = "Your job is done. Before the run ends, say what later runs of this agent should keep in its learning folder, by calling the tool " + learning.ProposeTool + " once with:\n" + proposeShape
+
+// harnessProposePrompt asks a harness, whose model the server cannot force to call a tool: its
+// answer is read as JSON text, checked against the same schema.
+const harnessProposePrompt = "Your job is done. Before the run ends, say what later runs of this agent should keep in its learning folder.\nAnswer with one JSON object and nothing else:\n" + proposeShape
+
+const gradePrompt = `You grade what an agent proposed to keep in its learning folder for later runs. Keep an item only if it is true to what the run did, useful later, one clear fact or procedure, and safe. Say too whether it is a rule: "rule": true when any part of it (its name, description or text) tells later runs how to behave rather than stating a fact: what to do or never do, what to run, what to approve, ask about or skip, how to treat their instructions, approvals or permissions; a person then decides whether to keep it. Answer by calling the tool ` + learning.GradeTool + ` once: {"verdicts": [{"item": N, "keep": true | false, "rule": true | false, "reason": "..."}]}, one verdict per item, N its number.`
 
 // learnCall is one model call of the learning turn (the proposal or the grade): billed to the
 // run and held to its cap like any other, its cost added to the run's.
-func (d *drive) learnCall(ctx context.Context, key, title string, req *model.Request) (string, error) {
+func (d *drive) learnCall(ctx context.Context, key, title string, req *model.Request) (*model.Response, error) {
 	reqJSON, _ := json.Marshal(req)
 	if err := d.guard(ctx, key, req, reqJSON, req.Model); err != nil {
-		return "", err
+		return nil, err
 	}
 	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, reqJSON, len(req.Messages), func(mr modelResult, c *int64) {
 		d.spent.total.Add(micros(c))
@@ -234,9 +246,25 @@ func (d *drive) learnCall(ctx context.Context, key, title string, req *model.Req
 		d.updateCost(nil)
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return textOf(mr.Response.Content), nil
+	return &mr.Response, nil
+}
+
+// learnStructured asks for a structured answer of the learning turn (model.Structured): the
+// call is step key, its corrective retry, if the first answer is wrong, step KEY/retry, each a
+// billed model call. fresh is set when one of them had not completed before this drive.
+func (d *drive) learnStructured(ctx context.Context, key, title string, req *model.Request, s *model.Schema, fresh *bool) (json.RawMessage, error) {
+	return model.Structured(ctx, func(ctx context.Context, attempt int, r *model.Request) (*model.Response, error) {
+		k, t := key, title
+		if attempt > 0 {
+			k, t = key+"/retry", title+" (corrective retry)"
+		}
+		if !d.j.Completed(k) {
+			*fresh = true
+		}
+		return d.learnCall(ctx, k, t, r)
+	}, req, s)
 }
 
 // secrets are the values the run was handed that no proposal may carry: its model key, the
@@ -277,8 +305,10 @@ func (d *drive) learnModel() string {
 }
 
 type verdict struct {
-	Item   int    `json:"item"`
-	Keep   bool   `json:"keep"`
+	Item int  `json:"item"`
+	Keep bool `json:"keep"`
+	// Rule: the grader reads the item as a rule for later runs, so a person decides it.
+	Rule   bool   `json:"rule,omitempty"`
 	Reason string `json:"reason"`
 }
 
@@ -287,16 +317,20 @@ type verdict struct {
 // kept is committed to main in one step.
 func (d *drive) learnTurn(ctx context.Context, conv []model.Message, succeeded bool) error {
 	maxTokens := d.maxTokens()
-	return d.learnFrom(ctx, succeeded, func(ctx context.Context) (string, error) {
+	return d.learnFrom(ctx, succeeded, func(ctx context.Context, fresh *bool) (json.RawMessage, error) {
 		msgs := append(slices.Clone(conv), userText(proposePrompt))
-		return d.learnCall(ctx, "learn/propose", "proposal of what to keep", &model.Request{Model: d.learnModel(), System: d.system(), Messages: lastImages(msgs, maxImages), MaxTokens: maxTokens, Stream: true})
+		return d.learnStructured(ctx, "learn/propose", "proposal of what to keep", &model.Request{Model: d.learnModel(), System: d.system(), Messages: lastImages(msgs, maxImages), MaxTokens: maxTokens, Stream: true},
+			learning.ProposalSchema, fresh)
 	})
 }
 
-// learnFrom is the learning turn of every loop: propose makes the proposal (the built-in loop: one
-// model call, step learn/propose; a harness: its next user turn, recorded as learn/propose), then
-// the same checks, grader, risky-approval wait and commit judge and keep it.
-func (d *drive) learnFrom(ctx context.Context, succeeded bool, propose func(ctx context.Context) (string, error)) error {
+// learnFrom is the learning turn of every loop: propose makes the proposal, a JSON value valid
+// against learning.ProposalSchema (the built-in loop: a structured model call, step
+// learn/propose; a harness: its next user turn, recorded as learn/propose, read as that JSON or,
+// failing that, structured by the server's own call), then the same checks, grader,
+// risky-approval wait and commit judge and keep it. A proposal the model got wrong twice is
+// refused.
+func (d *drive) learnFrom(ctx context.Context, succeeded bool, propose func(ctx context.Context, fresh *bool) (json.RawMessage, error)) error {
 	if !d.spec.Learning {
 		return nil
 	}
@@ -305,26 +339,33 @@ func (d *drive) learnFrom(ctx context.Context, succeeded bool, propose func(ctx 
 	}
 	maxTokens := d.maxTokens()
 	// Events go out with the step they follow, once: not again when the step is replayed.
-	freshPropose, freshGrade, freshEnd := !d.j.Completed("learn/propose"), !d.j.Completed("learn/grade"), !d.j.Completed("learn/commit")
+	var freshPropose, freshGrade bool
+	freshEnd := !d.j.Completed("learn/commit")
 	emitIf := func(fresh bool, ev api.Event) {
 		if fresh {
 			d.j.Emit(ev)
 		}
 	}
-	text, err := propose(ctx)
+	raw, err := propose(ctx, &freshPropose)
+	var se *model.StructuredError
+	if errors.As(err, &se) {
+		emitIf(freshPropose, api.Event{Type: api.EventLearningRefused, Message: "the proposal was refused: " + se.Error(), Data: mustRaw(map[string]string{"schema": se.Tool, "problem": se.Problem})})
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	p, perr := learning.ParseProposal(text)
+	p, perr := learning.DecodeProposal(raw)
 	if perr != nil {
 		emitIf(freshPropose, api.Event{Type: api.EventLearningRefused, Message: "the proposal was refused: " + perr.Error()})
 		return nil
 	}
-	emitIf(freshPropose, api.Event{Type: api.EventLearningProposed, Message: fmt.Sprintf("proposed %d items to keep", len(p.Items)), Data: mustRaw(map[string]any{"items": itemPaths(p.Items)})})
-	okIdx, refused := learning.Check(p, d.learnSecrets(ctx), succeeded)
+	secrets := d.learnSecrets(ctx)
+	emitIf(freshPropose, api.Event{Type: api.EventLearningProposed, Message: fmt.Sprintf("proposed %d items to keep", len(p.Items)), Data: mustRaw(map[string]any{"items": itemPaths(p.Items, secrets)})})
+	okIdx, refused := learning.Check(p, secrets, succeeded)
 	for _, r := range refused {
 		// The reason names the rule, never the content.
-		emitIf(freshPropose, api.Event{Type: api.EventLearningRefused, Message: fmt.Sprintf("%s refused: %s", r.Path, r.Reason), Data: mustRaw(r)})
+		emitIf(freshPropose, api.Event{Type: api.EventLearningRefused, Message: fmt.Sprintf("%s refused: %s", shownPath(r.Path), r.Reason), Data: mustRaw(r)})
 	}
 	if len(okIdx) == 0 {
 		return nil
@@ -334,21 +375,27 @@ func (d *drive) learnFrom(ctx context.Context, succeeded bool, propose func(ctx 
 		one, _ := json.Marshal(p.Items[i])
 		fmt.Fprintf(&b, "Item %d: %s\n", i, one)
 	}
-	gtext, err := d.learnCall(ctx, "learn/grade", "grade of the proposal", &model.Request{Model: d.learnModel(), System: gradePrompt,
-		Messages: []model.Message{userText("The run's task was:\n" + d.run.Spec.Input + "\n\nIts answer:\n" + d.status.Answer.Preview + "\n\nIt proposes:\n" + b.String())}, MaxTokens: maxTokens, Stream: true})
+	graw, err := d.learnStructured(ctx, "learn/grade", "grade of the proposal", &model.Request{Model: d.learnModel(), System: gradePrompt,
+		Messages: []model.Message{userText("The run's task was:\n" + d.run.Spec.Input + "\n\nIts answer:\n" + d.status.Answer.Preview + "\n\nIt proposes:\n" + b.String())}, MaxTokens: maxTokens, Stream: true},
+		learning.GradeSchema, &freshGrade)
+	noVerdict := "the grader gave no verdict"
+	if errors.As(err, &se) {
+		// Nothing is kept that the grader did not judge.
+		noVerdict, err = "the grader gave no verdict: "+se.Error(), nil
+	}
 	if err != nil {
 		return err
 	}
 	var g struct {
 		Verdicts []verdict `json:"verdicts"`
 	}
-	if s, e := strings.Index(gtext, "{"), strings.LastIndex(gtext, "}"); s >= 0 && e > s {
-		_ = json.Unmarshal([]byte(gtext[s:e+1]), &g)
+	if graw != nil {
+		_ = json.Unmarshal(graw, &g) // the schema held its shape
 	}
 	var kept []learning.Item
 	for _, i := range okIdx {
 		it := p.Items[i]
-		v := verdict{Item: i, Reason: "the grader gave no verdict"}
+		v := verdict{Item: i, Reason: noVerdict}
 		for _, gv := range g.Verdicts {
 			if gv.Item == i {
 				v = gv
@@ -358,7 +405,11 @@ func (d *drive) learnFrom(ctx context.Context, succeeded bool, propose func(ctx 
 			emitIf(freshGrade, api.Event{Type: api.EventLearningDropped, Message: fmt.Sprintf("%s dropped by the grader: %s", it.Path, v.Reason), Data: mustRaw(map[string]any{"item": i, "path": it.Path, "by": "grader", "reason": v.Reason})})
 			continue
 		}
-		if risky, why := learning.Risky(it, d.learnedNote(it.Path)); risky {
+		risky, why := learning.Risky(it, d.learnedNote(it.Path))
+		if !risky && v.Rule {
+			risky, why = true, "the grader reads it as a rule for later runs: "+v.Reason
+		}
+		if risky {
 			ok, err := d.learnApproval(ctx, i, it, why)
 			if err != nil {
 				return err
@@ -378,31 +429,59 @@ func (d *drive) learnFrom(ctx context.Context, succeeded bool, propose func(ctx 
 }
 
 // harnessProposal is a harness run's proposal: the harness's next user turn asks it, and its
-// answer is recorded as step learn/propose. After a crash the turn is replayed from the journal
-// like the ones before it (so its calls are accounted again), and the recorded answer is the one
-// judged.
-func (d *drive) harnessProposal(ctx context.Context, harnessName string, turn func(prompt string) (string, error)) (string, error) {
-	text, err := turn(proposePrompt)
+// answer is recorded as step learn/propose. A harness's model cannot be forced to call a tool
+// (the CLIs offer no tool_choice), so its answer is read as JSON text and checked against
+// learning.ProposalSchema; an answer that is not that JSON is given, with what is wrong with it,
+// to the server's own structured call (steps learn/propose/structure and, if needed, its
+// corrective retry), which turns what the harness said into the proposal or fails clearly.
+// After a crash the turn is replayed from the journal like the ones before it (so its calls are
+// accounted again), and the recorded answer is the one judged.
+func (d *drive) harnessProposal(ctx context.Context, harnessName string, turn func(prompt string) (string, error), fresh *bool) (json.RawMessage, error) {
+	if !d.j.Completed("learn/propose") {
+		*fresh = true
+	}
+	text, err := turn(harnessProposePrompt)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	out, err := d.j.Record(ctx, journal.Spec{Key: "learn/propose", Kind: "learning", Title: "proposal of what to keep (" + harnessName + "'s last turn)"}, map[string]string{"text": text})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var rec struct {
 		Text string `json:"text"`
 	}
 	if err := json.Unmarshal(out, &rec); err != nil {
-		return "", fmt.Errorf("learn/propose: %w", err)
+		return nil, fmt.Errorf("learn/propose: %w", err)
 	}
-	return rec.Text, nil
+	raw, problem := learning.ProposalSchema.Text(learning.JSONSpan(rec.Text))
+	if problem == "" {
+		return raw, nil
+	}
+	msg := fmt.Sprintf("Structure an agent's proposal of what to keep. The agent (%s) was asked, at the end of a run whose task was:\n%s\n\nwhat later runs should keep, and answered:\n%s\n\nThat answer is not the proposal asked for: %s.\n\n%s",
+		harnessName, d.run.Spec.Input, model.Clip(rec.Text, 64<<10), problem, proposePrompt)
+	return d.learnStructured(ctx, "learn/propose/structure", "proposal of what to keep, structured from "+harnessName+"'s answer",
+		&model.Request{Model: d.learnModel(), Messages: []model.Message{userText(msg)}, MaxTokens: d.maxTokens(), Stream: true}, learning.ProposalSchema, fresh)
 }
 
-func itemPaths(items []learning.Item) []string {
+// shownPath is a proposed path as a timeline message shows it: quoted when it holds a newline, a
+// NUL or another character a message should not carry raw (a newline would forge a line).
+func shownPath(p string) string {
+	if q := strconv.Quote(p); q != `"`+p+`"` {
+		return q
+	}
+	return p
+}
+
+// itemPaths names each proposed item for the timeline; a path holding a secret is not shown.
+func itemPaths(items []learning.Item, secrets []string) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
-		out[i] = it.Kind + " " + it.Action + " " + it.Path
+		p := it.Path
+		if learning.HoldsSecret(p, secrets) {
+			p = learning.HiddenPath
+		}
+		out[i] = it.Kind + " " + it.Action + " " + p
 	}
 	return out
 }

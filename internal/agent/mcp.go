@@ -7,10 +7,10 @@ import (
 	"sort"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/catalog"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/tools"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 	"agentrun.dev/agentrun/internal/tools/mcpclient"
 )
 
@@ -48,6 +48,13 @@ func (d *drive) startMCP(ctx context.Context) {
 		return
 	}
 	d.mcp = &mcpState{sessions: map[string]*mcpclient.Session{}, entries: map[string]catalog.Entry{}}
+	// The ticked tools, by server, as OfferedTools names them.
+	ticked := map[string][]string{}
+	for _, n := range OfferedTools(d.spec) {
+		if server, tool, ok := catalog.SplitMCPName(n); ok {
+			ticked[server] = append(ticked[server], tool)
+		}
+	}
 	for i, srv := range d.spec.MCPServers {
 		listed := map[string]catalog.MCPTool{}
 		s, err := d.connectMCP(ctx, i)
@@ -61,8 +68,14 @@ func (d *drive) startMCP(ctx context.Context) {
 		if err != nil {
 			d.mcpDown(srv.Name, err)
 		}
-		for _, name := range srv.Tools {
+		for _, name := range ticked[srv.Name] {
 			t, ok := listed[name]
+			if offered := api.MCPOfferedName(d.spec.Harness, srv.Name, name); len(offered) > api.MaxToolName {
+				// An agent stored before validation refused such names: the vendors would
+				// refuse the whole request, so the tool is left out, visibly.
+				d.mcpDown(srv.Name, fmt.Errorf("MCP tool %q of server %s is not offered: its name %s is %d characters, over the model vendors' %d", name, srv.Name, offered, len(offered), api.MaxToolName))
+				continue
+			}
 			switch {
 			case ok:
 			case err != nil:
@@ -139,13 +152,12 @@ func (d *drive) closeMCP() {
 // mcpCall runs (or replays) one MCP tool call as a journal step: safe to repeat after a crash
 // when the server marks the tool readOnlyHint or idempotentHint, otherwise uncertain (a crash
 // mid-call parks the run for a person to resolve).
-func (d *drive) mcpCall(ctx context.Context, key string, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+func (d *drive) mcpCall(ctx context.Context, key string, e catalog.Entry, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
 	server, tool, _ := catalog.SplitMCPName(call.Name)
-	e, _ := d.mcpEntry(call.Name)
 	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in),
 		Args: map[string]any{"tool": call.Name, "input": call.Input, "mcpServer": server}, Safe: e.ReadOnly || e.Repeatable, Concurrent: true}
 	if !e.ReadOnly {
-		spec.Files = d.folderChanges // a stdio server works in the run folder
+		spec.Files = d.filesOf(key) // a stdio server works in the run folder
 	}
 	idx := -1
 	for i, s := range d.spec.MCPServers {

@@ -13,6 +13,7 @@ import (
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/secret"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -58,11 +59,16 @@ func (d *drive) resolveAccess(ctx context.Context) (*access, error) {
 		keys, err := d.e.Secrets.Open(ctx, spec.Model.APIKeySecret)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, &failure{api.ReasonModelError, fmt.Sprintf("secret %q does not exist: a signed-in person must set it (see README, \"Use your own key\")", spec.Model.APIKeySecret)}
+				return nil, &failure{api.ReasonModelError, fmt.Sprintf("secret %q does not exist: a signed-in person must set it (see docs/money.md#your-own-key)", spec.Model.APIKeySecret)}
 			}
 			return nil, fmt.Errorf("open secret %s: %w", spec.Model.APIKeySecret, err)
 		}
-		provider := spec.Model.Provider
+		det := &secret.Detector{}
+		for k, v := range keys {
+			det.Add("secret:"+spec.Model.APIKeySecret+"/"+k, v)
+		}
+		d.secretDetector = det
+		provider := string(spec.Model.Provider)
 		if provider == "" {
 			var ok bool
 			if provider, ok = model.ProviderForKeys(keys); !ok {
@@ -80,7 +86,7 @@ func (d *drive) resolveAccess(ctx context.Context) (*access, error) {
 		}
 		return &access{byok: true, provider: p, model: spec.Model.Name}, nil
 	}
-	res, err := d.e.Models.Choose(spec.Model.Provider, spec.Model.Name, spec.Model.Families)
+	res, err := d.e.Models.Choose(string(spec.Model.Provider), spec.Model.Name, spec.Model.Families)
 	if err != nil {
 		return nil, &failure{api.ReasonModelError, err.Error()}
 	}
@@ -347,6 +353,9 @@ type routeResult struct {
 	Usage      model.Usage `json:"usage,omitzero"`
 	// VendorMicros is the routing call's list-price cost.
 	VendorMicros *int64 `json:"vendorMicros,omitempty"`
+	// Retry, on a first answer that was not the route asked for, is what the corrective retry
+	// (step KEY/retry) needs; that step's decision is the turn's.
+	Retry *routeRetry `json:"retry,omitempty"`
 }
 
 // route decides the family of the turn that starts at model call n, as journal step t{n}/route.
@@ -358,6 +367,7 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 	provider := d.acc.provider.Name()
 	var out journal.Outcome
 	var err error
+	var firstCost cost.Total // a corrected routing call's first call
 	if d.e.Router == RouterRules {
 		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (rules)", Args: map[string]any{"families": allowed, "router": RouterRules}, HashOf: []any{allowed, prompt}, Safe: true},
 			func(ctx context.Context) (any, *int64, error) {
@@ -368,54 +378,38 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 			})
 	} else {
 		routerModel, _ := model.FamilyModel(d.e.Prices, provider, "haiku")
-		req := model.RouterRequest(routerModel, allowed, prompt)
-		if err := d.guard(ctx, key, req, nil, routerModel); err != nil {
+		req := model.StructuredRequest(model.RouterRequest(routerModel, allowed, prompt), model.RouteSchema)
+		if out, err = d.routeStep(ctx, key, routerModel, req, fb, false); err != nil {
 			return turnState{}, err
 		}
-		// Its reservation stops counting as in flight once the call is recorded (or not made):
-		// left open, the turn's own model call counted the router's worst case a second time.
-		defer d.settle(key)
-		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (" + routerModel + ")", Args: map[string]any{"families": allowed, "model": routerModel}, HashOf: req, Safe: true, Bill: d.bills(key)},
-			func(ctx context.Context) (any, *int64, error) {
-				fallback := func(why string) routeResult {
-					id, _ := model.FamilyModel(d.e.Prices, provider, fb)
-					return routeResult{Family: fb, Model: id, ChosenBy: "fallback", Reason: why, Router: routerModel}
-				}
-				cctx, cancel := context.WithTimeout(ctx, model.RouterTimeout)
-				defer cancel()
-				resp, err := d.acc.provider.Complete(cctx, req)
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil, nil, ctx.Err()
-					}
-					if cctx.Err() != nil {
-						// Cut off at the deadline: the vendor may bill what it did, which no
-						// answer told us, so its cost is unknown (not $0).
-						return fallback(fmt.Sprintf("router call failed: no answer within %s", model.RouterTimeout)), nil, nil
-					}
-					zero := int64(0) // refused or unreachable: nothing was done, nothing is charged
-					return fallback("router call failed: " + clipText(err.Error(), 300)), &zero, nil
-				}
-				recorded, vendor := d.callCost(resp, routerModel, key)
-				var r routeResult
-				if fam, conf, why := model.RouterAnswer(resp, allowed); why != "" {
-					r = fallback(why)
-				} else {
-					id, _ := model.FamilyModel(d.e.Prices, provider, fam)
-					r = routeResult{Family: fam, Model: id, ChosenBy: "jev", Confidence: conf, Router: routerModel}
-				}
-				r.Usage, r.VendorMicros = resp.Usage, vendor
-				return r, recorded, nil
-			})
-	}
-	if err != nil {
-		return turnState{}, err
+		// An answer that is not the route asked for gets one corrective retry (model.Structured's
+		// retry), a step of its own: guarded, billed and replayed like the first.
+		var first routeResult
+		if err := json.Unmarshal(out.Result, &first); err != nil {
+			return turnState{}, fmt.Errorf("decode %s result: %w", key, err)
+		}
+		if first.Retry != nil {
+			retried, err := d.routeStep(ctx, key+"/retry", routerModel, model.RouteSchema.Retry(req, &model.Response{Content: first.Retry.Content}, first.Retry.Problem), fb, true)
+			if err != nil {
+				return turnState{}, err
+			}
+			d.spent.total.Add(micros(out.CostMicros))
+			if !out.Copied {
+				d.spent.vendor.Add(micros(first.VendorMicros))
+			}
+			firstCost.Add(micros(out.CostMicros))
+			out = retried
+		}
 	}
 	var rr routeResult
 	if err := json.Unmarshal(out.Result, &rr); err != nil {
 		return turnState{}, fmt.Errorf("decode %s result: %w", key, err)
 	}
 	recorded, vendor := micros(out.CostMicros), micros(rr.VendorMicros)
+	if out.Copied {
+		zero := cost.Micros(0) // a fork's copied decision cost this run nothing
+		vendor = &zero
+	}
 	if rr.Router == RouterRules {
 		// A rules decision made no call and cost nothing; decisions recorded before the list price
 		// was stored with them have none, and are zero too.
@@ -430,7 +424,7 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 	d.spent.total.Add(recorded)
 	d.spent.vendor.Add(vendor)
 	t := api.Turn{Index: len(d.status.Turns) + 1, Model: rr.Model, Family: rr.Family, ChosenBy: rr.ChosenBy, Confidence: rr.Confidence}
-	var rc cost.Total
+	rc := firstCost
 	rc.Add(recorded)
 	t.RouteCostUSD = rc.String()
 	d.turnCost = rc
@@ -440,6 +434,72 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 		d.j.Emit(api.Event{Type: api.EventTurnRouted, StepKey: key, Message: fmt.Sprintf("turn %d: %s (%s, chosen by %s)%s", t.Index, rr.Model, rr.Family, rr.ChosenBy, reasonSuffix(rr.Reason))})
 	}
 	return turnState{index: len(d.status.Turns) - 1, model: rr.Model, family: rr.Family, chosenBy: rr.ChosenBy}, nil
+}
+
+// routeRetry is a routing answer that was not the route asked for: what was wrong and the
+// answer as it came, for the corrective retry's conversation.
+type routeRetry struct {
+	Problem string        `json:"problem"`
+	Content []model.Block `json:"content"`
+}
+
+// routeStep makes (or replays) one routing call as step key: the decision, or, when the answer
+// is not the route asked for, a fallback holding what the retry needs (final: the retry's own
+// answer, so a wrong one falls back for good).
+func (d *drive) routeStep(ctx context.Context, key, routerModel string, req *model.Request, fb string, final bool) (journal.Outcome, error) {
+	allowed, provider := d.acc.families, d.acc.provider.Name()
+	if err := d.guard(ctx, key, req, nil, routerModel); err != nil {
+		return journal.Outcome{}, err
+	}
+	// Its reservation stops counting as in flight once the call is recorded (or not made):
+	// left open, the turn's own model call counted the router's worst case a second time.
+	defer d.settle(key)
+	ctx = withModelRequest(ctx, req)
+	title := "route (" + routerModel + ")"
+	if final {
+		title += " (corrective retry)"
+	}
+	return d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: title, Args: map[string]any{"families": allowed, "model": routerModel}, HashOf: req, Safe: true, Bill: d.bills(key)},
+		func(ctx context.Context) (any, *int64, error) {
+			fallback := func(why string) routeResult {
+				id, _ := model.FamilyModel(d.e.Prices, provider, fb)
+				return routeResult{Family: fb, Model: id, ChosenBy: "fallback", Reason: why, Router: routerModel}
+			}
+			cctx, cancel := context.WithTimeout(ctx, model.RouterTimeout)
+			defer cancel()
+			resp, err := d.acc.provider.Complete(cctx, req)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				if cctx.Err() != nil {
+					// Cut off at the deadline: the vendor may bill what it did, which no
+					// answer told us, so its cost is unknown (not $0).
+					return fallback(fmt.Sprintf("router call failed: no answer within %s", model.RouterTimeout)), nil, nil
+				}
+				zero := int64(0) // refused or unreachable: nothing was done, nothing is charged
+				return fallback("router call failed: " + clipText(err.Error(), 300)), &zero, nil
+			}
+			recorded, vendor := d.callCost(resp, routerModel, key)
+			var r routeResult
+			ans, problem := model.RouteSchema.Answer(resp)
+			switch {
+			case problem != "" && final:
+				r = fallback("router: " + (&model.StructuredError{Tool: model.RouteSchema.Tool, Problem: problem}).Error())
+			case problem != "":
+				r = fallback("router: " + problem)
+				r.Retry = &routeRetry{Problem: problem, Content: resp.Content}
+			default:
+				if fam, conf, why := model.RouterAnswer(ans, allowed); why != "" {
+					r = fallback(why)
+				} else {
+					id, _ := model.FamilyModel(d.e.Prices, provider, fam)
+					r = routeResult{Family: fam, Model: id, ChosenBy: "jev", Confidence: conf, Router: routerModel}
+				}
+			}
+			r.Usage, r.VendorMicros = resp.Usage, vendor
+			return r, recorded, nil
+		})
 }
 
 func reasonSuffix(r string) string {

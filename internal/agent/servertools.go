@@ -10,12 +10,12 @@ import (
 	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/catalog"
 	"agentrun.dev/agentrun/internal/harness"
 	"agentrun.dev/agentrun/internal/journal"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/policy"
 	"agentrun.dev/agentrun/internal/tools"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 	"agentrun.dev/agentrun/internal/tools/webfetch"
 )
 

@@ -12,10 +12,15 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/telemetry"
 	"agentrun.dev/agentrun/internal/workflow"
 )
 
@@ -37,7 +42,14 @@ func (d *drive) workflowLoop(ctx context.Context, defs []model.ToolDef) error {
 	d.spent = spend{}
 	d.updateCost(nil)
 	h := &wfHost{d: d, defs: defs}
+	ctx, span := telemetry.Tracer().Start(ctx, "invoke_workflow "+d.run.Spec.Agent, trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_workflow"), attribute.String("gen_ai.agent.name", d.run.Spec.Agent),
+		attribute.String("gen_ai.conversation.id", d.run.Metadata.Name)))
 	res, err := h.run(ctx, w, in)
+	if err != nil && !d.parked {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 	if d.parked {
 		// An item parked the run (an approval, a question, the cap) while others ran: their
 		// effects recorded their results first, and nothing started after.
@@ -131,13 +143,39 @@ func (h *wfHost) Shell(ctx context.Context, key, command string, env map[string]
 	if err != nil {
 		return workflow.ShellResult{}, err
 	}
-	return parseExec(r), nil
+	st, _ := h.d.j.Lookup(key)
+	return shellResult(st, r), nil
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// parseExec reads the bash tool's answer (computer.formatExec) back into code, stdout, stderr.
-func parseExec(r workflow.ToolResult) workflow.ShellResult {
+// shellResult is a shell node's value: the command's own result as its step recorded it
+// (computerResult.Exec), never read back from the text the model would see. A command that did
+// not run (refused, denied, no computer) has no result: code -1, and the tool's text says why.
+func shellResult(st *api.Step, r workflow.ToolResult) workflow.ShellResult {
+	var rec computerResult
+	if st == nil || st.State != api.StepCompleted || json.Unmarshal(st.Result, &rec) != nil {
+		return workflow.ShellResult{Code: -1, Stderr: r.Content}
+	}
+	if rec.Exec == nil {
+		return legacyParseExec(r)
+	}
+	x := rec.Exec
+	res := workflow.ShellResult{Code: x.ExitCode, Stdout: strings.TrimSuffix(x.Stdout, "\n"), Stderr: strings.TrimSuffix(x.Stderr, "\n"), Truncated: x.Truncated}
+	if x.TimedOut || x.ExitCode < 0 {
+		// Killed: what ended it comes first (the first line is what a failed node quotes).
+		how, _, _ := strings.Cut(r.Content, "\n")
+		res.Code, res.Stderr = -1, how+"\n"+x.Stderr
+	}
+	return res
+}
+
+// legacyParseExec reads the bash tool's text (computer.formatExec) back into code, stdout and
+// stderr, for a step recorded before the command's result was recorded with it (a run that
+// crossed the upgrade): a stdout holding a line "--- stderr ---" is split there, which is why
+// every step recorded since carries the result as a value. A call that did not run has no exit
+// code: code -1, and the text says why.
+func legacyParseExec(r workflow.ToolResult) workflow.ShellResult {
 	text := r.Content
 	first, rest, _ := strings.Cut(text, "\n")
 	res := workflow.ShellResult{Code: -1}
@@ -167,6 +205,24 @@ func parseExec(r workflow.ToolResult) workflow.ShellResult {
 // questionMaxTokens bounds a typed question's answer.
 const questionMaxTokens = 1024
 
+// questionSchema is the forced tool's schema for a typed question: the answer, matching the
+// question's schema (which may refer to the document's schemas), and the model's confidence.
+func questionSchema(q workflow.Question) (*model.Schema, error) {
+	return model.NewSchema("answer", "Answer the question: the answer, matching its schema, and how sure you are of it.",
+		json.RawMessage(`{`+definitions(q.Definitions)+`"type": "object", "additionalProperties": false, "required": ["answer", "confidence"], "properties": {"answer": `+
+			string(q.Schema)+`, "confidence": {"type": "number", "minimum": 0, "maximum": 1, "description": "how sure you are of the answer, 0 to 1"}}}`))
+}
+
+// definitions is the "definitions" member (with its comma) that a question's answer schema's
+// {"$ref": "#/definitions/ID"} resolves against, at the root of the tool's schema; "" for none.
+func definitions(defs map[string]json.RawMessage) string {
+	if len(defs) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(defs)
+	return `"definitions": ` + string(b) + `, `
+}
+
 // Ask is one structured model call (the provider's structured output with the answer's schema),
 // billed and held to the cap by the same guard as the loop's calls.
 func (h *wfHost) Ask(ctx context.Context, key string, q workflow.Question) (workflow.Answer, error) {
@@ -182,49 +238,36 @@ func (h *wfHost) Ask(ctx context.Context, key string, q workflow.Question) (work
 		}
 	}
 	state, _ := json.MarshalIndent(q.State, "", "  ")
-	schema := json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["answer", "confidence"], "properties": {"answer": ` +
-		string(q.Schema) + `, "confidence": {"type": "number", "minimum": 0, "maximum": 1, "description": "how sure you are of the answer, 0 to 1"}}}`)
-	prompt := fmt.Sprintf("%s\n\nThe state:\n```json\n%s\n```\n\nAnswer as JSON {\"answer\": ..., \"confidence\": 0..1} where answer matches:\n%s", q.Instructions, state, q.Schema)
-	req := &model.Request{Model: modelID, System: "You answer one typed question of a workflow (" + q.Kind + " node " + q.Node + ") from the state you are given. Answer only with the JSON asked for.",
-		Messages: []model.Message{userText(prompt)}, MaxTokens: max(questionMaxTokens, q.MaxTokens), OutputSchema: schema}
-	resp, err := h.modelCall(ctx, key, "question ("+q.Kind+", "+modelID+"): "+q.Node, req)
+	schema, err := questionSchema(q)
+	if err != nil {
+		return workflow.Answer{}, &failure{api.ReasonWorkflowFailed, fmt.Sprintf("workflow step %s: %v", key, err)}
+	}
+	prompt := fmt.Sprintf("%s\n\nThe state:\n```json\n%s\n```\n\nAnswer by calling the tool answer with {\"answer\": ..., \"confidence\": 0..1} where answer matches:\n%s", q.Instructions, state, q.Schema)
+	req := &model.Request{Model: modelID, System: "You answer one typed question of a workflow (" + q.Kind + " node " + q.Node + ") from the state you are given, by calling the tool answer.",
+		Messages: []model.Message{userText(prompt)}, MaxTokens: max(questionMaxTokens, q.MaxTokens)}
+	// The structured answer (model.Structured): step key, and KEY/retry for its corrective retry.
+	raw, err := model.Structured(ctx, func(ctx context.Context, attempt int, r *model.Request) (*model.Response, error) {
+		k, title := key, "question ("+q.Kind+", "+modelID+"): "+q.Node
+		if attempt > 0 {
+			k, title = key+"/retry", title+" (corrective retry)"
+		}
+		return h.modelCall(ctx, k, title, r)
+	}, req, schema)
+	var se *model.StructuredError
+	if errors.As(err, &se) {
+		return workflow.Answer{}, &failure{api.ReasonWorkflowFailed, fmt.Sprintf("workflow step %s: %v", key, se)}
+	}
 	if err != nil {
 		return workflow.Answer{}, err
 	}
-	text := textOf(resp.Content)
 	var ans struct {
 		Answer     json.RawMessage `json:"answer"`
-		Confidence *float64        `json:"confidence"`
+		Confidence float64         `json:"confidence"`
 	}
-	if err := json.Unmarshal([]byte(stripJSONFence(text)), &ans); err != nil || len(ans.Answer) == 0 {
-		return workflow.Answer{}, &failure{api.ReasonWorkflowFailed, fmt.Sprintf("workflow step %s: the model's answer is not the JSON asked for: %s", key, api.FirstLine(text, 200))}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return workflow.Answer{}, &failure{api.ReasonWorkflowFailed, fmt.Sprintf("workflow step %s: %v", key, err)}
 	}
-	if ans.Confidence == nil || *ans.Confidence < 0 || *ans.Confidence > 1 {
-		return workflow.Answer{}, &failure{api.ReasonWorkflowFailed, fmt.Sprintf("workflow step %s: the model's answer has no confidence between 0 and 1", key)}
-	}
-	return workflow.Answer{Value: ans.Answer, Confidence: *ans.Confidence}, nil
-}
-
-// textOf is the text blocks of a model answer, joined.
-func textOf(content []model.Block) string {
-	var text strings.Builder
-	for _, b := range content {
-		if b.Type == model.BlockText {
-			text.WriteString(b.Text)
-		}
-	}
-	return text.String()
-}
-
-func stripJSONFence(s string) string {
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "```") {
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			s = s[i+1:]
-		}
-		s = strings.TrimSuffix(strings.TrimSpace(s), "```")
-	}
-	return strings.TrimSpace(s)
+	return workflow.Answer{Value: ans.Answer, Confidence: ans.Confidence}, nil
 }
 
 // modelCall is one model call as journal step key, guarded by the cap and credits, with its
@@ -250,9 +293,13 @@ func (h *wfHost) modelCall(ctx context.Context, key, title string, req *model.Re
 // ask for (each through the loop's tool step) until the model answers without tools; an agent
 // on an external harness runs it there (harnessAgent). Its steps are KEY/t{n}/model and
 // KEY/t{n}/tool/{i}.
-func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (string, error) {
+func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (_ string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// The node's span starts with its first live step (a replayed node makes none).
+	ctx, end := withLazyNode(ctx, "invoke_agent "+key, attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", h.d.run.Spec.Agent), attribute.String("agentrun.workflow.node", key))
+	defer func() { end(err) }()
 	d := h.d
 	defs := h.defs
 	if len(t.Tools) > 0 {

@@ -5,8 +5,8 @@ package api
 const (
 	// BuiltinAssistant is the ready-made agent's name.
 	BuiltinAssistant = "claude-assistant"
-	// TemplateLabel marks an agent the server made as a ready-made template; its value is
-	// TemplateBuiltin.
+	// TemplateLabel marks an agent made from a template: TemplateBuiltin for the one the server
+	// makes itself, the template's name for one `template apply` made.
 	TemplateLabel   = "agentrun.dev/template"
 	TemplateBuiltin = "builtin"
 )

@@ -7,7 +7,8 @@ import (
 
 // Code is a stable, machine-readable error code: the "code" of every failed request's body. Every
 // code is declared here and listed in Codes; the public client exports each (client.Code*), and
-// the README's table of codes is made from Codes (TestREADMECodes fails when they differ).
+// the table of codes in docs/limits-and-errors.md is made from Codes (TestDocsTables fails when
+// they differ).
 type Code string
 
 // Stable error codes. A new code goes here and in Codes, with its status and meaning.
@@ -26,6 +27,7 @@ const (
 	CodeAgentStopped     Code = "AgentStopped"
 	CodeAgentNotFound    Code = "AgentNotFound"
 	CodeAgentRunFinished Code = "AgentRunFinished"
+	CodeRunBusy          Code = "RunBusy"
 	CodeNoAnswer         Code = "NoAnswer"
 	CodeFileNotFound     Code = "FileNotFound"
 	CodeNotResolvable    Code = "NotResolvable"
@@ -55,6 +57,13 @@ const (
 	CodePreconditionFailed Code = "PreconditionFailed"
 	CodeLearningOff        Code = "LearningOff"
 
+	CodeUnknownWebhookEvent Code = "UnknownWebhookEvent"
+	CodeWebhookBlocked      Code = "WebhookBlocked"
+	// Codes of a fork's refusals (POST /v2/agentruns/NAME/fork).
+	CodeStepNotFound     Code = "StepNotFound"
+	CodeStepNotCompleted Code = "StepNotCompleted"
+	CodeRunPurged        Code = "RunPurged"
+
 	// Codes of web_fetch's refusals: in the tool result the model reads and on the timeline
 	// (tool.refused, tool.cut), not in an HTTP answer; the status is the one a proxy would give.
 	CodeFetchBadURL             Code = "FetchBadURL"
@@ -67,10 +76,11 @@ const (
 	CodeFetchCut                Code = "FetchCut"
 
 	// Codes of the runner's gateway, which harnesses call (not the public API).
-	CodeForbidden      Code = "Forbidden"
-	CodeBadRequest     Code = "BadRequest"
-	CodeInvalidRequest Code = "InvalidRequest"
-	CodeRunStopped     Code = "RunStopped"
+	CodeForbidden       Code = "Forbidden"
+	CodeBadRequest      Code = "BadRequest"
+	CodeInvalidRequest  Code = "InvalidRequest"
+	CodeRunStopped      Code = "RunStopped"
+	CodeTokenCountLimit Code = "TokenCountLimit"
 )
 
 // HTTP statuses the codes go with, spelled here rather than taken from net/http: every package
@@ -103,7 +113,8 @@ type CodeInfo struct {
 	Meaning string
 }
 
-// Codes is the registry of every error code the server sends, in the order the README lists them.
+// Codes is the registry of every error code the server sends, in the order
+// docs/limits-and-errors.md lists them.
 var Codes = []CodeInfo{
 	{CodeInvalid, statusUnprocessable, []int{statusBadRequest}, "a field's value is wrong (400: the body is not one valid JSON or YAML value)"},
 	{CodeUnknownField, statusUnprocessable, nil, "the body names a field the resource does not have"},
@@ -119,6 +130,7 @@ var Codes = []CodeInfo{
 	{CodeAgentStopped, statusConflict, nil, "the agent's spec.state is Stopped: it takes no new runs"},
 	{CodeAgentNotFound, statusNotFound, nil, "the run's or group's spec.agent names no agent"},
 	{CodeAgentRunFinished, statusConflict, nil, "the run has finished: it takes no messages"},
+	{CodeRunBusy, statusConflict, nil, "a message with ifBusy reject reached a run with a turn in flight; nothing was stored"},
 	{CodeNoAnswer, statusNotFound, nil, "the run has no answer yet"},
 	{CodeFileNotFound, statusNotFound, nil, "the run's folder has no such file"},
 	{CodeNotResolvable, statusConflict, nil, "the run is not waiting for a resolution of that step"},
@@ -144,6 +156,11 @@ var Codes = []CodeInfo{
 	{CodeEnvironmentNotFound, statusNotFound, nil, "an evaluation names an environment that is not built in or loaded"},
 	{CodePreconditionFailed, statusPreconditionFailed, nil, "If-Match names a version that is not the current one (a learned note's ETag changed)"},
 	{CodeLearningOff, statusConflict, nil, "the agent's spec.learning is off: it has no learning folder"},
+	{CodeUnknownWebhookEvent, statusUnprocessable, nil, "a webhook's spec.events names a type that is not a webhook event"},
+	{CodeWebhookBlocked, statusUnprocessable, nil, "a webhook's URL is a loopback, private, link-local, metadata or reserved address and not in the server's --webhook-allow"},
+	{CodeStepNotFound, statusNotFound, nil, "a fork's atStep names no step of the run (keys as `runs steps` shows them)"},
+	{CodeStepNotCompleted, statusConflict, nil, "a fork's atStep names a step that is not completed (started, failed or interrupted)"},
+	{CodeRunPurged, statusConflict, nil, "retention purged the run's recorded payloads: it cannot be forked"},
 	{CodeFetchBadURL, statusUnprocessable, nil, "web_fetch: the URL (or a redirect's) is not an absolute http:// or https:// URL with a host and no credentials"},
 	{CodeFetchBlocked, statusForbidden, nil, "web_fetch: the address dialled is loopback, link-local, private, metadata or reserved and not in --fetch-allow"},
 	{CodeFetchNetworkOff, statusForbidden, nil, "web_fetch: the agent's computer has no network (spec.computer.network is not true)"},
@@ -156,6 +173,7 @@ var Codes = []CodeInfo{
 	{CodeBadRequest, statusBadRequest, nil, "gateway: the request body could not be read"},
 	{CodeInvalidRequest, statusBadRequest, nil, "gateway: the harness's call is malformed (a body that is not a JSON object)"},
 	{CodeRunStopped, statusUnavailable, nil, "gateway: the run's drive ended while the harness called"},
+	{CodeTokenCountLimit, statusTooManyRequests, nil, "gateway: the run asked for more token counts (count_tokens, not billed) since its last model call than it may"},
 }
 
 var codeIndex = func() map[Code]*CodeInfo {
@@ -187,7 +205,7 @@ func E(code Code, field, format string, args ...any) *Error {
 	return Errorf(code.Status(), code, field, format, args...)
 }
 
-// CodeTable is the README's table of codes, made from Codes.
+// CodeTable is the table of codes in docs/limits-and-errors.md, made from Codes.
 func CodeTable() string {
 	var b strings.Builder
 	b.WriteString("| code | status | meaning |\n|---|---|---|\n")

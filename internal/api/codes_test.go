@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-var updateREADME = flag.Bool("update-readme", false, "rewrite the README's table of error codes from the registry")
+var updateDocs = flag.Bool("update-docs", false, "rewrite the tables of error codes and event types in docs/limits-and-errors.md from the registries")
 
 // codeConsts parses the package's sources and returns every constant declared with type Code,
 // by Go name, with its value.
@@ -91,7 +91,7 @@ func TestEveryCodeIsRegistered(t *testing.T) {
 // TestNoCodeOutsideTheRegistry walks every non-test Go file of the module (but this package's
 // codes.go) and fails on an error code written as a string literal where an api.Code goes (the
 // code argument of Errorf, E or a store refusal, a Code field) and on a Code constant declared
-// anywhere else: a code that bypasses the registry is one the client and README do not know.
+// anywhere else: a code that bypasses the registry is one the client and the docs do not know.
 func TestNoCodeOutsideTheRegistry(t *testing.T) {
 	root := filepath.Join("..", "..")
 	codeArg := map[string]int{"Errorf": 1, "E": 0, "refuse": 1, "fail": 2}
@@ -166,42 +166,52 @@ func TestNoCodeOutsideTheRegistry(t *testing.T) {
 	}
 }
 
+// The tables live in docs/limits-and-errors.md, between these markers.
 const (
-	readmeCodesBegin  = "<!-- error codes: made from internal/api/codes.go; go test ./internal/api -run TestREADMECodes -update-readme -->\n"
-	readmeCodesEnd    = "<!-- end of error codes -->\n"
-	readmeEventsBegin = "<!-- event types: made from internal/api/events.go; go test ./internal/api -run TestREADMECodes -update-readme -->\n"
-	readmeEventsEnd   = "<!-- end of event types -->\n"
+	tablesDoc       = "docs/limits-and-errors.md"
+	docsCodesBegin  = "<!-- error codes: made from internal/api/codes.go; go test ./internal/api -run TestDocsTables -update-docs -->\n"
+	docsCodesEnd    = "<!-- end of error codes -->\n"
+	docsEventsBegin = "<!-- event types: made from internal/api/events.go; go test ./internal/api -run TestDocsTables -update-docs -->\n"
+	docsEventsEnd   = "<!-- end of event types -->\n"
+	webhooksDoc     = "docs/webhooks.md"
+	docsHooksBegin  = "<!-- webhook events: made from internal/api/webhook.go; go test ./internal/api -run TestDocsTables -update-docs -->\n"
+	docsHooksEnd    = "<!-- end of webhook events -->\n"
 )
 
-// TestREADMECodes fails when the README's tables of error codes and of timeline event types are
-// not the registries'.
-func TestREADMECodes(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
+// TestDocsTables fails when the tables of error codes and of timeline event types in
+// docs/limits-and-errors.md are not the registries'; -update-docs rewrites them.
+func TestDocsTables(t *testing.T) {
+	checkDocTables(t, tablesDoc, []docTable{{docsCodesBegin, docsCodesEnd, CodeTable()}, {docsEventsBegin, docsEventsEnd, EventTable()}})
+	checkDocTables(t, webhooksDoc, []docTable{{docsHooksBegin, docsHooksEnd, WebhookEventTable()}})
+}
+
+type docTable struct{ begin, end, want string }
+
+// checkDocTables compares (or with -update-docs rewrites) the tables of one doc.
+func checkDocTables(t *testing.T, file string, tables []docTable) {
+	path := filepath.Join("..", "..", filepath.FromSlash(file))
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	for _, sec := range []struct{ begin, end, want string }{
-		{readmeCodesBegin, readmeCodesEnd, CodeTable()},
-		{readmeEventsBegin, readmeEventsEnd, EventTable()},
-	} {
-		i, j := strings.Index(readme, sec.begin), strings.Index(readme, sec.end)
+	doc := string(b)
+	for _, sec := range tables {
+		i, j := strings.Index(doc, sec.begin), strings.Index(doc, sec.end)
 		if i < 0 || j < i {
-			t.Errorf("README.md has no table between %q and %q", sec.begin, sec.end)
+			t.Errorf("%s has no table between %q and %q", file, sec.begin, sec.end)
 			continue
 		}
-		if got := readme[i+len(sec.begin) : j]; got == sec.want {
+		if got := doc[i+len(sec.begin) : j]; got == sec.want {
 			continue
 		}
-		if *updateREADME {
-			readme = readme[:i+len(sec.begin)] + sec.want + readme[j:]
+		if *updateDocs {
+			doc = doc[:i+len(sec.begin)] + sec.want + doc[j:]
 			continue
 		}
-		t.Errorf("README.md's table after %q differs from the registry (run go test ./internal/api -run TestREADMECodes -update-readme); want:\n%s", sec.begin, sec.want)
+		t.Errorf("%s's table after %q differs from the registry (run go test ./internal/api -run TestDocsTables -update-docs); want:\n%s", file, sec.begin, sec.want)
 	}
-	if *updateREADME && readme != string(b) {
-		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
+	if *updateDocs && doc != string(b) {
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,6 +13,11 @@ import (
 // DecodeStrict decodes JSON into v, refusing unknown fields and values of the wrong type with an
 // *Error that names the field's path (for example "spec.tools[2]").
 func DecodeStrict(data []byte, v any) error {
+	// Bounds and duplicate keys in one pass before anything decodes (invalid JSON passes it and
+	// is reported by the decoder below).
+	if err := CheckDuplicateKeys(data); err != nil {
+		return err
+	}
 	var raw any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -21,9 +26,6 @@ func DecodeStrict(data []byte, v any) error {
 	}
 	if dec.More() {
 		return Errorf(statusBadRequest, CodeInvalid, "", "body has more than one JSON value")
-	}
-	if err := CheckDuplicateKeys(data); err != nil {
-		return err
 	}
 	if err := checkShape(raw, reflect.TypeOf(v), ""); err != nil {
 		return err

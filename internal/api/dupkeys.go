@@ -7,12 +7,16 @@ import (
 )
 
 // CheckDuplicateKeys refuses a JSON value in which an object names a key twice, with an error
-// naming the duplicated key's path ("metadata.name", "spec.tools[1].name"). Text that is not valid
-// JSON passes: the decoder that follows reports it.
+// naming the duplicated key's path ("metadata.name", "spec.tools[1].name"), and a body beyond
+// CheckJSONBounds' limits. Text that is not valid JSON passes: the decoder that follows reports it.
 func CheckDuplicateKeys(data []byte) error {
+	if err := CheckJSONBounds(data); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := dupValue(dec, ""); err != nil {
+	var s dupScan
+	if err := s.value(dec); err != nil {
 		if e, ok := AsError(err); ok {
 			return e
 		}
@@ -21,8 +25,29 @@ func CheckDuplicateKeys(data []byte) error {
 	return nil
 }
 
-// dupValue reads one value from dec; it returns an *Error for a duplicate, or the decoder's error.
-func dupValue(dec *json.Decoder, path string) error {
+// dupScan walks one value; where it is is a stack of steps (a key or an index), made into a path
+// string only for the error: a path per level would cost the square of the depth.
+type dupScan struct{ at []dupStep }
+
+type dupStep struct {
+	key   string
+	index int // -1 for a key
+}
+
+func (s *dupScan) path() string {
+	p := ""
+	for _, st := range s.at {
+		if st.index >= 0 {
+			p = fmt.Sprintf("%s[%d]", p, st.index)
+		} else {
+			p = keyPath(p, st.key)
+		}
+	}
+	return p
+}
+
+// value reads one value from dec; it returns an *Error for a duplicate, or the decoder's error.
+func (s *dupScan) value(dec *json.Decoder) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
@@ -40,20 +65,25 @@ func dupValue(dec *json.Decoder, path string) error {
 				return err
 			}
 			k, _ := kt.(string)
-			p := keyPath(path, k)
 			if seen[k] {
-				return E(CodeDuplicateKey, p, "key %q appears more than once in %s", k, orRoot(path))
+				in := orRoot(s.path())
+				s.at = append(s.at, dupStep{key: k, index: -1})
+				return E(CodeDuplicateKey, s.path(), "key %q appears more than once in %s", k, in)
 			}
 			seen[k] = true
-			if err := dupValue(dec, p); err != nil {
+			s.at = append(s.at, dupStep{key: k, index: -1})
+			if err := s.value(dec); err != nil {
 				return err
 			}
+			s.at = s.at[:len(s.at)-1]
 		}
 	case '[':
 		for i := 0; dec.More(); i++ {
-			if err := dupValue(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			s.at = append(s.at, dupStep{index: i})
+			if err := s.value(dec); err != nil {
 				return err
 			}
+			s.at = s.at[:len(s.at)-1]
 		}
 	}
 	_, err = dec.Token() // the closing delimiter

@@ -109,20 +109,20 @@ func ValidateEnvironment(e *Environment) error {
 			return err
 		}
 		if len(tasks) == 0 {
-			return Invalid("spec.splits."+split, "split %q has no tasks", split)
+			return Invalid(NewPath("spec", "splits", split).String(), "split %q has no tasks", split)
 		}
 		seen := map[string]bool{}
 		for i, t := range tasks {
-			f := "spec.splits." + split + "[" + itoa(i) + "]"
+			at := NewPath("spec", "splits", split).Index(i)
 			if t.ID == "" || len(t.ID) > 128 {
-				return E(CodeRequired, f+".id", "every task needs an id (at most 128 characters)")
+				return E(CodeRequired, at.Child("id").String(), "every task needs an id (at most 128 characters)")
 			}
 			if seen[t.ID] {
-				return Invalid(f+".id", "task id %q is used twice in split %q", t.ID, split)
+				return Invalid(at.Child("id").String(), "task id %q is used twice in split %q", t.ID, split)
 			}
 			seen[t.ID] = true
 			if t.Prompt == "" || len(t.Prompt) > MaxInputBytes {
-				return Invalid(f+".prompt", "every task needs a prompt of at most 256 KiB")
+				return Invalid(at.Child("prompt").String(), "every task needs a prompt of at most 256 KiB")
 			}
 		}
 		e.Status.Tasks[split] = len(tasks)

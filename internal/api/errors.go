@@ -12,13 +12,20 @@ type Error struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// Errors is every problem a check found (ErrorList), the first being the error itself;
+	// empty for an error that is one problem by nature.
+	Errors []FieldError `json:"errors,omitempty"`
 }
 
 func (e *Error) Error() string {
+	s := fmt.Sprintf("%s: %s", e.Code, e.Message)
 	if e.Field != "" {
-		return fmt.Sprintf("%s: %s (%s)", e.Code, e.Message, e.Field)
+		s = fmt.Sprintf("%s: %s (%s)", e.Code, e.Message, e.Field)
 	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+	if len(e.Errors) > 1 {
+		s += describeList(e.Errors)
+	}
+	return s
 }
 
 // Errorf makes an *Error with a status other than the one the registry gives its code (Invalid

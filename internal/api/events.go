@@ -22,6 +22,7 @@ const (
 	EventRunSucceeded       EventType = "run.succeeded"
 	EventRunFailed          EventType = "run.failed"
 	EventRunCancelled       EventType = "run.cancelled"
+	EventRunForked          EventType = "run.forked"
 
 	EventStepStarted     EventType = "step.started"
 	EventStepCompleted   EventType = "step.completed"
@@ -31,6 +32,9 @@ const (
 	EventStepResolved    EventType = "step.resolved"
 
 	EventMessageReceived EventType = "message.received"
+	EventMessageQueued   EventType = "message.queued"
+	EventRunInterrupted  EventType = "run.interrupted"
+	EventTurnRolledBack  EventType = "turn.rolledBack"
 	EventAnswer          EventType = "answer"
 	EventApprovalApprove EventType = "approval.approve"
 	EventApprovalDeny    EventType = "approval.deny"
@@ -90,6 +94,7 @@ var EventTypes = []EventTypeInfo{
 	{EventRunSucceeded, "the run finished with an answer"},
 	{EventRunFailed, "the run failed"},
 	{EventRunCancelled, "the run was cancelled"},
+	{EventRunForked, "the run was made as a fork of another run at one of its steps (data: source, atStep)"},
 	{EventStepStarted, "a journal step started"},
 	{EventStepCompleted, "a journal step completed"},
 	{EventStepFailed, "a journal step failed"},
@@ -97,6 +102,9 @@ var EventTypes = []EventTypeInfo{
 	{EventStepRetried, "an interrupted step runs again as a person asked"},
 	{EventStepResolved, "an interrupted step was resolved"},
 	{EventMessageReceived, "a message reached the run"},
+	{EventMessageQueued, "a message reached the run while a turn was in flight: it waits (ifBusy enqueue) or stops the turn (interrupt, rollback)"},
+	{EventRunInterrupted, "a message (ifBusy interrupt) stopped the turn in flight; it starts the next turn"},
+	{EventTurnRolledBack, "a message (ifBusy rollback) discarded the turn in flight: its steps rolled back, the run folder restored"},
 	{EventAnswer, "the agent answered"},
 	{EventApprovalApprove, "a person approved a tool call"},
 	{EventApprovalDeny, "a person denied a tool call"},
@@ -143,14 +151,14 @@ func FinishEvent(phase Phase) EventType {
 }
 
 // ApprovalEvent is the event of a person's decision on an approval ("approve" or "deny").
-func ApprovalEvent(decision string) EventType {
-	if decision == "approve" {
+func ApprovalEvent(decision Resolution) EventType {
+	if decision == ResolveApprove {
 		return EventApprovalApprove
 	}
 	return EventApprovalDeny
 }
 
-// EventTable is the README's table of event types, made from EventTypes.
+// EventTable is the table of event types in docs/limits-and-errors.md, made from EventTypes.
 func EventTable() string {
 	var b strings.Builder
 	b.WriteString("| type | when |\n|---|---|\n")

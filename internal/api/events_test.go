@@ -59,7 +59,7 @@ func TestEveryEventTypeIsListed(t *testing.T) {
 			t.Errorf("FinishEvent(%s) = %s, not listed", p, FinishEvent(p))
 		}
 	}
-	for _, d := range []string{"approve", "deny"} {
+	for _, d := range []Resolution{ResolveApprove, ResolveDeny} {
 		if !listed[ApprovalEvent(d)] {
 			t.Errorf("ApprovalEvent(%s) is not listed", d)
 		}

@@ -374,7 +374,7 @@ func validateMember(r *AgentRun) error {
 	}
 	seen := map[string]bool{}
 	for i, d := range s.DependsOn {
-		f := "spec.dependsOn[" + itoa(i) + "]"
+		f := NewPath("spec", "dependsOn").Index(i).String()
 		if err := ValidName(f, d); err != nil {
 			return err
 		}

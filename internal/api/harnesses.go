@@ -1,8 +1,25 @@
 package api
 
+import "slices"
+
+// Harness is what runs an agent's loop (spec.harness): this server's own or an agent CLI.
+type Harness string
+
+// The harnesses.
+const (
+	HarnessBuiltin     Harness = "builtin"
+	HarnessClaudeAgent Harness = "claude-agent"
+	HarnessPi          Harness = "pi"
+	HarnessCodex       Harness = "codex"
+	HarnessOpenCode    Harness = "opencode"
+)
+
 // Harnesses are the spec.harness values this build runs: builtin and the drivers of
 // internal/harness (a driver added there adds its name here).
-var Harnesses = []string{"builtin", "claude-agent", "pi", "codex", "opencode"}
+var Harnesses = []Harness{HarnessBuiltin, HarnessClaudeAgent, HarnessPi, HarnessCodex, HarnessOpenCode}
+
+// Known reports whether this build runs h.
+func (h Harness) Known() bool { return slices.Contains(Harnesses, h) }
 
 // Harness run reasons.
 const (
@@ -16,22 +33,13 @@ const (
 	ReasonReplayDiverged = "ReplayDiverged"
 )
 
-func knownHarness(name string) bool {
-	for _, h := range Harnesses {
-		if h == name {
-			return true
-		}
-	}
-	return false
-}
-
 func harnessList() string {
 	s := ""
 	for i, h := range Harnesses {
 		if i > 0 {
 			s += ", "
 		}
-		s += h
+		s += string(h)
 	}
 	return s
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"regexp"
 	"sort"
-	"strconv"
 )
 
 // MaxLabels bounds the labels of one object: labels select and group, and an object with
@@ -31,7 +30,7 @@ func ValidLabels(field string, labels map[string]string) error {
 	}
 	sort.Strings(keys) // the same error for the same object
 	for _, k := range keys {
-		path := field + "[" + strconv.Quote(k) + "]"
+		path := NewPath(field).Key(k).String()
 		if msg := labelKeyProblem(k); msg != "" {
 			return E(CodeInvalidLabel, path, "label key %q: %s", k, msg)
 		}

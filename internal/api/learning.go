@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // The learning folder's API shapes (internal/learning holds the folder itself; internal/server
 // serves these; the console shows them).
 
@@ -12,6 +14,9 @@ type LearnedItem struct {
 	Name        string `json:"name,omitempty"`
 	Description string `json:"description,omitempty"`
 	Type        string `json:"type,omitempty"`
+	// Problem says why the path is not one the folder allows (a file stored before paths were
+	// checked): runs are not offered it, and retiring it is how it goes.
+	Problem string `json:"problem,omitempty"`
 }
 
 // LearningList is GET /v2/agents/{name}/learning.
@@ -25,4 +30,24 @@ type LearningList struct {
 type LearningChange struct {
 	Commit string `json:"commit"`
 	Path   string `json:"path"`
+}
+
+// LearnedFile is one file of main, whole (GET /v2/agents/{name}/learning/files/{path}).
+type LearnedFile struct {
+	Path    string `json:"path"`
+	ETag    string `json:"etag"`
+	Content string `json:"content"`
+}
+
+// LearningCommit is one commit of the learning folder.
+type LearningCommit struct {
+	Hash    string    `json:"hash"`
+	Author  string    `json:"author"`
+	When    time.Time `json:"when"`
+	Message string    `json:"message"`
+}
+
+// LearningLog is GET /v2/agents/{name}/learning/log: main's commits, newest first.
+type LearningLog struct {
+	Items []LearningCommit `json:"items"`
 }

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"agentrun.dev/agentrun/internal/catalog"
 )
 
 // MCPServer is one MCP server an agent's runs may use: a stdio server (Command, Args, Env),
@@ -82,81 +84,90 @@ var errBadSecretRef error = secretRefError{}
 // under: the gateway serves them as the MCP server "agentrun".
 const HarnessMCPPrefix = "mcp__agentrun__"
 
+// MaxToolName is the longest tool name the model vendors take.
+const MaxToolName = 64
+
+// MCPOfferedName is the name the model is offered an MCP server's tool by: mcp__SERVER__TOOL on
+// the builtin harness; another harness is served the tool by the gateway's MCP server
+// "agentrun", so it sees mcp__agentrun__mcp__SERVER__TOOL.
+func MCPOfferedName(harness Harness, server, tool string) string {
+	name := catalog.MCPName(server, tool)
+	if harness != "" && harness != "builtin" {
+		name = HarnessMCPPrefix + name
+	}
+	return name
+}
+
 // validateMCPServers checks spec.mcpServers. Whether each ticked tool exists is asked of the
 // server itself when the agent is created or applied (internal/server).
-func validateMCPServers(servers []MCPServer, harness string) error {
+func validateMCPServers(servers []MCPServer, harness Harness) error {
+	var errs ErrorList
 	names := map[string]bool{}
 	for i := range servers {
 		m := &servers[i]
-		at := "spec.mcpServers[" + itoa(i) + "]"
-		if m.Name == "" {
-			return E(CodeRequired, at+".name", "an MCP server needs a name")
-		}
-		if len(m.Name) > 40 || !mcpServerName.MatchString(m.Name) {
-			return Invalid(at+".name", "MCP server name %q: lowercase letters, digits and '-', at most 40, starting and ending with a letter or digit (its tools are offered as mcp__NAME__TOOL)", m.Name)
-		}
-		if names[m.Name] {
-			return Invalid(at+".name", "MCP server %q is named twice", m.Name)
+		at := NewPath("spec", "mcpServers").Index(i)
+		name := at.Child("name").String()
+		switch {
+		case m.Name == "":
+			errs.Add(E(CodeRequired, name, "an MCP server needs a name"))
+		case len(m.Name) > 40 || !mcpServerName.MatchString(m.Name):
+			errs.Add(Invalid(name, "MCP server name %q: lowercase letters, digits and '-', at most 40, starting and ending with a letter or digit (its tools are offered as mcp__NAME__TOOL)", m.Name))
+		case names[m.Name]:
+			errs.Add(Invalid(name, "MCP server %q is named twice", m.Name))
 		}
 		names[m.Name] = true
 		switch {
 		case m.Command == "" && m.URL == "":
-			return E(CodeRequired, at+".command", "an MCP server needs command (stdio) or url (streamable HTTP)")
+			errs.Add(E(CodeRequired, at.Child("command").String(), "an MCP server needs command (stdio) or url (streamable HTTP)"))
 		case m.Command != "" && m.URL != "":
-			return Invalid(at+".url", "give command (stdio) or url (streamable HTTP), not both")
+			errs.Add(Invalid(at.Child("url").String(), "give command (stdio) or url (streamable HTTP), not both"))
 		case m.Command != "":
 			if len(m.Headers) > 0 {
-				return Invalid(at+".headers", "headers are for a url server; a command server takes env")
+				errs.Add(Invalid(at.Child("headers").String(), "headers are for a url server; a command server takes env"))
 			}
 			for k, v := range m.Env {
+				f := at.Child("env", k).String()
 				if !envVarName.MatchString(k) {
-					return Invalid(at+".env."+k, "%q is not an environment variable name", k)
-				}
-				if _, _, _, err := ParseSecretRef(v); err != nil {
-					return Invalid(at+".env."+k, "%v", err)
+					errs.Add(Invalid(f, "%q is not an environment variable name", k))
+				} else if _, _, _, err := ParseSecretRef(v); err != nil {
+					errs.Add(Invalid(f, "%v", err))
 				}
 			}
 		default:
 			if len(m.Env) > 0 || len(m.Args) > 0 {
-				return Invalid(at+".env", "env and args are for a command server; a url server takes headers")
+				errs.Add(Invalid(at.Child("env").String(), "env and args are for a command server; a url server takes headers"))
 			}
 			u, err := url.Parse(m.URL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return Invalid(at+".url", "url %q: want an http:// or https:// URL of the server's MCP endpoint", m.URL)
-			}
-			if u.User != nil {
-				return Invalid(at+".url", "put credentials in headers (which may name a secret), not in the url")
+				errs.Add(Invalid(at.Child("url").String(), "url %q: want an http:// or https:// URL of the server's MCP endpoint", m.URL))
+			} else if u.User != nil {
+				errs.Add(Invalid(at.Child("url").String(), "put credentials in headers (which may name a secret), not in the url"))
 			}
 			for k, v := range m.Headers {
+				f := at.Child("headers", k).String()
 				if !headerName.MatchString(k) {
-					return Invalid(at+".headers."+k, "%q is not an HTTP header name", k)
-				}
-				if strings.ContainsAny(v, "\r\n") {
-					return Invalid(at+".headers."+k, "a header value is one line")
-				}
-				if _, _, _, err := ParseSecretRef(v); err != nil {
-					return Invalid(at+".headers."+k, "%v", err)
+					errs.Add(Invalid(f, "%q is not an HTTP header name", k))
+				} else if strings.ContainsAny(v, "\r\n") {
+					errs.Add(Invalid(f, "a header value is one line"))
+				} else if _, _, _, err := ParseSecretRef(v); err != nil {
+					errs.Add(Invalid(f, "%v", err))
 				}
 			}
 		}
 		ticked := map[string]bool{}
 		for j, t := range m.Tools {
-			f := at + ".tools[" + itoa(j) + "]"
+			f := at.Child("tools").Index(j).String()
 			if !mcpToolName.MatchString(t) {
-				return Invalid(f, "tool name %q: letters, digits, '_', '-' and '.', at most 128", t)
-			}
-			if ticked[t] {
-				return Invalid(f, "tool %q is ticked twice", t)
-			}
-			// Another harness is served the tool by the gateway's MCP server "agentrun", so it
-			// sees mcp__agentrun__mcp__SERVER__TOOL; the vendors take tool names of 64 at most.
-			if n := len(HarnessMCPPrefix) + len("mcp__"+m.Name+"__"+t); harness != "" && harness != "builtin" && n > 64 {
-				return Invalid(f, "harness %s sees tool %q as %smcp__%s__%s, %d characters; model vendors take 64 at most (a shorter server name helps)", harness, t, HarnessMCPPrefix, m.Name, t, n)
+				errs.Add(Invalid(f, "tool name %q: letters, digits, '_', '-' and '.', at most 128", t))
+			} else if ticked[t] {
+				errs.Add(Invalid(f, "tool %q is ticked twice", t))
+			} else if name := MCPOfferedName(harness, m.Name, t); len(name) > MaxToolName {
+				errs.Add(Invalid(f, "the model is offered tool %q as %s, %d characters; model vendors take %d at most (a shorter server or tool name helps)", t, name, len(name), MaxToolName))
 			}
 			ticked[t] = true
 		}
 	}
-	return nil
+	return errs.Err()
 }
 
 // MCPSecretRefs are the secrets an MCP server's env and headers name, with the field of each.

@@ -1,6 +1,9 @@
 package api
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Each bad MCP server spec is refused with the field at fault.
 func TestValidateMCPServers(t *testing.T) {
@@ -11,7 +14,7 @@ func TestValidateMCPServers(t *testing.T) {
 	cases := []struct {
 		name    string
 		servers []MCPServer
-		harness string
+		harness Harness
 		field   string
 	}{
 		{"no name", []MCPServer{{Command: "x"}}, "builtin", "spec.mcpServers[0].name"},
@@ -28,7 +31,15 @@ func TestValidateMCPServers(t *testing.T) {
 		{"header newline", []MCPServer{{Name: "a", URL: "https://h/", Headers: map[string]string{"X": "a\nb"}}}, "builtin", "spec.mcpServers[0].headers.X"},
 		{"bad tool", []MCPServer{{Name: "a", Command: "x", Tools: []string{"ok", "no spaces"}}}, "builtin", "spec.mcpServers[0].tools[1]"},
 		{"tool twice", []MCPServer{{Name: "a", Command: "x", Tools: []string{"t", "t"}}}, "builtin", "spec.mcpServers[0].tools[1]"},
+		// Issue 24: an 80-character tool name was accepted on the builtin harness, offered as
+		// mcp__a__ + 80 characters, which the vendors refuse.
+		{"builtin name too long", []MCPServer{{Name: "a", Command: "x", Tools: []string{strings.Repeat("t", 80)}}}, "builtin", "spec.mcpServers[0].tools[0]"},
+		{"builtin name just too long", []MCPServer{{Name: "srv", Command: "x", Tools: []string{strings.Repeat("t", 55)}}}, "", "spec.mcpServers[0].tools[0]"},
 		{"harness name too long", []MCPServer{{Name: "a-rather-long-server-name", URL: "https://h/", Tools: []string{"a_tool_with_a_long_name"}}}, "claude-agent", "spec.mcpServers[0].tools[0]"},
+	}
+	// mcp__srv__ + 54 characters is 64: offered as it is.
+	if err := validateMCPServers([]MCPServer{{Name: "srv", Command: "x", Tools: []string{strings.Repeat("t", 54)}}}, "builtin"); err != nil {
+		t.Errorf("a 64-character offered name refused: %v", err)
 	}
 	// A harness other than builtin gets the servers' ticked tools too (through the gateway).
 	if err := validateMCPServers([]MCPServer{ok}, "claude-agent"); err != nil {

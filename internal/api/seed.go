@@ -19,7 +19,7 @@ type SeedDefinition struct {
 	Instructions     string        `json:"instructions,omitempty"`
 	Skills           []string      `json:"skills,omitempty"`
 	Tools            []string      `json:"tools,omitempty"`
-	Harness          string        `json:"harness,omitempty"`
+	Harness          Harness       `json:"harness,omitempty"`
 	Computer         *ComputerSpec `json:"computer,omitempty"`
 	Model            *ModelSpec    `json:"model,omitempty"`
 	MaxTokens        int           `json:"maxTokens,omitempty"`

@@ -175,7 +175,8 @@ func DefaultAndValidateSkill(s *Skill) error {
 	}
 	total, seen := 0, map[string]bool{}
 	for i, f := range s.Spec.Files {
-		field := "spec.files[" + strconv.Itoa(i) + "].path"
+		at := NewPath("spec", "files").Index(i)
+		field := at.Child("path").String()
 		clean := path.Clean(f.Path)
 		if f.Path == "" || clean != f.Path || path.IsAbs(f.Path) || clean == "." || strings.HasPrefix(clean, "../") || clean == ".." || strings.Contains(f.Path, "\\") {
 			return Invalid(field, "file path %q: want a clean path relative to the skill's folder", f.Path)
@@ -186,7 +187,7 @@ func DefaultAndValidateSkill(s *Skill) error {
 		seen[f.Path] = true
 		b, err := f.Bytes()
 		if err != nil {
-			return Invalid("spec.files["+strconv.Itoa(i)+"].content", "file %q: base64 content does not decode: %v", f.Path, err)
+			return Invalid(at.Child("content").String(), "file %q: base64 content does not decode: %v", f.Path, err)
 		}
 		total += len(b)
 	}

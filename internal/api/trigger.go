@@ -2,15 +2,26 @@ package api
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
-// Trigger concurrency policies (spec.concurrency), as a Kubernetes CronJob's.
+// Concurrency is a trigger's policy for a fire while its last fire's run is unfinished
+// (spec.concurrency), as a Kubernetes CronJob's.
+type Concurrency string
+
+// Trigger concurrency policies.
 const (
-	ConcurrencyAllow   = "Allow"
-	ConcurrencyForbid  = "Forbid"
-	ConcurrencyReplace = "Replace"
+	ConcurrencyAllow   Concurrency = "Allow"
+	ConcurrencyForbid  Concurrency = "Forbid"
+	ConcurrencyReplace Concurrency = "Replace"
 )
+
+// Concurrencies are every spec.concurrency value, the one list validation names.
+var Concurrencies = []Concurrency{ConcurrencyAllow, ConcurrencyForbid, ConcurrencyReplace}
+
+// Known reports whether c is one of Concurrencies.
+func (c Concurrency) Known() bool { return slices.Contains(Concurrencies, c) }
 
 // Missed-slot policies (spec.schedule.missed): what a schedule does with the slots that passed
 // while no server was up.
@@ -55,9 +66,9 @@ type TriggerSpec struct {
 	// lacks is an error, never "<no value>".
 	Input string `json:"input,omitempty"`
 	// MaxCostUSD caps each fire's run (default: the agent's perRunMaxCostUSD).
-	MaxCostUSD  string `json:"maxCostUSD,omitempty"`
-	Concurrency string `json:"concurrency,omitempty"`
-	Suspend     bool   `json:"suspend,omitempty"`
+	MaxCostUSD  string      `json:"maxCostUSD,omitempty"`
+	Concurrency Concurrency `json:"concurrency,omitempty"`
+	Suspend     bool        `json:"suspend,omitempty"`
 	// Group makes each fire's run a task of that AgentGroup, under its limits.
 	Group    string           `json:"group,omitempty"`
 	Schedule *TriggerSchedule `json:"schedule,omitempty"`
@@ -66,6 +77,18 @@ type TriggerSpec struct {
 	// TestPayload is an example event: the input must render against it when the trigger is
 	// applied (a schedule's event is made up, so it needs none).
 	TestPayload json.RawMessage `json:"testPayload,omitempty"`
+}
+
+// SigningSecret names the secret holding a webhook or GitHub trigger's signing secret ("" for a
+// schedule).
+func (s TriggerSpec) SigningSecret() string {
+	switch {
+	case s.Webhook != nil:
+		return s.Webhook.SecretRef
+	case s.GitHub != nil:
+		return s.GitHub.SecretRef
+	}
+	return ""
 }
 
 // TriggerSchedule is a five-field cron in an IANA time zone.

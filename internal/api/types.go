@@ -6,7 +6,10 @@ package api
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
+
+	"agentrun.dev/agentrun/internal/computer"
 )
 
 // APIVersion is the canonical apiVersion; AltAPIVersion is accepted so the Nodus seed's YAML applies as is.
@@ -22,6 +25,7 @@ const (
 	DefaultMaxTokens        = 4096
 	DefaultMaxToolCalls     = 50
 	DefaultPerRunMaxCostUSD = "1.00"
+	MaxDescriptionBytes     = 1 << 10 // spec.description
 )
 
 // ObjectMeta is the metadata every resource carries.
@@ -53,6 +57,9 @@ type Agent struct {
 type AgentSpec struct {
 	// DisplayName is the human name (the AgentRun seed's definition.name).
 	DisplayName string `json:"displayName,omitempty"`
+	// Description says what the agent does, in a sentence or two (at most MaxDescriptionBytes):
+	// what its MCP tool and its A2A card say of it to other agents (docs/mcp-and-a2a.md).
+	Description string `json:"description,omitempty"`
 	// System is the agent's instructions (system prompt).
 	System   string        `json:"system,omitempty"`
 	Model    ModelSpec     `json:"model,omitempty"`
@@ -63,7 +70,7 @@ type AgentSpec struct {
 	// to keep when their job is done (internal/learning).
 	Learning bool `json:"learning,omitempty"`
 	// Harness is "builtin" (default) or an external harness name.
-	Harness string `json:"harness,omitempty"`
+	Harness Harness `json:"harness,omitempty"`
 	// MaxTokens is the output limit of each model call.
 	MaxTokens int `json:"maxTokens,omitempty"`
 	// MaxToolCalls bounds the tool calls in one turn (default 50).
@@ -87,6 +94,9 @@ type AgentSpec struct {
 	// out, the server pins the current revision when it saves this one. Every run of this revision
 	// runs those children.
 	WorkflowChildren map[string]int64 `json:"workflowChildren,omitempty"`
+	// IfBusy is what a message to a busy run of this agent does when the message names no mode:
+	// enqueue (default), reject, interrupt or rollback (see IfBusy).
+	IfBusy IfBusy `json:"ifBusy,omitempty"`
 }
 
 // ModelSpec says how the agent reaches a model.
@@ -94,12 +104,28 @@ type ModelSpec struct {
 	// Access is "Server" (alias "Nodus": the server's keys) or "BYOK" (the user's apiKeySecret).
 	Access Access `json:"access,omitempty"`
 	// Provider is "anthropic", "openai" or "openrouter"; empty means the server's default provider.
-	Provider string `json:"provider,omitempty"`
+	Provider ModelProvider `json:"provider,omitempty"`
 	// Name is a concrete model id; empty means the server's default model.
 	Name         string   `json:"name,omitempty"`
 	Families     []string `json:"families,omitempty"`
 	APIKeySecret string   `json:"apiKeySecret,omitempty"`
 }
+
+// ModelProvider is whose models an agent uses (spec.model.provider).
+type ModelProvider string
+
+// The model providers.
+const (
+	ProviderAnthropic  ModelProvider = "anthropic"
+	ProviderOpenAI     ModelProvider = "openai"
+	ProviderOpenRouter ModelProvider = "openrouter"
+)
+
+// ModelProviders are every spec.model.provider value, the one list validation and the console name.
+var ModelProviders = []ModelProvider{ProviderAnthropic, ProviderOpenAI, ProviderOpenRouter}
+
+// Known reports whether p is one of ModelProviders.
+func (p ModelProvider) Known() bool { return slices.Contains(ModelProviders, p) }
 
 // Access is how an agent reaches its model (spec.model.access).
 type Access string
@@ -114,9 +140,9 @@ const (
 
 // ComputerSpec names the computer an agent works on.
 type ComputerSpec struct {
-	Kind     string `json:"kind,omitempty"`
-	Provider string `json:"provider,omitempty"`
-	Network  bool   `json:"network,omitempty"`
+	Kind     computer.Kind `json:"kind,omitempty"`
+	Provider string        `json:"provider,omitempty"`
+	Network  bool          `json:"network,omitempty"`
 }
 
 // AgentStatus is written by the system.
@@ -233,6 +259,9 @@ type AgentRunStatus struct {
 	Message string `json:"message,omitempty"`
 	// AgentRevision is the agent revision this run is pinned to.
 	AgentRevision int64 `json:"agentRevision,omitempty"`
+	// TraceParent is the W3C traceparent the run was created with: its spans join that trace
+	// (docs/observability.md).
+	TraceParent string `json:"traceParent,omitempty"`
 	// Deadline is the resolved absolute deadline, if any.
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// WaitingOn says what a Waiting or NeedsResolution run waits on.
@@ -346,6 +375,12 @@ type Step struct {
 	// an approval (approve or deny).
 	Resolution       Resolution      `json:"resolution,omitempty"`
 	ResolutionResult json.RawMessage `json:"resolutionResult,omitempty"`
+	// RolledBack marks a step of a turn a message with ifBusy rollback discarded: its effects on
+	// the run folder were undone and the conversation goes on without it (its cost still counts).
+	RolledBack bool `json:"rolledBack,omitempty"`
+	// CopiedFrom names the run a fork copied this step from (its key is the same there); a copied
+	// step replays and is not billed again.
+	CopiedFrom string `json:"copiedFrom,omitempty"`
 }
 
 // StepState is a journal step's state.
@@ -387,6 +422,9 @@ type Message struct {
 	Key     string    `json:"messageKey,omitempty"`
 	Payload string    `json:"payload"`
 	Time    time.Time `json:"time"`
+	// IfBusy is the mode the message was taken with when its run was busy (interrupt, rollback or
+	// enqueue); empty when the run was not busy, so it was taken as always.
+	IfBusy IfBusy `json:"ifBusy,omitempty"`
 }
 
 // List is a list of resources of one kind.

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"agentrun.dev/agentrun/internal/catalog"
+	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/cost"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 	"agentrun.dev/agentrun/internal/workflow"
 )
 
@@ -36,20 +37,18 @@ func checkTypeMeta(tm *TypeMeta, kind string) error {
 	return nil
 }
 
-// DefaultAndValidateAgent fills defaults and checks an agent as a user submitted it.
+// DefaultAndValidateAgent fills defaults and checks an agent as a user submitted it, reporting
+// every problem it finds (ErrorList), the first as the error's own code and field.
 // An agent may list the tools of the tool catalog (whether its computer fits is the server's
 // check); extraTools are additional tool names this server offers (dev tools).
 func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
-	if err := checkTypeMeta(&a.TypeMeta, "Agent"); err != nil {
-		return err
-	}
-	if err := ValidName("metadata.name", a.Metadata.Name); err != nil {
-		return err
-	}
-	if err := ValidLabels("metadata.labels", a.Metadata.Labels); err != nil {
-		return err
-	}
+	var errs ErrorList
+	errs.AddErr(checkTypeMeta(&a.TypeMeta, "Agent"))
+	errs.AddErr(ValidName("metadata.name", a.Metadata.Name))
+	errs.AddErr(ValidLabels("metadata.labels", a.Metadata.Labels))
 	s := &a.Spec
+	spec := NewPath("spec")
+	model := spec.Child("model")
 	switch s.Model.Access {
 	case "":
 		s.Model.Access = AccessServer
@@ -57,62 +56,60 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 		s.Model.Access = AccessServer
 	case AccessServer, AccessBYOK:
 	default:
-		return Invalid("spec.model.access", "access %q: use Server (alias Nodus) or BYOK", s.Model.Access)
+		errs.Add(Invalid(model.Child("access").String(), "access %q: use Server (alias Nodus) or BYOK", s.Model.Access))
 	}
 	if s.Model.Access == AccessBYOK {
 		if s.Model.APIKeySecret == "" {
-			return E(CodeRequired, "spec.model.apiKeySecret", "BYOK access needs apiKeySecret (a Secret holding the vendor key)")
+			errs.Add(E(CodeRequired, model.Child("apiKeySecret").String(), "BYOK access needs apiKeySecret (a Secret holding the vendor key)"))
 		}
 		if s.Model.Name == "" {
-			return E(CodeRequired, "spec.model.name", "BYOK access needs a model name")
+			errs.Add(E(CodeRequired, model.Child("name").String(), "BYOK access needs a model name"))
 		}
 	}
-	switch s.Model.Provider {
-	case "", "anthropic", "openai", "openrouter":
-	default:
-		return Invalid("spec.model.provider", "provider %q: use anthropic, openai or openrouter", s.Model.Provider)
+	if s.Model.Provider != "" && !s.Model.Provider.Known() {
+		errs.Add(Invalid(model.Child("provider").String(), "provider %q: use %s", s.Model.Provider, OrList(ModelProviders)))
 	}
 	for i, f := range s.Model.Families {
 		switch f {
 		case "haiku", "sonnet", "opus", "fable":
 		default:
-			return Invalid("spec.model.families["+itoa(i)+"]", "family %q: use haiku, sonnet, opus or fable", f)
+			errs.Add(Invalid(model.Child("families").Index(i).String(), "family %q: use haiku, sonnet, opus or fable", f))
 		}
 	}
 	seen := map[string]bool{}
 	for i, t := range s.Tools {
+		at := spec.Child("tools").Index(i).String()
 		if why := catalog.CheckListed(t); why != "" && !extraTools[t] {
-			return Invalid("spec.tools["+itoa(i)+"]", "%s", why)
-		}
-		if seen[t] {
-			return Invalid("spec.tools["+itoa(i)+"]", "tool %q is listed twice", t)
+			errs.Add(Invalid(at, "%s", why))
+		} else if seen[t] {
+			errs.Add(Invalid(at, "tool %q is listed twice", t))
 		}
 		seen[t] = true
 	}
 	if s.Harness == "" {
-		s.Harness = "builtin"
+		s.Harness = HarnessBuiltin
 	}
-	if !knownHarness(s.Harness) {
-		return Invalid("spec.harness", "harness %q is not available on this server (available: %s)", s.Harness, harnessList())
+	if !s.Harness.Known() {
+		errs.Add(Invalid(spec.Child("harness").String(), "harness %q is not available on this server (available: %s)", s.Harness, harnessList()))
 	}
 	if s.Computer != nil {
-		switch s.Computer.Kind {
-		case "", "none":
-			s.Computer.Kind = "none"
-		case "sandbox", "browser", "desktop", "phone":
+		switch k := s.Computer.Kind; {
+		case k == "" || k == computer.KindNone:
+			s.Computer.Kind = computer.KindNone
+		case k.Known():
 			// Whether this server can provide it is the server's check (it knows its providers).
 		default:
-			return Invalid("spec.computer.kind", "computer kind %q: use none, sandbox, browser, desktop or phone", s.Computer.Kind)
+			errs.Add(Invalid(spec.Child("computer", "kind").String(), "computer kind %q: use %s", k, OrList(computer.Kinds)))
 		}
 	}
 	if s.MaxTokens < 0 || s.MaxTokens > 1_000_000 {
-		return Invalid("spec.maxTokens", "maxTokens must be between 1 and 1000000")
+		errs.Add(Invalid(spec.Child("maxTokens").String(), "maxTokens must be between 1 and 1000000"))
 	}
 	if s.MaxTokens == 0 {
 		s.MaxTokens = DefaultMaxTokens
 	}
 	if s.MaxToolCalls < 0 || s.MaxToolCalls > 1000 {
-		return Invalid("spec.maxToolCalls", "maxToolCalls must be between 1 and 1000")
+		errs.Add(Invalid(spec.Child("maxToolCalls").String(), "maxToolCalls must be between 1 and 1000"))
 	}
 	if s.MaxToolCalls == 0 {
 		s.MaxToolCalls = DefaultMaxToolCalls
@@ -121,20 +118,43 @@ func DefaultAndValidateAgent(a *Agent, extraTools map[string]bool) error {
 		s.PerRunMaxCostUSD = DefaultPerRunMaxCostUSD
 	}
 	if _, err := cost.ParseUSDStrict(s.PerRunMaxCostUSD); err != nil {
-		return Invalid("spec.perRunMaxCostUSD", "%v", err)
+		errs.Add(Invalid(spec.Child("perRunMaxCostUSD").String(), "%v", err))
 	}
 	switch s.State {
 	case "", AgentStateRunning, AgentStateStopped:
 	default:
-		return Invalid("spec.state", "state %q: use Running or Stopped", s.State)
+		errs.Add(Invalid(spec.Child("state").String(), "state %q: use Running or Stopped", s.State))
+	}
+	if len(s.Description) > MaxDescriptionBytes {
+		errs.Add(E(CodeTooLarge, spec.Child("description").String(), "the description is %d bytes; the limit is %d (1 KiB)", len(s.Description), MaxDescriptionBytes))
 	}
 	if len(s.System) > MaxInputBytes {
-		return E(CodeTooLarge, "spec.system", "system prompt is %d bytes; the limit is %d", len(s.System), MaxInputBytes)
+		errs.Add(E(CodeTooLarge, spec.Child("system").String(), "system prompt is %d bytes; the limit is %d", len(s.System), MaxInputBytes))
 	}
-	if err := validateWorkflow(s.Workflow); err != nil {
-		return err
+	errs.AddErr(validateWorkflow(s.Workflow))
+	if err := CheckIfBusy("spec.ifBusy", s.IfBusy); err != nil {
+		errs.AddErr(err)
+	} else if why := SteerUnsupported(s, s.IfBusy); s.IfBusy.Steers() && why != "" {
+		errs.Add(Invalid(spec.Child("ifBusy").String(), "ifBusy %s %s; use enqueue or reject", s.IfBusy, why))
 	}
-	return validateMCPServers(s.MCPServers, s.Harness)
+	errs.AddErr(validateMCPServers(s.MCPServers, s.Harness))
+	return errs.Err()
+}
+
+// OrList is "a, b or c".
+func OrList[T ~string](vs []T) string {
+	var b strings.Builder
+	for i, v := range vs {
+		switch {
+		case i == 0:
+		case i == len(vs)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(string(v))
+	}
+	return b.String()
 }
 
 // validateWorkflow checks spec.workflow completely: every error, each at its pointer under
@@ -157,7 +177,7 @@ func WorkflowInvalid(errs workflow.Invalid) error {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "the workflow has %d errors:", len(errs))
+	fmt.Fprintf(&b, "the workflow has %s:", workflow.CountErrors(len(errs)))
 	for _, e := range errs {
 		fmt.Fprintf(&b, " spec.workflow%s %s: %s;", e.Pointer, e.Code, e.Message)
 	}
@@ -215,12 +235,4 @@ func ResolveDeadline(s string, from time.Time) (time.Time, error) {
 		return time.Time{}, Invalid("spec.deadline", "deadline %q is neither an RFC 3339 time nor a positive duration like \"30m\"", s)
 	}
 	return from.Add(d), nil
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
 }

@@ -2,6 +2,10 @@
 // runner), `dev model-server`, and the CLI verbs from internal/cli. cmd/agentrun is a one-line
 // main around Main; end-to-end tests run Main from their own test binary so the Go test cache
 // knows every source file they exercise.
+//
+// It is the composition root: the only package that builds the store, the runner with its driver
+// (internal/agent), the server and the background loops (groups, triggers, retention) from flags
+// and environment, and owns their goroutines (docs/architecture.md, "Parts and where they live").
 package app
 
 import (

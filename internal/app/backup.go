@@ -22,7 +22,7 @@ func sqlitePath(dir string) (string, error) {
 		return p, nil
 	}
 	if url != "" && !strings.HasPrefix(url, "sqlite:") {
-		return "", errors.New("AGENTRUN_STORE_URL names a PostgreSQL store: back it up with pg_dump and restore it with pg_restore (docs/deploying.md); backup and restore are for the SQLite store")
+		return "", errors.New("AGENTRUN_STORE_URL names a PostgreSQL store: back it up with pg_dump and restore it with pg_restore (docs/scale-out-and-deploy.md#backups); backup and restore are for the SQLite store")
 	}
 	return filepath.Join(dir, "agentrun.db"), nil
 }

@@ -37,6 +37,18 @@ func (l *stopLog) get() []string {
 	return slices.Clone(l.order)
 }
 
+// loggingListener logs "http" the first time it is closed.
+type loggingListener struct {
+	net.Listener
+	once sync.Once
+	log  *stopLog
+}
+
+func (l *loggingListener) Close() error {
+	l.once.Do(func() { l.log.add("http") })
+	return l.Listener.Close()
+}
+
 // holdingDriver drives a run until its context ends, then writes to the store (as a drive that
 // parks its run does) and records whether that write worked.
 type holdingDriver struct {
@@ -73,8 +85,11 @@ func newComposeParts(t *testing.T, log *stopLog) (parts, store.Store, *holdingDr
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The HTTP server's stop is logged when Shutdown closes its listener, which it does before it
+	// returns (a RegisterOnShutdown hook runs in a goroutine of its own, so it could be logged
+	// after the runner's stop and fail the order check on a busy machine).
+	ln = &loggingListener{Listener: ln, log: log}
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
-	hs.RegisterOnShutdown(func() { log.add("http") })
 	controller := func(name string) func(context.Context) {
 		return func(ctx context.Context) {
 			<-ctx.Done()

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/computer/computertest"
 	"agentrun.dev/agentrun/internal/computer/providers"
+	"agentrun.dev/agentrun/internal/computer/remote"
+	"agentrun.dev/agentrun/internal/store"
 )
 
 // newComputerCmd is `agentrun computer`: the computer providers of this
@@ -108,4 +111,21 @@ func asSkip(err error, s *computertest.Skip) bool {
 		*s = sk
 	}
 	return ok
+}
+
+// secretKeys tells the remote computer vendors whether their keys are set: the key names of a
+// sealed secret in st, never its values.
+func secretKeys(st store.Store) remote.Secrets {
+	return func(ctx context.Context, name string) ([]string, bool, error) {
+		list, err := st.ListSecrets(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, s := range list {
+			if s.Name == name {
+				return s.Keys, true, nil
+			}
+		}
+		return nil, false, nil
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"agentrun.dev/agentrun/internal/journal"
+	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/tools"
 )
 
@@ -32,7 +33,14 @@ func applyDevHooks(on bool, log *slog.Logger) error {
 		if pause != "" {
 			log.Warn(envDevPauseAt + " is ignored: the test hooks are off (--dev-hooks or " + envDev + "=1)")
 		}
+		store.SetDevForkPause(false)
 		return journal.SetDevPause("")
+	}
+	// "in-fork" stops a fork inside its store transaction (store.DevForkPause); any other point
+	// is a journal's.
+	store.SetDevForkPause(pause == "in-fork")
+	if pause == "in-fork" {
+		pause = ""
 	}
 	if err := journal.SetDevPause(pause); err != nil {
 		return fmt.Errorf("%s: %w", envDevPauseAt, err)

@@ -32,6 +32,7 @@ func newRunnerCmd() *cobra.Command {
 	var (
 		data, name, logLevel, metricsAddr string
 		ro                                runnerOptions
+		wo                                webhookOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "runner --name NAME",
@@ -43,6 +44,9 @@ restored from the store, so runners need no shared disk; --data is only a local 
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := ro.validate(); err != nil {
+				return err
+			}
+			if err := wo.validate(); err != nil {
 				return err
 			}
 			if name == "" {
@@ -58,6 +62,11 @@ restored from the store, so runners need no shared disk; --data is only a local 
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			tel, err := startTelemetry(ctx, log)
+			if err != nil {
+				return err
+			}
+			defer flushTelemetry(tel, log)
 			st, storeDesc, err := openStore(ctx, dir)
 			if err != nil {
 				return err
@@ -71,9 +80,13 @@ restored from the store, so runners need no shared disk; --data is only a local 
 			if err := useStore(ctx, st, ro.seal, ro.sealFrom, log); err != nil {
 				return err
 			}
+			useStoredModelKeys(models, st, ro.seal)
 			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
+			ro.liveText = liveTextHub(st, false)
 			r := newRunner(st, models, dir, name, ro, log)
 			p := parts{runner: r, controllers: map[string]func(context.Context){}, log: log}
+			// Runners deliver webhooks too (the servers prune their history).
+			p.controllers["webhooks"] = webhookDispatcher(st, ro.seal, wo, 0, log).Run
 			prof, err := pprofPart()
 			if err != nil {
 				return err
@@ -91,7 +104,8 @@ restored from the store, so runners need no shared disk; --data is only a local 
 					w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 					metrics.Default.Write(w)
 				})
-				// Probes for an orchestrator: alive, and ready once claiming (see docs/deploying.md).
+				// Probes for an orchestrator: alive, and ready once claiming (see
+				// docs/scale-out-and-deploy.md, "Health checks").
 				server.Health{Store: st, Runner: r.Ready}.Routes(mux)
 				// Bounded like the API server's (timeouts, 64 connections): it may face a network.
 				p.http, p.ln = server.NewHTTPServer(mux, server.HTTPOptions{MaxConns: 64}), ln
@@ -108,6 +122,7 @@ restored from the store, so runners need no shared disk; --data is only a local 
 	f.StringVar(&name, "name", "", "runner name, unique in the deployment (default runner-HOSTNAME)")
 	f.StringVar(&data, "data", "", "local folder for run folders (default $AGENTRUN_HOME or ~/.agentrun)")
 	ro.flags(f)
+	wo.flags(f)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9108)")
 	return cmd

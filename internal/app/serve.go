@@ -25,10 +25,12 @@ import (
 	"agentrun.dev/agentrun/internal/agent"
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/auth"
+	"agentrun.dev/agentrun/internal/catalog"
 	"agentrun.dev/agentrun/internal/computer"
 	computers "agentrun.dev/agentrun/internal/computer/providers"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/harness"
+	"agentrun.dev/agentrun/internal/livetext"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/model/fake"
 	"agentrun.dev/agentrun/internal/policy"
@@ -38,7 +40,6 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/store/sqlite"
 	"agentrun.dev/agentrun/internal/tools"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 	"agentrun.dev/agentrun/internal/tools/webfetch"
 )
 
@@ -86,8 +87,8 @@ func redactURL(s string) string {
 
 // newRunner builds a runner driving the built-in agent loop.
 func newRunner(st store.Store, models *model.Config, dir, name string, o runnerOptions, log *slog.Logger) *runner.Runner {
-	eng := &agent.Engine{Store: st, Models: models, DataDir: dir, Log: log, RunnerName: name, ServerDeny: o.Deny, Computers: computers.Default(st),
-		Prices: o.prices, Router: o.Router, Fetch: &webfetch.Fetcher{Allow: o.fetchAllow}}
+	eng := &agent.Engine{Store: st, Models: models, DataDir: dir, Log: log, RunnerName: name, ServerDeny: o.Deny, Computers: computers.Default(secretKeys(st)),
+		Prices: o.prices, Router: o.Router, Fetch: &webfetch.Fetcher{Allow: o.fetchAllow}, LiveText: o.liveText}
 	if o.seal != nil {
 		eng.Secrets = &secret.Opener{Box: o.seal, Store: st}
 	}
@@ -122,6 +123,22 @@ type runnerOptions struct {
 	// FetchAllow is --fetch-allow: addresses web_fetch may reach although they are not public.
 	FetchAllow []string
 	fetchAllow []webfetch.Allow
+	// liveText carries the model's text to run pages while calls stream (liveTextHub).
+	liveText *livetext.Hub
+}
+
+// liveTextHub is the process's hub of the model's live text: on a store that spans processes
+// (PostgreSQL) it relays to the others, so a page on a server follows a remote runner's calls;
+// listen: this process serves pages, so it takes what the others send.
+func liveTextHub(st store.Store, listen bool) *livetext.Hub {
+	h := livetext.NewHub()
+	if relay, ok := st.(store.TextRelay); ok {
+		h.Relay = relay
+		if listen {
+			relay.OnText(h.Receive)
+		}
+	}
+	return h
 }
 
 // loadMoney reads the price table and the seal key (AGENTRUN_SEAL_KEY, or the data folder's
@@ -263,9 +280,10 @@ func newServeCmd() *cobra.Command {
 		data, host, runnerName, logLevel, listenAddr string
 		publicURL                                    string
 		port                                         int
-		noRunner                                     bool
+		noRunner, metricsPublic, noOpen, noAccounts  bool
 		retention                                    time.Duration
 		ro                                           runnerOptions
+		wo                                           webhookOptions
 		ho                                           server.HTTPOptions
 	)
 	cmd := &cobra.Command{
@@ -283,9 +301,17 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err := checkRetention(retention); err != nil {
 				return err
 			}
+			if err := wo.validate(); err != nil {
+				return err
+			}
 			links, err := checkPublicURL(publicURL)
 			if err != nil {
 				return err
+			}
+			if noAccounts {
+				if err := checkNoAccounts(host, listenAddr, publicURL); err != nil {
+					return err
+				}
 			}
 			dir, log, err := startProcess(data, logLevel)
 			if err != nil {
@@ -312,6 +338,10 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err != nil {
 				return err
 			}
+			if t, ok := ln.Addr().(*net.TCPAddr); noAccounts && (!ok || !t.IP.IsLoopback()) {
+				ln.Close()
+				return fmt.Errorf("--no-accounts serves this machine only, and %s is not a loopback address: drop --no-accounts to serve other machines, with accounts", ln.Addr())
+			}
 			base := linkURL(ln.Addr())
 			if links == "" {
 				links = base
@@ -324,6 +354,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if err := useStore(cmd.Context(), st, ro.seal, ro.sealFrom, log); err != nil {
 				return err
 			}
+			useStoredModelKeys(models, st, ro.seal)
 
 			available := map[string]bool{tools.AskPersonName: true, catalog.WebFetchName: true}
 			for _, n := range tools.Names() {
@@ -339,7 +370,14 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			tel, err := startTelemetry(ctx, log)
+			if err != nil {
+				return err
+			}
+			// Deferred after runParts: the spans of the last drives are flushed at stop.
+			defer flushTelemetry(tel, log)
 
+			ro.liveText = liveTextHub(st, true)
 			var r *runner.Runner
 			if !noRunner {
 				if runnerName == "" {
@@ -354,12 +392,13 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if tokenFromEnv {
 				accounts.AcceptSetupToken(token)
 			}
-			srv := &server.Server{Store: st, Token: token, BaseURL: links, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(st),
-				Prices: ro.prices, Models: models, Seal: ro.seal,
+			srv := &server.Server{Store: st, Token: token, BaseURL: links, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(secretKeys(st)),
+				Prices: ro.prices, Models: models, Seal: ro.seal, LiveText: ro.liveText,
 				Capabilities: map[string]any{
 					"version": version,
-					// Each harness: available or not, its pinned version, where installed, why not.
-					"harnesses": harness.Capabilities(dir),
+					// Each harness: available or not, its pinned version, where installed, why not;
+					// looked at on each request, so one installed by hand shows without a restart.
+					"harnesses": func() any { return harness.Capabilities(dir) },
 					"tools":     toolNames,
 					// The tools an agent gets with its computer, listed in spec.tools or not.
 					"computerTools": map[string][]string{
@@ -375,7 +414,7 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 					"money":      map[string]any{"router": ro.Router, "pricesVersion": ro.prices.Version, "markup": "server access is billed at cost / 0.875"},
 				}}
 			if r != nil {
-				srv.Interrupt, srv.RunnerReady = r.Interrupt, r.Ready
+				srv.Interrupt, srv.RunnerReady, srv.Steer = r.Interrupt, r.Ready, r.Steer
 				if eng, ok := r.Driver.(*agent.Engine); ok {
 					// The console shows, and hands over, the browsers this process's runner keeps.
 					srv.Screens, srv.LocalRunner = eng, runnerName
@@ -390,6 +429,8 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			}
 			controllers := groupControllers(srv, st, log)
 			controllers["trigger scheduler"] = triggerScheduler(srv, st, ro.DevHooks, log)
+			srv.WebhookAllow = wo.allow
+			controllers["webhooks"] = webhookDispatcher(st, ro.seal, wo, retention, log).Run
 			if retention > 0 {
 				controllers["retention"] = retentionPart(st, retention, ro.DevHooks, log)
 			}
@@ -401,6 +442,8 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 				controllers["pprof"] = prof
 			}
 			srv.TrustProxy = ho.TrustProxy
+			srv.NoAccounts = noAccounts
+			srv.MetricsPublic = metricsPublic
 			hs := server.NewHTTPServer(srv.Handler(), ho)
 			info, _ := json.Marshal(map[string]any{"url": base, "pid": os.Getpid(), "version": version})
 			if err := os.WriteFile(filepath.Join(dir, "server.json"), info, 0o600); err != nil {
@@ -421,11 +464,22 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 			if builtin {
 				fmt.Fprintf(os.Stderr, "  agents:    made the ready-made agent %s (delete it and it stays deleted)\n", api.BuiltinAssistant)
 			}
-			if code := accounts.SetupCode(); code != "" {
+			firstStart := accounts.SetupCode() != ""
+			if noAccounts {
+				fmt.Fprintf(os.Stderr, "  accounts:  none (--no-accounts): the console needs no password and answers this machine only\n")
+			} else if code := accounts.SetupCode(); code != "" {
 				fmt.Fprintf(os.Stderr, "  setup code: %s  (first sign-in sets the password: open the console, or run `agentrun login`)\n", code)
 			}
+			if !noOpen && (noAccounts || firstStart) && hasDisplay(os.Getenv) && stdoutIsTerminal() {
+				argv := browserCommand(os.Getenv, links+"/")
+				if err := openBrowser(argv); err != nil {
+					log.Warn("the console was not opened in the browser", "err", err)
+				} else {
+					fmt.Fprintf(os.Stderr, "  browser:   opened %s/ with %s (--no-open not to)\n", links, argv[0])
+				}
+			}
 			if len(providers) == 0 {
-				fmt.Fprintf(os.Stderr, "  models:    none configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY\n")
+				fmt.Fprintf(os.Stderr, "  models:    none in the environment: paste a key in the console under Settings → Model keys, or set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY\n")
 			} else {
 				fmt.Fprintf(os.Stderr, "  models:    %s (default %s)\n", strings.Join(providers, ", "), models.DefaultProvider)
 			}
@@ -444,10 +498,14 @@ OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 	f.IntVar(&port, "port", 0, "port (default 7340 or the next free one)")
 	f.StringVar(&listenAddr, "listen", "", "exact address to listen on, overriding --host and --port (\"127.0.0.1:0\" picks a free port)")
 	f.BoolVar(&noRunner, "no-runner", false, "serve the API only; runners run elsewhere")
+	f.BoolVar(&noOpen, "no-open", false, "do not open the console in the browser (serve opens it on first start, or with --no-accounts, when started from a terminal on a machine with a display)")
+	f.BoolVar(&noAccounts, "no-accounts", false, "a launcher on a laptop: the console needs no password, and the server listens on loopback only (refused on any other address)")
+	f.BoolVar(&metricsPublic, "metrics-public", false, "serve GET /metrics without credentials (by default a scraper sends the API token as a bearer token)")
 	f.DurationVar(&retention, "retention", store.DefaultRetention, "purge a finished run's recorded payloads (steps' arguments and results, events' data, run folder) this long after it ends; 0 keeps them")
 	f.StringVar(&runnerName, "runner-name", "", "name of the in-process runner (default local)")
 	f.StringVar(&publicURL, "public-url", defaultPublicURL(), "the URL people reach this server at, behind a proxy or on a platform (https://agents.example.com): the base of the console link, runs' console_url and webhook URLs (default $AGENTRUN_PUBLIC_URL, else Render's $RENDER_EXTERNAL_URL, else the listening address)")
 	ro.flags(f)
+	wo.flags(f)
 	ho.Flags(f)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd

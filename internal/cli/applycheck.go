@@ -24,14 +24,11 @@ func checkTarget(t applyTarget) error {
 		for _, name := range a.Spec.Tools {
 			tools[name] = true
 		}
-		if err := api.DefaultAndValidateAgent(&a, tools); err != nil {
-			return err
-		}
-		if a.Spec.Approvals != nil {
-			if field, err := policy.Validate(*a.Spec.Approvals); err != nil {
-				return api.Invalid("spec.approvals."+field, "%v", err)
-			}
-		}
+		// Every mistake at once, as the server tells them.
+		var errs api.ErrorList
+		errs.AddErr(api.DefaultAndValidateAgent(&a, tools))
+		errs.AddErr(policy.Check(a.Spec.Approvals))
+		return errs.Err()
 	case typeAgentRuns:
 		var r api.AgentRun
 		if err := api.DecodeStrict(t.body, &r); err != nil {
@@ -53,6 +50,12 @@ func checkTarget(t applyTarget) error {
 			return err
 		}
 		return trigger.DefaultAndValidate(&tr, time.Now())
+	case typeWebhooks:
+		var w api.Webhook
+		if err := api.DecodeStrict(t.body, &w); err != nil {
+			return err
+		}
+		return api.DefaultAndValidateWebhook(&w)
 	}
 	return nil
 }

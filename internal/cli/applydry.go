@@ -134,10 +134,10 @@ func dryRunAll(ctx context.Context, c *client.Client, docs []applyDoc, plans [][
 }
 
 // hasDryRun says whether the server checks this type's apply with ?dryRun=All (agents, runs,
-// groups and triggers; an environment is checked by its own load, immutable per version).
+// groups, triggers and webhooks; an environment is checked by its own load, immutable per version).
 func hasDryRun(typ resType) bool {
 	switch typ {
-	case typeAgents, typeAgentRuns, typeAgentGroups, typeTriggers:
+	case typeAgents, typeAgentRuns, typeAgentGroups, typeTriggers, typeWebhooks:
 		return true
 	}
 	return false

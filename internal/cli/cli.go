@@ -20,6 +20,8 @@ import (
 
 	"agentrun.dev/agentrun/client"
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/template"
+	"agentrun.dev/agentrun/internal/workflow"
 )
 
 // Exit codes.
@@ -120,10 +122,12 @@ func Commands() []*cobra.Command {
 		evalCmd(),
 		envCmd(),
 		triggersCmd(),
+		webhooksCmd(),
 		describeCmd(),
 		skillsCmd(),
 		learningCmd(),
 		workflowsCmd(),
+		templateCmd(),
 		serverCmd(),
 		versionCmd(),
 	}
@@ -149,15 +153,23 @@ func failure(err error) error {
 
 // describe renders an error for the user: a server error as "<message> (code C, field F)".
 func describe(err error) string {
+	var te *template.Error
+	if errors.As(err, &te) {
+		return te.Error() // it names its file, which the api error alone does not
+	}
 	e, ok := api.AsError(err)
 	if !ok {
 		return err.Error()
 	}
-	s := e.Message + " (code " + string(e.Code)
-	if e.Field != "" {
-		s += ", field " + e.Field
+	if len(e.Errors) > 1 {
+		// Every problem the check found, a line each, as `workflows validate` lists its errors.
+		s := workflow.CountErrors(len(e.Errors)) + ":"
+		for _, fe := range e.Errors {
+			s += "\n  " + describeOne(fe.Message, fe.Code, fe.Field)
+		}
+		return s
 	}
-	s += ")"
+	s := describeOne(e.Message, e.Code, e.Field)
 	switch {
 	case e.Code == api.CodeUnauthorized && e.Field == "password":
 		// A person's sign-in was refused: the token has nothing to do with it.
@@ -166,6 +178,15 @@ func describe(err error) string {
 		s += "; pass --token or set AGENTRUN_TOKEN (a local server's token is in its data folder's token file)"
 	}
 	return s
+}
+
+// describeOne is one server error as "<message> (code C, field F)".
+func describeOne(msg string, code api.Code, field string) string {
+	s := msg + " (code " + string(code)
+	if field != "" {
+		s += ", field " + field
+	}
+	return s + ")"
 }
 
 // runE adapts a command body so that whatever it returns is an *ExitError.

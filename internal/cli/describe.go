@@ -64,7 +64,7 @@ func describeTrigger(w io.Writer, t *api.Trigger) error {
 		capText = "$" + s.MaxCostUSD
 	}
 	line("Run cap", capText)
-	line("Concurrency", s.Concurrency)
+	line("Concurrency", string(s.Concurrency))
 	line("Suspended", fmt.Sprint(s.Suspend))
 	line("Group", s.Group)
 	switch {

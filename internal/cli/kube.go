@@ -16,6 +16,7 @@ import (
 
 	"agentrun.dev/agentrun/client"
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/workflow"
 )
 
 // resType is a resource type as the CLI names it.
@@ -28,8 +29,9 @@ var (
 	typeAgentRuns   = resType{"agentruns", "agentrun", "AgentRun"}
 	typeAgentGroups = resType{"agentgroups", "agentgroup", "AgentGroup"}
 	typeTriggers    = resType{"triggers", "trigger", "Trigger"}
+	typeWebhooks    = resType{"webhooks", "webhook", "Webhook"}
 	allTypes        = []resType{typeAgents, typeAgentRuns, typeAgentGroups,
-		{"environments", "environment", "Environment"}, typeTriggers, {"secrets", "secret", "Secret"}}
+		{"environments", "environment", "Environment"}, typeTriggers, typeWebhooks, {"secrets", "secret", "Secret"}}
 	typeAliases = map[string]string{"ar": "agentruns", "run": "agentruns", "runs": "agentruns", "ag": "agentgroups", "env": "environments", "envs": "environments"}
 )
 
@@ -228,6 +230,15 @@ func writeItems(out io.Writer, typ resType, items []json.RawMessage, output stri
 				return fmt.Errorf("decode trigger: %w", err)
 			}
 			rows = append(rows, triggerRow(t))
+		}
+	case typeWebhooks:
+		header = webhookHeader
+		for _, raw := range items {
+			var w api.Webhook
+			if err := json.Unmarshal(raw, &w); err != nil {
+				return fmt.Errorf("decode webhook: %w", err)
+			}
+			rows = append(rows, webhookRow(w))
 		}
 	default:
 		list := make([]map[string]any, len(items))
@@ -610,14 +621,14 @@ happened: agent/NAME created, configured or unchanged.`,
 				plans[i] = targets
 			}
 			if failed > 0 {
-				fmt.Fprintf(errOut, "nothing was applied (%d errors above)\n", failed)
+				fmt.Fprintf(errOut, "nothing was applied (%s above)\n", workflow.CountErrors(failed))
 				return &ExitError{Code: ExitFailure}
 			}
 			if c, err = newClient(); err != nil {
 				return err
 			}
 			if n := dryRunAll(ctx, c, docs, plans, fail); n > 0 {
-				fmt.Fprintf(errOut, "nothing was applied (%d errors above)\n", n)
+				fmt.Fprintf(errOut, "nothing was applied (%s above)\n", workflow.CountErrors(n))
 				return &ExitError{Code: ExitFailure}
 			}
 			for i, d := range docs {

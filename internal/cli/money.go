@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -194,7 +195,7 @@ func secretsCmd() *cobra.Command {
 			}
 			rows := make([][]string, 0, len(list))
 			for _, s := range list {
-				rows = append(rows, []string{s.Name, strings.Join(s.Keys, ","), s.UpdatedAt})
+				rows = append(rows, []string{s.Name, strings.Join(s.Keys, ","), s.UpdatedAt.Format(time.RFC3339Nano)})
 			}
 			return writeTable(cmd.OutOrStdout(), []string{"NAME", "KEYS", "UPDATED"}, rows)
 		}),

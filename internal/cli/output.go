@@ -165,12 +165,12 @@ func agentRows(items []api.Agent, wide bool, now time.Time) (header []string, ro
 		if wide {
 			comp := ""
 			if a.Spec.Computer != nil {
-				comp = a.Spec.Computer.Kind
+				comp = string(a.Spec.Computer.Kind)
 				if a.Spec.Computer.Provider != "" {
 					comp += "/" + a.Spec.Computer.Provider
 				}
 			}
-			row = append(row, a.Spec.Harness, comp, a.Spec.State)
+			row = append(row, string(a.Spec.Harness), comp, a.Spec.State)
 		}
 		rows = append(rows, row)
 	}
@@ -228,6 +228,9 @@ func stepRows(steps []api.Step) [][]string {
 		state := string(s.State)
 		if s.Resolution != "" {
 			state += "(" + string(s.Resolution) + ")"
+		}
+		if s.CopiedFrom != "" {
+			state += "(copied)" // from the run a fork was made of
 		}
 		rows = append(rows, []string{fmt.Sprint(s.Seq), s.Key, s.Kind, state, fmt.Sprint(s.Attempt), truncate(s.Title, 60)})
 	}

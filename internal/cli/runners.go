@@ -10,31 +10,9 @@ import (
 
 // runnersCmd is `agentrun runners`: the runners registered in the store with their heartbeats.
 func runnersCmd() *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
-		Use:   "runners",
-		Short: "List runners with their last heartbeat, runs held and version",
-		Args:  exactArgs(0, "no arguments"),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "", "json", "yaml"); err != nil {
-				return err
-			}
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			rs, err := c.Runners(ctxOf(cmd))
-			if err != nil {
-				return err
-			}
-			if output != "" {
-				return writeValue(cmd.OutOrStdout(), map[string]any{"items": rs}, output)
-			}
-			return writeTable(cmd.OutOrStdout(), runnerHeader, runnerRows(rs))
-		}),
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default a table)")
-	return cmd
+	return listVerb[client.Runner]{use: "runners", short: "List runners with their last heartbeat, runs held and version",
+		fetch: (*client.Client).Runners, header: runnerHeader, rows: runnerRows,
+		value: func(rs []client.Runner) any { return map[string]any{"items": rs} }}.cmd()
 }
 
 var runnerHeader = []string{"NAME", "STATE", "HEARTBEAT", "RUNS", "VERSION", "HOST/PID"}

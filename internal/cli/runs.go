@@ -98,7 +98,7 @@ func runsCmd() *cobra.Command {
 	cmd.AddCommand(runsStartCmd(), runsWaitCmd(), messageCmd("message RUN --content TEXT", "Send a message to a run (an answer to its question, or a follow-up)", false),
 		answerCmd("answer RUN"), stepsCmd("steps RUN"), readFileCmd(), timelineCmd(), resolveCmd(),
 		runsCancelCmd(), runsListCmd(), runsGetCmd(), approvalsCmd(), decideCmd("approve"), decideCmd("deny"),
-		raiseCapCmd(), turnsCmd())
+		raiseCapCmd(), turnsCmd(), runsForkCmd())
 	return cmd
 }
 
@@ -207,7 +207,7 @@ cap, credits, or an interrupted step that needs resolution).`,
 // messageCmd is `runs message RUN --content TEXT [--key K]` and the Nodus seed's
 // `agentrun send NAME TEXT --key K` (positional text).
 func messageCmd(use, short string, positional bool) *cobra.Command {
-	var content, key string
+	var content, key, ifBusy string
 	what := "the run's name (and the message, if not given with --content)"
 	if positional {
 		what = "the run's name and the message"
@@ -236,14 +236,22 @@ func messageCmd(use, short string, positional bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := c.SendMessage(ctxOf(cmd), args[0], text, key)
+			if err := api.CheckIfBusy("--if-busy", api.IfBusy(ifBusy)); err != nil {
+				return usageError("--if-busy %q: use enqueue, reject, interrupt or rollback", ifBusy)
+			}
+			res, err := c.SendMessageIfBusy(ctxOf(cmd), args[0], text, key, client.IfBusy(ifBusy))
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if res.Created {
+			switch {
+			case res.Created && res.Message.IfBusy == client.IfBusyEnqueue:
+				_, err = fmt.Fprintf(out, "message %d delivered to run %s: queued until the turn in flight ends\n", res.Message.Seq, args[0])
+			case res.Created && res.Message.IfBusy.Steers():
+				_, err = fmt.Fprintf(out, "message %d delivered to run %s: the turn in flight stops for it (%s)\n", res.Message.Seq, args[0], res.Message.IfBusy)
+			case res.Created:
 				_, err = fmt.Fprintf(out, "message %d delivered to run %s\n", res.Message.Seq, args[0])
-			} else {
+			default:
 				_, err = fmt.Fprintf(out, "message %d already delivered to run %s (key %s)\n", res.Message.Seq, args[0], res.Message.Key)
 			}
 			return err
@@ -251,6 +259,7 @@ func messageCmd(use, short string, positional bool) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&content, "content", "", "the message text, or @FILE (@- for stdin)")
 	cmd.Flags().StringVar(&key, "key", "", "an idempotency key: a message with the same key is delivered once")
+	cmd.Flags().StringVar(&ifBusy, "if-busy", "", "if the run has a turn in flight: enqueue (wait for it), reject (refuse: RunBusy), interrupt (stop it now) or rollback (discard it); default: the agent's spec.ifBusy, else enqueue")
 	return cmd
 }
 

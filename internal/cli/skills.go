@@ -10,12 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"agentrun.dev/agentrun/client"
 	"agentrun.dev/agentrun/internal/api"
 )
 
 func skillsCmd() *cobra.Command {
 	cmd := groupCmd("skills", "Add, list and show skills (folders with a SKILL.md)", "skill")
-	cmd.AddCommand(skillsAddCmd(), skillsListCmd(), skillsShowCmd())
+	cmd.AddCommand(skillsAddCmd(), skillsListCmd(), skillsShowCmd(), skillInstallCmd())
 	return cmd
 }
 
@@ -100,35 +101,13 @@ func readSkillDir(dir string) (sk *api.Skill, left []string, err error) {
 }
 
 func skillsListCmd() *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List every version of every stored skill",
-		Args:  exactArgs(0, "no arguments"),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "", "json", "yaml"); err != nil {
-				return err
-			}
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			l, err := c.ListSkills(ctxOf(cmd))
-			if err != nil {
-				return err
-			}
-			if output != "" {
-				return writeValue(cmd.OutOrStdout(), l, output)
-			}
-			var rows [][]string
-			for _, s := range l {
-				rows = append(rows, []string{s.Metadata.Name, strconv.Itoa(s.Spec.Version), strconv.Itoa(len(s.Spec.Files)), api.FirstLine(s.Spec.Description, 80)})
-			}
-			return writeTable(cmd.OutOrStdout(), []string{"NAME", "VERSION", "FILES", "DESCRIPTION"}, rows)
+	return listVerb[api.Skill]{use: "list", short: "List every version of every stored skill",
+		fetch:  (*client.Client).ListSkills,
+		header: []string{"NAME", "VERSION", "FILES", "DESCRIPTION"},
+		rows: rowEach(func(s api.Skill) []string {
+			return []string{s.Metadata.Name, strconv.Itoa(s.Spec.Version), strconv.Itoa(len(s.Spec.Files)), api.FirstLine(s.Spec.Description, 80)}
 		}),
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output: json or yaml (default: a table)")
-	return cmd
+		value: func(l []api.Skill) any { return l }}.cmd()
 }
 
 func skillsShowCmd() *cobra.Command {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"agentrun.dev/agentrun/client"
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
 )
@@ -25,30 +26,8 @@ func triggersCmd() *cobra.Command {
 }
 
 func triggersListCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List triggers with their kind, next fire and last fire",
-		Args:  exactArgs(0, "no arguments"),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			raw, err := c.ListObjects(ctxOf(cmd), "triggers", nil)
-			if err != nil {
-				return err
-			}
-			var list api.List[api.Trigger]
-			if err := json.Unmarshal(raw, &list); err != nil {
-				return fmt.Errorf("decode triggers: %w", err)
-			}
-			rows := [][]string{}
-			for _, t := range list.Items {
-				rows = append(rows, triggerRow(t))
-			}
-			return writeTable(cmd.OutOrStdout(), triggerHeader, rows)
-		}),
-	}
+	return listVerb[api.Trigger]{use: "list", short: "List triggers with their kind, next fire and last fire",
+		fetch: listObjects[api.Trigger]("triggers"), header: triggerHeader, rows: rowEach(triggerRow)}.cmd()
 }
 
 var triggerHeader = []string{"NAME", "KIND", "AGENT", "SUSPENDED", "NEXT FIRE", "LAST FIRE", "URL"}
@@ -69,44 +48,14 @@ func triggerRow(t api.Trigger) []string {
 }
 
 func triggersHistoryCmd() *cobra.Command {
-	var output string
-	var limit int
-	cmd := &cobra.Command{
-		Use:     "history TRIGGER [--limit N] [-o json]",
-		Short:   "List a trigger's fires: time, source, delivery id, run, outcome and cost",
-		Example: "  agentrun triggers history nightly-digest",
-		Args:    exactArgs(1, "the trigger's name"),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "", "json", "yaml"); err != nil {
-				return err
-			}
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			raw, err := c.TriggerFires(ctxOf(cmd), args[0], limit)
-			if err != nil {
-				return err
-			}
-			if output != "" {
-				return writeRaw(cmd.OutOrStdout(), raw, output)
-			}
-			var h struct {
-				Items []api.TriggerFire `json:"items"`
-			}
-			if err := json.Unmarshal(raw, &h); err != nil {
-				return fmt.Errorf("decode fires: %w", err)
-			}
-			rows := [][]string{}
-			for _, f := range h.Items {
-				rows = append(rows, []string{f.Time.Format(time.RFC3339), f.Source, dash(f.DeliveryID), dash(f.Run), f.Outcome, dash(f.RunPhase), costText(f), dash(f.Message)})
-			}
-			return writeTable(cmd.OutOrStdout(), []string{"TIME", "SOURCE", "DELIVERY", "RUN", "OUTCOME", "PHASE", "COST", "NOTE"}, rows)
-		}),
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml")
-	cmd.Flags().IntVar(&limit, "limit", 50, "how many fires, newest first (0: all)")
-	return cmd
+	return historyVerb[api.TriggerFire]{use: "history TRIGGER [--limit N] [-o json]",
+		short:   "List a trigger's fires: time, source, delivery id, run, outcome and cost",
+		example: "  agentrun triggers history nightly-digest", arg: "the trigger's name", items: "fires",
+		fetch:  (*client.Client).TriggerFires,
+		header: []string{"TIME", "SOURCE", "DELIVERY", "RUN", "OUTCOME", "PHASE", "COST", "NOTE"},
+		row: func(f api.TriggerFire) []string {
+			return []string{f.Time.Format(time.RFC3339), f.Source, dash(f.DeliveryID), dash(f.Run), f.Outcome, dash(f.RunPhase), costText(f), dash(f.Message)}
+		}}.cmd()
 }
 
 // costText is a fire's run cost: "-" without a run; a run's cost that could not be priced

@@ -76,7 +76,7 @@ kinds this server does not run yet. The same check is POST /v2/workflows:validat
 				}
 			}
 			if len(errs) > 0 {
-				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %d errors", args[0], len(errs))}
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %s", args[0], workflow.CountErrors(len(errs)))}
 			}
 			if !asJSON {
 				fmt.Fprintf(out, "%s: valid\n", args[0])
@@ -122,7 +122,7 @@ NAME.json beside FILE).`,
 				for _, e := range errs {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s:%d:%d: %s at %s: %s\n", args[0], e.Line, e.Column, e.Code, e.Pointer, e.Message)
 				}
-				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %d errors", args[0], len(errs))}
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %s", args[0], workflow.CountErrors(len(errs)))}
 			}
 			var in map[string]any
 			if input != "" {

@@ -30,6 +30,9 @@
 // is an *AgentError, which Run turns into an error result the model reads;
 // anything else (the sandbox died, Chromium crashed, the context ended) is an
 // infrastructure failure returned as an error.
+//
+// Where a computer call sits in a tool call, and how to add a provider: docs/architecture.md,
+// "Tool calls" and "Where to add things".
 package computer
 
 import (
@@ -39,6 +42,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -55,6 +59,12 @@ const (
 	KindDesktop Kind = "desktop"
 	KindPhone   Kind = "phone"
 )
+
+// Kinds are every kind of computer an agent may ask for, the one list validation names.
+var Kinds = []Kind{KindNone, KindSandbox, KindBrowser, KindDesktop, KindPhone}
+
+// Known reports whether k is one of Kinds.
+func (k Kind) Known() bool { return slices.Contains(Kinds, k) }
 
 // Limits bound what a computer's processes may use. Zero fields take the
 // defaults in DefaultLimits. Providers say which limits they enforce and how

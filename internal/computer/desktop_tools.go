@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/catalog"
 )
 
 // runDesktop runs one of a desktop's own tools (its sandbox tools go through runSandbox).

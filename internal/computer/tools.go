@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/catalog"
 )
 
 // ToolDef is a tool of a kind of computer, as a model is told about it.
@@ -38,6 +38,10 @@ type Result struct {
 	// Images are pictures the result shows the model (a desktop's screenshots), as paths of
 	// PNG files in the run folder.
 	Images []string
+	// Exec is a foreground bash command's own result (nil for every other call): Content is its
+	// text for the model, this the value for a caller that reads the exit code, stdout and
+	// stderr apart (a workflow's shell node), which the text cannot give back exactly.
+	Exec *ExecResult `json:",omitempty"`
 }
 
 // The sandbox's file operations are the run folder's: the file tools of
@@ -138,7 +142,7 @@ func RunInput(ctx context.Context, c Computer, in catalog.Input) (Result, error)
 		}
 		r, err = runDesktop(ctx, d, def.Name, input)
 	} else {
-		r.Content, err = run(ctx, c, def, input)
+		r, err = run(ctx, c, def, input)
 	}
 	var ae *AgentError
 	if errors.As(err, &ae) {
@@ -150,55 +154,74 @@ func RunInput(ctx context.Context, c Computer, in catalog.Input) (Result, error)
 	return r, nil
 }
 
-func run(ctx context.Context, c Computer, def ToolDef, input any) (string, error) {
+func run(ctx context.Context, c Computer, def ToolDef, input any) (Result, error) {
+	var text string
+	var err error
 	switch def.Kind {
 	case KindSandbox:
 		s, ok := c.(Sandbox)
 		if !ok {
-			return "", fmt.Errorf("tool %s needs a sandbox; the run's computer is a %s", def.Name, c.Kind())
+			return Result{}, fmt.Errorf("tool %s needs a sandbox; the run's computer is a %s", def.Name, c.Kind())
 		}
-		return runSandbox(ctx, s, def.Name, input)
+		if in, ok := input.(*catalog.Bash); ok && !in.Background {
+			return runBash(ctx, s, in)
+		}
+		text, err = runSandbox(ctx, s, def.Name, input)
 	case KindBrowser:
 		b, ok := c.(Browser)
 		if !ok {
-			return "", fmt.Errorf("tool %s needs a browser; the run's computer is a %s", def.Name, c.Kind())
+			return Result{}, fmt.Errorf("tool %s needs a browser; the run's computer is a %s", def.Name, c.Kind())
 		}
-		return runBrowser(ctx, b, def.Name, input)
+		text, err = runBrowser(ctx, b, def.Name, input)
+	default:
+		err = fmt.Errorf("no tools for kind %s", def.Kind)
 	}
-	return "", fmt.Errorf("no tools for kind %s", def.Kind)
+	return Result{Content: text}, err
+}
+
+// runBash runs a foreground command: its text for the model (formatExec), and its result as a
+// value. A command that timed out is the agent's mistake (IsError), its output kept.
+func runBash(ctx context.Context, s Sandbox, in *catalog.Bash) (Result, error) {
+	opts, timeout, err := bashOptions(in)
+	if err != nil {
+		return Result{}, err
+	}
+	r, err := s.Exec(ctx, in.Command, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Content: formatExec(r, timeout), IsError: r.TimedOut, Exec: &r}, nil
+}
+
+// bashOptions checks a bash call's command and timeout and returns its options.
+func bashOptions(in *catalog.Bash) (ExecOptions, int64, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return ExecOptions{}, 0, Agentf("field \"command\" is empty: give the command line to run")
+	}
+	timeout := int64(defaultTimeoutS)
+	if in.TimeoutS != nil {
+		if *in.TimeoutS < 1 || *in.TimeoutS > maxTimeoutS {
+			return ExecOptions{}, 0, Agentf("timeout_s must be between 1 and %d, got %d", maxTimeoutS, *in.TimeoutS)
+		}
+		timeout = *in.TimeoutS
+	}
+	return ExecOptions{Workdir: in.Workdir, Timeout: time.Duration(timeout) * time.Second, MaxOutput: maxToolOutput}, timeout, nil
 }
 
 func runSandbox(ctx context.Context, s Sandbox, name string, input any) (string, error) {
 	switch in := input.(type) {
 	case *catalog.Bash:
-		if strings.TrimSpace(in.Command) == "" {
-			return "", Agentf("field \"command\" is empty: give the command line to run")
-		}
-		timeout := int64(defaultTimeoutS)
-		if in.TimeoutS != nil {
-			if *in.TimeoutS < 1 || *in.TimeoutS > maxTimeoutS {
-				return "", Agentf("timeout_s must be between 1 and %d, got %d", maxTimeoutS, *in.TimeoutS)
-			}
-			timeout = *in.TimeoutS
-		}
-		opts := ExecOptions{Workdir: in.Workdir, Timeout: time.Duration(timeout) * time.Second, MaxOutput: maxToolOutput}
-		if in.Background {
-			p, err := s.Start(ctx, in.Command, opts)
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("started background process %s (pid %d in the sandbox). "+
-				"Read its output with bash_output {\"id\": %q}; stop it with bash_kill {\"id\": %q}.", p.ID, p.PID, p.ID, p.ID), nil
-		}
-		r, err := s.Exec(ctx, in.Command, opts)
+		// A background command (a foreground one is runBash's).
+		opts, _, err := bashOptions(in)
 		if err != nil {
 			return "", err
 		}
-		out := formatExec(r, timeout)
-		if r.TimedOut {
-			return "", &AgentError{Msg: out}
+		p, err := s.Start(ctx, in.Command, opts)
+		if err != nil {
+			return "", err
 		}
-		return out, nil
+		return fmt.Sprintf("started background process %s (pid %d in the sandbox). "+
+			"Read its output with bash_output {\"id\": %q}; stop it with bash_kill {\"id\": %q}.", p.ID, p.PID, p.ID, p.ID), nil
 	case *catalog.BashOutput:
 		if in.ID == "" {
 			return "", Agentf("missing required field \"id\" (string)")

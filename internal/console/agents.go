@@ -20,31 +20,29 @@ type Agents interface {
 	// TickMCP applies a new revision of agent in which server ticks exactly tools, validated as
 	// PATCH /v2/agents/NAME is; resourceVersion, when set, must be the agent's current one.
 	TickMCP(ctx context.Context, agent, resourceVersion, server string, tools []string) (*api.Agent, error)
+	// CreateAgent validates a and stores it, as POST /v2/agents does (newagent.go).
+	CreateAgent(ctx context.Context, a *api.Agent) (*api.Agent, error)
+	// ApplyTemplate makes req as POST /v2/templates/apply does, all or nothing, after sealing
+	// the signing secrets pasted with it (name → key → value) that are not stored yet
+	// (templates.go).
+	ApplyTemplate(ctx context.Context, req *api.TemplateApply, secrets map[string]map[string]string) (*api.TemplateApplied, error)
+	// StartRun starts a run of agent on input, as POST /v2/agents/NAME/runs does.
+	StartRun(ctx context.Context, agent, input string) (*api.AgentRun, error)
+	// ListableTools are the tools this server lets agents list besides the catalog's.
+	ListableTools() map[string]bool
 }
 
 func (c *Console) registerAgents(mux *http.ServeMux) {
 	mux.HandleFunc("GET /agents", c.guard(c.agentList))
+	mux.HandleFunc("GET /agents/{name}", c.guard(c.agentPage))
+	mux.HandleFunc("GET /agents/{name}/revisions/{span}", c.guard(c.revisionDiff))
+	mux.HandleFunc("POST /agents/{name}/runs", c.guard(c.startRun))
 	mux.HandleFunc("GET /agents/{name}/mcp", c.guard(c.agentMCP))
 	mux.HandleFunc("POST /agents/{name}/mcp/{server}", c.guard(c.tickMCP))
+	c.registerNewAgent(mux)
+	c.registerTemplates(mux)
+	c.registerComputers(mux)
 }
-
-// agentList is GET /agents: every agent, with links to its MCP tools and, for a learning agent,
-// its Learning tab.
-func (c *Console) agentList(w http.ResponseWriter, r *http.Request) {
-	as, err := c.Store.ListAgents(r.Context())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	render(w, agentListTmpl, map[string]any{"Agents": as})
-}
-
-var agentListTmpl = template.Must(template.New("agents").Funcs(funcs).Parse(head + `<h1>Agents</h1>
-<table id="agents"><tr><th>Agent</th><th>Revision</th><th>Harness</th><th>State</th><th></th></tr>
-{{range .Agents}}<tr data-agent="{{.Metadata.Name}}"><td>{{.Metadata.Name}}</td><td>{{.Status.Revision}}</td><td>{{with .Spec.Harness}}{{.}}{{else}}builtin{{end}}</td><td>{{if eq .Spec.State "Stopped"}}Stopped{{else}}takes runs{{end}}</td>
-<td><a href="/agents/{{.Metadata.Name}}/mcp">MCP tools</a>{{if .Spec.Learning}} · <a href="/agents/{{.Metadata.Name}}/learning">Learning</a>{{end}}</td></tr>
-{{else}}<tr><td colspan="5">No agents yet. Make one with <code>agentrun agents create --body @agent.json</code>.</td></tr>{{end}}
-</table></body></html>`))
 
 // mcpSection is one server on the page: its tools, or why they could not be listed.
 type mcpSection struct {
@@ -83,12 +81,9 @@ func (c *Console) renderAgentMCP(w http.ResponseWriter, r *http.Request, status 
 		}
 		secs = append(secs, sec)
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	if err := agentMCPTmpl.Execute(w, map[string]any{"Agent": a, "Servers": secs, "CSRF": csrfToken(r), "Saved": saved, "Failed": failed}); err != nil {
-		// The status is sent: the page ends where it failed.
-		return
-	}
+	c.page(w, r, agentMCPTmpl, Page{Title: "MCP tools", Description: "Which tools of its MCP servers agent " + name + " may call.",
+		Crumbs: []Crumb{{"Agents", "/agents"}, {name, "/agents/" + template.URLQueryEscaper(name)}}, Tabs: agentTabsOf(name, "/agents/"+template.URLQueryEscaper(name)+"/mcp"),
+		Status: status, Data: map[string]any{"Agent": a, "Servers": secs, "CSRF": csrfToken(r), "Saved": saved, "Failed": failed}})
 }
 
 // apiErr is err as the API would answer it (code, field, message).
@@ -133,8 +128,7 @@ func (c *Console) tickMCP(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/agents/"+template.URLQueryEscaper(r.PathValue("name"))+"/mcp?saved="+template.URLQueryEscaper(server), http.StatusSeeOther)
 }
 
-var agentMCPTmpl = template.Must(template.New("agent-mcp").Funcs(funcs).Funcs(learningFuncs).Parse(agentTabs + head + `{{template "agentTabs" (tabs .Agent.Metadata.Name "mcp")}}{{with .Agent}}<h1>Agent {{.Metadata.Name}}: MCP tools</h1>
-<p>Revision {{.Status.Revision}}. A run is offered a server's ticked tools (as <code>mcp__SERVER__TOOL</code>) and no others; ticking applies a new revision of the agent, which runs started from then on get.</p>{{end}}
+var agentMCPTmpl = newPage("agent-mcp", `{{with .Agent}}<p>Revision {{.Status.Revision}}. A run is offered a server's ticked tools (as <code>mcp__SERVER__TOOL</code>) and no others; ticking applies a new revision of the agent, which runs started from then on get.</p>{{end}}
 {{with .Saved}}<p id="saved">Applied the ticks of {{.}}: a new revision of the agent.</p>{{end}}
 {{with .Failed}}<p class="wait" id="refused">Not applied: {{.Code}}{{if .Field}} on {{.Field}}{{end}}: {{.Message}}</p>{{end}}
 {{range .Servers}}<h2 id="server-{{.Server}}">{{.Server}}</h2><p><code>{{.Where}}</code></p>
@@ -145,6 +139,5 @@ var agentMCPTmpl = template.Must(template.New("agent-mcp").Funcs(funcs).Funcs(le
 <td>{{if .ReadOnly}}yes (read-only){{else if .Idempotent}}yes (idempotent){{else}}no: a call a crash cuts off waits for a person{{end}}</td><td>{{.Description}}</td></tr>
 {{else}}<tr><td colspan="4">The server lists no tools.</td></tr>{{end}}
 {{range .Missing}}<tr><td><input type="checkbox" name="tool" value="{{.}}" checked></td><td>{{.}}</td><td></td><td>Ticked, but the server no longer has it: untick it to apply.</td></tr>{{end}}
-</table><p><button>Apply</button></p></form>{{end}}
-{{else}}<p>This agent names no MCP servers (<code>spec.mcpServers</code>).</p>{{end}}
-</body></html>`))
+</table><p><button class="primary">Apply</button></p></form>{{end}}
+{{else}}{{empty "No MCP servers" (raw "This agent names no MCP servers (<code>spec.mcpServers</code>).")}}{{end}}`, learningFuncs)

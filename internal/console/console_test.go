@@ -3,10 +3,12 @@ package console
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -264,7 +266,7 @@ func TestTimelineFollowsTheRun(t *testing.T) {
 	if ev := next(t, ch, "timeline"); ev.id != "3" || !strings.Contains(ev.data, `"type":"step.started"`) || !strings.Contains(ev.data, `"clock":"`) {
 		t.Errorf("first row after Last-Event-ID 2 = %+v", ev)
 	}
-	if ev := next(t, ch, "status"); ev.data != `{"phase":"Running","view":"live"}` {
+	if ev := next(t, ch, "status"); noPill(ev.data) != `{"phase":"Running","view":"live"}` {
 		t.Errorf("status = %s", ev.data)
 	}
 
@@ -308,7 +310,7 @@ func TestTimelineFollowsTheRun(t *testing.T) {
 	if ev := next(t, ch, "timeline"); ev.id != "6" || !strings.Contains(ev.data, "run.resumed") {
 		t.Errorf("row = %+v", ev)
 	}
-	if ev := next(t, ch, "status"); ev.data != `{"phase":"Running","view":"live"}` {
+	if ev := next(t, ch, "status"); noPill(ev.data) != `{"phase":"Running","view":"live"}` {
 		t.Errorf("status = %s", ev.data)
 	}
 
@@ -373,7 +375,7 @@ func TestTimelineOfAFinishedRunEnds(t *testing.T) {
 	tc.commit(t, tc.claim(t, "r1"), store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseFailed, Reason: api.ReasonModelError, AgentRevision: 1},
 		Events: events("run.failed"), Release: true})
 	resp, body := tc.body(t, "/runs/r1/timeline")
-	if resp.StatusCode != 200 || !strings.Contains(body, "id: 2\nevent: timeline") || !strings.HasSuffix(body, "event: end\ndata: {\"phase\":\"Failed\",\"reason\":\"ModelError\",\"view\":\"finished\"}\n\n") {
+	if resp.StatusCode != 200 || !strings.Contains(body, "id: 2\nevent: timeline") || !strings.Contains(body, "event: end\ndata: {\"phase\":\"Failed\",\"reason\":\"ModelError\",\"pill\":") || !strings.HasSuffix(body, ",\"view\":\"finished\"}\n\n") {
 		t.Errorf("HTTP %d:\n%s", resp.StatusCode, body)
 	}
 	if resp, _ := tc.body(t, "/runs/nope/timeline"); resp.StatusCode != 404 {
@@ -406,8 +408,23 @@ func TestRunPage(t *testing.T) {
 			t.Errorf("the run page lacks %s:\n%s", want, page)
 		}
 	}
-	if strings.Count(page, "<script") != 1 || strings.Count(page, `http-equiv="refresh"`) != strings.Count(page, `<noscript><meta http-equiv="refresh"`) {
+	if strings.Count(page, "<script") != strings.Count(page, `<script src="/static/`) || strings.Count(page, `http-equiv="refresh"`) != strings.Count(page, `<noscript><meta http-equiv="refresh"`) {
 		t.Errorf("the run page has inline script or a refresh outside <noscript>:\n%s", page)
+	}
+	// A message the run has not read yet shows as queued, with its ifBusy; once a step reads it,
+	// it does not.
+	if _, _, err := tc.st.AddMessageIfBusy(context.Background(), "r1", "", "and the summary", api.IfBusyEnqueue); err != nil {
+		t.Fatal(err)
+	}
+	if _, page = tc.body(t, "/runs/r1"); !strings.Contains(page, `<table id="queued" class="table">`) || !strings.Contains(page, "<td>enqueue</td><td>and the summary</td>") {
+		t.Errorf("the run page does not show the queued message:\n%s", page)
+	}
+	read := api.Step{Key: "m0", Kind: "message", State: api.StepStarted, Attempt: 1, StartedAt: time.Now()}
+	tc.commit(t, l, store.Write{Steps: []api.Step{read}})
+	read.State, read.Result = api.StepCompleted, json.RawMessage(`{"seq":1,"payload":"and the summary"}`)
+	tc.commit(t, l, store.Write{Steps: []api.Step{read}})
+	if _, page = tc.body(t, "/runs/r1"); strings.Contains(page, `<table id="queued" class="table">`) {
+		t.Errorf("a message the run read still shows as queued")
 	}
 	turns := []api.Turn{{Index: 1, Model: "claude-test", CostUSD: "0.012"}, {Index: 2, Model: "claude-test", CostUSD: "unknown"}, {Index: 3, Model: "claude-test", CostUSD: "at least 0.002"}}
 	tc.commit(t, l, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseSucceeded, AgentRevision: 1, Answer: &api.Answer{Preview: "done"}, Turns: turns}, Release: true})
@@ -416,7 +433,7 @@ func TestRunPage(t *testing.T) {
 		t.Errorf("a finished run's page:\n%s", page)
 	}
 	// The Turns table shows money as everywhere else: dollars, "unknown", "at least $".
-	for _, want := range []string{"<td>$0.012</td></tr>", "<td>unknown</td></tr>", "<td>at least $0.002</td></tr>"} {
+	for _, want := range []string{">$0.012</span></td></tr>", ">unknown</span></td></tr>", ">at least $0.002</span></td></tr>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the Turns table lacks %s:\n%s", want, page)
 		}
@@ -499,8 +516,8 @@ func TestMissionRunners(t *testing.T) {
 		}
 	}
 	_, page := tc.body(t, "/")
-	for _, want := range []string{`<table id="runners">`, `<td>local (in this server)</td><td class="phase">live</td>`,
-		`<td>r-east</td><td class="phase">live</td>`, `<td>4</td><td>v1</td><td>h1/11</td>`} {
+	for _, want := range []string{`<table id="runners"`, `<td>local (in this server)</td><td class="phase"><span class="pill tone-ok" data-phase="live">`,
+		`<td>r-east</td><td class="phase"><span class="pill tone-ok" data-phase="live">`, `<td class="num">4</td><td>v1</td><td>h1/11</td>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("Mission Control lacks %s:\n%s", want, page)
 		}
@@ -508,4 +525,9 @@ func TestMissionRunners(t *testing.T) {
 	if strings.Contains(page, "gone") {
 		t.Errorf("a runner that just sent its heartbeat is shown gone:\n%s", page)
 	}
+}
+
+// noPill is a status event's data without its pill (the page's HTML for the phase).
+func noPill(data string) string {
+	return regexp.MustCompile(`,"pill":"(?:[^"\\]|\\.)*"`).ReplaceAllString(data, "")
 }

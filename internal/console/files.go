@@ -3,7 +3,6 @@ package console
 import (
 	"bytes"
 	"errors"
-	"html/template"
 	"mime"
 	"net/http"
 	"net/url"
@@ -104,18 +103,18 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if _, err := c.Store.GetRun(r.Context(), name); err != nil {
-		fileNotFound(w, http.StatusNotFound, "", "", "There is no run "+name+".")
+		c.fileNotFound(w, r, http.StatusNotFound, "", "", "There is no run "+name+".")
 		return
 	}
 	raw := r.PathValue("path")
 	p, ok := cleanFilePath(raw)
 	if !ok {
-		fileNotFound(w, http.StatusBadRequest, name, raw, "A file's path is relative to the run folder and stays inside it: "+raw+" does not.")
+		c.fileNotFound(w, r, http.StatusBadRequest, name, raw, "A file's path is relative to the run folder and stays inside it: "+raw+" does not.")
 		return
 	}
 	f, err := c.Store.GetFile(r.Context(), name, p)
 	if errors.Is(err, store.ErrNotFound) {
-		fileNotFound(w, http.StatusNotFound, name, p, "The run folder of "+name+" has no file "+p+" (it was never saved, or was deleted).")
+		c.fileNotFound(w, r, http.StatusNotFound, name, p, "The run folder of "+name+" has no file "+p+" (it was never saved, or was deleted).")
 		return
 	}
 	if err != nil {
@@ -133,13 +132,18 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", f.UpdatedAt, bytes.NewReader(f.Content))
 }
 
-func fileNotFound(w http.ResponseWriter, status int, run, p, msg string) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'")
-	w.WriteHeader(status)
-	notFoundTmpl.Execute(w, map[string]any{"Run": run, "Path": p, "Message": msg, "Status": status})
+func (c *Console) fileNotFound(w http.ResponseWriter, r *http.Request, status int, run, p, msg string) {
+	title := "Not a file of this run"
+	if status == http.StatusNotFound {
+		title = "No such file"
+	}
+	var crumbs []Crumb
+	if run != "" {
+		crumbs = []Crumb{{"Runs", "/runs"}, {run, "/runs/" + run}}
+	}
+	c.page(w, r, notFoundTmpl, Page{Title: title, ID: "nofile", Crumbs: crumbs, Status: status,
+		Data: map[string]any{"Run": run, "Path": p, "Message": msg, "Status": status}})
 }
 
-var notFoundTmpl = template.Must(template.New("nofile").Parse(head + `<h1 id="nofile">{{if eq .Status 404}}No such file{{else}}Not a file of this run{{end}}</h1>
-<p class="wait">{{.Message}}</p>
-{{if .Run}}<p><a href="/runs/{{.Run}}">Back to {{.Run}}</a> and its files.</p>{{else}}<p><a href="/runs">All runs</a></p>{{end}}</body></html>`))
+var notFoundTmpl = newPage("nofile", `<p class="wait">{{.Message}}</p>
+{{if .Run}}<p><a href="/runs/{{.Run}}">Back to {{.Run}}</a> and its files.</p>{{else}}<p><a href="/runs">All runs</a></p>{{end}}`)

@@ -39,14 +39,14 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, groupRow{G: g, Total: len(ms), Status: group.Status(g, ms)})
 	}
-	render(w, groupsTmpl, map[string]any{"Groups": rows})
+	c.page(w, r, groupsTmpl, Page{Title: "Groups", Description: "Batches of runs of one agent: evaluations, fan-outs, and what each cost.", Data: map[string]any{"Groups": rows}})
 }
 
 func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	g, err := c.Store.GetGroup(r.Context(), name)
 	if err != nil {
-		http.Error(w, "no group "+name, http.StatusNotFound)
+		c.notFound(w, r, "No such group", "There is no group "+name+".")
 		return
 	}
 	ms, err := c.Store.GroupMembers(r.Context(), name)
@@ -57,16 +57,19 @@ func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 	runs, _ := c.Store.ListRuns(r.Context(), store.RunFilter{Group: name})
 	st := group.Status(g, ms)
 	live := st.Phase == api.GroupRunning || st.Phase == api.GroupCancelling
-	render(w, groupTmpl, map[string]any{"G": g, "S": st, "Runs": runs, "Total": len(ms), "Live": live, "E": st.Evaluation})
+	desc := "A group of runs of agent " + g.Spec.Agent + "."
+	if g.Spec.Evaluation != nil {
+		desc = "An evaluation of agent " + g.Spec.Agent + ": its scored cases and their runs."
+	}
+	c.page(w, r, groupTmpl, Page{Title: name, Description: desc, Crumbs: []Crumb{{"Groups", "/groups"}}, Refresh: boolInt(live, 2),
+		Data: map[string]any{"G": g, "S": st, "Runs": runs, "Total": len(ms), "Live": live, "E": st.Evaluation}})
 }
 
-var groupsTmpl = template.Must(template.New("groups").Funcs(funcs).Parse(head + `<h1>Groups</h1>
-<table><tr><th>Group</th><th>Agent</th><th>Phase</th><th>Runs</th><th>Active</th><th>Cost</th><th>Created</th></tr>
-{{range .Groups}}<tr><td><a href="/groups/{{.G.Metadata.Name}}">{{.G.Metadata.Name}}</a>{{if .G.Spec.Evaluation}} (evaluation){{end}}</td><td>{{.G.Spec.Agent}}</td>
-<td class="phase">{{.Status.Phase}}</td><td>{{.Status.Counts.Succeeded}}/{{.Total}}</td><td>{{.Status.Counts.Active}}</td>
-<td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{if .LimitUSD}} of {{dollars .LimitUSD}}{{end}}{{end}}</td><td>{{ago .G.Metadata.CreationTimestamp}}</td></tr>
-{{else}}<tr><td colspan="7">No groups yet. Create one with <code>agentrun create agentgroup NAME --agent A</code>.</td></tr>{{end}}
-</table></body></html>`))
+var groupsTmpl = newPage("groups", `{{if .Groups}}<table class="table"><thead><tr><th>Group</th><th>Agent</th><th>Phase</th><th class="num">Succeeded</th><th class="num">Active</th><th class="num">Cost</th><th>Created</th></tr></thead><tbody>
+{{range .Groups}}<tr><td><a href="/groups/{{.G.Metadata.Name}}">{{.G.Metadata.Name}}</a>{{if .G.Spec.Evaluation}} <span class="muted">(evaluation)</span>{{end}}</td><td>{{.G.Spec.Agent}}</td>
+<td class="phase">{{pill .Status.Phase}}</td><td class="num">{{.Status.Counts.Succeeded}}/{{.Total}}</td><td class="num">{{.Status.Counts.Active}}</td>
+<td class="num">{{with .Status.Cost}}{{money .TotalUSD}}{{if .LimitUSD}} of {{money .LimitUSD}}{{end}}{{else}}{{money ""}}{{end}}</td><td>{{reltime .G.Metadata.CreationTimestamp}}</td></tr>{{end}}
+</tbody></table>{{else}}{{empty "No groups yet" (raw "Create one with <code>agentrun create agentgroup NAME --agent A</code>, or run an evaluation with <code>agentrun eval</code>.")}}{{end}}`)
 
 var groupFuncs = template.FuncMap{
 	"num3": func(p *float64) string { return numOf(p, "%.3f") },
@@ -80,10 +83,8 @@ func numOf(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
-var groupTmpl = template.Must(template.New("group").Funcs(funcs).Funcs(groupFuncs).Parse(`{{define "refresh"}}{{if .Live}}<meta http-equiv="refresh" content="2">{{end}}{{end}}` + head + `{{template "refresh" .}}
-<h1>{{.G.Metadata.Name}}</h1>
-<p>Agent <b>{{.G.Spec.Agent}}</b> · <span class="phase">{{.S.Phase}}</span>{{if .S.Reason}} ({{.S.Reason}}){{end}}
- · at most {{.G.Spec.Limits.MaxActive}} at once{{with .S.Cost}} · spent {{dollars .TotalUSD}}{{if .LimitUSD}} of {{dollars .LimitUSD}}{{end}}{{end}}{{if .G.Spec.Sealed}} · sealed{{end}}</p>
+var groupTmpl = newPage("group", `<p>Agent <b>{{.G.Spec.Agent}}</b> · <span class="phase">{{pill .S.Phase .S.Reason}}</span>
+ · at most {{.G.Spec.Limits.MaxActive}} at once{{with .S.Cost}} · spent {{money .TotalUSD}}{{if .LimitUSD}} of {{money .LimitUSD}}{{end}}{{end}}{{if .G.Spec.Sealed}} · sealed{{end}}</p>
 {{if .S.Message}}<p>{{.S.Message}}</p>{{end}}
 <p>{{.Total}} runs: {{.S.Counts.Queued}} queued, {{.S.Counts.Active}} active, {{.S.Counts.Waiting}} waiting, {{.S.Counts.Succeeded}} succeeded, {{.S.Counts.Failed}} failed, {{.S.Counts.Cancelled}} cancelled
 {{range $k, $v := .S.BlockedReasons}} · {{$v}} {{$k}}{{end}}</p>
@@ -97,5 +98,4 @@ var groupTmpl = template.Must(template.New("group").Funcs(funcs).Funcs(groupFunc
 <td>{{.Evidence}}{{if .Detail}}{{.Detail}}{{end}}</td><td><a href="/runs/{{.Run}}">{{.Run}}</a></td></tr>{{end}}</table>{{end}}
 <h2>Runs</h2><table><tr><th>Run</th><th>Task</th><th>Depends on</th><th>Phase</th><th>Reason</th><th>Cost</th></tr>
 {{range .Runs}}<tr><td><a href="/runs/{{.Metadata.Name}}">{{.Metadata.Name}}</a></td><td>{{.Spec.TaskKey}}</td><td>{{range .Spec.DependsOn}}{{.}} {{end}}</td>
-<td class="phase">{{.Status.Phase}}</td><td>{{.Status.Reason}}</td><td>{{with .Status.Cost}}{{dollars .TotalUSD}}{{end}}</td></tr>{{end}}</table>
-</body></html>`))
+<td class="phase">{{pill .Status.Phase}}</td><td>{{.Status.Reason}}</td><td class="num">{{runCost .Status.Cost}}</td></tr>{{end}}</table>`, groupFuncs)

@@ -93,9 +93,9 @@ func (c *Console) renderLearning(w http.ResponseWriter, r *http.Request, status 
 		}
 		data["Folder"], data["Log"], data["Subjects"] = f, log, subjects
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_ = learningTmpl.Execute(w, data) // the status is sent: the page ends where it failed
+	base := "/agents/" + template.URLQueryEscaper(name)
+	c.page(w, r, learningTmpl, Page{Title: "Learning", Description: "What agent " + name + " keeps between runs: its learning folder, retired files and log.",
+		Crumbs: []Crumb{{"Agents", "/agents"}, {name, base}}, Tabs: agentTabsOf(name, base+"/learning"), Status: status, Data: data})
 }
 
 // learningChange is POST /agents/NAME/learning/retire (path, etag) or .../restore (path, from)
@@ -114,9 +114,11 @@ func (c *Console) learningChange(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this console cannot change learning folders", http.StatusServiceUnavailable)
 		return
 	}
-	ck, _ := r.Cookie(cookieName)
-	user, _ := c.Accounts.Verify(ck.Value, time.Now())
+	user := c.user(r)
 	name, path := r.PathValue("name"), r.PostForm.Get("path")
+	if p, err := url.PathUnescape(path); err == nil {
+		path = p // the forms send it escaped (pathq); a valid path has no '%' to undo
+	}
 	var ch api.LearningChange
 	var err error
 	done := "retire"
@@ -144,18 +146,15 @@ func shortHash(h string) string {
 	return h
 }
 
-// agentTabs is the row of an agent's pages; the current one is not a link.
-const agentTabs = `{{define "agentTabs"}}<p id="agent-tabs">Agent <b>{{.Name}}</b>: {{if eq .Tab "mcp"}}<b>MCP tools</b>{{else}}<a href="/agents/{{.Name}}/mcp">MCP tools</a>{{end}} · {{if eq .Tab "learning"}}<b>Learning</b>{{else}}<a href="/agents/{{.Name}}/learning">Learning</a>{{end}}</p>{{end}}`
-
 var learningFuncs = template.FuncMap{
-	"tabs":  func(name, tab string) map[string]string { return map[string]string{"Name": name, "Tab": tab} },
 	"short": shortHash,
+	// pathq is a path as a form carries it: %-escaped, since a browser turns a newline in a
+	// field's value into CR LF (a bad path stored before paths were checked must still retire).
+	"pathq": url.PathEscape,
 	"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 }
 
-var learningTmpl = template.Must(template.New("learning").Funcs(funcs).Funcs(learningFuncs).Parse(agentTabs + head + `{{template "agentTabs" (tabs .Agent "learning")}}
-<h1>Agent {{.Agent}}: Learning</h1>
-{{with .Done}}<p id="done">{{.}}</p>{{end}}
+var learningTmpl = newPage("learning", `{{with .Done}}<p id="done">{{.}}</p>{{end}}
 {{with .Failed}}<p class="wait" id="refused">Not done: {{.Code}} (HTTP {{.Status}}){{if .Field}} on {{.Field}}{{end}}: {{.Message}}</p>{{end}}
 {{with .Off}}<p class="wait" id="off">No learning folder to show: {{.Code}}{{if .Field}} on {{.Field}}{{end}}: {{.Message}}</p>
 {{else}}{{with .Folder}}
@@ -163,13 +162,13 @@ var learningTmpl = template.Must(template.New("learning").Funcs(funcs).Funcs(lea
 <h2>On main</h2>
 {{if .List.Items}}<table id="learned"><tr><th>Kind</th><th>Path</th><th>Name</th><th>Description</th><th>Type</th><th>ETag</th><th></th></tr>
 {{range .List.Items}}<tr data-path="{{.Path}}"><td>{{.Kind}}</td><td>{{.Path}}</td><td>{{.Name}}</td><td>{{.Description}}</td><td>{{.Type}}</td><td><code title="{{.ETag}}">{{short .ETag}}</code></td>
-<td><form method="post" action="/agents/{{$.Agent}}/learning/retire"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="path" value="{{.Path}}"><input type="hidden" name="etag" value="{{.ETag}}">
+<td>{{with .Problem}}<span class="wait" data-problem>Not offered to runs: {{.}}; retire it.</span>{{end}}<form method="post" action="/agents/{{$.Agent}}/learning/retire"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="path" value="{{pathq .Path}}"><input type="hidden" name="etag" value="{{.ETag}}">
 <button data-retire="{{.Path}}">Retire</button></form></td></tr>
 {{end}}</table>
 {{else}}<p id="learned">Nothing yet: a run of this agent proposes what to keep when its job is done.</p>{{end}}
 <h2>Retired</h2>
 {{if .Retired}}<table id="retired"><tr><th>Path</th><th>Restore from</th></tr>
-{{range .Retired}}<tr data-path="{{.Path}}"><td>{{.Path}}</td><td><form method="post" action="/agents/{{$.Agent}}/learning/restore"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="path" value="{{.Path}}">
+{{range .Retired}}<tr data-path="{{.Path}}"><td>{{.Path}}</td><td><form method="post" action="/agents/{{$.Agent}}/learning/restore"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="path" value="{{pathq .Path}}">
 <select name="from" aria-label="the commit to restore {{.Path}} from">{{range .Commits}}<option value="{{.}}">{{short .}} {{index $.Subjects .}}</option>{{end}}</select>
 <button data-restore="{{.Path}}">Restore</button></form></td></tr>
 {{end}}</table>
@@ -180,7 +179,7 @@ var learningTmpl = template.Must(template.New("learning").Funcs(funcs).Funcs(lea
 {{range .Log}}<tr><td><code title="{{.Hash}}">{{.Short}}</code></td><td>{{when .When}}</td><td>{{.Author}}</td><td>{{.Subject}}</td></tr>
 {{end}}</table>
 {{else}}<p id="log">No commits yet.</p>{{end}}
-{{end}}</body></html>`))
+{{end}}`, learningFuncs)
 
 // runLearning is a learning run's record, as its timeline says it.
 type runLearning struct {

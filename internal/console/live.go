@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -15,13 +16,16 @@ import (
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/livetext"
 )
 
 // The run page's live Timeline: GET /runs/NAME/timeline is a text/event-stream of the run's
 // timeline (one "timeline" event per row, id = the event's seq, resumable with Last-Event-ID or
 // ?after=SEQ), a "status" event whenever the run's phase, reason, message, cost or what it waits
-// on changes, and a final "status" and "end" once the run has finished. static/console.js opens
-// it from the run page and keeps the page current without reloading it.
+// on changes, a "text" event (no id: it is not part of the timeline, and a resumed stream does not
+// replay it) for each piece of a model call's text while the call streams (Console.LiveText), and
+// a final "status" and "end" once the run has finished. static/console.js opens it from the run
+// page and keeps the page current without reloading it.
 
 // Defaults for the stream bounds (a Console's zero fields take these).
 const (
@@ -51,13 +55,33 @@ type liveStatus struct {
 	Message   string         `json:"message,omitempty"`
 	WaitingOn *api.WaitingOn `json:"waitingOn,omitempty"`
 	Cost      string         `json:"cost,omitempty"`
-	View      string         `json:"view"`
+	// CostBar is the header's cost against the cap, and Pill the status pill, drawn as the page
+	// draws them (HTML).
+	CostBar string `json:"costBar,omitempty"`
+	Pill    string `json:"pill,omitempty"`
+	View    string `json:"view"`
+}
+
+// liveText is one piece of a model call's text as it streams (see livetext.Delta): the page
+// appends it at offset in the step's transcript entry; the journal's text replaces it when the
+// step completes.
+type liveText struct {
+	Step   string `json:"step"`
+	Offset int    `json:"offset"`
+	Text   string `json:"text,omitempty"`
+	Done   bool   `json:"done,omitempty"`
+	Cut    bool   `json:"cut,omitempty"`
 }
 
 func statusOf(run *api.AgentRun) liveStatus {
 	st := run.Status
-	return liveStatus{Phase: string(st.Phase), Reason: string(st.Reason), Message: st.Message, WaitingOn: st.WaitingOn,
+	ls := liveStatus{Phase: string(st.Phase), Reason: string(st.Reason), Message: st.Message, WaitingOn: st.WaitingOn,
 		Cost: costText(st.Cost), View: pageView(run)}
+	if st.Cost != nil {
+		ls.CostBar = string(costBar(st.Cost))
+	}
+	ls.Pill = string(runPill(st.Phase, st.Reason))
+	return ls
 }
 
 // pageView names the layout the run page has for a run's status beyond the lines the script
@@ -160,6 +184,12 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	flusher.Flush()
+	var texts <-chan livetext.Delta
+	if c.LiveText != nil {
+		ch, cancel := c.LiveText.Subscribe(name)
+		defer cancel()
+		texts = ch
+	}
 	lastStatus := ""
 	lastWrite := time.Now()
 	for {
@@ -214,11 +244,77 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		if d := heartbeat - time.Since(lastWrite); d < wait {
 			wait = max(d, time.Millisecond)
 		}
-		c.Store.WaitEvents(ctx, wait)
+		// Wait for events; the model's text, meanwhile, goes out as it comes.
+		until := time.Now().Add(wait)
+		for {
+			ds := c.waitEvents(ctx, time.Until(until), texts)
+			if len(ds) == 0 {
+				break
+			}
+			var b strings.Builder
+			for _, d := range ds {
+				fmt.Fprintf(&b, "event: text\ndata: %s\n\n", jsonText(liveText{Step: d.Step, Offset: d.Offset, Text: d.Text, Done: d.Done, Cut: d.Cut}))
+			}
+			if _, err := io.WriteString(w, b.String()); err != nil {
+				return
+			}
+			flusher.Flush()
+			lastWrite = time.Now()
+			extend()
+			if !time.Now().Before(until) {
+				break
+			}
+		}
 		if ctx.Err() != nil {
 			return
 		}
 	}
+}
+
+// waitEvents waits up to d for the run's timeline events (Store.WaitEvents) and returns early
+// with the live text that arrives meanwhile (nil: events may have come, or d passed).
+func (c *Console) waitEvents(ctx context.Context, d time.Duration, texts <-chan livetext.Delta) []livetext.Delta {
+	if d <= 0 {
+		return nil
+	}
+	if texts == nil {
+		c.Store.WaitEvents(ctx, d)
+		return nil
+	}
+	select {
+	case x := <-texts:
+		return drainTexts(x, texts)
+	default:
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	woke := make(chan struct{})
+	go func() {
+		defer close(woke)
+		c.Store.WaitEvents(wctx, d)
+	}()
+	select {
+	case x := <-texts:
+		cancel()
+		<-woke
+		return drainTexts(x, texts)
+	case <-woke:
+		return nil
+	}
+}
+
+// drainTexts is first and the pieces already waiting behind it (at most a batch).
+func drainTexts(first livetext.Delta, texts <-chan livetext.Delta) []livetext.Delta {
+	out := []livetext.Delta{first}
+	for len(out) < 64 {
+		select {
+		case x := <-texts:
+			out = append(out, x)
+		default:
+			return out
+		}
+	}
+	return out
 }
 
 func jsonText(v any) string {

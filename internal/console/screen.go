@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -245,7 +246,14 @@ func readScreenRequest(w http.ResponseWriter, r *http.Request) (screenRequest, e
 	r.Body = http.MaxBytesReader(w, r.Body, computer.MaxTypeText+4<<10)
 	var req screenRequest
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return req, fmt.Errorf("read the request: %w", err)
+		}
+		if err := api.CheckJSONBounds(b); err != nil {
+			return req, fmt.Errorf("read the request: %w", err)
+		}
+		if err := json.Unmarshal(b, &req); err != nil {
 			return req, fmt.Errorf("read the request: %w", err)
 		}
 	} else {

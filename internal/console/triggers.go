@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"html/template"
 	"net/http"
 	"strings"
 	"time"
@@ -73,13 +72,13 @@ func (c *Console) triggers(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, row)
 	}
-	render(w, triggersTmpl, map[string]any{"Triggers": rows, "CSRF": csrfToken(r)})
+	c.page(w, r, triggersTmpl, Page{Title: "Triggers", Description: "What starts runs on its own: schedules and webhooks, their next and last fires.", Data: map[string]any{"Triggers": rows, "CSRF": csrfToken(r)}})
 }
 
 func (c *Console) triggerPage(w http.ResponseWriter, r *http.Request) {
 	t, err := c.Store.GetTrigger(r.Context(), r.PathValue("name"))
 	if err != nil {
-		http.Error(w, "no trigger "+r.PathValue("name"), http.StatusNotFound)
+		c.notFound(w, r, "No such trigger", "There is no trigger "+r.PathValue("name")+".")
 		return
 	}
 	row, err := c.triggerRowOf(r, t, 100)
@@ -87,7 +86,8 @@ func (c *Console) triggerPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	render(w, triggerTmpl, map[string]any{"R": row, "CSRF": csrfToken(r)})
+	c.page(w, r, triggerTmpl, Page{Title: t.Metadata.Name, Description: "A " + row.Kind + " trigger of agent " + t.Spec.Agent + ": its fires, each linked to its run.",
+		Crumbs: []Crumb{{"Triggers", "/triggers"}}, Data: map[string]any{"R": row, "CSRF": csrfToken(r)}})
 }
 
 // suspendTrigger is POST /triggers/NAME/suspend with suspend=true|false from the pages' buttons.
@@ -147,30 +147,28 @@ func (c *Console) failedFires(ctx context.Context, since time.Time) []failedFire
 	return out
 }
 
-const firesTable = `<table><tr><th>Time</th><th>Source</th><th>Delivery / slot</th><th>Run</th><th>Outcome</th><th>Cost</th><th>Note</th></tr>
+const firesTable = `<table class="table"><tr><th>Time</th><th>Source</th><th>Delivery / slot</th><th>Run</th><th>Outcome</th><th class="num">Cost</th><th>Note</th></tr>
 {{range .}}<tr><td>{{.Time.Format "2006-01-02 15:04:05 MST"}}</td><td>{{.Source}}</td><td>{{if .DeliveryID}}{{.DeliveryID}}{{else if .ScheduledTime}}{{.ScheduledTime.Format "2006-01-02 15:04 MST"}}{{end}}</td>
-<td>{{if .Run}}<a href="/runs/{{.Run}}">{{.Run}}</a> <span class="phase">{{.RunPhase}}</span>{{end}}</td><td>{{.Outcome}}</td>
-<td>{{if .Run}}{{if .CostUSD}}{{dollars .CostUSD}}{{else}}unknown{{end}}{{end}}</td><td>{{.Message}}</td></tr>
+<td>{{if .Run}}<a href="/runs/{{.Run}}">{{.Run}}</a> {{with .RunPhase}}{{pill .}}{{end}}{{end}}</td><td>{{.Outcome}}</td>
+<td class="num">{{if .Run}}{{money .CostUSD}}{{end}}</td><td>{{.Message}}</td></tr>
 {{else}}<tr><td colspan="7">No fires yet.</td></tr>{{end}}</table>`
 
-const suspendForm = `<form method="post" action="/triggers/{{.T.Metadata.Name}}/suspend" style="display:inline"><input type="hidden" name="csrf" value="{{$.CSRF}}">` +
+const suspendForm = `<form method="post" action="/triggers/{{.T.Metadata.Name}}/suspend" class="inline"><input type="hidden" name="csrf" value="{{$.CSRF}}">` +
 	`{{if .T.Spec.Suspend}}<input type="hidden" name="suspend" value="false"><button>Resume</button>{{else}}<input type="hidden" name="suspend" value="true"><button>Suspend</button>{{end}}</form>`
 
-var triggersTmpl = template.Must(template.New("triggers").Funcs(funcs).Parse(head + `<h1>Triggers</h1>
-<table><tr><th>Trigger</th><th>Kind</th><th>Agent</th><th>Next fire</th><th>Webhook URL</th><th>Last fires</th><th></th></tr>
+var triggersTmpl = newPage("triggers", `{{if .Triggers}}<table class="table"><tr><th>Trigger</th><th>Kind</th><th>Agent</th><th>Next fire</th><th>Webhook URL</th><th>Last fires</th><th></th></tr>
 {{range .Triggers}}<tr><td><a href="/triggers/{{.T.Metadata.Name}}">{{.T.Metadata.Name}}</a>{{if .T.Spec.Suspend}} (suspended){{end}}</td><td>{{.Kind}}</td><td>{{.T.Spec.Agent}}</td>
 <td>{{if .Next}}{{.Next.Format "2006-01-02 15:04 MST"}}{{else}}-{{end}}{{if .Schedule}}<br><small>{{.Schedule}}</small>{{end}}</td>
 <td>{{if .URL}}<input readonly size="40" value="{{.URL}}" aria-label="webhook URL of {{.T.Metadata.Name}}">{{end}}</td>
 <td>{{range .Fires}}{{.Time.Format "01-02 15:04"}} {{.Outcome}}{{if .Run}} <a href="/runs/{{.Run}}">{{.Run}}</a>{{end}}<br>{{else}}none yet{{end}}</td>
-<td>` + suspendForm + `</td></tr>
-{{else}}<tr><td colspan="7">No triggers yet. Apply one with <code>agentrun apply -f trigger.yaml</code>.</td></tr>{{end}}
-</table></body></html>`))
+<td>`+suspendForm+`</td></tr>
+{{end}}
+</table>{{else}}{{empty "No triggers yet" (raw "Apply one with <code>agentrun apply -f trigger.yaml</code>, or apply a template that has one.")}}{{end}}`)
 
-var triggerTmpl = template.Must(template.New("trigger").Funcs(funcs).Parse(`{{define "firesOf"}}` + firesTable + `{{end}}` + head + `{{with .R}}<h1>{{.T.Metadata.Name}}</h1>
-<p>{{.Kind}} trigger of agent <b>{{.T.Spec.Agent}}</b>{{if .T.Spec.Suspend}} · <b>suspended</b>{{end}} · concurrency {{.T.Spec.Concurrency}}
+var triggerTmpl = newPage("trigger", `{{define "firesOf"}}`+firesTable+`{{end}}{{with .R}}<p>{{.Kind}} trigger of agent <b>{{.T.Spec.Agent}}</b>{{if .T.Spec.Suspend}} · <b>suspended</b>{{end}} · concurrency {{.T.Spec.Concurrency}}
 {{if .T.Spec.MaxCostUSD}} · each run capped at {{dollars .T.Spec.MaxCostUSD}}{{else}} · each run capped at the agent's cap{{end}}{{if .T.Spec.Group}} · group <a href="/groups/{{.T.Spec.Group}}">{{.T.Spec.Group}}</a>{{end}}</p>
 {{if .Schedule}}<p>Schedule {{.Schedule}} · next fire {{if .Next}}{{.Next.Format "2006-01-02 15:04 MST"}}{{else}}-{{end}}</p>{{end}}
 {{if .URL}}<p><label>Webhook URL <input readonly size="60" value="{{.URL}}"></label>{{if .FilterText}} · {{.FilterText}}{{end}}</p>{{end}}
 <p><form method="post" action="/triggers/{{.T.Metadata.Name}}/suspend"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="back" value="page">
 {{if .T.Spec.Suspend}}<input type="hidden" name="suspend" value="false"><button>Resume</button>{{else}}<input type="hidden" name="suspend" value="true"><button>Suspend</button>{{end}}</form></p>
-<h2>Fires</h2>{{template "firesOf" .Fires}}{{end}}</body></html>`))
+<h2>Fires</h2>{{template "firesOf" .Fires}}{{end}}`)

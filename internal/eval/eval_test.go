@@ -144,3 +144,21 @@ func TestScriptGraderInSandbox(t *testing.T) {
 		t.Errorf("a sandboxed grader wrote a file outside its folder")
 	}
 }
+
+// The rubric grader agent is a valid agent whose workflow answers with the verdict's schema.
+func TestRubricAgentValid(t *testing.T) {
+	for m, tier := range map[string]string{"": "", "claude-sonnet-4-5": `"tier":"default"`, "claude-opus-4-5": `"tier":"strong"`, "gpt-4.1": ""} {
+		wf := rubricWorkflow(m)
+		if tier != "" && !strings.Contains(string(wf), tier) || tier == "" && strings.Contains(string(wf), `"tier"`) {
+			t.Errorf("rubric workflow for %q: %s; want %s", m, wf, tier)
+		}
+		a := &api.Agent{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Agent"}, Metadata: api.ObjectMeta{Name: RubricAgent(m)},
+			Spec: api.AgentSpec{System: rubricSystem, Model: api.ModelSpec{Access: "Server", Name: m}, Workflow: wf}}
+		if m == "" {
+			a.Spec.Model.Families = []string{"haiku"}
+		}
+		if err := api.DefaultAndValidateAgent(a, nil); err != nil {
+			t.Errorf("rubric agent (model %q): %v", m, err)
+		}
+	}
+}

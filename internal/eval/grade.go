@@ -21,11 +21,10 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/computer"
+	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -183,42 +182,9 @@ func gradeJSON(g api.GraderSpec, task api.Task, answer string) (Verdict, error) 
 
 func js(v any) string { b, _ := json.Marshal(v); return string(b) }
 
-// schemaProblems flattens a validation error to its leaf causes, one "at PATH: what" each, in a
-// JSONPath-like form ($.items[0].n) as the old evidence read.
-func schemaProblems(err error) string {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err.Error()
-	}
-	var out []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			out = append(out, instancePath(e.InstanceLocation)+": "+e.ErrorKind.LocalizedString(printer))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	return strings.Join(out, "; ")
-}
-
-var printer = message.NewPrinter(language.English)
-
-func instancePath(loc []string) string {
-	var b strings.Builder
-	b.WriteString("$")
-	for _, p := range loc {
-		if _, err := strconv.Atoi(p); err == nil {
-			b.WriteString("[" + p + "]")
-		} else {
-			b.WriteString("." + p)
-		}
-	}
-	return b.String()
-}
+// schemaProblems flattens a validation error to its leaf causes, one "PATH: what" each
+// ($.items[0].n), as every schema check's errors read (model.SchemaProblems).
+func schemaProblems(err error) string { return model.SchemaProblems(err) }
 
 // gradeScript runs the environment's script with sh in a fresh folder (never the run's folder)
 // holding answer.txt, expected.json (the hidden answer), task.json and workspace/ (a copy of the

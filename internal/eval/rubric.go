@@ -16,7 +16,10 @@ import (
 // The model rubric grader runs as an ordinary AgentRun of a grader agent, so its model calls are
 // routed, capped, billed from credits and journaled like any run's: the run GROUP-grade-NNN (not a
 // member of the group: it counts neither in its limits nor its cap) gets the rubric, the task, the
-// hidden reference answer and the answer to grade, and replies with a JSON verdict.
+// hidden reference answer and the answer to grade. The agent is a workflow of one decide node
+// whose answer is the verdict, so the verdict is a structured answer (model.Structured: a forced
+// tool call with the verdict's schema, validated, with one corrective retry), as every answer
+// agentrun reads as data is.
 
 // RubricAgent is the grader agent's name for a model ("" = routed within haiku).
 func RubricAgent(model string) string {
@@ -38,9 +41,41 @@ func RubricAgent(model string) string {
 	return name
 }
 
-const rubricSystem = `You grade an answer against a rubric. You see the task, a reference answer the
-answering agent never saw, and the answer. Reply with one JSON object only:
-{"pass": true or false, "reward": a number from 0 to 1, "evidence": "one or two sentences citing the answer"}`
+const rubricSystem = `You grade an answer against a rubric.`
+
+// rubricInstructions is the decide node's question: the fake model server's scripts key on its
+// first words.
+const rubricInstructions = "Grade an answer against a rubric. The state holds the rubric, the task, a reference answer the answering agent never saw, and the answer to grade (answerToGrade). " +
+	"Give pass (true or false), reward (a number from 0 to 1) and evidence (one or two sentences citing the answer)."
+
+// rubricWorkflow is the grader agent's workflow for the rubric's model: one decide node whose
+// out schema is the verdict. A typed question on the server's access runs on a family's model
+// (haiku unless its tier names another), so a Claude model the rubric names picks its family's
+// tier; another vendor's model is the agent's own and answers as named.
+func rubricWorkflow(model string) json.RawMessage {
+	tier := ""
+	switch m := strings.ToLower(model); {
+	case strings.Contains(m, "opus"), strings.Contains(m, "fable"):
+		tier = "strong"
+	case strings.Contains(m, "sonnet"):
+		tier = "default"
+	}
+	str := map[string]string{"type": "string"}
+	node := map[string]any{"node": "decide", "label": "grade", "instructions": rubricInstructions, "out": "Verdict", "as": "verdict"}
+	if tier != "" {
+		node["tier"] = tier
+	}
+	doc, _ := json.Marshal(map[string]any{"v": 2, "name": "rubric-grade",
+		"schemas": map[string]any{
+			"In": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"rubric", "task", "reference", "answerToGrade"},
+				"properties": map[string]any{"rubric": str, "task": str, "reference": str, "answerToGrade": str}},
+			"Verdict": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"pass", "reward", "evidence"},
+				"properties": map[string]any{"pass": map[string]string{"type": "boolean"}, "reward": map[string]any{"type": "number", "minimum": 0, "maximum": 1}, "evidence": str}}},
+		"input":  map[string]string{"schemaId": "In"},
+		"output": map[string]string{"schemaId": "Verdict", "path": "verdict"},
+		"root":   node})
+	return doc
+}
 
 // GraderRunLabel marks the runs that grade evaluation cases (value: the group).
 const GraderRunLabel = "agentrun.dev/evaluation-grader"
@@ -48,7 +83,7 @@ const GraderRunLabel = "agentrun.dev/evaluation-grader"
 func (ev *Evaluator) rubricAgent(ctx context.Context, g api.GraderSpec) (*api.Agent, error) {
 	want := &api.Agent{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Agent"}, Metadata: api.ObjectMeta{Name: RubricAgent(g.Model)},
 		Spec: api.AgentSpec{DisplayName: "Evaluation rubric grader", System: rubricSystem, MaxTokens: 1024, PerRunMaxCostUSD: "0.25",
-			Model: api.ModelSpec{Access: "Server", Name: g.Model}}}
+			Model: api.ModelSpec{Access: "Server", Name: g.Model}, Workflow: rubricWorkflow(g.Model)}}
 	if g.Model == "" {
 		want.Spec.Model.Families = []string{"haiku"}
 	}
@@ -96,8 +131,16 @@ func (ev *Evaluator) gradeRubric(ctx context.Context, group string, c api.EvalCa
 		if err != nil {
 			return Verdict{}, fmt.Errorf("grader agent: %w", err)
 		}
-		input := fmt.Sprintf("Rubric:\n%s\n\nTask:\n%s\n\nReference answer (hidden from the agent that answered):\n%s\n\nAnswer to grade:\n%s\n",
-			g.Rubric, task.Prompt, string(task.Answer), clipBytes(answer, 200<<10))
+		// The input is JSON, whose escapes may lengthen the answer: it is cut until the whole
+		// fits a run's input.
+		var in []byte
+		for n := 200 << 10; ; n /= 2 {
+			in, _ = json.Marshal(map[string]string{"rubric": g.Rubric, "task": task.Prompt, "reference": expectedText(task.Answer), "answerToGrade": clipBytes(answer, n)})
+			if len(in) <= api.MaxInputBytes || n < 1024 {
+				break
+			}
+		}
+		input := string(in)
 		limit, _ := cost.ParseUSD(ag.Spec.PerRunMaxCostUSD)
 		run = &api.AgentRun{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentRun"},
 			Metadata: api.ObjectMeta{Name: name, Labels: map[string]string{GraderRunLabel: group}},

@@ -1,8 +1,8 @@
-// Package gateway is the model gateway external harnesses call (design.md sections 7 and 13):
-// Anthropic- and OpenAI-compatible endpoints under /v2/gateway and an MCP endpoint serving the
-// run's tools, each call authenticated by a token scoped to one run. The gateway only routes and
-// authenticates: what a call does (journal step, cap check, credits, forwarding to the vendor) is
-// the run's (Run, implemented by the host in internal/agent).
+// Package gateway is the model gateway external harnesses call (docs/architecture.md, "Harnesses
+// and the gateway"): Anthropic- and OpenAI-compatible endpoints under /v2/gateway and an MCP
+// endpoint serving the run's tools, each call authenticated by a token scoped to one run. The
+// gateway only routes and authenticates: what a call does (journal step, cap check, credits,
+// forwarding to the vendor) is the run's (Run, implemented by the host in internal/agent).
 //
 // It listens on loopback, one listener per runner process, because a harness runs beside its
 // runner and the tokens live in that runner's memory: a runner without an API server (`agentrun
@@ -12,6 +12,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -35,6 +36,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/httpserve"
 )
 
 // Wire formats, as harness.Wire spells them.
@@ -86,6 +88,13 @@ type Run interface {
 	CallTool(ctx context.Context, name string, input json.RawMessage) (string, bool, error)
 }
 
+// Refuser is a Run told of a model call the gateway refused before it reached the run (one that
+// asks the vendor to act on its own), so the run can stop with the reason rather than leave the
+// harness to make what it will of a 400.
+type Refuser interface {
+	Refused(msg string)
+}
+
 type entry struct {
 	run  string
 	wire string
@@ -96,11 +105,13 @@ type entry struct {
 // Gateway serves the endpoints for the runs registered with it.
 type Gateway struct {
 	Log *slog.Logger
+	// HTTP bounds each listener (New sets DefaultHTTP; set it before Start to change it).
+	HTTP httpserve.Options
 
 	mu     sync.Mutex
 	tokens map[[32]byte]*entry
 	ln     net.Listener
-	srv    *http.Server
+	srv    *httpserve.Server
 	served chan struct{}
 	// sock is the unix socket's folder (private to this process) and unixServed its server's end.
 	sock       string
@@ -112,8 +123,17 @@ func New(log *slog.Logger) *Gateway {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Gateway{Log: log, tokens: map[[32]byte]*entry{}}
+	return &Gateway{Log: log, HTTP: DefaultHTTP, tokens: map[[32]byte]*entry{}}
 }
+
+// DefaultHTTP bounds a gateway listener, which anyone on the machine (or in a computer that
+// mounts the socket) can connect to before showing a token: a request's headers must come within
+// 10 s and its body within 60 s (32 MiB over loopback takes far less), an idle connection is
+// closed after 2 minutes, and at most 256 connections are open on each listener (more wait in the
+// kernel's queue; idle ones are closed to make room). No write deadline: a model call's answer may
+// take many minutes and is written at once.
+var DefaultHTTP = httpserve.Options{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+	NoWriteTimeout: true, IdleTimeout: 2 * time.Minute, MaxConns: 256}
 
 // Start listens on 127.0.0.1 (a free port) and on a unix socket in a new private temporary
 // folder (SocketPath), and serves both until Close.
@@ -134,8 +154,7 @@ func (g *Gateway) Start() error {
 		os.RemoveAll(sockDir)
 		return fmt.Errorf("gateway socket: %w", err)
 	}
-	// No write timeout: a model call's answer may take minutes.
-	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := httpserve.New(g.Handler(), g.HTTP)
 	g.mu.Lock()
 	g.ln, g.srv, g.served = ln, srv, make(chan struct{})
 	g.sock, g.unixServed = sockDir, make(chan struct{})
@@ -321,24 +340,49 @@ func (g *Gateway) auth(w http.ResponseWriter, r *http.Request, run, wire string)
 	return e
 }
 
+// readJSONBody reads a gateway request's body, at most MaxBody bytes and nested at most
+// api.MaxJSONDepth deep, or answers the error and reports false.
+func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		fail(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("a gateway request body is at most %d bytes", MaxBody))
+		return nil, false
+	}
+	if err != nil {
+		fail(w, http.StatusBadRequest, api.CodeBadRequest, "read the body: "+err.Error())
+		return nil, false
+	}
+	if err := api.CheckJSONDepth(body); err != nil {
+		fail(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, err.(*api.Error).Message)
+		return nil, false
+	}
+	return body, true
+}
+
 func (g *Gateway) model(wire, path string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		e := g.auth(w, r, "", wire)
 		if e == nil {
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			fail(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("a gateway request body is at most %d bytes", MaxBody))
+		body, ok := readJSONBody(w, r)
+		if !ok {
 			return
 		}
-		if err != nil {
-			fail(w, http.StatusBadRequest, api.CodeBadRequest, "read the body: "+err.Error())
+		bodyRead(w)
+		if msg := vendorSide(wire, body); msg != "" {
+			msg = "the gateway does not forward this call: " + msg
+			g.Log.Warn("gateway refused a model call", "run", e.run, "why", msg)
+			if rr, ok := e.r.(Refuser); ok {
+				rr.Refused(msg)
+			}
+			fail(w, http.StatusBadRequest, api.CodeInvalidRequest, msg)
 			return
 		}
 		c := Call{Wire: wire, Path: path, Header: r.Header, Body: body}
 		var rep Reply
+		var err error
 		if strings.HasSuffix(path, "/count_tokens") {
 			rep, err = e.r.CountTokens(r.Context(), c)
 		} else {
@@ -367,7 +411,22 @@ func (g *Gateway) mcp(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		return
 	}
+	// The MCP SDK decodes the body itself: bound it here first, the same way as a model call's.
+	if r.Body != nil && r.Method == http.MethodPost {
+		body, ok := readJSONBody(w, r)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	bodyRead(w)
 	e.mcp.ServeHTTP(w, r)
+}
+
+// bodyRead lifts the read deadline once the request is in: it bounds how long a body may take to
+// arrive, not the call, and its expiry while a model or tool call runs would cancel the call.
+func bodyRead(w http.ResponseWriter) {
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
 }
 
 // BadRequest is a call the gateway refuses as the harness's mistake (400), such as a body that is

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // claude is Claude Code (`claude -p` over stream-json on stdio, research/harnesses.md 4.1): its
@@ -45,8 +47,8 @@ func (claude) configPaths() []ConfigPath {
 	return ps
 }
 
-func (claude) Name() string { return "claude-agent" }
-func (claude) Wire() Wire   { return WireAnthropic }
+func (claude) Name() string  { return "claude-agent" }
+func (claude) Wires() []Wire { return []Wire{WireAnthropic} }
 func (claude) Package() Package {
 	return Package{NPM: "@anthropic-ai/claude-code", Version: ClaudeVersion, Bin: "claude"}
 }
@@ -131,6 +133,10 @@ func (c claude) Start(ctx context.Context, s Session) (Process, error) {
 type claudeProc struct {
 	cmd    *Cmd
 	permit Permit
+	// mu orders writes to stdin (Interrupt comes from another goroutine than Turn's);
+	// interrupted is set by Interrupt until the turn's result.
+	mu          sync.Mutex
+	interrupted atomic.Bool
 }
 
 func (p *claudeProc) send(v any) error {
@@ -138,8 +144,17 @@ func (p *claudeProc) send(v any) error {
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	_, err = p.cmd.Stdin.Write(append(b, '\n'))
 	return err
+}
+
+// Interrupt is Claude Code's interrupt control request: it aborts the turn's model call and
+// ends the turn with a result.
+func (p *claudeProc) Interrupt() error {
+	p.interrupted.Store(true)
+	return p.send(map[string]any{"type": "control_request", "request_id": "agentrun-interrupt", "request": map[string]any{"subtype": "interrupt"}})
 }
 
 func (p *claudeProc) Stop() { p.cmd.Stop() }
@@ -200,6 +215,9 @@ func (p *claudeProc) Turn(ctx context.Context, text string) (string, error) {
 				return "", p.cmd.Exit("answer a permission request: " + err.Error())
 			}
 		case "result":
+			if p.interrupted.Swap(false) {
+				return "", nil // the turn we interrupted (its result says so in its own way)
+			}
 			if l.IsError || l.Subtype != "success" {
 				why := l.Result
 				if why == "" {

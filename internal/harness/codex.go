@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // codex is OpenAI's Codex CLI run as `codex app-server` (JSON-RPC 2.0, one JSON a line on stdio;
@@ -30,8 +32,8 @@ func (codex) configPaths() []ConfigPath {
 		{Rel: "codex/AGENTS.override.md"}, {Rel: "codex/rules", Dir: true}, {Rel: "codex/skills", Dir: true}}
 }
 
-func (codex) Name() string { return "codex" }
-func (codex) Wire() Wire   { return WireResponses }
+func (codex) Name() string  { return "codex" }
+func (codex) Wires() []Wire { return []Wire{WireResponses} }
 func (codex) Package() Package {
 	return Package{NPM: "@openai/codex", Version: CodexVersion, Bin: "codex"}
 }
@@ -169,6 +171,24 @@ type codexProc struct {
 	mcp    string
 	thread string
 	next   int
+	// mu orders writes to stdin and guards turn (the turn in flight, for Interrupt, which comes
+	// from another goroutine than Turn's); interrupted is set by Interrupt until turn/completed.
+	mu          sync.Mutex
+	turn        string
+	interrupted atomic.Bool
+}
+
+// Interrupt is app-server's turn/interrupt of the turn in flight; its answer is read (and
+// ignored) by Turn, which returns when the turn completes as interrupted.
+func (p *codexProc) Interrupt() error {
+	p.mu.Lock()
+	turn := p.turn
+	p.mu.Unlock()
+	if turn == "" {
+		return errors.New("codex: no turn in flight to interrupt")
+	}
+	p.interrupted.Store(true)
+	return p.send(map[string]any{"id": "agentrun-interrupt", "method": "turn/interrupt", "params": map[string]any{"threadId": p.thread, "turnId": turn}})
 }
 
 // codexMsg is a JSON-RPC message from app-server: a response (id, result or error), a request (id
@@ -189,6 +209,8 @@ func (p *codexProc) send(v any) error {
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	_, err = p.cmd.Stdin.Write(append(b, '\n'))
 	return err
 }
@@ -312,6 +334,14 @@ func (p *codexProc) Turn(ctx context.Context, text string) (string, error) {
 	if err := json.Unmarshal(res, &ts); err != nil || ts.Turn.ID == "" {
 		return "", p.cmd.Exit("turn/start answered without a turn id: " + clip(string(res), 300))
 	}
+	p.mu.Lock()
+	p.turn = ts.Turn.ID
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.turn = ""
+		p.mu.Unlock()
+	}()
 	var last string
 	var errs []string
 	for {
@@ -356,6 +386,9 @@ func (p *codexProc) Turn(ctx context.Context, text string) (string, error) {
 			}
 			if json.Unmarshal(m.Params, &n) != nil || n.Turn.ID != ts.Turn.ID {
 				continue
+			}
+			if p.interrupted.Swap(false) {
+				return "", nil // the turn we interrupted (completed as interrupted)
 			}
 			if n.Turn.Status != "completed" {
 				why := strings.Join(errs, "; ")

@@ -1,11 +1,12 @@
 // Package harness runs external agent loops (spec.harness claude-agent, codex, pi, opencode) as a
-// child process per run, beside the built-in loop (design.md section 13).
+// child process per run, beside the built-in loop (docs/architecture.md, "Harnesses and the
+// gateway").
 //
 // The split of work:
 //
 //   - A Driver (this package, one file per harness) knows one CLI: the npm package and version it
-//     installs (Package), the wire format its model calls speak (Wire: which gateway endpoint it is
-//     pointed at), and how to start it and speak its stdio protocol (Start, returning a Process
+//     installs (Package), the wire formats its model calls can speak (Wires; the host picks the one
+//     the run's provider serves, Session.Wire, which names the gateway endpoint it is pointed at), and how to start it and speak its stdio protocol (Start, returning a Process
 //     whose Turn sends one user turn and returns the harness's final text for it).
 //   - The host (internal/agent, harness.go) owns everything durable: it installs the package
 //     (Install), mints the run's gateway token, serves the run's tools over MCP, journals every
@@ -19,7 +20,7 @@
 // To add a driver:
 //
 //  1. Write NAME.go with a type implementing Driver. Start builds the command line and environment
-//     from the Session: point the harness's model endpoint at Session.GatewayURL (the wire's base:
+//     from the Session: point the harness's model endpoint, speaking Session.Wire, at Session.GatewayURL (the wire's base:
 //     .../v2/gateway/anthropic or .../v2/gateway/openai/v1) with Session.Token as its API key, give it
 //     the MCP server at Session.MCPURL (header "Authorization: Bearer TOKEN") as its only tools, turn
 //     its own built-in tools off, set its output limit to Session.MaxTokens, run it with Session.Dir
@@ -36,10 +37,11 @@
 //     deny set), and a call that asks parks the run.
 //  3. Add it to the drivers list in registry.go and its name to api.Harnesses, so validation
 //     accepts it and `agentrun server capabilities` lists it.
-//  4. Add e2e tests in e2e/harness_NAME_test.go (see e2e/harness_claude_test.go): the quickstart,
-//     an approval, a denial, a cap pause, SIGKILL mid model call and mid tool call, cancel. They run
-//     the real CLI from AGENTRUN_HARNESS_CACHE (or install it) against the scripted model server and
-//     skip, saying so, when npm cannot be reached.
+//  4. Add e2e tests in e2e/harness/harness_NAME_test.go: a HarnessCase for the scenarios every
+//     harness runs (e2e/e2etest/harness_scenarios.go: the quickstart, an approval, a denial, a cap
+//     pause, SIGKILL mid model call and mid tool call, keep-alive, cancel). They run the real CLI
+//     from AGENTRUN_HARNESS_CACHE (or install it) against the scripted model server and skip,
+//     saying so, when npm cannot be reached.
 //
 // Packages install on first use with the machine's own npm (its registry configuration, never a
 // host named here) into DATA/harnesses/NAME@VERSION; AGENTRUN_HARNESS_CACHE names a folder of such

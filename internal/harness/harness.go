@@ -46,7 +46,9 @@ type Driver interface {
 	// Name is its spec.harness value ("claude-agent").
 	Name() string
 	Package() Package
-	Wire() Wire
+	// Wires are the wire formats its model calls can be configured to speak, preferred first: the
+	// host picks one the run's provider serves and gives it as Session.Wire.
+	Wires() []Wire
 	// Start starts the harness for one drive of a run. It returns once the process runs and is
 	// ready for its first Turn; the process lives until Stop or until ctx ends.
 	Start(ctx context.Context, s Session) (Process, error)
@@ -59,6 +61,14 @@ type Process interface {
 	Turn(ctx context.Context, text string) (string, error)
 	// Stop kills the process group at once and waits for it to be gone.
 	Stop()
+}
+
+// Interrupter is a Process whose harness can stop its turn in flight through its own protocol
+// (Claude Code's interrupt control request, Codex's turn/interrupt, pi's abort command). The
+// turn's Turn then returns ("", nil) when the harness has ended the turn the way it ends an
+// interrupted one, which it records in its history as its own.
+type Interrupter interface {
+	Interrupt() error
 }
 
 // Tool is one tool the host serves the harness over MCP.
@@ -86,6 +96,9 @@ type Session struct {
 	// run, so a token used for another run is refused).
 	GatewayURL, Token string
 	Headers           map[string]string
+	// Wire is the wire format the harness is to speak, one of its Wires: GatewayURL is that
+	// wire's endpoint.
+	Wire Wire
 	// MCPURL is the streamable HTTP MCP endpoint with the run's tools (bearer Token); MCPName is the
 	// server name to give it ("agentrun"); Tools are the tools it serves.
 	MCPURL, MCPName string

@@ -17,7 +17,7 @@ func TestDriversMatchAPIHarnesses(t *testing.T) {
 	var want []string
 	for _, h := range api.Harnesses {
 		if h != "builtin" {
-			want = append(want, h)
+			want = append(want, string(h))
 		}
 	}
 	slices.Sort(want)

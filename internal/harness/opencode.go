@@ -13,8 +13,8 @@ import (
 
 // opencode is OpenCode (opencode-ai, `opencode run --format json`: one process per user turn,
 // JSON events on stdout, the session continued with --session). Its model calls go to the
-// gateway's Messages endpoint through a custom provider in its config (the @ai-sdk/anthropic
-// provider is built into the binary, nothing is downloaded), our tools come from the run's MCP
+// gateway's endpoint for Session.Wire through a custom provider in its config of that API's AI SDK
+// package (opencodeSDK: each is built into the binary, nothing is downloaded), our tools come from the run's MCP
 // endpoint (a "remote" MCP server), and its own tools are all turned off, so every tool call it
 // makes is ours, journalled and under our approvals. A permission it would still ask for is
 // refused by `run` (no --auto), so nothing runs unasked.
@@ -41,8 +41,8 @@ func (opencode) configPaths() []ConfigPath {
 	return ps
 }
 
-func (opencode) Name() string { return "opencode" }
-func (opencode) Wire() Wire   { return WireAnthropic }
+func (opencode) Name() string  { return "opencode" }
+func (opencode) Wires() []Wire { return []Wire{WireAnthropic, WireChat, WireResponses} }
 func (opencode) Package() Package {
 	return Package{NPM: "opencode-ai", Version: OpenCodeVersion, Bin: "opencode", Manual: true}
 }
@@ -62,7 +62,13 @@ const opencodeProvider = "agentrun"
 var opencodeTools = []string{"bash", "edit", "write", "read", "grep", "glob", "list", "patch", "todowrite", "todoread",
 	"webfetch", "websearch", "codesearch", "task", "skill", "question", "lsp", "multiedit", "apply_patch", "plan_enter", "plan_exit"}
 
+// opencodeSDK is the AI SDK provider package of each wire.
+var opencodeSDK = map[Wire]string{WireAnthropic: "@ai-sdk/anthropic", WireChat: "@ai-sdk/openai-compatible", WireResponses: "@ai-sdk/openai"}
+
 func (d opencode) Start(ctx context.Context, s Session) (Process, error) {
+	if opencodeSDK[s.Wire] == "" {
+		return nil, fmt.Errorf("opencode cannot speak the %q wire", s.Wire)
+	}
 	cfgDir := filepath.Join(s.Home, ".config", "opencode")
 	for _, dir := range []string{filepath.Join(s.Home, "tmp"), filepath.Join(cfgDir, "node_modules")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -104,13 +110,21 @@ func (d opencode) Start(ctx context.Context, s Session) (Process, error) {
 	for k, v := range s.Headers {
 		mcpHeaders[k] = v
 	}
+	// The Anthropic SDK's base URL ends in /v1, the gateway's Messages base does not; the OpenAI
+	// ones are the gateway's .../openai/v1. Chat Completions streams carry no usage unless asked.
+	options := map[string]any{"baseURL": s.GatewayURL, "apiKey": "{env:AGENTRUN_GATEWAY_TOKEN}", "headers": headers}
+	switch s.Wire {
+	case WireAnthropic:
+		options["baseURL"] = s.GatewayURL + "/v1"
+	case WireChat:
+		options["includeUsage"] = true
+	}
 	conf := map[string]any{
 		"$schema":    "https://opencode.ai/config.json",
 		"autoupdate": false,
 		"share":      "disabled",
 		"provider": map[string]any{opencodeProvider: map[string]any{
-			"npm": "@ai-sdk/anthropic", "name": "agentrun",
-			"options": map[string]any{"baseURL": s.GatewayURL + "/v1", "apiKey": "{env:AGENTRUN_GATEWAY_TOKEN}", "headers": headers},
+			"npm": opencodeSDK[s.Wire], "name": "agentrun", "options": options,
 			"models": map[string]any{s.Model: map[string]any{"name": s.Model,
 				"limit": map[string]int{"context": 200000, "output": s.MaxTokens}}},
 		}},

@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // pi is pi-coding-agent (`pi --mode rpc`: prompt commands on stdin, JSONL events on stdout,
-// research/harnesses.md 4.3). Its model calls go to the gateway's Messages endpoint through a
-// models.json provider; it has no MCP client and no approval of its own, so its built-in tools
+// research/harnesses.md 4.3). Its model calls go to the gateway's endpoint for Session.Wire
+// through a models.json provider of that API (pi speaks all three: piAPI); it has no MCP client and no approval of its own, so its built-in tools
 // are off and an extension (pi_extension.ts) gives it the run's tools, each call forwarded to the
 // run's MCP endpoint, where our approvals decide and the journal records it.
 type pi struct{}
@@ -32,8 +34,8 @@ func (pi) configPaths() []ConfigPath {
 		{Rel: "pi-agent/extensions", Dir: true}, {Rel: "pi-agent/AGENTS.md"}, {Rel: "agentrun-pi.ts"}, {Rel: "agentrun-pi.json"}}
 }
 
-func (pi) Name() string { return "pi" }
-func (pi) Wire() Wire   { return WireAnthropic }
+func (pi) Name() string  { return "pi" }
+func (pi) Wires() []Wire { return []Wire{WireAnthropic, WireChat, WireResponses} }
 func (pi) Package() Package {
 	return Package{NPM: "@mariozechner/pi-coding-agent", Version: PiVersion, Bin: "pi"}
 }
@@ -41,7 +43,13 @@ func (pi) Package() Package {
 // piProvider is the models.json provider name the gateway is given under.
 const piProvider = "agentrun"
 
+// piAPI is the models.json "api" of each wire.
+var piAPI = map[Wire]string{WireAnthropic: "anthropic-messages", WireChat: "openai-completions", WireResponses: "openai-responses"}
+
 func (d pi) Start(ctx context.Context, s Session) (Process, error) {
+	if piAPI[s.Wire] == "" {
+		return nil, fmt.Errorf("pi cannot speak the %q wire", s.Wire)
+	}
 	agentDir := filepath.Join(s.Home, "pi-agent")
 	for _, dir := range []string{filepath.Join(s.Home, "tmp"), agentDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -55,7 +63,7 @@ func (d pi) Start(ctx context.Context, s Session) (Process, error) {
 	// apiKey names the variable the token is in (pi reads a name it finds in its environment as
 	// that variable), so the token is not written into models.json.
 	models, err := json.MarshalIndent(map[string]any{"providers": map[string]any{piProvider: map[string]any{
-		"baseUrl": s.GatewayURL, "api": "anthropic-messages", "apiKey": "AGENTRUN_GATEWAY_TOKEN", "headers": headers,
+		"baseUrl": s.GatewayURL, "api": piAPI[s.Wire], "apiKey": "AGENTRUN_GATEWAY_TOKEN", "headers": headers,
 		"models": []map[string]any{{"id": s.Model, "name": s.Model, "reasoning": false, "input": []string{"text"},
 			"contextWindow": 200000, "maxTokens": s.MaxTokens,
 			"cost": map[string]int{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}},
@@ -123,6 +131,17 @@ func (d pi) Start(ctx context.Context, s Session) (Process, error) {
 type piProc struct {
 	cmd *Cmd
 	n   int
+	// mu orders writes to stdin (Interrupt comes from another goroutine than Turn's);
+	// interrupted is set by Interrupt until agent_end.
+	mu          sync.Mutex
+	interrupted atomic.Bool
+}
+
+// Interrupt is pi's abort command: it aborts the model call in flight and ends the turn
+// (agent_end, the last message stopped "aborted").
+func (p *piProc) Interrupt() error {
+	p.interrupted.Store(true)
+	return p.send(map[string]any{"id": "agentrun-abort", "type": "abort"})
 }
 
 func (p *piProc) Stop() { p.cmd.Stop() }
@@ -132,6 +151,8 @@ func (p *piProc) send(v any) error {
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	_, err = p.cmd.Stdin.Write(append(b, '\n'))
 	return err
 }
@@ -197,6 +218,9 @@ func (p *piProc) Turn(ctx context.Context, text string) (string, error) {
 				}
 			}
 		case "agent_end":
+			if p.interrupted.Swap(false) {
+				return "", nil // the turn we aborted
+			}
 			return piAnswer(l.Messages)
 		}
 	}

@@ -1,8 +1,9 @@
-// Package journal owns durable execution (design.md section 6): a run is a sequence of keyed steps;
-// before a step with effects starts its intent is recorded under the runner's lease generation, on
-// completion its result is recorded, and a completed step is never run again — after a restart the
-// run replays, each completed step answering with its recorded result. A step found started but not
-// completed is interrupted: repeated if it is safe, otherwise the run parks for a person to resolve.
+// Package journal owns durable execution (docs/architecture.md, "The journal"): a run is a sequence
+// of keyed steps; before a step with effects starts its intent is recorded under the runner's lease
+// generation, on completion its result is recorded, and a completed step is never run again — after
+// a restart the run replays, each completed step answering with its recorded result. A step found
+// started but not completed is interrupted: repeated if it is safe, otherwise the run parks for a
+// person to resolve.
 package journal
 
 import (
@@ -32,6 +33,11 @@ var (
 	// ErrReleased: the drive gave its lease back (it parked) while other effects were in flight
 	// (Gate); a step asked for after that does not start.
 	ErrReleased = errors.New("the drive released its lease; no new step starts")
+	// ErrStopped: an effect was stopped on purpose while the process lives (a message with ifBusy
+	// interrupt or rollback cancelled the model call in flight). Do records the step Interrupted,
+	// not Failed, and returns the error: the caller moves on without it, so the step is never
+	// repeated and no person needs to resolve it.
+	ErrStopped = errors.New("stopped by a message to the run")
 )
 
 // NeedsResolution is returned when an interrupted step with an uncertain outcome blocks the run.
@@ -89,6 +95,10 @@ type Outcome struct {
 	// and the caller must say so to the agent.
 	Skipped    bool
 	CostMicros *int64
+	// Copied is true for a step a fork copied from another run (api.Step.CopiedFrom): replayed,
+	// and costing this run nothing (its recorded cost is zero; a caller reading a cost out of
+	// the result, such as a list price, counts it as zero too).
+	Copied bool
 }
 
 // Journal is one drive's view of a run's journal, under one lease.
@@ -114,6 +124,8 @@ type Journal struct {
 	idle     *sync.Cond
 	inflight int
 	released bool
+	// obs, when set (Observe), is told of live effects and events (tracing).
+	obs Observer
 	// frozen is set at a dev pause point (with a gate): no new step starts, so the process is
 	// killed with every effect in flight recorded.
 	frozen bool
@@ -154,6 +166,17 @@ func (j *Journal) Lease() store.Lease { return j.lease }
 // Steps returns the number of steps recorded so far.
 func (j *Journal) Steps() int { return len(j.order) }
 
+// Keys returns the recorded steps' keys in the order they were first recorded.
+func (j *Journal) Keys() []string { return append([]string(nil), j.order...) }
+
+// Forked reports whether the run is a fork: its journal starts with steps copied from another run.
+func (j *Journal) Forked() bool {
+	if len(j.order) == 0 {
+		return false
+	}
+	return j.steps[j.order[0]].CopiedFrom != ""
+}
+
 // Lookup returns a recorded step.
 func (j *Journal) Lookup(key string) (*api.Step, bool) {
 	s, ok := j.steps[key]
@@ -166,6 +189,9 @@ func (j *Journal) Emit(ev api.Event) {
 		ev.Time = j.now()
 	}
 	j.pending = append(j.pending, ev)
+	if j.obs != nil {
+		j.obs.Event(ev)
+	}
 }
 
 // Commit writes queued events, optional status and release in one fenced transaction.
@@ -252,6 +278,17 @@ func (j *Journal) Completed(key string) bool {
 	return ok && prev.State == api.StepCompleted
 }
 
+// Observer is told of what a drive does live, for tracing: each step whose effect runs now (never
+// one answered from the journal) and each event emitted. Step returns the context the effect runs
+// in and a func called with the effect's outcome.
+type Observer interface {
+	Step(ctx context.Context, spec Spec, attempt int) (context.Context, func(result any, cost *int64, err error))
+	Event(ev api.Event)
+}
+
+// Observe sets the journal's observer (nil: none).
+func (j *Journal) Observe(o Observer) { j.obs = o }
+
 // Do runs a step at most once to completion. fn performs the effect and returns the result to
 // record and its cost (nil: none or unknown — the caller decides what the result says).
 func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context) (any, *int64, error)) (Outcome, error) {
@@ -271,7 +308,7 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 		switch prev.State {
 		case api.StepCompleted:
 			metrics.StepsReplayed.Inc()
-			return Outcome{Result: prev.Result, Replayed: true, CostMicros: prev.CostMicros, Skipped: isSkipped(prev.Result)}, nil
+			return Outcome{Result: prev.Result, Replayed: true, CostMicros: prev.CostMicros, Skipped: isSkipped(prev.Result), Copied: prev.CopiedFrom != ""}, nil
 		case api.StepStarted, api.StepInterrupted:
 			switch prev.Resolution {
 			case api.ResolveComplete:
@@ -306,6 +343,12 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 		j.idle.Wait() // a dev pause: the process is about to be killed
 	}
 	j.pauseAt("before-intent", spec.Key)
+	// Past the runner's self-fence deadline no step starts (store.CheckLease): checked before the
+	// intent, so a late drive leaves no Started step behind, and again after it, right before
+	// the effect, since the commit itself may have taken the drive past the deadline.
+	if err := store.CheckLease(ctx); err != nil {
+		return Outcome{}, fmt.Errorf("step %s: %w", spec.Key, err)
+	}
 	argsJSON, _ := json.Marshal(spec.Args)
 	started := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: attempt, ArgsHash: hash, Args: argsJSON, StartedAt: j.now()}
 	j.Emit(api.Event{Type: api.EventStepStarted, StepKey: spec.Key, Message: spec.Title})
@@ -319,10 +362,27 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	if err := ctx.Err(); err != nil {
 		return Outcome{}, err
 	}
+	if err := store.CheckLease(ctx); err != nil {
+		return Outcome{}, fmt.Errorf("step %s: %w", spec.Key, err)
+	}
 	j.pauseAt("after-intent", spec.Key)
 	effectStart := time.Now()
-	res, cost, err := j.effect(ctx, spec.Concurrent, fn)
+	ectx, observed := ctx, func(any, *int64, error) {}
+	if j.obs != nil {
+		ectx, observed = j.obs.Step(ctx, spec, attempt)
+	}
+	res, cost, err := j.effect(ectx, spec.Concurrent, fn)
+	observed(res, cost, err)
 	metrics.StepSeconds.Since(effectStart, spec.Kind)
+	if err != nil && errors.Is(err, ErrStopped) && ctx.Err() == nil {
+		st := started
+		st.State, st.Error = api.StepInterrupted, err.Error()
+		j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was stopped: %v", spec.Key, err)})
+		if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{st}}); cerr != nil {
+			return Outcome{}, errors.Join(err, cerr)
+		}
+		return Outcome{}, err
+	}
 	var cut *Interrupted
 	if err != nil && errors.As(err, &cut) && ctx.Err() == nil {
 		st := started
@@ -432,7 +492,8 @@ func (j *Journal) finishResolved(ctx context.Context, prev *api.Step, result jso
 }
 
 // Record writes a step that has no effect of its own (a message received, an answer to a question)
-// as started and completed in one commit, so it is replayed like any other step.
+// as started and completed in one commit, so it is replayed like any other step. spec.Files, when
+// set, is saved in that commit.
 func (j *Journal) Record(ctx context.Context, spec Spec, result any) (json.RawMessage, error) {
 	if prev, ok := j.steps[spec.Key]; ok && prev.State == api.StepCompleted {
 		return prev.Result, nil
@@ -447,7 +508,15 @@ func (j *Journal) Record(ctx context.Context, spec Spec, result any) (json.RawMe
 	done := st
 	done.State, done.Result, done.CompletedAt = api.StepCompleted, out, &t
 	j.Emit(api.Event{Type: api.EventStepCompleted, StepKey: spec.Key, Message: spec.Title})
-	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{st, done}}); err != nil {
+	var files []store.FileWrite
+	if spec.Files != nil {
+		// A step with no effect of its own that still changes the folder (a rollback restoring
+		// it) saves the change with its record, atomically.
+		if files, err = spec.Files(); err != nil {
+			return nil, fmt.Errorf("step %s: save run folder: %w", spec.Key, err)
+		}
+	}
+	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{st, done}, Files: files}); err != nil {
 		return nil, err
 	}
 	return out, nil

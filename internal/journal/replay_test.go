@@ -3,6 +3,7 @@ package journal_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -258,7 +259,7 @@ func TestReplayInterruptedSafeStepRepeats(t *testing.T) {
 // after the store requeued the run.
 func TestReplayResolutions(t *testing.T) {
 	cases := []struct {
-		resolution string
+		resolution api.Resolution
 		supplied   string
 		wantResult string
 		wantCalls  int // effect calls in all, the one before the crash included
@@ -270,7 +271,7 @@ func TestReplayResolutions(t *testing.T) {
 		{"complete", `{"stdout":"it worked"}`, `{"stdout":"it worked"}`, 1, false, "step.resolved"},
 	}
 	for _, c := range cases {
-		t.Run(c.resolution, func(t *testing.T) {
+		t.Run(string(c.resolution), func(t *testing.T) {
 			h := newHarness(t)
 			spec := toolSpec("make deploy")
 			tool := &effect{result: "done again"}
@@ -453,4 +454,36 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A drive whose runner says the lease may no longer be worked on (store.CheckLease: the runner's
+// self-fence deadline has passed) starts no step: the effect does not run and no intent is left
+// Started for the next owner to find interrupted. A completed step still replays (it does nothing).
+func TestLeaseCheckStopsStepsBeforeTheirEffect(t *testing.T) {
+	h := newHarness(t)
+	j := h.open(h.lease)
+	tool := &effect{result: map[string]string{"stdout": "hi\n"}}
+	if _, err := j.Do(bg, toolSpec("echo hi"), tool.fn); err != nil {
+		t.Fatalf("first Do: %v", err)
+	}
+	fenced := fmt.Errorf("%w: past the self-fence deadline", store.ErrFenced)
+	ctx := store.WithLeaseCheck(bg, func() error { return fenced })
+	if out, err := j.Do(ctx, toolSpec("echo hi"), tool.fn); err != nil || !out.Replayed {
+		t.Fatalf("replaying a completed step under a failed check: %+v, %v; want the recorded result", out, err)
+	}
+	next := journal.Spec{Key: "t2/tool/0", Kind: "tool", Title: "bash echo again", Args: map[string]string{"command": "echo again"}}
+	_, err := j.Do(ctx, next, tool.fn)
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("Do under a failed lease check: %v, want store.ErrFenced", err)
+	}
+	if tool.calls != 1 {
+		t.Errorf("the effect ran %d times, want once (not under the failed check)", tool.calls)
+	}
+	steps, err := h.st.ListSteps(bg, h.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 1 {
+		t.Errorf("steps after the refused one: %v, want only the first (no intent left Started)", steps)
+	}
 }

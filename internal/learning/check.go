@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/model"
+	"agentrun.dev/agentrun/internal/secret"
 	"agentrun.dev/agentrun/internal/workflow"
 )
 
@@ -55,17 +60,38 @@ type Note struct {
 	Body        string `json:"-"`
 }
 
-// ParseProposal reads the proposal from the model's answer: a JSON object, alone or in a fenced
-// block.
-func ParseProposal(text string) (Proposal, error) {
+// The learning turn's structured answers (model.Structured): the proposal, the forced tool
+// ProposeTool's input, and the grader's verdicts, GradeTool's.
+const (
+	ProposeTool = "propose_learning"
+	GradeTool   = "grade_learning"
+)
+
+// ProposalSchema is the proposal's shape; Check judges what it holds.
+var ProposalSchema = model.MustSchema(ProposeTool, "Propose what later runs of this agent should keep in its learning folder (items may be empty).", json.RawMessage(`{
+  "type": "object", "additionalProperties": false, "required": ["items"],
+  "properties": {"items": {"type": "array", "items": {
+    "type": "object", "additionalProperties": false, "required": ["kind", "path"],
+    "properties": {
+      "kind": {"enum": ["note", "skill", "workflow"]},
+      "action": {"enum": ["add", "change", "retire"]},
+      "path": {"type": "string", "description": "notes/NAME.md, skills/NAME or workflows/NAME.json"},
+      "content": {"type": "string", "description": "a note's or workflow's whole text"},
+      "files": {"type": "array", "description": "a skill's files, one of them SKILL.md", "items": {
+        "type": "object", "additionalProperties": false, "required": ["path", "content"],
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}}}}}}}`))
+
+// GradeSchema is the grader's answer: one verdict per item it was shown.
+var GradeSchema = model.MustSchema(GradeTool, "Give one verdict per proposed item: keep it or not, and why.", json.RawMessage(`{
+  "type": "object", "additionalProperties": false, "required": ["verdicts"],
+  "properties": {"verdicts": {"type": "array", "items": {
+    "type": "object", "additionalProperties": false, "required": ["item", "keep", "reason"],
+    "properties": {"item": {"type": "integer", "minimum": 0}, "keep": {"type": "boolean"}, "reason": {"type": "string"}, "rule": {"type": "boolean"}}}}}}`))
+
+// DecodeProposal reads a proposal already valid against ProposalSchema.
+func DecodeProposal(raw json.RawMessage) (Proposal, error) {
 	var p Proposal
-	s := strings.TrimSpace(text)
-	if i := strings.Index(s, "{"); i >= 0 {
-		if j := strings.LastIndex(s, "}"); j > i {
-			s = s[i : j+1]
-		}
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		return p, fmt.Errorf("the proposal is not the JSON object asked for: %w", err)
@@ -73,12 +99,37 @@ func ParseProposal(text string) (Proposal, error) {
 	return p, nil
 }
 
+// Limits of a note's front matter: name and description are one line each (the description is
+// a line of the notes index in every later run's instructions).
+const (
+	MaxNoteName        = 100
+	MaxNoteDescription = 1024
+)
+
+// JSONSpan is text from its first "{" to its last "}" (a harness's answer may put words or a
+// fence around its JSON), or text itself when it holds no such span.
+func JSONSpan(text string) string {
+	s := strings.TrimSpace(text)
+	if i := strings.Index(s, "{"); i >= 0 {
+		if j := strings.LastIndex(s, "}"); j > i {
+			return s[i : j+1]
+		}
+	}
+	return s
+}
+
 // ParseNote reads a note: front matter with name, description and type, then the fact.
 func ParseNote(text string) (Note, error) {
+	n, _, err := parseNote(text)
+	return n, err
+}
+
+// parseNote is ParseNote with the whole front matter as YAML read it.
+func parseNote(text string) (Note, map[string]any, error) {
 	var n Note
 	rest, ok := strings.CutPrefix(strings.TrimPrefix(text, "\uFEFF"), "---\n")
 	if !ok {
-		return n, fmt.Errorf("a note starts with a line \"---\", then name:, description: and type:, then \"---\"")
+		return n, nil, fmt.Errorf("a note starts with a line \"---\", then name:, description: and type:, then \"---\"")
 	}
 	head, body, ok := strings.Cut(rest, "\n---\n")
 	if !ok {
@@ -87,39 +138,49 @@ func ParseNote(text string) (Note, error) {
 		}
 	}
 	if !ok {
-		return n, fmt.Errorf("the note's front matter has no closing \"---\" line")
+		return n, nil, fmt.Errorf("the note's front matter has no closing \"---\" line")
 	}
 	raw, err := api.FrontMatterYAML("the note", []byte(head))
 	if err != nil {
-		return n, err
+		return n, nil, err
 	}
-	str := func(k string) (string, error) {
+	str := func(k string, max int) (string, error) {
 		v, ok := raw[k].(string)
 		if !ok || strings.TrimSpace(v) == "" {
 			return "", fmt.Errorf("the note's front matter has no %s (a string)", k)
 		}
-		return strings.TrimSpace(v), nil
+		v = strings.TrimSpace(v)
+		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) {
+			return "", fmt.Errorf("the note's %s is one line of text: it holds a line break or another control character", k)
+		}
+		if n := utf8.RuneCountInString(v); n > max {
+			return "", fmt.Errorf("the note's %s is %d characters, over the limit of %d", k, n, max)
+		}
+		return v, nil
 	}
-	if n.Name, err = str("name"); err != nil {
-		return n, err
+	if n.Name, err = str("name", MaxNoteName); err != nil {
+		return n, nil, err
 	}
-	if n.Description, err = str("description"); err != nil {
-		return n, err
+	if n.Description, err = str("description", MaxNoteDescription); err != nil {
+		return n, nil, err
 	}
-	if n.Type, err = str("type"); err != nil {
-		return n, err
+	if n.Type, err = str("type", 20); err != nil {
+		return n, nil, err
 	}
 	switch n.Type {
 	case "user", "feedback", "project", "reference":
 	default:
-		return n, fmt.Errorf("the note's type %q is not one of %s", n.Type, noteTypeList)
+		return n, nil, fmt.Errorf("the note's type %q is not one of %s", n.Type, noteTypeList)
 	}
 	n.Body = strings.TrimSpace(body)
 	if n.Body == "" {
-		return n, fmt.Errorf("the note holds no fact after its front matter")
+		return n, nil, fmt.Errorf("the note holds no fact after its front matter")
 	}
-	return n, nil
+	return n, raw, nil
 }
+
+// HiddenPath stands for a proposed path that holds a secret wherever the path would be shown.
+const HiddenPath = "(a path that holds a secret, not shown)"
 
 // Refusal is why code refused an item, before any grader saw it.
 type Refusal struct {
@@ -139,8 +200,24 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 		reject := func(code, format string, args ...any) {
 			refused = append(refused, Refusal{Item: i, Path: it.Path, Code: code, Reason: fmt.Sprintf(format, args...)})
 		}
-		if !ValidPath(it.Path) {
-			reject("PathOutsideFolder", "path %q is not a clean path under notes/, skills/ or workflows/", it.Path)
+		// A path is shown on the timeline and in commit messages: one holding a secret is
+		// refused without being repeated.
+		names := []string{it.Path}
+		for _, f := range it.Files {
+			names = append(names, f.Path)
+		}
+		if why := leak(names, secrets); why != "" {
+			// Not reject: the refusal must not repeat the path that holds the secret.
+			code := "SecretInProposal"
+			refused = append(refused, Refusal{Item: i, Path: HiddenPath, Code: code, Reason: "its path " + strings.TrimPrefix(why, "it ")})
+			continue
+		}
+		if why := PathProblem(it.Path); why != "" {
+			code := "InvalidPath"
+			if strings.Contains(why, "not clean") || strings.Contains(why, "absolute") || strings.Contains(why, "not under") {
+				code = "PathOutsideFolder"
+			}
+			reject(code, "path %q: %s", it.Path, why)
 			continue
 		}
 		texts := []string{it.Content}
@@ -180,18 +257,18 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 				reject("PathOutsideFolder", "a skill's path is its folder skills/NAME, not %q", it.Path)
 				continue
 			}
-			size, bad, hasSkill := 0, "", false
+			size, bad, badWhy, hasSkill := 0, "", "", false
 			texts, n = nil, len(it.Files)
 			for _, f := range it.Files {
-				if !ValidPath(it.Path + "/" + f.Path) {
-					bad = f.Path
+				if why := PathProblem(it.Path + "/" + f.Path); why != "" && bad == "" {
+					bad, badWhy = f.Path, why
 				}
 				hasSkill = hasSkill || f.Path == api.SkillFileName
 				size += len(f.Content)
 				texts = append(texts, f.Content)
 			}
 			if bad != "" {
-				reject("PathOutsideFolder", "the skill's file %q leaves its folder", bad)
+				reject("PathOutsideFolder", "the skill's file %q: %s", bad, badWhy)
 				continue
 			}
 			if size > MaxSkill {
@@ -268,15 +345,23 @@ var keyPatterns = []struct {
 
 var tokenRE = regexp.MustCompile(`[A-Za-z0-9+/=_\-]{24,}`)
 
-// leak says why texts hold a secret ("" when none): one of secrets (at least 6 characters, so
-// a short value does not refuse common words), a well-known key format, or a long high-entropy
-// string.
+// minSecret is the shortest value the run was handed that a proposal is checked for: a shorter
+// one would refuse common words.
+const minSecret = 6
+
+// leak says why texts hold a secret ("" when none): one of secrets (at least minSecret
+// characters), in any form the shared detector knows (hex, base64, reversed, %-encoded, in
+// chunks), a well-known key format, or a long high-entropy string.
 func leak(texts, secrets []string) string {
+	var known secret.Detector
+	for i, s := range secrets {
+		if len(s) >= minSecret {
+			known.Add(fmt.Sprint(i), s)
+		}
+	}
 	for _, t := range texts {
-		for _, s := range secrets {
-			if len(s) >= 6 && strings.Contains(t, s) {
-				return "it holds a secret the run was handed"
-			}
+		if _, found := known.Find(t); found {
+			return "it holds a secret the run was handed (as written, encoded or in parts)"
 		}
 		for _, k := range keyPatterns {
 			if k.re.MatchString(t) {
@@ -291,6 +376,10 @@ func leak(texts, secrets []string) string {
 	}
 	return ""
 }
+
+// HoldsSecret reports whether text holds one of secrets or what looks like a key (the checks
+// Check applies to an item's content): what a proposal's path must not repeat on the timeline.
+func HoldsSecret(text string, secrets []string) bool { return leak([]string{text}, secrets) != "" }
 
 // highEntropy: a token of 24 or more characters mixing letters and digits, with over 4 bits of
 // Shannon entropy a character (English words and paths stay under it; random keys do not).
@@ -319,15 +408,34 @@ func highEntropy(w string) bool {
 	return h > 4
 }
 
-// riskyRE finds words that set or change a rule of behaviour.
-var riskyRE = regexp.MustCompile(`(?i)\b(always|never|must|must not|do not|don't|approv\w*|permission\w*|allow\w*|deny|denied|tool\w*|spend\w*|cost\w*|budget\w*|cap|pay\w*|price\w*|\$\d)`)
+// ruleWords are the words that set or change a rule of behaviour, or instruct the agent (about
+// approvals and permissions, its instructions or system prompt, running commands); spendWords
+// those about tools and spending. Both are matched in text as Fold leaves it.
+const (
+	ruleWords = `\b(always|never|must|must not|do not|don't|dont|should|shall|required?|mandatory|forbidden|prohibited|` +
+		`approv\w*|pre-?approved|permission\w*|allow\w*|deny|denied|authori[sz]\w*|consent\w*|confirm\w*|ask|asks|asked|asking|` +
+		`obey\w*|ignor\w*|disregard\w*|overrid\w*|bypass\w*|skip\w*|instruct\w*|system|prompt\w*|rules?|polic(y|ies)|important|` +
+		`you|your|execut\w*|command\w*|shell|sudo|curl|wget|bash)\b|\| *(ba|z)?sh\b|#+ *system`
+	spendWords = `\b(tool\w*|spend\w*|cost\w*|budget\w*|cap|pay\w*|price\w*)\b|\$\d`
+)
 
-// Risky reports whether an item waits for a person: a note added or changed whose fact sets or
-// changes a rule of behaviour (its type is feedback, Claude Code's type for guidance on how to
-// work, or it speaks of always/never/must, approvals or permissions, tools, or spending), a note
-// changed or retired whose text on main (current, "" when main has none at its path) is such a
-// rule (removing or rewording a rule changes it too), any skill (it is instructions the next runs
-// follow) and any workflow (it runs tools).
+var (
+	// riskyRE finds a rule in a note's description, other front matter and fact.
+	riskyRE = regexp.MustCompile(ruleWords + "|" + spendWords)
+	// riskyNameRE finds one in its name: a name is a short label, where "cap" or "cost" names
+	// what the note is about rather than setting a rule.
+	riskyNameRE = regexp.MustCompile(ruleWords)
+)
+
+// Risky reports whether an item waits for a person: a note added or changed that sets or
+// changes a rule of behaviour or reads as an instruction to the agent (its type is feedback,
+// Claude Code's type for guidance on how to work, or any of its fields (name, description, the
+// other front matter, the fact) speaks of always/never/must, approvals or permissions, asking,
+// its instructions or system prompt, running commands, tools, or spending, after Fold undid
+// look-alike letters and spacing), a note changed or retired whose text on main (current, ""
+// when main has none at its path) is such a rule (removing or rewording a rule changes it too),
+// any skill (it is instructions the next runs follow) and any workflow (it runs tools). The
+// grader's verdict may make a note risky too (it reads rules no word list names).
 func Risky(it Item, current string) (bool, string) {
 	switch it.Kind {
 	case "skill":
@@ -351,19 +459,69 @@ func Risky(it Item, current string) (bool, string) {
 	return false, ""
 }
 
-// noteRule reports whether a note's text sets a rule of behaviour, and why.
+// noteRule reports whether a note's text sets a rule of behaviour, and why. Every field that
+// reaches a prompt is read: the name and description (the notes index in the instructions),
+// any other front matter and the fact (the note tool answers the whole text).
 func noteRule(content string) (bool, string) {
-	n, err := ParseNote(content)
+	n, raw, err := parseNote(content)
 	if err != nil {
+		// Check refuses a note that does not parse; one already stored is read whole.
+		if m := riskyRE.FindString(Fold(content)); m != "" {
+			return true, fmt.Sprintf("the note sets a rule (%q)", m)
+		}
 		return false, ""
 	}
 	if n.Type == "feedback" {
 		return true, "a feedback note sets how later runs work"
 	}
-	if m := riskyRE.FindString(n.Body); m != "" {
-		return true, fmt.Sprintf("the note sets a rule (%q)", m)
+	type field struct{ name, text string }
+	fields := []field{{"name", n.Name}, {"description", n.Description}}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		if k != "name" && k != "description" && k != "type" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fields = append(fields, field{"front matter " + k, k + ": " + flatten(raw[k])})
+	}
+	fields = append(fields, field{"fact", n.Body})
+	for _, f := range fields {
+		re := riskyRE
+		if f.name == "name" {
+			re = riskyNameRE
+		}
+		if m := re.FindString(Fold(f.text)); m != "" {
+			if f.name == "fact" {
+				return true, fmt.Sprintf("the note sets a rule (%q)", m)
+			}
+			return true, fmt.Sprintf("the note's %s sets a rule (%q)", f.name, m)
+		}
 	}
 	return false, ""
+}
+
+// flatten is every string a YAML value holds, keys of maps included, one per line.
+func flatten(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		var parts []string
+		for k, x := range v {
+			parts = append(parts, k+": "+flatten(x))
+		}
+		sort.Strings(parts)
+		return strings.Join(parts, "\n")
+	case []any:
+		parts := make([]string, len(v))
+		for i, x := range v {
+			parts[i] = flatten(x)
+		}
+		return strings.Join(parts, "\n")
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
 }
 
 // Changes turns the kept items into file changes.

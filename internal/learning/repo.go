@@ -1,7 +1,8 @@
-// Package learning is a learning agent's folder (design.md section 15): a git repository with one
-// branch, main, whose objects and main live in the store, read and written with go-git in memory,
-// so every runner starts from the same main without a shared disk or a git binary. It also holds
-// the rules a run's proposal must pass (check.go) before a grader judges it.
+// Package learning is a learning agent's folder (docs/architecture.md, "Groups, triggers and
+// learning"): a git repository with one branch, main, whose objects and main live in the store,
+// read and written with go-git in memory, so every runner starts from the same main without a
+// shared disk or a git binary. It also holds the rules a run's proposal must pass (check.go) before
+// a grader judges it.
 package learning
 
 import (
@@ -10,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 
+	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -83,7 +84,11 @@ type File struct {
 	Content string `json:"content,omitempty"`
 }
 
-// Files returns the files of commit (zero: none), ordered by path.
+// Files returns the files of commit (zero: none), ordered by path. It walks the trees itself
+// rather than with go-git's file iterator, which fails the whole listing on a name it finds
+// unsafe (a newline, a control character): a commit that stored such a path (before the paths
+// were checked, or written by another tool) must still list, so that it can be retired. Callers
+// that offer files to a run keep only the valid ones (Usable).
 func (r *Repo) Files(commit plumbing.Hash) ([]File, error) {
 	if commit.IsZero() {
 		return nil, nil
@@ -92,21 +97,65 @@ func (r *Repo) Files(commit plumbing.Hash) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", commit, err)
 	}
-	t, err := c.Tree()
-	if err != nil {
+	var out []File
+	var walk func(h plumbing.Hash, dir string, depth int) error
+	walk = func(h plumbing.Hash, dir string, depth int) error {
+		if depth > maxTreeDepth {
+			return fmt.Errorf("commit %s: its trees nest deeper than %d", commit, maxTreeDepth)
+		}
+		t, err := object.GetTree(r.mem, h)
+		if err != nil {
+			return fmt.Errorf("commit %s: tree %s: %w", commit, h, err)
+		}
+		for _, e := range t.Entries {
+			p := dir + e.Name
+			switch {
+			case e.Mode == filemode.Dir:
+				if err := walk(e.Hash, p+"/", depth+1); err != nil {
+					return err
+				}
+			case e.Mode == filemode.Submodule:
+				// Not a file of the folder: nothing here writes one.
+			default:
+				b, err := object.GetBlob(r.mem, e.Hash)
+				if err != nil {
+					return fmt.Errorf("commit %s: %q: %w", commit, p, err)
+				}
+				rd, err := b.Reader()
+				if err != nil {
+					return err
+				}
+				data, err := io.ReadAll(rd)
+				rd.Close()
+				if err != nil {
+					return err
+				}
+				out = append(out, File{Path: p, ETag: e.Hash.String(), Content: string(data)})
+			}
+		}
+		return nil
+	}
+	if err := walk(c.TreeHash, "", 0); err != nil {
 		return nil, err
 	}
-	var out []File
-	err = t.Files().ForEach(func(f *object.File) error {
-		s, err := f.Contents()
-		if err != nil {
-			return err
-		}
-		out = append(out, File{Path: f.Name, ETag: f.Hash.String(), Content: s})
-		return nil
-	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, err
+	return out, nil
+}
+
+// maxTreeDepth bounds how deep Files follows trees (a valid path has at most maxSegments parts).
+const maxTreeDepth = 64
+
+// Usable is files without those whose path is not a valid one of the folder (PathProblem), with
+// why each was left out: what a run is offered from a commit.
+func Usable(files []File) (ok []File, left []string) {
+	for _, f := range files {
+		if why := PathProblem(f.Path); why != "" {
+			left = append(left, fmt.Sprintf("%q: %s", f.Path, why))
+			continue
+		}
+		ok = append(ok, f)
+	}
+	return ok, left
 }
 
 // MinCommitPrefix is the fewest hex digits that name a commit: the log and the console show 12,
@@ -156,12 +205,7 @@ func (r *Repo) ResolveCommit(ref string) (plumbing.Hash, error) {
 }
 
 // Commit is one entry of the log.
-type Commit struct {
-	Hash    string    `json:"hash"`
-	Author  string    `json:"author"`
-	When    time.Time `json:"when"`
-	Message string    `json:"message"`
-}
+type Commit = api.LearningCommit
 
 // Log returns main's history, newest first.
 func (r *Repo) Log() ([]Commit, error) {
@@ -187,6 +231,9 @@ type Change struct {
 	Delete  bool
 }
 
+// ErrBadPath: a change writes a file at a path the folder does not allow (PathProblem).
+var ErrBadPath = errors.New("not a path of the learning folder:")
+
 // ErrNoChange: the changes leave main's tree as it is, so no commit is made.
 var ErrNoChange = errors.New("nothing changes")
 
@@ -204,10 +251,14 @@ func (r *Repo) Commit(ctx context.Context, changes []Change, author, message str
 	}
 	for _, c := range changes {
 		if c.Delete {
+			// A path already stored is removed whatever it is: that is how a bad one goes.
 			delete(files, c.Path)
-		} else {
-			files[c.Path] = c.Content
+			continue
 		}
+		if why := PathProblem(c.Path); why != "" {
+			return plumbing.ZeroHash, fmt.Errorf("%w %q: %s", ErrBadPath, c.Path, why)
+		}
+		files[c.Path] = c.Content
 	}
 	root, err := r.writeTree(files)
 	if err != nil {
@@ -400,17 +451,73 @@ func (r *Repo) reachable() ([]plumbing.Hash, error) {
 	return out, nil
 }
 
+// The folder's paths, as the learning format has them: notes/NAME.md, skills/NAME/FILE...,
+// workflows/NAME.json (or .yaml). Each part is from POSIX's portable filename character set
+// (letters, digits, '.', '_', '-'), starts with a letter, digit or '_', and is at most
+// maxSegment bytes; a path has at most maxSegments parts and maxPathLen bytes. A path becomes a
+// file name on a harness's disk, a line of the notes index in a run's instructions and part of
+// a commit message, so nothing in it may be a newline, a NUL, a space or other separator.
+const (
+	maxPathLen  = 255
+	maxSegment  = 100
+	maxSegments = 8
+)
+
 // ValidPath reports whether p is a clean relative path inside the folder, under one of its three
-// parts (notes/, skills/, workflows/).
-func ValidPath(p string) bool {
-	if p == "" || strings.Contains(p, "\\") || strings.HasPrefix(p, "/") || path.Clean(p) != p {
-		return false
+// parts (notes/, skills/, workflows/), in the characters and lengths the format allows.
+func ValidPath(p string) bool { return PathProblem(p) == "" }
+
+// PathProblem says what is wrong with p as a path of the folder ("" when nothing is).
+func PathProblem(p string) string {
+	switch {
+	case p == "":
+		return "the path is empty"
+	case len(p) > maxPathLen:
+		return fmt.Sprintf("the path is %d bytes, over the %d-byte limit", len(p), maxPathLen)
+	case strings.HasPrefix(p, "/"):
+		return "the path is absolute; it is relative to the learning folder"
 	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." || part == "." || part == "" || strings.HasPrefix(part, ".") {
-			return false
+	parts := strings.Split(p, "/")
+	if len(parts) > maxSegments {
+		return fmt.Sprintf("the path has %d parts, over the limit of %d", len(parts), maxSegments)
+	}
+	for _, part := range parts {
+		if part == "" || part == "." || part == ".." {
+			return fmt.Sprintf("the path is not clean (it has a part %q)", part)
+		}
+		if len(part) > maxSegment {
+			return fmt.Sprintf("a part of the path is %d bytes, over the %d-byte limit", len(part), maxSegment)
+		}
+		for i, c := range []byte(part) {
+			ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || (i > 0 && (c == '.' || c == '-'))
+			if !ok {
+				if i == 0 && (c == '.' || c == '-') {
+					return fmt.Sprintf("a part of the path starts with %q; each starts with a letter, digit or '_'", c)
+				}
+				return fmt.Sprintf("the path holds %s; a path holds only letters, digits, '.', '_', '-' and '/'", describeByte(part, i))
+			}
 		}
 	}
-	top, _, ok := strings.Cut(p, "/")
-	return ok && (top == "notes" || top == "skills" || top == "workflows")
+	if top := parts[0]; len(parts) < 2 || (top != "notes" && top != "skills" && top != "workflows") {
+		return "the path is not under notes/, skills/ or workflows/"
+	}
+	return ""
+}
+
+// describeByte names the character of s at byte i for an error (never the rest of the path).
+func describeByte(s string, i int) string {
+	c := s[i]
+	switch {
+	case c == '\n':
+		return "a newline"
+	case c == 0:
+		return "a NUL byte"
+	case c < 0x20 || c == 0x7f:
+		return fmt.Sprintf("a control character (0x%02x)", c)
+	case c == ' ':
+		return "a space"
+	case c >= 0x80:
+		return "a character outside ASCII"
+	}
+	return fmt.Sprintf("%q", c)
 }

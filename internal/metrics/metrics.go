@@ -221,8 +221,8 @@ func (h *Histogram) write(w io.Writer) {
 	}
 }
 
-// The process's metrics (design.md: runs by phase, claims, renewals, takeovers, step, model call
-// and journal write latencies).
+// The process's metrics (docs/architecture.md, "Observability"): runs by phase, claims,
+// renewals, takeovers, step, model call and journal write latencies.
 var (
 	RunsByPhase     = Default.NewGauge("agentrun_runs", "Runs by phase (from the store).", "phase")
 	Claims          = Default.NewCounter("agentrun_claims_total", "Runs claimed by this process's runner.")

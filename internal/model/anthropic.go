@@ -50,13 +50,13 @@ type antRequest struct {
 	Messages  []antMessage `json:"messages"`
 	Tools     []antTool    `json:"tools,omitempty"`
 	Stream    bool         `json:"stream,omitempty"`
-	// OutputFormat asks for a JSON answer matching a schema (structured outputs).
-	OutputFormat *antOutputFormat `json:"output_format,omitempty"`
+	// ToolChoice forces a call of one tool (a structured answer).
+	ToolChoice *antToolChoice `json:"tool_choice,omitempty"`
 }
 
-type antOutputFormat struct {
-	Type   string          `json:"type"`
-	Schema json.RawMessage `json:"schema"`
+type antToolChoice struct {
+	Type string `json:"type"` // "tool"
+	Name string `json:"name"`
 }
 
 type antMessage struct {
@@ -150,9 +150,6 @@ func (a *anthropic) Complete(ctx context.Context, req *Request) (*Response, erro
 	}
 	hreq.Header.Set("content-type", "application/json")
 	hreq.Header.Set("anthropic-version", anthropicVersion)
-	if len(req.OutputSchema) > 0 {
-		hreq.Header.Set("anthropic-beta", "structured-outputs-2025-11-13")
-	}
 	if a.key != "" {
 		hreq.Header.Set("x-api-key", a.key)
 	}
@@ -195,8 +192,8 @@ func (a *anthropic) wireRequest(req *Request) *antRequest {
 	if w.MaxTokens <= 0 {
 		w.MaxTokens = defaultMaxTokens
 	}
-	if len(req.OutputSchema) > 0 {
-		w.OutputFormat = &antOutputFormat{Type: "json_schema", Schema: req.OutputSchema}
+	if req.ToolChoice != "" {
+		w.ToolChoice = &antToolChoice{Type: "tool", Name: req.ToolChoice}
 	}
 	for _, m := range req.Messages {
 		am := antMessage{Role: m.Role, Content: make([]antBlock, 0, len(m.Content))}
@@ -345,6 +342,9 @@ func (a *anthropic) readStream(ctx context.Context, body io.Reader) (*Response, 
 			switch se.Delta.Type {
 			case "text_delta":
 				p.block.Text += se.Delta.Text
+				if p.keep {
+					textTo(ctx, se.Delta.Text)
+				}
 			case "input_json_delta":
 				p.json.WriteString(se.Delta.PartialJSON)
 			}

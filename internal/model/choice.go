@@ -20,7 +20,7 @@ type Choice struct {
 func (c *Config) Choose(provider, name string, families []string) (Choice, error) {
 	p := provider
 	if p == "" {
-		p = c.DefaultProvider
+		p = c.Default()
 	}
 	if name == "" && (p == "anthropic" || p == "openrouter") {
 		if len(families) == 0 {

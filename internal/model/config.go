@@ -3,8 +3,10 @@ package model
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // providerEnv lists the known providers in default-preference order, with the variables that
@@ -19,13 +21,94 @@ var providerEnv = []struct {
 
 // Config is the set of providers the server's own keys give access to.
 type Config struct {
-	Providers       map[string]Provider // by Name(); only providers with a key
+	// Providers are those the environment gives a key (by Name()), and DefaultProvider the
+	// environment's default; Resolve and Default add the stored keys (Stored) to them.
+	Providers       map[string]Provider
 	DefaultProvider string
 	DefaultModel    map[string]string // by provider name
 	// BaseURL is each provider's base URL as configured ("" means the vendor's own), for
 	// providers built with a user's key (BYOK).
 	BaseURL map[string]string
 	HTTP    *http.Client
+	// Stored, when set, reads the keys a signed-in person pasted in the console (Settings →
+	// Model keys) by variable (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ...). It is asked on every
+	// Resolve, so the next call of every process reading the store uses a key pasted, replaced or
+	// removed, without a restart. A provider the environment gives a key keeps that key and its
+	// base URL: the environment wins.
+	Stored func() (map[string]string, error)
+
+	mu         sync.Mutex
+	storedVars map[string]string   // what Stored last returned
+	stored     map[string]Provider // built from storedVars
+}
+
+// ProviderVars are a known provider's variables: its key and base URL.
+type ProviderVars struct{ Name, KeyVar, BaseVar string }
+
+// Known lists the known providers in default-preference order.
+func Known() []ProviderVars {
+	out := make([]ProviderVars, len(providerEnv))
+	for i, p := range providerEnv {
+		out[i] = ProviderVars{p.name, p.keyVar, p.baseVar}
+	}
+	return out
+}
+
+// storedProviders returns the providers the stored keys give (those the environment gives are
+// left out). The providers are built again only when the stored keys changed; when Stored fails
+// (the store unreachable for a moment) the last keys read serve.
+func (c *Config) storedProviders() map[string]Provider {
+	if c.Stored == nil {
+		return nil
+	}
+	vars, err := c.Stored()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil || maps.Equal(vars, c.storedVars) && c.stored != nil {
+		return c.stored
+	}
+	out := map[string]Provider{}
+	for _, p := range providerEnv {
+		key := strings.TrimSpace(vars[p.keyVar])
+		if key == "" || c.Providers[p.name] != nil {
+			continue
+		}
+		base := strings.TrimSpace(vars[p.baseVar])
+		if base == "" {
+			base = c.BaseURL[p.name]
+		}
+		if p.name == "anthropic" {
+			out[p.name] = NewAnthropic(base, key, c.HTTP)
+		} else {
+			out[p.name] = NewOpenAI(p.name, base, key, c.HTTP)
+		}
+	}
+	c.storedVars, c.stored = vars, out
+	return out
+}
+
+// provider is the provider named with its key: the environment's, else a stored one.
+func (c *Config) provider(name string) (Provider, bool) {
+	if p, ok := c.Providers[name]; ok {
+		return p, true
+	}
+	p, ok := c.storedProviders()[name]
+	return p, ok
+}
+
+// Default is the default provider: the environment's (AGENTRUN_DEFAULT_PROVIDER, else its first
+// configured), else the first of anthropic, openai, openrouter with a stored key; "" when none.
+func (c *Config) Default() string {
+	if c.DefaultProvider != "" {
+		return c.DefaultProvider
+	}
+	stored := c.storedProviders()
+	for _, p := range providerEnv {
+		if stored[p.name] != nil {
+			return p.name
+		}
+	}
+	return ""
 }
 
 // KeyVar is the variable (and the key in a Secret) that holds a provider's API key.
@@ -107,16 +190,16 @@ func (e noKey) Is(target error) bool { return target == ErrNoKey }
 // error says which variable to set when the provider has no key.
 func (c *Config) Resolve(provider, model string) (Provider, string, error) {
 	if provider == "" {
-		provider = c.DefaultProvider
+		provider = c.Default()
 	}
 	if provider == "" {
-		return nil, "", noKey("no model provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY")
+		return nil, "", noKey("no model provider configured: paste a key in the console under Settings → Model keys, or set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY")
 	}
-	p, ok := c.Providers[provider]
+	p, ok := c.provider(provider)
 	if !ok {
 		for _, pe := range providerEnv {
 			if pe.name == provider {
-				return nil, "", noKey(fmt.Sprintf("model provider %q has no key: set %s", provider, pe.keyVar))
+				return nil, "", noKey(fmt.Sprintf("model provider %q has no key: set %s in the server's environment, or paste it in the console under Settings → Model keys", provider, pe.keyVar))
 			}
 		}
 		return nil, "", fmt.Errorf("unknown model provider %q (known: anthropic, openai, openrouter)", provider)

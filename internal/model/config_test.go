@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -101,5 +102,61 @@ func TestConfigBaseURL(t *testing.T) {
 		if err != nil || r.Content[0].Text != "You said echo: hi at turn 0." || r.Model != m {
 			t.Errorf("%s: %+v, %v", name, r, err)
 		}
+	}
+}
+
+// Stored keys (the console's Settings → Model keys): read on each Resolve, so a key pasted,
+// replaced or removed serves the next call; a provider the environment gives a key keeps it; the
+// default provider is the environment's, else the first with a stored key; a failed read keeps
+// the last keys read.
+func TestStoredKeys(t *testing.T) {
+	t.Parallel()
+	stored := map[string]string{}
+	var failing error
+	c := model.ConfigFromEnv(envOf(map[string]string{"OPENAI_API_KEY": "env"}), nil)
+	c.Stored = func() (map[string]string, error) {
+		out := map[string]string{}
+		for k, v := range stored {
+			out[k] = v
+		}
+		return out, failing
+	}
+	if _, _, err := c.Resolve("anthropic", ""); !errors.Is(err, model.ErrNoKey) {
+		t.Fatalf("before a paste: %v, want ErrNoKey", err)
+	}
+	stored["ANTHROPIC_API_KEY"] = "pasted"
+	p1, m, err := c.Resolve("anthropic", "")
+	if err != nil || p1.Name() != "anthropic" || m != "claude-sonnet-4-5" {
+		t.Fatalf("after a paste: %v, %q, %v", p1, m, err)
+	}
+	if p, _, _ := c.Resolve("anthropic", ""); p != p1 {
+		t.Error("the provider was built again though the stored keys did not change")
+	}
+	if d := c.Default(); d != "openai" {
+		t.Errorf("default %q, want the environment's openai", d)
+	}
+	stored["OPENAI_API_KEY"] = "pasted-too"
+	pEnv, _, _ := c.Resolve("openai", "")
+	if pEnv != c.Providers["openai"] {
+		t.Error("a pasted OpenAI key replaced the environment's")
+	}
+	stored["ANTHROPIC_API_KEY"] = "replaced"
+	if p, _, _ := c.Resolve("anthropic", ""); p == p1 {
+		t.Error("a replaced key did not make a new provider")
+	}
+	failing = errors.New("store unreachable")
+	delete(stored, "ANTHROPIC_API_KEY")
+	if _, _, err := c.Resolve("anthropic", ""); err != nil {
+		t.Errorf("a failed read lost the last keys: %v", err)
+	}
+	failing = nil
+	if _, _, err := c.Resolve("anthropic", ""); !errors.Is(err, model.ErrNoKey) || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
+		t.Errorf("after removal: %v, want ErrNoKey naming ANTHROPIC_API_KEY", err)
+	}
+
+	none := model.ConfigFromEnv(envOf(nil), nil)
+	none.Stored = func() (map[string]string, error) { return map[string]string{"OPENROUTER_API_KEY": "r"}, nil }
+	if d := none.Default(); d != "openrouter" {
+		t.Errorf("default with only a stored OpenRouter key: %q", d)
 	}
 }

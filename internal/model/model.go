@@ -1,7 +1,8 @@
 // Package model owns the model gateway's providers: the neutral request and response types that the
 // rest of agentrun speaks (blocks of text, tool calls and tool results, usage counts), and the clients
 // that translate them to and from the vendors' real wire formats (Anthropic Messages and OpenAI Chat
-// Completions, the latter also covering OpenRouter and OpenAI-compatible local servers).
+// Completions, the latter also covering OpenRouter and OpenAI-compatible local servers). See
+// docs/architecture.md, "Model calls and money".
 package model
 
 import (
@@ -79,9 +80,10 @@ type Request struct {
 	Tools     []ToolDef `json:"tools,omitempty"`
 	MaxTokens int       `json:"maxTokens,omitempty"`
 	Stream    bool      `json:"stream,omitempty"`
-	// OutputSchema, when set, asks for a JSON answer that matches this JSON Schema (Anthropic's
-	// structured outputs, OpenAI's response_format json_schema).
-	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// ToolChoice, when set, names the tool of Tools the model must call (Anthropic tool_choice
+	// {"type": "tool"}, OpenAI {"type": "function"}): how a structured answer is asked for
+	// (Structured).
+	ToolChoice string `json:"toolChoice,omitempty"`
 }
 
 // Usage counts tokens the way Anthropic bills them: InputTokens are the uncached input tokens, and the

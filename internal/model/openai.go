@@ -56,17 +56,15 @@ type oaiRequest struct {
 	MaxTokens     int           `json:"max_tokens,omitempty"`
 	Stream        bool          `json:"stream,omitempty"`
 	StreamOptions *oaiStreamOpt `json:"stream_options,omitempty"`
-	// ResponseFormat asks for a JSON answer matching a schema.
-	ResponseFormat *oaiResponseFormat `json:"response_format,omitempty"`
+	// ToolChoice forces a call of one function (a structured answer).
+	ToolChoice *oaiToolChoice `json:"tool_choice,omitempty"`
 }
 
-type oaiResponseFormat struct {
-	Type       string `json:"type"`
-	JSONSchema struct {
-		Name   string          `json:"name"`
-		Schema json.RawMessage `json:"schema"`
-		Strict bool            `json:"strict"`
-	} `json:"json_schema"`
+type oaiToolChoice struct {
+	Type     string `json:"type"` // "function"
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
 }
 
 type oaiStreamOpt struct {
@@ -242,9 +240,9 @@ func (o *openAI) Complete(ctx context.Context, req *Request) (*Response, error) 
 
 func (o *openAI) wireRequest(req *Request) *oaiRequest {
 	w := &oaiRequest{Model: req.Model, MaxTokens: req.MaxTokens, Stream: req.Stream}
-	if len(req.OutputSchema) > 0 {
-		w.ResponseFormat = &oaiResponseFormat{Type: "json_schema"}
-		w.ResponseFormat.JSONSchema.Name, w.ResponseFormat.JSONSchema.Schema, w.ResponseFormat.JSONSchema.Strict = "answer", req.OutputSchema, true
+	if req.ToolChoice != "" {
+		w.ToolChoice = &oaiToolChoice{Type: "function"}
+		w.ToolChoice.Function.Name = req.ToolChoice
 	}
 	if req.Stream {
 		w.StreamOptions = &oaiStreamOpt{IncludeUsage: true}
@@ -452,6 +450,7 @@ func (o *openAI) readStream(ctx context.Context, body io.Reader) (*Response, err
 		for _, c := range ch.Choices {
 			if c.Delta.Content != nil {
 				text.WriteString(*c.Delta.Content)
+				textTo(ctx, *c.Delta.Content)
 			}
 			for _, tc := range c.Delta.ToolCalls {
 				i := last

@@ -36,44 +36,40 @@ const routerMaxTokens = 200
 // routePromptLimit bounds how much of the user's request the router sees.
 const routePromptLimit = 8 << 10
 
-var routeSchema = json.RawMessage(`{"type":"object","properties":{"family":{"type":"string","enum":["haiku","sonnet","opus","fable"]},"confidence":{"type":"number","minimum":0,"maximum":1}},"required":["family","confidence"],"additionalProperties":false}`)
+// RouteSchema is the routing call's structured answer (Structured): the family and the router's
+// confidence in it.
+var RouteSchema = MustSchema("route", "Route the request: the model family that should answer it, and how sure you are.",
+	json.RawMessage(`{"type":"object","properties":{"family":{"type":"string","enum":["haiku","sonnet","opus","fable"]},"confidence":{"type":"number","minimum":0,"maximum":1}},"required":["family","confidence"],"additionalProperties":false}`))
 
 func routerSystem(families []string) string {
 	return "You route a user's request to the model family that should answer it, for a whole turn of an agent that can run tools.\n" +
 		"Families, cheapest and fastest first: haiku (simple questions, lookups, short edits), sonnet (most work: coding, analysis, multi-step tasks), " +
 		"opus (hard reasoning, large or subtle changes), fable (the most demanding work).\n" +
 		"Allowed families: " + strings.Join(families, ", ") + ".\n" +
-		`Answer with JSON only: {"family": one of the allowed families, "confidence": a number from 0 to 1}.`
+		`Answer by calling the tool route: {"family": one of the allowed families, "confidence": a number from 0 to 1}.`
 }
 
-// RouterRequest is the routing call to routerModel for a prompt, choosing among allowed.
+// RouterRequest is the routing call to routerModel for a prompt, choosing among allowed; it is
+// asked through Structured with RouteSchema.
 func RouterRequest(routerModel string, allowed []string, prompt string) *Request {
-	return &Request{Model: routerModel, System: routerSystem(allowed), MaxTokens: routerMaxTokens, OutputSchema: routeSchema,
+	return &Request{Model: routerModel, System: routerSystem(allowed), MaxTokens: routerMaxTokens,
 		Messages: []Message{{Role: "user", Content: []Block{{Type: BlockText, Text: RouterPrefix + ": " + Clip(prompt, routePromptLimit)}}}}}
 }
 
-// RouterAnswer reads the routing call's answer: the family and confidence it chose, or, when
-// the answer is unusable, why (the turn then falls back).
-func RouterAnswer(resp *Response, allowed []string) (family string, confidence float64, why string) {
-	var text strings.Builder
-	for _, b := range resp.Content {
-		if b.Type == BlockText {
-			text.WriteString(b.Text)
-		}
-	}
+// RouterAnswer reads the routing call's validated answer (RouteSchema): the family and
+// confidence it chose, or, when the family is not allowed, why (the turn then falls back).
+func RouterAnswer(answer json.RawMessage, allowed []string) (family string, confidence float64, why string) {
 	var ans struct {
-		Family     string   `json:"family"`
-		Confidence *float64 `json:"confidence"`
+		Family     string  `json:"family"`
+		Confidence float64 `json:"confidence"`
 	}
-	switch {
-	case json.Unmarshal([]byte(strings.TrimSpace(text.String())), &ans) != nil:
-		return "", 0, "router answer is not the JSON asked for: " + Clip(text.String(), 200)
-	case !slices.Contains(allowed, ans.Family):
+	if err := json.Unmarshal(answer, &ans); err != nil {
+		return "", 0, "router answer: " + err.Error()
+	}
+	if !slices.Contains(allowed, ans.Family) {
 		return "", 0, fmt.Sprintf("router chose %q, outside the allowed families %v", ans.Family, allowed)
-	case ans.Confidence == nil || *ans.Confidence < 0 || *ans.Confidence > 1:
-		return "", 0, "router answer has no confidence between 0 and 1"
 	}
-	return ans.Family, *ans.Confidence, ""
+	return ans.Family, ans.Confidence, ""
 }
 
 // nearestFamily is want if allowed, else the allowed family nearest to it in cost.Families'

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -71,21 +72,20 @@ func TestFamilyModelForOpenRouter(t *testing.T) {
 func TestRouterAnswer(t *testing.T) {
 	t.Parallel()
 	allowed := []string{"haiku", "sonnet"}
-	answer := func(text string) *Response {
-		return &Response{Content: []Block{{Type: BlockText, Text: text}}}
-	}
-	if fam, conf, why := RouterAnswer(answer(` {"family":"sonnet","confidence":0.8}
-`), allowed); fam != "sonnet" || conf != 0.8 || why != "" {
+	if fam, conf, why := RouterAnswer(json.RawMessage(`{"family":"sonnet","confidence":0.8}`), allowed); fam != "sonnet" || conf != 0.8 || why != "" {
 		t.Errorf("a good answer = %q, %v, %q", fam, conf, why)
 	}
+	if fam, _, why := RouterAnswer(json.RawMessage(`{"family":"opus","confidence":0.9}`), allowed); fam != "" || why != `router chose "opus", outside the allowed families [haiku sonnet]` {
+		t.Errorf("a family not allowed = %q, %q; want the fallback", fam, why)
+	}
+	// What the schema refuses never reaches RouterAnswer: Structured retries, then fails.
 	for text, want := range map[string]string{
-		"sonnet, surely":                      "router answer is not the JSON asked for: sonnet, surely",
-		`{"family":"opus","confidence":0.9}`:  `router chose "opus", outside the allowed families [haiku sonnet]`,
-		`{"family":"haiku"}`:                  "router answer has no confidence between 0 and 1",
-		`{"family":"haiku","confidence":1.5}`: "router answer has no confidence between 0 and 1",
+		`{"family":"haiku"}`:                  "$: missing property 'confidence'",
+		`{"family":"haiku","confidence":1.5}`: "$.confidence: maximum: got 1.5, want 1",
+		`{"family":"gpt","confidence":0.5}`:   "$.family: value must be one of",
 	} {
-		if fam, _, why := RouterAnswer(answer(text), allowed); fam != "" || why != want {
-			t.Errorf("RouterAnswer(%q) = %q, %q; want the fallback %q", text, fam, why, want)
+		if err := RouteSchema.Validate(json.RawMessage(text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("RouteSchema.Validate(%s) = %v; want %q", text, err, want)
 		}
 	}
 }
@@ -98,7 +98,7 @@ func TestRouterRequestClipsThePrompt(t *testing.T) {
 	if !strings.HasPrefix(text, RouterPrefix+": ") || !strings.HasSuffix(text, "…") || len(text) > len(RouterPrefix)+2+routePromptLimit+len("…") {
 		t.Errorf("router message is %d bytes, starting %.30q", len(text), text)
 	}
-	if !strings.Contains(req.System, "Allowed families: haiku, sonnet, opus, fable.") || req.MaxTokens != routerMaxTokens || req.OutputSchema == nil {
-		t.Errorf("router request: system %q, maxTokens %d, schema %s", req.System, req.MaxTokens, req.OutputSchema)
+	if !strings.Contains(req.System, "Allowed families: haiku, sonnet, opus, fable.") || req.MaxTokens != routerMaxTokens || !strings.Contains(req.System, "calling the tool route") {
+		t.Errorf("router request: system %q, maxTokens %d", req.System, req.MaxTokens)
 	}
 }

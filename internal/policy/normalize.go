@@ -46,6 +46,20 @@ var wrappers = map[string]wrapper{
 	"busybox":    {},
 	"unbuffer":   {},
 	"caffeinate": {argShort: "tw"},
+	// Issue 24: more programs that run the command after their options.
+	"unshare":          {argShort: "SGRw", argLong: []string{"setuid", "setgid", "root", "wd", "map-user", "map-group", "propagation"}},
+	"nsenter":          {argShort: "tSG", argLong: []string{"target", "setuid", "setgid"}},
+	"runuser":          {argShort: "ugGw", opaqueOpt: "cs", argLong: []string{"user", "group", "supp-group", "whitelist-environment"}, opaqueLong: []string{"command", "session-command", "shell"}},
+	"xvfb-run":         {argShort: "nsfewp", argLong: []string{"server-num", "server-args", "auth-file", "error-file", "wait", "xauth-protocol"}},
+	"valgrind":         {},
+	"faketime":         {positional: 1},
+	"torsocks":         {argShort: "upaP", argLong: []string{"user", "pass", "address", "port"}},
+	"proxychains":      {argShort: "f"},
+	"proxychains4":     {argShort: "f"},
+	"ssh-agent":        {argShort: "aEPt", stopShort: "kl"},
+	"dbus-run-session": {},
+	"chronic":          {},
+	"firejail":         {},
 }
 
 // strip takes a wrapper's options off; rest is the wrapped command (nil for none).
@@ -61,17 +75,20 @@ func (w wrapper) strip(args []word) (rest []word, opaque string) {
 			break
 		}
 		if strings.HasPrefix(t, "--") {
+			// GNU getopt takes a unique prefix of a long option (env --sp is --split-string).
 			name, _, hasVal := strings.Cut(t[2:], "=")
+			abbrev := func(o string) bool { return name == o || len(name) >= 2 && strings.HasPrefix(o, name) }
 			for _, o := range w.opaqueLong {
-				if name == o {
-					return nil, "--" + name
+				if abbrev(o) {
+					return nil, "--" + o
 				}
 			}
 			i++
 			if !hasVal {
 				for _, o := range w.argLong {
-					if name == o {
+					if abbrev(o) {
 						i++
+						break
 					}
 				}
 			}
@@ -175,6 +192,10 @@ func opaque(prog string, args []word) string {
 		return "enable -f (it loads a builtin from a file)"
 	case (prog == "mapfile" || prog == "readarray") && has("-C"):
 		return prog + " -C"
+	case setsVar[prog] && setsHiddenVar(texts) != "":
+		return setsHiddenVar(texts)
+	case runsFromOptions(prog, texts) != "":
+		return runsFromOptions(prog, texts)
 	case prog == "fc", prog == "su", prog == "watch", prog == "parallel":
 		return prog + " (it runs a string with a shell)"
 	case prog == "flock" && has("-c", "--command"):
@@ -189,24 +210,60 @@ func opaque(prog string, args []word) string {
 		}
 		return interp(prog, texts, "c", nil, "WXQ", version)
 	case awks.MatchString(prog):
-		for i := 0; i < len(texts); i++ {
-			t := texts[i]
-			switch {
-			case t == "-f" || strings.HasPrefix(t, "--file"):
-				return ""
-			case t == "-v" || t == "-F" || t == "--assign" || t == "--field-separator":
-				i++
-			case strings.HasPrefix(t, "-") && t != "-":
-			default:
-				if strings.Contains(t, "system") || strings.Contains(t, "|") || strings.Contains(t, "getline") {
-					return prog + " running commands (system, | or getline)"
-				}
-				return ""
-			}
-		}
+		return awkRuns(prog, texts)
 	}
 	if ip, ok := interpreters[prog]; ok {
 		return interp(prog, texts, ip.eval, ip.evalL, ip.argOpts, version)
+	}
+	return ""
+}
+
+// awkRuns: an awk program given inline (the first word after the options, or -e / --source)
+// that runs commands (system, a pipe, getline from a command) or loads code (@load, -l) is opaque.
+// A program file (-f) is like any script.
+func awkRuns(prog string, texts []string) string {
+	runs := func(p string) bool {
+		return strings.Contains(p, "system") || strings.Contains(p, "|") || strings.Contains(p, "getline") || strings.Contains(p, "@load")
+	}
+	file := false
+	for i := 0; i < len(texts); i++ {
+		t := texts[i]
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(t, "--"), "=")
+		switch {
+		case t == "--":
+			if !file && i+1 < len(texts) && runs(texts[i+1]) {
+				return prog + " running commands (system, | or getline)"
+			}
+			return ""
+		case t == "-e" || strings.HasPrefix(t, "--") && len(name) > 1 && strings.HasPrefix("source", name):
+			if hasVal && strings.HasPrefix(t, "--") {
+				if runs(val) {
+					return prog + " running commands (system, | or getline)"
+				}
+			} else if i+1 < len(texts) {
+				i++
+				if runs(texts[i]) {
+					return prog + " running commands (system, | or getline)"
+				}
+			}
+			file = true
+		case t == "-l" || strings.HasPrefix(t, "-l") && !strings.HasPrefix(t, "--") || strings.HasPrefix(t, "--") && len(name) > 1 && strings.HasPrefix("load", name):
+			return prog + " -l (it loads an extension library)"
+		case t == "-f" || t == "-E" || t == "-i" || strings.HasPrefix(t, "--") && !hasVal && len(name) > 1 &&
+			(strings.HasPrefix("file", name) || strings.HasPrefix("exec", name) || strings.HasPrefix("include", name)):
+			file = true
+			i++
+		case strings.HasPrefix(t, "-f") || strings.HasPrefix(t, "--f") || strings.HasPrefix(t, "--exec=") || strings.HasPrefix(t, "--include="):
+			file = true
+		case t == "-v" || t == "-F" || !hasVal && (t == "--assign" || t == "--field-separator"):
+			i++
+		case strings.HasPrefix(t, "-") && t != "-":
+		default:
+			if !file && runs(t) {
+				return prog + " running commands (system, | or getline)"
+			}
+			return ""
+		}
 	}
 	return ""
 }
@@ -356,8 +413,14 @@ func normalize(sc *simpleCmd) []Command {
 	// An assignment given to a program (env PS4=... bash -x s.sh, an exported function) changes
 	// what the shell it starts runs.
 	for _, w := range ws {
-		name, _, _ := strings.Cut(w.text, "=")
-		if w.assign && expandedLater[name] || strings.HasPrefix(w.text, "BASH_FUNC_") && strings.Contains(w.text, "=") {
+		name, value, _ := strings.Cut(w.text, "=")
+		if w.assign {
+			if why := hiddenVar(name, value, !w.dynamic); why != "" {
+				c.Opaque = why
+				break
+			}
+		}
+		if strings.HasPrefix(w.text, "BASH_FUNC_") && strings.Contains(w.text, "=") {
 			c.Opaque = "an assignment to " + name + " (the shell expands or uses it later, which can run commands)"
 			break
 		}
@@ -371,8 +434,14 @@ func normalize(sc *simpleCmd) []Command {
 		if len(layer) == 0 {
 			break // only assignments: no program runs
 		}
+		c.inner = len(c.Forms)
 		form(full[0].text, full[1:])
 		prog, args := layer[0], layer[1:]
+		tail := []string{""}
+		for _, a := range args {
+			tail = append(tail, a.text)
+		}
+		c.tail = len(strings.TrimRight(strings.Join(append(tail, rs...), " "), " "))
 		form(prog.text, args)
 		if prog.dynamic || prog.glob {
 			c.Opaque = "a program name computed when it runs (" + prog.raw + ")"

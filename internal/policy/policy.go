@@ -4,7 +4,8 @@
 // ("never-ask"); a deny set configured on the server holds over every agent, never-ask included.
 // A shell call's command line is split into its simple commands and each is matched on its own
 // (shell.go, normalize.go): a chain is denied if any part is, allowed only if every part is.
-// It does no I/O: the agent loop asks Decide and journals the answer.
+// It does no I/O: the agent loop asks Decide and journals the answer (docs/architecture.md,
+// "Tool calls").
 package policy
 
 import (
@@ -17,7 +18,7 @@ import (
 	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
-	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/catalog"
 )
 
 // Actions.
@@ -77,6 +78,18 @@ func (d Decision) Explain() string {
 	return s
 }
 
+// Check is Validate as the API's error at spec.approvals (nil for no spec or a valid one), the
+// one form the server and the CLI's apply refuse an agent's approvals in.
+func Check(s *Spec) error {
+	if s == nil {
+		return nil
+	}
+	if field, err := Validate(*s); err != nil {
+		return api.Invalid("spec.approvals."+field, "%v", err)
+	}
+	return nil
+}
+
 // Validate checks a spec; field is the path of the bad part inside it (e.g. "rules[1].match").
 func Validate(s Spec) (field string, err error) {
 	if s.Default != "" && s.Default != Allow && s.Default != Ask && s.Default != Deny {
@@ -88,6 +101,19 @@ func Validate(s Spec) (field string, err error) {
 		}
 		if _, err := Parse(r.Match); err != nil {
 			return fmt.Sprintf("rules[%d].match", i), err
+		}
+	}
+	// neverAsk turns every ask into allow: an ask written beside it would never ask (a merge
+	// patch adding an ask rule to a never-ask agent ran the tool unasked). The two contradict.
+	if s.NeverAsk {
+		const why = "neverAsk is true, which turns every ask into allow, so this would never ask: remove neverAsk (set it to false or null) or make it allow or deny"
+		if s.Default == Ask {
+			return "default", fmt.Errorf("default ask contradicts neverAsk: %s", why)
+		}
+		for i, r := range s.Rules {
+			if r.Action == Ask {
+				return fmt.Sprintf("rules[%d].action", i), fmt.Errorf("rule %d (%s) asks, and %s", i, r.Match, why)
+			}
 		}
 	}
 	return "", nil
@@ -235,6 +261,14 @@ func DecideInput(s Spec, serverDeny []string, tool string, in catalog.Input) Dec
 	return d
 }
 
+// namesInner reports whether a pattern matching an outer form of a command (a wrapper's) names
+// the command it runs: its text before any "*" reaches past the inner program's name, which ends
+// tail bytes before the form's end.
+func namesInner(pattern, form string, tail int) bool {
+	lit, _, _ := strings.Cut(pattern, "*")
+	return len(lit) >= len(form)-tail
+}
+
 // matchShell matches a pattern's argument against a form of a simple command: "*" is any run of
 // characters, and a pattern ending in " *" also matches the command without arguments
 // ("curl *" matches "curl").
@@ -259,30 +293,9 @@ func decideShell(s Spec, serverDeny []string, tool, line string) Decision {
 		}
 		return d
 	}
-	type parsed struct {
-		p    Pattern
-		text string
-	}
-	var server []parsed
-	for _, d := range serverDeny {
-		if p, err := Parse(d); err == nil && p.forTool(tool) {
-			server = append(server, parsed{p, d})
-		}
-	}
-	// The server's deny set: a tool-wide deny, then each command's forms.
-	for _, d := range server {
-		if !d.p.has {
-			return Decision{Action: Deny, Rule: "server deny: " + d.text}
-		}
-	}
-	for _, c := range cmds {
-		for _, f := range c.Forms {
-			for _, d := range server {
-				if matchShell(d.p.Arg, f) {
-					return at(Decision{Action: Deny, Rule: "server deny: " + d.text}, c)
-				}
-			}
-		}
+	server := serverDenyFor(serverDeny, tool)
+	if d, ok := server.deny(cmds, at); ok {
+		return d
 	}
 	var dark *Command
 	for i := range cmds {
@@ -296,76 +309,17 @@ func decideShell(s Spec, serverDeny []string, tool, line string) Decision {
 		return d
 	}
 	// The agent's rules, per command.
-	def := s.Default
-	if def == "" {
-		def = Allow
-	}
-	rules := make([]*Pattern, len(s.Rules))
-	var guardDeny, guardAsk = -1, -1
-	for i, r := range s.Rules {
-		if p, err := Parse(r.Match); err == nil && p.forTool(tool) {
-			rules[i] = &p
-			if p.has && r.Action == Deny && guardDeny < 0 {
-				guardDeny = i
-			}
-			if p.has && r.Action == Ask && guardAsk < 0 {
-				guardAsk = i
-			}
-		}
-	}
-	ruleName := func(i int) string {
-		if i < 0 {
-			return "default"
-		}
-		return fmt.Sprintf("rule %d: %s", i+1, s.Rules[i].Match)
-	}
-	action := func(i int) string {
-		if i < 0 {
-			return def
-		}
-		return s.Rules[i].Action
-	}
-	decideOne := func(c Command) int {
-		wide := -1 // the first tool-wide rule (no pattern); -1: the default
-		for i, p := range rules {
-			if p != nil && !p.has {
-				wide = i
-				break
-			}
-		}
-		best := -2 // none yet
-		for _, f := range c.Forms {
-			first := -1
-			for i, p := range rules {
-				if p != nil && (!p.has || matchShell(p.Arg, f)) {
-					first = i
-					break
-				}
-			}
-			if first >= 0 && action(first) == Deny {
-				return first
-			}
-			if first < 0 || !rules[first].has {
-				continue // decided by the tool-wide rule or the default only: does not count
-			}
-			if best == -2 || severity[action(first)] > severity[action(best)] {
-				best = first
-			}
-		}
-		if best == -2 {
-			return wide
-		}
-		return best
-	}
+	r := newShellRules(s, tool)
+	ruleName, action := r.name, r.action
 	decided := make([]int, len(cmds))
 	for i, c := range cmds {
-		decided[i] = decideOne(c)
+		decided[i] = r.decide(c)
 		if action(decided[i]) == Deny {
 			return at(Decision{Action: Deny, Rule: ruleName(decided[i])}, c)
 		}
 	}
-	if dark != nil && guardDeny >= 0 {
-		d := at(Decision{Action: Ask, Rule: ruleName(guardDeny), Construct: dark.Opaque}, *dark)
+	if dark != nil && r.guardDeny >= 0 {
+		d := at(Decision{Action: Ask, Rule: ruleName(r.guardDeny), Construct: dark.Opaque}, *dark)
 		if s.NeverAsk {
 			d.Action, d.Rule = Deny, d.Rule+" (never-ask)"
 		}
@@ -374,17 +328,11 @@ func decideShell(s Spec, serverDeny []string, tool, line string) Decision {
 	// The commands a construct hides would be decided by the tool-wide rule or the default: if
 	// that is not allow, a pattern allowing the visible command (echo * for echo $((x))) does
 	// not allow what it hides.
-	wide := -1
-	for i, p := range rules {
-		if p != nil && !p.has {
-			wide = i
-			break
-		}
-	}
+	wide := r.wide()
 	var d Decision
 	switch {
-	case dark != nil && guardAsk >= 0:
-		d = at(Decision{Action: Ask, Rule: ruleName(guardAsk), Construct: dark.Opaque}, *dark)
+	case dark != nil && r.guardAsk >= 0:
+		d = at(Decision{Action: Ask, Rule: ruleName(r.guardAsk), Construct: dark.Opaque}, *dark)
 	default:
 		d = Decision{Action: Allow}
 		for i, c := range cmds {
@@ -420,4 +368,127 @@ func decideShell(s Spec, serverDeny []string, tool, line string) Decision {
 		d.Action, d.Rule = Allow, d.Rule+" (never-ask)"
 	}
 	return d
+}
+
+// serverRules are the server's deny set's patterns for one tool, each with its text.
+type serverRules []serverRule
+
+type serverRule struct {
+	p    Pattern
+	text string
+}
+
+func serverDenyFor(serverDeny []string, tool string) serverRules {
+	var server serverRules
+	for _, d := range serverDeny {
+		if p, err := Parse(d); err == nil && p.forTool(tool) {
+			server = append(server, serverRule{p, d})
+		}
+	}
+	return server
+}
+
+// deny is the server's deny set's decision on cmds, if it denies: a tool-wide deny, then each
+// command's forms (at names the command in the decision).
+func (server serverRules) deny(cmds []Command, at func(Decision, Command) Decision) (Decision, bool) {
+	for _, d := range server {
+		if !d.p.has {
+			return Decision{Action: Deny, Rule: "server deny: " + d.text}, true
+		}
+	}
+	for _, c := range cmds {
+		for _, f := range c.Forms {
+			for _, d := range server {
+				if matchShell(d.p.Arg, f) {
+					return at(Decision{Action: Deny, Rule: "server deny: " + d.text}, c), true
+				}
+			}
+		}
+	}
+	return Decision{}, false
+}
+
+// shellRules are an agent's rules as they apply to one tool's commands: rules[i] is s.Rules[i]
+// parsed, nil for another tool's (or one that does not parse); a rule index -1 is the default.
+type shellRules struct {
+	s     Spec
+	def   string
+	rules []*Pattern
+	// guardDeny and guardAsk are the first deny and ask rules with a pattern (-1: none): what a
+	// construct hiding commands is held to.
+	guardDeny, guardAsk int
+}
+
+func newShellRules(s Spec, tool string) *shellRules {
+	r := &shellRules{s: s, def: s.Default, rules: make([]*Pattern, len(s.Rules)), guardDeny: -1, guardAsk: -1}
+	if r.def == "" {
+		r.def = Allow
+	}
+	for i, rule := range s.Rules {
+		if p, err := Parse(rule.Match); err == nil && p.forTool(tool) {
+			r.rules[i] = &p
+			if p.has && rule.Action == Deny && r.guardDeny < 0 {
+				r.guardDeny = i
+			}
+			if p.has && rule.Action == Ask && r.guardAsk < 0 {
+				r.guardAsk = i
+			}
+		}
+	}
+	return r
+}
+
+func (r *shellRules) name(i int) string {
+	if i < 0 {
+		return "default"
+	}
+	return fmt.Sprintf("rule %d: %s", i+1, r.s.Rules[i].Match)
+}
+
+func (r *shellRules) action(i int) string {
+	if i < 0 {
+		return r.def
+	}
+	return r.s.Rules[i].Action
+}
+
+// wide is the first tool-wide rule (no pattern); -1: the default.
+func (r *shellRules) wide() int {
+	for i, p := range r.rules {
+		if p != nil && !p.has {
+			return i
+		}
+	}
+	return -1
+}
+
+// decide is the rule that decides command c: the first deny any of its forms meets, else the
+// most severe of the rules with a pattern its forms meet, else the tool-wide rule or the default.
+func (r *shellRules) decide(c Command) int {
+	best := -2 // none yet
+	for k, f := range c.Forms {
+		first := -1
+		for i, p := range r.rules {
+			if p != nil && (!p.has || matchShell(p.Arg, f)) {
+				if p.has && r.action(i) == Allow && k < c.inner && !namesInner(p.Arg, f, c.tail) {
+					continue // bash(sudo *) allows sudo, not the command it runs
+				}
+				first = i
+				break
+			}
+		}
+		if first >= 0 && r.action(first) == Deny {
+			return first
+		}
+		if first < 0 || !r.rules[first].has {
+			continue // decided by the tool-wide rule or the default only: does not count
+		}
+		if best == -2 || severity[r.action(first)] > severity[r.action(best)] {
+			best = first
+		}
+	}
+	if best == -2 {
+		return r.wide()
+	}
+	return best
 }

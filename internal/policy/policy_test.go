@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +67,29 @@ func TestValidate(t *testing.T) {
 	}
 	if f, err := Validate(Spec{Default: Deny, Rules: []Rule{{Match: "*", Action: Ask}, {Match: "write(**)", Action: Allow}}}); err != nil {
 		t.Errorf("valid spec refused at %s: %v", f, err)
+	}
+}
+
+// Issue 24: an ask beside neverAsk would never ask; it is refused, naming the ask's field and
+// neverAsk.
+func TestValidateNeverAskWithAsk(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		s     Spec
+		field string
+	}{
+		{Spec{NeverAsk: true, Rules: []Rule{{Match: "bash(go test *)", Action: Allow}, {Match: "web_fetch", Action: Ask}}}, "rules[1].action"},
+		{Spec{NeverAsk: true, Default: Ask}, "default"},
+	} {
+		f, err := Validate(c.s)
+		if err == nil || f != c.field || !strings.Contains(err.Error(), "neverAsk") {
+			t.Errorf("%+v: field %q err %v, want an error at %s naming neverAsk", c.s, f, err, c.field)
+		}
+	}
+	for _, s := range []Spec{{NeverAsk: true}, {NeverAsk: true, Default: Deny, Rules: []Rule{{Match: "bash(rm *)", Action: Deny}, {Match: "bash", Action: Allow}}},
+		{Default: Ask, Rules: []Rule{{Match: "bash", Action: Ask}}}} {
+		if f, err := Validate(s); err != nil {
+			t.Errorf("%+v refused at %s: %v", s, f, err)
+		}
 	}
 }

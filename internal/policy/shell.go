@@ -31,6 +31,11 @@ type Command struct {
 	// Opaque names a construct whose commands approvals cannot see ("eval", "bash -c", "source",
 	// "a program name computed when it runs", "an unterminated quote", ...), "" for none.
 	Opaque string
+	// inner is the index in Forms of the first form of the command the wrappers run (0 with no
+	// wrapper), and tail the length of the text after that command's program in every form: a
+	// pattern's allow of an outer form ("sudo *" on "sudo curl x") counts only if its text
+	// before any "*" reaches past the inner program's name ("sudo apt-get *").
+	inner, tail int
 }
 
 // SplitCommand splits a shell command line into its simple commands, in the order the text of
@@ -444,9 +449,6 @@ func (w *walker) assign(a *syntax.Assign) word {
 	wd := word{raw: w.raw(a), assign: a.Name != nil}
 	if a.Name != nil {
 		b.WriteString(a.Name.Value)
-		if expandedLater[a.Name.Value] {
-			w.opaque("an assignment to " + a.Name.Value + " (the shell expands or uses it later, which can run commands)")
-		}
 	}
 	if a.Index != nil {
 		b.WriteString("[" + w.span(a.Index.Pos(), a.Index.End()) + "]")
@@ -459,7 +461,18 @@ func (w *walker) assign(a *syntax.Assign) word {
 			if v.dynamic {
 				w.opaque("a declare argument computed when it runs (" + v.raw + ")")
 			}
+			// export 'GIT_PAGER=x': quoted, still an assignment when declare reads it.
+			if name, value, ok := strings.Cut(v.text, "="); ok && assignRE.MatchString(v.text) {
+				if why := hiddenVar(strings.TrimSuffix(name, "+"), value, true); why != "" {
+					w.opaque(why)
+				}
+			}
 			return v
+		}
+		if a.Name != nil { // export GIT_PAGER: a value set before (read, printf -v) goes to programs
+			if why := hiddenVar(a.Name.Value, "", false); why != "" {
+				w.opaque(why)
+			}
 		}
 		wd.text = b.String()
 		return wd
@@ -469,10 +482,16 @@ func (w *walker) assign(a *syntax.Assign) word {
 	} else {
 		b.WriteString("=")
 	}
+	var value word
 	if a.Value != nil {
-		v := w.word(a.Value)
-		b.WriteString(v.text)
-		wd.dynamic = v.dynamic
+		value = w.word(a.Value)
+		b.WriteString(value.text)
+		wd.dynamic = value.dynamic
+	}
+	if a.Name != nil {
+		if why := hiddenVar(a.Name.Value, value.text, !value.dynamic && a.Array == nil); why != "" {
+			w.opaque(why)
+		}
 	}
 	if a.Array != nil {
 		var elems []string

@@ -348,7 +348,10 @@ func TestNonShellUnchanged(t *testing.T) {
 func FuzzSplitCommand(f *testing.F) {
 	for _, s := range []string{"a; b", "echo \"$(a ')' \"b\")\"", "cat <<E\n$(x\nE", "$((", "${", "`", "x=(", "case a in a) $(b) esac", "$'\\x", "a <<", "((a)",
 		"function g { curl x; }; g", "coproc X { curl x; }", "echo $((x))", "(( x ))", "[[ $x -eq 0 ]]", "declare -i x", "let x=y", "echo ${x@P}",
-		"echo ${!x}", "echo $((curl x) )", "a[i]=1", "echo ${a[$i]:x:1}", "read 'a[$(x)]'", "PS4='$(x)'; set -x", "echo @($(x))"} {
+		"echo ${!x}", "echo $((curl x) )", "a[i]=1", "echo ${a[$i]:x:1}", "read 'a[$(x)]'", "PS4='$(x)'; set -x", "echo @($(x))",
+		// Issue 24: commands hidden in program options and environment.
+		"GIT_SSH_COMMAND='x' git ls-remote ssh://h/r", "git -c alias.zz='!x' zz", "tar --checkpoint-action=exec='x' -cf a .",
+		"tar cIf x a", "ssh -oProxyCommand=x h", "rsync -avze 'x' a b", "sed 's/a/b/e' f", "export 'LD_PRELOAD=x'", "sudo xargs env x"} {
 		f.Add(s)
 	}
 	echoOnly := Spec{Default: Ask, Rules: []Rule{{Match: "bash(echo *)", Action: Allow}}}

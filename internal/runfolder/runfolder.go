@@ -120,15 +120,31 @@ func readLimited(f *os.File, limit int64) ([]byte, error) {
 // Walk calls fn for every regular file under the folder, in lexical order of paths per directory.
 // Symlinks, FIFOs, sockets and devices are skipped; an entry that changes type between the listing
 // and File.Read is not read. Files are opened only to be read, so a walk over unchanged files costs
-// little more than a listing. A regular file carrying setuid or setgid bits has them cleared on
-// disk (by its descriptor), so a sandbox cannot leave a setuid program in the host's folder.
+// little more than a listing. A regular file or a directory (the folder itself included) carrying
+// setuid, setgid or sticky bits has them cleared on disk (by its descriptor), so a sandbox cannot
+// leave a setuid program or a setgid folder in the host's folder.
 func (d *Dir) Walk(fn func(*File) error) error {
 	// A fresh open of ".", not a dup: each walk has its own directory offset.
 	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("walk %s: %w", d.path, err)
 	}
+	clearSpecialDir(fd)
 	return walk(fd, d.path, "", 0, fn)
+}
+
+// special are the setuid, setgid and sticky bits.
+const special = unix.S_ISUID | unix.S_ISGID | unix.S_ISVTX
+
+// clearSpecialDir clears the setuid, setgid and sticky bits of the directory open at fd (through
+// the descriptor, never a path): a setgid folder the sandbox made would give every file the host
+// writes into it the folder's group, and a sticky one would stop the host replacing others'
+// files. A directory whose bits cannot be cleared is still walked.
+func clearSpecialDir(fd int) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&special != 0 {
+		_ = unix.Fchmod(fd, st.Mode&0o777)
+	}
 }
 
 // walk lists the directory open at dirfd (and closes it) and visits its entries.
@@ -160,6 +176,7 @@ func walk(dirfd int, base, prefix string, depth int, fn func(*File) error) error
 				}
 				return fmt.Errorf("open %s: %w", base+"/"+prefix+name, err)
 			}
+			clearSpecialDir(cfd)
 			if err := walk(cfd, base, prefix+name+"/", depth+1, fn); err != nil {
 				return err
 			}
@@ -174,7 +191,7 @@ func walk(dirfd int, base, prefix string, depth int, fn func(*File) error) error
 }
 
 func visitFile(dirfd int, base, prefix, name string, st *unix.Stat_t, fn func(*File) error) error {
-	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+	if st.Mode&special != 0 {
 		// Cleared through a descriptor that is this regular file, never a path. A file whose bits
 		// cannot be cleared is left out of the snapshot.
 		f, err := openRegular(dirfd, name)
@@ -343,6 +360,27 @@ func (d *Dir) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		unix.Unlinkat(pfd, tmp, 0)
 		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return nil
+}
+
+// Remove removes the entry at rel (a file, or a symlink itself: never what it points to),
+// reached without following any symlink on the way; one already gone is not an error.
+func (d *Dir) Remove(rel string) error {
+	parts, err := splitPath(rel)
+	if err != nil {
+		return err
+	}
+	pfd, err := d.openParent(parts, false)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("remove %s: %w", rel, err)
+	}
+	defer unix.Close(pfd)
+	if err := unix.Unlinkat(pfd, parts[len(parts)-1], 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove %s: %w", rel, err)
 	}
 	return nil
 }

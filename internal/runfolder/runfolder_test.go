@@ -100,6 +100,51 @@ func TestWalkReportsPermBitsOnlyAndClearsSetuid(t *testing.T) {
 	}
 }
 
+// Issue 24: a folder the sandbox made setgid (or sticky) kept the bit in the host's copy. A walk
+// clears setuid, setgid and sticky on every directory, the run folder itself included, and on a
+// sticky file, leaving the permission bits as they were.
+func TestWalkClearsSpecialBitsOnFolders(t *testing.T) {
+	run, _ := layout(t)
+	for _, dir := range []string{"shared", "shared/deeper", "tmp"} {
+		if err := os.Mkdir(filepath.Join(run, dir), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(run, dir, "f.txt"), []byte("x"), 0o644)
+	}
+	sticky := filepath.Join(run, "sticky.txt")
+	os.WriteFile(sticky, []byte("x"), 0o640)
+	for p, mode := range map[string]fs.FileMode{
+		run: 0o755 | fs.ModeSetgid, filepath.Join(run, "shared"): 0o750 | fs.ModeSetgid, filepath.Join(run, "shared/deeper"): 0o750 | fs.ModeSetgid | fs.ModeSetuid,
+		filepath.Join(run, "tmp"): 0o750 | fs.ModeSticky, sticky: 0o640 | fs.ModeSticky,
+	} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := os.Stat(p); st.Mode()&(fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky) == 0 {
+			t.Fatalf("%s: the bits did not take (%v)", p, st.Mode())
+		}
+	}
+	d, err := Open(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	n := 0
+	if err := d.Walk(func(f *File) error { n++; return nil }); err != nil || n != 4 {
+		t.Fatalf("walk: %d files, %v", n, err)
+	}
+	for p, perm := range map[string]fs.FileMode{run: 0o755, filepath.Join(run, "shared"): 0o750, filepath.Join(run, "shared/deeper"): 0o750,
+		filepath.Join(run, "tmp"): 0o750, sticky: 0o640} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode()&(fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky) != 0 || st.Mode().Perm() != perm {
+			t.Errorf("%s after a walk: %v, want %v and no setuid, setgid or sticky", p, st.Mode(), perm)
+		}
+	}
+}
+
 func TestReadFileNeverFollows(t *testing.T) {
 	run, outside := layout(t)
 	os.WriteFile(filepath.Join(run, "ok.txt"), []byte("ok"), 0o644)

@@ -1,10 +1,12 @@
 // Package runner owns claiming: a runner leases runnable runs from the store, drives each in its
 // own goroutine through a Driver, renews its leases, and stops work on a run by itself when it can
-// no longer prove it holds the lease (design.md section 5). Runs it does not finish it releases or
-// lets expire, so another runner (or this one after a restart) takes them over.
+// no longer prove it holds the lease (docs/architecture.md, "Leases and fencing"). Runs it does not
+// finish it releases or lets expire, so another runner (or this one after a restart) takes them
+// over.
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +29,7 @@ type Store interface {
 	RenewLeases(ctx context.Context, leases []store.Lease, ttl time.Duration) (renewed, lost []store.Lease, err error)
 	Commit(ctx context.Context, l store.Lease, w store.Write) (store.Signals, error)
 	CancelRequested(ctx context.Context, runs []string) ([]string, error)
+	Steered(ctx context.Context, runs []string) (map[string]int64, error)
 	Heartbeat(ctx context.Context, r store.RunnerInfo) error
 	WaitWork(ctx context.Context, d time.Duration)
 }
@@ -62,6 +65,14 @@ type Runner struct {
 	Lag      func() time.Duration
 	started  time.Time
 	schemaAt time.Time
+	// steerAt is when the claim loop last looked for messages that stop a turn (checkSteered).
+	steerAt time.Time
+
+	// now is the clock every lease deadline is measured on (time.Now; tests replace it), and
+	// epoch its reading when the runner started: a held run's renewal is kept as the monotonic
+	// offset from epoch so the fence check reads it without the runner's lock.
+	now   func() time.Time
+	epoch time.Time
 
 	// Hold-back state: renewSlow is set by renewLoop, the rest is the claim loop's own.
 	renewSlow   atomic.Bool
@@ -82,17 +93,27 @@ type Runner struct {
 type held struct {
 	lease  store.Lease
 	cancel context.CancelCauseFunc
-	// renewedAt is the runner's monotonic time of the last successful renewal (or claim).
-	renewedAt time.Time
+	// renewed is when the store last granted the lease (claim or renewal), as the runner's
+	// monotonic offset from its epoch: the time the grant's request was sent, which is no later
+	// than the store's own reading of the time it added the TTL to.
+	renewed atomic.Int64
 	// interrupted: a user action (cancel) wants the drive stopped and the run re-claimed at once.
 	interrupted bool
+	// steered is the highest steering message seq handed to the driver (Steer).
+	steered int64
+}
+
+// Steerer is a Driver that can stop a run's turn in flight for a message (ifBusy interrupt or
+// rollback) without ending the drive.
+type Steerer interface {
+	Steer(run string, seq int64)
 }
 
 // claimBatch is the most runs one claim takes.
 const claimBatch = 64
 
 var errLeaseLost = errors.New("lease lost")
-var errSelfFenced = errors.New("lease not renewed in time: stopped work on the run (self-fence)")
+var errSelfFenced = fmt.Errorf("%w: lease not renewed in time: stopped work on the run (self-fence)", store.ErrFenced)
 var errInterrupted = errors.New("interrupted to apply a user action")
 
 func (r *Runner) defaults() {
@@ -120,6 +141,67 @@ func (r *Runner) defaults() {
 	if r.Log == nil {
 		r.Log = slog.Default()
 	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.epoch = r.now()
+}
+
+// The self-fence. A lease the store granted at store time G (a claim or a renewal) runs out at
+// G + LeaseTTL. The runner keeps, for each held run, the time it SENT the request that got the
+// grant (S <= G: the store read its clock after the request left), and stops work on the run at
+// S + LeaseTTL - fenceMargin by its own monotonic clock, so at least fenceMargin before any other
+// runner can claim it (both clocks advance at the same rate; their offset does not matter, as
+// only durations are compared). Two things enforce that point:
+//   - the drive's context carries a check (store.CheckLease) that the journal calls right before
+//     each step's effect: it compares the clock with the deadline itself, so no step starts past
+//     the deadline however late the runner's goroutines are scheduled;
+//   - fenceLoop cancels the drive at the deadline, stopping what is in flight (a model call, a
+//     command); it ticks every fenceTick, so it fires within fenceTick of the deadline plus any
+//     scheduling delay, which leaves fenceMargin - fenceTick (LeaseTTL/12: 2.5 s of a 30 s lease)
+//     for the delay before the lease could be taken.
+//
+// fenceMargin is LeaseTTL/6 (5 s of a 30 s lease).
+func (r *Runner) fenceMargin() time.Duration { return r.LeaseTTL / 6 }
+
+// fenceTick is how often fenceLoop and renewLoop look at the held leases.
+func (r *Runner) fenceTick() time.Duration { return min(r.RenewEvery/4, r.fenceMargin()/2) }
+
+// offset is the runner clock's reading as an offset from its epoch.
+func (r *Runner) offset() int64 { return int64(r.now().Sub(r.epoch)) }
+
+// fenced reports whether h's lease is past its self-fence deadline, and by how long since its
+// last grant.
+func (r *Runner) fenced(h *held) (bool, time.Duration) {
+	since := time.Duration(r.offset() - h.renewed.Load())
+	return since > r.LeaseTTL-r.fenceMargin(), since
+}
+
+// expirePrevious ends the leases this runner's name still holds, retrying with a growing pause
+// (up to PollEvery*10) while the store fails; false when ctx ended first.
+func (r *Runner) expirePrevious(ctx context.Context) bool {
+	pause := r.PollEvery
+	for {
+		n, err := r.Store.ExpireLeases(ctx, r.Name)
+		if err == nil {
+			if n > 0 {
+				r.Log.Info("taking back runs from this runner's previous process", "runs", n)
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		r.Log.Warn("store failed at start; retrying", "waiting", pause, "err", err)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		pause = min(2*pause, 10*r.PollEvery)
+	}
 }
 
 // Run claims and drives runs until ctx ends, then waits for its drives to stop.
@@ -131,11 +213,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	// This runner's previous incarnation (same name) is gone: take its runs back at once rather
-	// than waiting out their leases.
-	if n, err := r.Store.ExpireLeases(rctx, r.Name); err != nil {
-		return err
-	} else if n > 0 {
-		r.Log.Info("taking back runs from this runner's previous process", "runs", n)
+	// than waiting out their leases. A store that fails here is waited for, as claim waits for
+	// it, rather than ending the runner (and with it the server that hosts it): the failure
+	// shows on /healthz meanwhile.
+	if !r.expirePrevious(rctx) {
+		return nil
 	}
 	r.started = time.Now()
 	r.heartbeat(rctx, 0)
@@ -163,6 +245,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		if n == 0 {
 			r.Store.WaitWork(rctx, r.PollEvery)
 		}
+		r.checkSteered(rctx)
 	}
 	r.wg.Wait()
 	if c, ok := r.Driver.(interface{ CloseAll() }); ok {
@@ -178,7 +261,7 @@ func (r *Runner) Ready() error {
 	r.readyMu.Lock()
 	defer r.readyMu.Unlock()
 	if !r.claiming && r.claimErr == nil {
-		return errors.New("runner: not claiming yet")
+		return errors.New("not claiming yet")
 	}
 	return r.claimErr
 }
@@ -235,6 +318,8 @@ func (r *Runner) claim(ctx context.Context) int {
 	if free > claimBatch {
 		free = claimBatch
 	}
+	// Taken before the claim is sent: the store grants each lease no earlier (see fenceMargin).
+	sent := r.offset()
 	leases, err := r.Store.ClaimRuns(ctx, r.Name, free, r.LeaseTTL)
 	if ctx.Err() == nil {
 		r.setClaimed(err)
@@ -248,14 +333,24 @@ func (r *Runner) claim(ctx context.Context) int {
 	}
 	metrics.Claims.Add(float64(len(leases)))
 	for _, l := range leases {
-		r.start(ctx, l)
+		r.start(ctx, l, sent)
 	}
 	return len(leases)
 }
 
-func (r *Runner) start(ctx context.Context, l store.Lease) {
+// start drives l, whose grant was asked for at the runner's offset sent.
+func (r *Runner) start(ctx context.Context, l store.Lease, sent int64) {
 	dctx, cancel := context.WithCancelCause(ctx)
-	h := &held{lease: l, cancel: cancel, renewedAt: time.Now()}
+	h := &held{lease: l, cancel: cancel}
+	h.renewed.Store(sent)
+	dctx = store.WithLeaseCheck(dctx, func() error {
+		if late, since := r.fenced(h); late {
+			err := fmt.Errorf("%w (%s since its last renewal)", errSelfFenced, since.Round(time.Millisecond))
+			cancel(err)
+			return err
+		}
+		return nil
+	})
 	r.mu.Lock()
 	if old, ok := r.active[l.Run]; ok {
 		// A stale drive of the same run (its lease expired and we re-claimed it): stop it first.
@@ -275,7 +370,7 @@ func (r *Runner) start(ctx context.Context, l store.Lease) {
 		}
 		r.mu.Unlock()
 		if err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(context.Cause(dctx), errLeaseLost) && !errors.Is(context.Cause(dctx), errSelfFenced) {
-			if !interrupted && ctx.Err() == nil {
+			if !interrupted && ctx.Err() == nil && !errors.Is(err, store.ErrDriveAgain) {
 				r.Log.Warn("drive ended with an error", "run", l.Run, "err", err)
 			}
 			// Give the run back at once so it is retried (or, when interrupted, re-claimed to apply
@@ -307,6 +402,24 @@ func (r *Runner) Interrupt(run string) {
 	}
 }
 
+// Steer hands message seq, which asks to stop the turn in flight of run, to the drive of run on
+// this runner, if any and if the driver can (Steerer); a seq already handed over is not again.
+func (r *Runner) Steer(run string, seq int64) {
+	st, ok := r.Driver.(Steerer)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	h, held := r.active[run]
+	if held && seq > h.steered {
+		h.steered = seq
+	}
+	r.mu.Unlock()
+	if held {
+		st.Steer(run, seq)
+	}
+}
+
 // applyCancellations interrupts held runs a user asked to cancel, so a long model or tool call
 // does not delay the cancellation; the run is re-claimed at once and finished as Cancelled.
 func (r *Runner) applyCancellations(ctx context.Context, hs []*held) {
@@ -331,6 +444,47 @@ func (r *Runner) applyCancellations(ctx context.Context, hs []*held) {
 	}
 }
 
+// steerEvery bounds how often the claim loop asks the store for messages that stop a turn.
+const steerEvery = 250 * time.Millisecond
+
+// checkSteered hands the drivers the messages that ask to stop a held run's turn (Steer), sent
+// to a server in another process. The claim loop calls it after each wake-up: a message pokes its
+// run, which wakes every runner (PostgreSQL NOTIFY agentrun_work, or in process), so a runner
+// elsewhere notices it about as soon as it would a new run; at most every steerEvery.
+func (r *Runner) checkSteered(ctx context.Context) {
+	if _, ok := r.Driver.(Steerer); !ok || time.Since(r.steerAt) < steerEvery {
+		return
+	}
+	r.steerAt = time.Now()
+	r.mu.Lock()
+	names := make([]string, 0, len(r.active))
+	for run := range r.active {
+		names = append(names, run)
+	}
+	r.mu.Unlock()
+	if len(names) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	steered, err := r.Store.Steered(cctx, names)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.Log.Warn("check messages that stop a turn", "err", err)
+		}
+		return
+	}
+	for run, seq := range steered {
+		r.mu.Lock()
+		h, held := r.active[run]
+		newer := held && seq > h.steered
+		r.mu.Unlock()
+		if newer {
+			r.Steer(run, seq)
+		}
+	}
+}
+
 func (r *Runner) heartbeat(ctx context.Context, held int) {
 	host, _ := os.Hostname()
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -345,8 +499,7 @@ func (r *Runner) heartbeat(ctx context.Context, held int) {
 // renew (store down or unreachable, process paused) stops its own work before another runner may
 // take the run over. It does no I/O, so a store call hanging in renewLoop cannot delay it.
 func (r *Runner) fenceLoop(ctx context.Context) {
-	margin := r.LeaseTTL / 6
-	t := time.NewTicker(min(r.RenewEvery/4, margin/2))
+	t := time.NewTicker(r.fenceTick())
 	defer t.Stop()
 	for {
 		select {
@@ -354,19 +507,19 @@ func (r *Runner) fenceLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		r.selfFence(margin)
+		r.selfFence()
 	}
 }
 
-// selfFence stops the held runs whose lease was last renewed more than LeaseTTL-margin ago and
-// returns the others.
-func (r *Runner) selfFence(margin time.Duration) []*held {
+// selfFence stops the held runs past their self-fence deadline (see fenceMargin) and returns the
+// others.
+func (r *Runner) selfFence() []*held {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	hs := make([]*held, 0, len(r.active))
 	for _, h := range r.active {
-		if time.Since(h.renewedAt) > r.LeaseTTL-margin {
-			r.Log.Warn("self-fencing run: its lease could not be renewed in time", "run", h.lease.Run, "since", time.Since(h.renewedAt).Round(time.Millisecond))
+		if late, since := r.fenced(h); late {
+			r.Log.Warn("self-fencing run: its lease could not be renewed in time", "run", h.lease.Run, "since", since.Round(time.Millisecond))
 			metrics.LeasesLost.Inc("self-fenced")
 			h.cancel(errSelfFenced)
 			delete(r.active, h.lease.Run)
@@ -382,22 +535,21 @@ func (r *Runner) selfFence(margin time.Duration) []*held {
 // for; each store call is bounded, but may take its whole bound when the store does not answer,
 // which is why self-fencing has its own loop (fenceLoop).
 func (r *Runner) renewLoop(ctx context.Context) {
-	margin := r.LeaseTTL / 6
-	t := time.NewTicker(min(r.RenewEvery/4, margin/2))
+	t := time.NewTicker(r.fenceTick())
 	defer t.Stop()
-	lastAttempt := time.Now()
+	lastAttempt := r.now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		hs := r.selfFence(margin)
+		hs := r.selfFence()
 		r.applyCancellations(ctx, hs)
-		if time.Since(lastAttempt) < r.RenewEvery {
+		if r.now().Sub(lastAttempt) < r.RenewEvery {
 			continue
 		}
-		lastAttempt = time.Now()
+		lastAttempt = r.now()
 		r.heartbeat(ctx, len(hs))
 		if rp, ok := r.Driver.(interface{ Reap(context.Context) }); ok {
 			rp.Reap(ctx) // stop computers kept for runs that no longer wait here
@@ -406,12 +558,12 @@ func (r *Runner) renewLoop(ctx context.Context) {
 			r.renewSlow.Store(false)
 			continue
 		}
-		if !r.renew(ctx, hs, min(r.RenewEvery, margin)) {
+		if !r.renew(ctx, hs, min(r.RenewEvery, r.fenceMargin())) {
 			// Try again in a fifth of the period rather than a whole one: the leases this renewal
 			// did not reach must be renewed before the self-fence margin runs out, and waiting the
 			// full period left them a single bounded attempt (an overloaded runner holding 10,000
 			// runs lost them all when that attempt was slow too).
-			lastAttempt = time.Now().Add(-r.RenewEvery + r.RenewEvery/5)
+			lastAttempt = r.now().Add(-r.RenewEvery + r.RenewEvery/5)
 		}
 	}
 }
@@ -422,17 +574,18 @@ func (r *Runner) renewLoop(ctx context.Context) {
 // come first next time); a lease the store says is held no longer stops its run at once.
 func (r *Runner) renew(ctx context.Context, hs []*held, bound time.Duration) bool {
 	r.mu.Lock()
-	slices.SortFunc(hs, func(a, b *held) int { return a.renewedAt.Compare(b.renewedAt) })
+	slices.SortFunc(hs, func(a, b *held) int { return cmp.Compare(a.renewed.Load(), b.renewed.Load()) })
 	leases := make([]store.Lease, len(hs))
 	for i, h := range hs {
 		leases[i] = h.lease
 	}
 	r.mu.Unlock()
-	attempt := time.Now()
+	attempt := r.offset()
+	attemptAt := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	renewed, lost, err := r.Store.RenewLeases(rctx, leases, r.LeaseTTL)
 	cancel()
-	took := time.Since(attempt)
+	took := time.Since(attemptAt)
 	metrics.RenewSeconds.Observe(took.Seconds())
 	r.renewSlow.Store(took > bound/2) // see behind
 	type key struct {
@@ -447,7 +600,7 @@ func (r *Runner) renew(ctx context.Context, hs []*held, bound time.Duration) boo
 	for _, l := range renewed {
 		if h := byLease[key{l.Run, l.Generation}]; h != nil {
 			// The attempt's start, not its end: the store's new expiry is no earlier than that.
-			h.renewedAt = attempt
+			h.renewed.Store(attempt)
 		}
 	}
 	for _, l := range lost {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -224,4 +225,30 @@ func Unopened(ctx context.Context, b *Box, names []string, get func(ctx context.
 		}
 	}
 	return bad, nil
+}
+
+// ModelKeys names the sealed secret holding the model keys a signed-in person pasted in the
+// console (Settings → Model keys), by variable (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ...).
+// It is no DNS label, so no agent can name it (spec.model.apiKeySecret, secret:NAME/KEY) and no
+// one can write it through PUT /v2/secrets; the secret listings leave it out (Listed).
+const ModelKeys = "agentrun:model-keys"
+
+// Listed says whether a secret of this name is listed to people: every one but ModelKeys.
+func Listed(name string) bool { return name != ModelKeys }
+
+var keyName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// MaxValue bounds one value of a secret.
+const MaxValue = 16 << 10
+
+// CheckEntry says what is wrong with one key and value of a secret, or nil: the key is letters,
+// digits and '_' (at most 128), the value non-empty and at most 16 KiB. Never the value itself.
+func CheckEntry(key, value string) error {
+	if !keyName.MatchString(key) || len(key) > 128 {
+		return fmt.Errorf("key %q must be letters, digits and '_' (like ANTHROPIC_API_KEY), at most 128", key)
+	}
+	if strings.TrimSpace(value) == "" || len(value) > MaxValue {
+		return errors.New("value must be non-empty and at most 16 KiB")
+	}
+	return nil
 }

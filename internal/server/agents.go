@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"slices"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/policy"
 	"agentrun.dev/agentrun/internal/store"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 )
 
 // decodeAgent reads an Agent resource or the AgentRun seed's {"definition": {...}} shape.
@@ -33,7 +31,12 @@ func decodeAgent(body []byte) (*api.Agent, error) {
 
 func (s *Server) validateAgent(ctx context.Context, a *api.Agent) error {
 	if err := api.DefaultAndValidateAgent(a, s.knownTools()); err != nil {
-		return err
+		// The checks below want a valid agent; its approvals need nothing else, so a document's
+		// mistakes there are told with the rest.
+		var errs api.ErrorList
+		errs.AddErr(err)
+		errs.AddErr(policy.Check(a.Spec.Approvals))
+		return errs.Err()
 	}
 	if err := s.resolveComputer(ctx, a); err != nil {
 		return err
@@ -44,10 +47,8 @@ func (s *Server) validateAgent(ctx context.Context, a *api.Agent) error {
 	if err := s.resolveWorkflowChildren(ctx, a); err != nil {
 		return err
 	}
-	if a.Spec.Approvals != nil {
-		if field, err := policy.Validate(*a.Spec.Approvals); err != nil {
-			return api.Invalid("spec.approvals."+field, "%v", err)
-		}
+	if err := policy.Check(a.Spec.Approvals); err != nil {
+		return err
 	}
 	if err := s.checkMCPServers(ctx, a); err != nil {
 		return err
@@ -62,17 +63,10 @@ func (s *Server) validateAgent(ctx context.Context, a *api.Agent) error {
 // agent's computer anyway (bash with a sandbox, read with a sandbox or a desktop) is allowed.
 func (s *Server) knownTools() map[string]bool { return s.Tools }
 
-// withTools fills in the tools the agent's runs are offered (status.tools, see catalog.Offered),
-// so that a reader sees those that come with its computer too.
+// withTools fills in the tools the agent's runs are offered (status.tools, see api.OfferedTools),
+// so that a reader sees those that come with its computer and its MCP servers' ticked ones too.
 func withTools(a *api.Agent) *api.Agent {
-	kind := "none"
-	if a.Spec.Computer != nil && a.Spec.Computer.Kind != "" {
-		kind = a.Spec.Computer.Kind
-	}
-	a.Status.Tools = catalog.OfferedWith(kind, a.Spec.Tools, len(a.Spec.Skills) > 0)
-	if a.Spec.Learning && !slices.Contains(a.Status.Tools, catalog.NoteName) {
-		a.Status.Tools = append(a.Status.Tools, catalog.NoteName)
-	}
+	a.Status.Tools = api.OfferedTools(&a.Spec)
 	return a
 }
 

@@ -86,8 +86,8 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 }
 
 type decisionBody struct {
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
+	Decision api.Resolution `json:"decision"`
+	Reason   string         `json:"reason,omitempty"`
 }
 
 // decideApproval is POST /v2/agentruns/NAME/approvals/ID: a signed-in person approves or denies a
@@ -107,7 +107,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if b.Decision != "approve" && b.Decision != "deny" {
+	if b.Decision != api.ResolveApprove && b.Decision != api.ResolveDeny {
 		writeErr(w, api.Invalid("decision", "decision %q: use approve or deny", b.Decision))
 		return
 	}
@@ -126,7 +126,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 }
 
 // decide records a person's decision on approval id of run.
-func (s *Server) decide(r *http.Request, name string, id int64, decision, reason, user string) (*approvalView, error) {
+func (s *Server) decide(r *http.Request, name string, id int64, decision api.Resolution, reason, user string) (*approvalView, error) {
 	vs, err := s.approvalViews(r, name)
 	if err != nil {
 		return nil, err
@@ -148,8 +148,8 @@ func (s *Server) decide(r *http.Request, name string, id int64, decision, reason
 	if err := s.Store.ResolveStep(r.Context(), name, target.StepKey, decision, res); err != nil {
 		return nil, err
 	}
-	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.ApprovalEvent(decision), StepKey: target.StepKey, Message: by + " " + decision + "d " + target.Tool}})
-	target.State = map[string]string{"approve": "approved", "deny": "denied"}[decision]
+	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.ApprovalEvent(decision), StepKey: target.StepKey, Message: by + " " + string(decision) + "d " + target.Tool}})
+	target.State = map[api.Resolution]string{api.ResolveApprove: "approved", api.ResolveDeny: "denied"}[decision]
 	target.DecidedBy, target.Note = by, reason
 	return target, nil
 }
@@ -171,6 +171,6 @@ func (a consoleApprover) Approvals(ctx context.Context, run string) ([]console.A
 }
 
 func (a consoleApprover) Decide(ctx context.Context, run string, id int64, decision, reason, user string) error {
-	_, err := a.s.decide((&http.Request{}).WithContext(ctx), run, id, decision, reason, user)
+	_, err := a.s.decide((&http.Request{}).WithContext(ctx), run, id, api.Resolution(decision), reason, user)
 	return err
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/computer"
@@ -20,14 +19,14 @@ func (s *Server) resolveComputer(ctx context.Context, a *api.Agent) error {
 	}
 	c := a.Spec.Computer
 	if c == nil {
-		c = &api.ComputerSpec{Kind: string(computer.KindNone)}
+		c = &api.ComputerSpec{Kind: computer.KindNone}
 		if p, err := s.Computers.Resolve(ctx, computer.KindSandbox, "", providers.SandboxPreference...); err == nil {
-			c = &api.ComputerSpec{Kind: string(computer.KindSandbox), Provider: p.Name()}
+			c = &api.ComputerSpec{Kind: computer.KindSandbox, Provider: p.Name()}
 		}
 		a.Spec.Computer = c
 	}
-	if c.Kind != string(computer.KindNone) {
-		p, err := s.Computers.Resolve(ctx, computer.Kind(c.Kind), c.Provider, providers.Preference(computer.Kind(c.Kind))...)
+	if c.Kind != computer.KindNone {
+		p, err := s.Computers.Resolve(ctx, c.Kind, c.Provider, providers.Preference(c.Kind)...)
 		if err != nil {
 			field := "spec.computer.kind"
 			if c.Provider != "" {
@@ -39,17 +38,18 @@ func (s *Server) resolveComputer(ctx context.Context, a *api.Agent) error {
 	} else if c.Provider != "" {
 		return api.Invalid("spec.computer.provider", "computer kind none takes no provider")
 	}
+	var errs api.ErrorList
 	for i, t := range a.Spec.Tools {
 		if s.Tools[t] {
 			continue
 		}
+		at := api.NewPath("spec", "tools").Index(i).String()
 		td, ok := computer.LookupTool(t)
 		if !ok {
-			return api.Invalid(fmt.Sprintf("spec.tools[%d]", i), "tool %q is not available on this server", t)
-		}
-		if !computer.Has(computer.Kind(c.Kind), td) {
-			return api.Invalid(fmt.Sprintf("spec.tools[%d]", i), "tool %q needs a computer of kind %s; this agent's computer is %s (the tools of its kind come with it)", t, td.Kind, c.Kind)
+			errs.Add(api.Invalid(at, "tool %q is not available on this server", t))
+		} else if !computer.Has(c.Kind, td) {
+			errs.Add(api.Invalid(at, "tool %q needs a computer of kind %s; this agent's computer is %s (the tools of its kind come with it)", t, td.Kind, c.Kind))
 		}
 	}
-	return nil
+	return errs.Err()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -20,6 +21,24 @@ type Health struct {
 	// Runner is the readiness of this process's runner part (nil: the process runs none, as
 	// `serve --no-runner`).
 	Runner func() error
+	// Log gets what the caller is not told: why the store failed (nil: slog's default).
+	Log *slog.Logger
+}
+
+// storeUnreachable is all a probe is told of a failing store: the driver's error names the
+// database's user, name, host and port, for anyone who can reach the port. The log has it.
+const storeUnreachable = "store: unreachable (the server's log says why)"
+
+func (h Health) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
+	h.logger().Warn("health check: the store does not answer", "path", r.URL.Path, "err", err)
+	unhealthy(w, "%s", storeUnreachable)
+}
+
+func (h Health) logger() *slog.Logger {
+	if h.Log == nil {
+		return slog.Default()
+	}
+	return h.Log
 }
 
 // Routes registers GET /livez, GET /healthz and GET /readyz on mux.
@@ -41,7 +60,7 @@ func (h Health) Healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := h.Store.Ping(ctx); err != nil {
-		unhealthy(w, "store: %v", err)
+		h.storeFailed(w, r, err)
 		return
 	}
 	io.WriteString(w, "ok\n")
@@ -54,16 +73,17 @@ func (h Health) Readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := h.Store.Ping(ctx); err != nil {
-		unhealthy(w, "store: %v", err)
+		h.storeFailed(w, r, err)
 		return
 	}
 	var failed []string
 	sc, err := h.Store.SchemaVersion(ctx)
-	if err == nil {
-		err = sc.Current()
-	}
 	if err != nil {
-		failed = append(failed, fmt.Sprintf("schema: %v", err))
+		// The driver's error again: logged, not told.
+		h.logger().Warn("health check: the store's schema version does not read", "path", r.URL.Path, "err", err)
+		failed = append(failed, "schema: unreadable (the server's log says why)")
+	} else if err := sc.Current(); err != nil {
+		failed = append(failed, fmt.Sprintf("schema: %v", err)) // versions only
 	}
 	if h.Runner != nil {
 		if err := h.Runner(); err != nil {

@@ -27,25 +27,14 @@ func (s *Server) learningRoutes(v2 *http.ServeMux) {
 	v2.HandleFunc("POST /v2/agents/{name}/learning/restore", s.restoreLearned)
 }
 
-// LearnedItem, LearningList and LearningChange are the API's shapes (internal/api), named here
-// for the OpenAPI table.
+// The learning folder's shapes are the API's (internal/api), named here for the OpenAPI table.
 type (
 	LearnedItem    = api.LearnedItem
 	LearningList   = api.LearningList
 	LearningChange = api.LearningChange
+	LearningLog    = api.LearningLog
+	LearnedFile    = api.LearnedFile
 )
-
-// LearningLog is GET /v2/agents/{name}/learning/log: main's commits, newest first.
-type LearningLog struct {
-	Items []learning.Commit `json:"items"`
-}
-
-// LearnedFile is one file of main, whole.
-type LearnedFile struct {
-	Path    string `json:"path"`
-	ETag    string `json:"etag"`
-	Content string `json:"content"`
-}
 
 type restoreBody struct {
 	// Path is the file (or a note's name) to bring back.
@@ -124,7 +113,7 @@ func listOf(agent string, repo *learning.Repo) (LearningList, error) {
 		out.Main = repo.Main.String()
 	}
 	for _, f := range files {
-		it := LearnedItem{Kind: kindOfPath(f.Path), Path: f.Path, ETag: f.ETag}
+		it := LearnedItem{Kind: kindOfPath(f.Path), Path: f.Path, ETag: f.ETag, Problem: learning.PathProblem(f.Path)}
 		if it.Kind == "note" {
 			if n, err := learning.ParseNote(f.Content); err == nil {
 				it.Name, it.Description, it.Type = n.Name, n.Description, n.Type
@@ -272,6 +261,10 @@ func (s *Server) restore(ctx context.Context, agent, path, from, who string) (Le
 		return LearningChange{}, err
 	}
 	p := learnedPath(path)
+	if why := learning.PathProblem(p); why != "" {
+		// Such a file is only ever retired: a run would not be offered it.
+		return LearningChange{}, api.Invalid("path", "%q cannot be restored: %s", p, why)
+	}
 	commit, err := repo.ResolveCommit(from)
 	switch {
 	case errors.Is(err, learning.ErrCommitName):

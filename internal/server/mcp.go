@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/catalog"
 	"agentrun.dev/agentrun/internal/secret"
 	"agentrun.dev/agentrun/internal/store"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 	"agentrun.dev/agentrun/internal/tools/mcpclient"
 )
 
@@ -37,7 +37,7 @@ func (s *Server) mcpOpen() mcpclient.OpenSecret {
 // listMCP lists server i's tools. A stdio server is started here, on the server's machine, in a
 // scratch folder removed afterwards (a run starts it in the run folder). Errors name the field.
 func (s *Server) listMCP(ctx context.Context, srv api.MCPServer, i int) ([]api.MCPTool, error) {
-	at := fmt.Sprintf("spec.mcpServers[%d]", i)
+	at := api.NewPath("spec", "mcpServers").Index(i).String()
 	dir := ""
 	if srv.Command != "" {
 		d, err := os.MkdirTemp("", "agentrun-mcp-list-")
@@ -71,9 +71,15 @@ func (s *Server) listMCP(ctx context.Context, srv api.MCPServer, i int) ([]api.M
 // applied, and refuses a ticked name the server does not have (or a server that does not start).
 // The runs ask again each time they start: a tool the server dropped since is not offered.
 func (s *Server) checkMCPServers(ctx context.Context, a *api.Agent) error {
+	// Every server is asked, and every problem told: one that does not start does not hide the
+	// next one's missing tool.
+	var errs api.ErrorList
 	for i, srv := range a.Spec.MCPServers {
 		tools, err := s.listMCP(ctx, srv, i)
-		if err != nil {
+		if _, ok := api.AsError(err); ok {
+			errs.AddErr(err)
+			continue
+		} else if err != nil {
 			return err
 		}
 		has := map[string]bool{}
@@ -86,14 +92,12 @@ func (s *Server) checkMCPServers(ctx context.Context, a *api.Agent) error {
 				for _, t := range tools {
 					names = append(names, t.Name)
 				}
-				return api.Invalid(fmt.Sprintf("spec.mcpServers[%d].tools[%d]", i, j), "MCP server %s has no tool %q (it has: %v)", srv.Name, name, names)
+				errs.Add(api.Invalid(api.NewPath("spec", "mcpServers").Index(i).Child("tools").Index(j).String(), "MCP server %s has no tool %q (it has: %v)", srv.Name, name, names))
 			}
 		}
-		if err := checkMCPPatterns(a.Spec.Approvals, srv.Name, tools); err != nil {
-			return err
-		}
+		errs.AddErr(checkMCPPatterns(a.Spec.Approvals, srv.Name, tools))
 	}
-	return nil
+	return errs.Err()
 }
 
 // checkMCPPatterns refuses an approval rule with a pattern in parentheses on an MCP tool that
@@ -117,7 +121,7 @@ func checkMCPPatterns(ap *api.Approvals, server string, tools []api.MCPTool) err
 			if slices.ContainsFunc(keys, func(k string) bool { return slices.Contains(props, k) }) {
 				break
 			}
-			return api.Invalid(fmt.Sprintf("spec.approvals.rules[%d].match", k),
+			return api.Invalid(api.NewPath("spec", "approvals", "rules").Index(k).Child("match").String(),
 				"%s has none of the arguments a pattern in parentheses is matched against (%s), so %q would never match: its arguments are %v; write the rule without a pattern",
 				name, strings.Join(keys, ", "), r.Match, props)
 		}

@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 	"strconv"
-	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
+	"agentrun.dev/agentrun/internal/secret"
 	"agentrun.dev/agentrun/internal/store"
 )
 
@@ -38,7 +37,7 @@ func (s *Server) checkModel(ctx context.Context, spec *api.AgentSpec) error {
 	if s.Models == nil {
 		return nil
 	}
-	res, err := s.Models.Choose(spec.Model.Provider, spec.Model.Name, spec.Model.Families)
+	res, err := s.Models.Choose(string(spec.Model.Provider), spec.Model.Name, spec.Model.Families)
 	if err != nil || res.Routed {
 		return nil // no provider: the run fails with ModelError and says which key to set
 	}
@@ -87,13 +86,22 @@ func (s *Server) raiseCap(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Errorf(http.StatusUnprocessableEntity, api.CodeWrongType, "spec.maxCostUSD", "spec.maxCostUSD must be a decimal string such as \"2.00\""))
 		return
 	}
-	newCap, err := cost.ParseUSDStrict(capUSD)
+	run, err := s.raiseRunCap(r.Context(), r.PathValue("name"), capUSD)
 	if err != nil {
-		writeErr(w, api.Invalid("spec.maxCostUSD", "%v", err))
+		writeErr(w, err)
 		return
 	}
-	name := r.PathValue("name")
-	run, err := s.Store.RaiseRunCap(r.Context(), name, newCap.String(), func(cur *api.AgentRun) error {
+	writeJSON(w, http.StatusOK, run)
+}
+
+// raiseRunCap raises run name's cap to capUSD (a decimal string), the one rule for the API and the
+// console: never lower, never a finished run's, never a group member's.
+func (s *Server) raiseRunCap(ctx context.Context, name, capUSD string) (*api.AgentRun, error) {
+	newCap, err := cost.ParseUSDStrict(capUSD)
+	if err != nil {
+		return nil, api.Invalid("spec.maxCostUSD", "%v", err)
+	}
+	run, err := s.Store.RaiseRunCap(ctx, name, newCap.String(), func(cur *api.AgentRun) error {
 		if api.Finished(cur.Status.Phase) {
 			return store.ErrFinished
 		}
@@ -108,48 +116,20 @@ func (s *Server) raiseCap(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
-	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventRunCapRaised, Message: "the run's cap was raised to $" + newCap.String()}})
-	writeJSON(w, http.StatusOK, run)
+	s.Store.AppendEvents(ctx, name, []api.Event{{Type: api.EventRunCapRaised, Message: "the run's cap was raised to $" + newCap.String()}})
+	return run, nil
 }
 
-// creditsView is GET /v2/credits.
-type creditsView struct {
-	// Enforced: credits were added at least once; until then server-access calls are metered on
-	// their runs but not limited or charged here.
-	Enforced bool `json:"enforced"`
-	// BalanceUSD is added minus charged ("at most X" when some charge could not be priced);
-	// AvailableUSD is the balance minus what calls in flight hold.
-	BalanceUSD      string        `json:"balanceUSD"`
-	AddedUSD        string        `json:"addedUSD"`
-	ChargedUSD      string        `json:"chargedUSD"`
-	ReservedUSD     string        `json:"reservedUSD"`
-	AvailableUSD    string        `json:"availableUSD"`
-	UnpricedCharges int64         `json:"unpricedCharges"`
-	Entries         []entryView   `json:"entries"`
-	Reservations    []reservation `json:"reservations"`
+// consoleRaiseCap is the run page's "raise the cap", by a signed-in person.
+func (s *Server) consoleRaiseCap(ctx context.Context, run, capUSD, user string) error {
+	_, err := s.raiseRunCap(ctx, run, capUSD)
+	return err
 }
 
-type entryView struct {
-	Seq       int64  `json:"seq"`
-	Time      string `json:"time"`
-	Kind      string `json:"kind"`
-	AmountUSD string `json:"amountUSD"`
-	Run       string `json:"run,omitempty"`
-	StepKey   string `json:"stepKey,omitempty"`
-	Note      string `json:"note,omitempty"`
-}
-
-type reservation struct {
-	Run       string `json:"run"`
-	StepKey   string `json:"stepKey"`
-	Attempt   int    `json:"attempt"`
-	AmountUSD string `json:"amountUSD"`
-}
-
-func (s *Server) creditsView(ctx context.Context, limit int) (*creditsView, error) {
+// creditsView is GET /v2/credits with the last limit ledger entries.
+func (s *Server) creditsView(ctx context.Context, limit int) (*api.Credits, error) {
 	b, entries, err := s.Store.Credits(ctx, limit)
 	if err != nil {
 		return nil, err
@@ -159,9 +139,9 @@ func (s *Server) creditsView(ctx context.Context, limit int) (*creditsView, erro
 		return nil, err
 	}
 	bal := cost.Micros(b.Added - b.Charged)
-	v := &creditsView{Enforced: b.Enforced, BalanceUSD: bal.String(), AddedUSD: cost.Micros(b.Added).String(),
+	v := &api.Credits{Enforced: b.Enforced, BalanceUSD: bal.String(), AddedUSD: cost.Micros(b.Added).String(),
 		ReservedUSD: cost.Micros(b.Reserved).String(), AvailableUSD: (bal - cost.Micros(b.Reserved)).String(),
-		UnpricedCharges: b.UnknownCharges, Entries: []entryView{}, Reservations: []reservation{}}
+		UnpricedCharges: b.UnknownCharges, Entries: []api.CreditEntry{}, Reservations: []api.CreditReservation{}}
 	charged := cost.Total{Known: cost.Micros(b.Charged), Unknown: int(b.UnknownCharges)}
 	v.ChargedUSD = charged.String()
 	if b.UnknownCharges > 0 {
@@ -169,14 +149,14 @@ func (s *Server) creditsView(ctx context.Context, limit int) (*creditsView, erro
 		v.AvailableUSD = "at most " + v.AvailableUSD
 	}
 	for _, e := range entries {
-		ev := entryView{Seq: e.Seq, Time: e.Time.Format("2006-01-02T15:04:05.000Z07:00"), Kind: e.Kind, Run: e.Run, StepKey: e.StepKey, Note: e.Note, AmountUSD: "unknown"}
+		ev := api.CreditEntry{Seq: e.Seq, Time: e.Time.Format("2006-01-02T15:04:05.000Z07:00"), Kind: e.Kind, Run: e.Run, StepKey: e.StepKey, Note: e.Note, AmountUSD: "unknown"}
 		if e.Amount != nil {
 			ev.AmountUSD = cost.Micros(*e.Amount).String()
 		}
 		v.Entries = append(v.Entries, ev)
 	}
 	for _, r := range rs {
-		v.Reservations = append(v.Reservations, reservation{Run: r.Run, StepKey: r.StepKey, Attempt: r.Attempt, AmountUSD: cost.Micros(r.Amount).String()})
+		v.Reservations = append(v.Reservations, api.CreditReservation{Run: r.Run, StepKey: r.StepKey, Attempt: r.Attempt, AmountUSD: cost.Micros(r.Amount).String()})
 	}
 	return v, nil
 }
@@ -252,8 +232,6 @@ func (s *Server) getPrices(w http.ResponseWriter, r *http.Request) {
 		"families": t.Families, "models": t.Entries()})
 }
 
-var secretKeyName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 type secretBody struct {
 	Data map[string]string `json:"data"`
 }
@@ -265,10 +243,13 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if list == nil {
-		list = []store.SecretInfo{}
+	items := []api.SecretInfo{}
+	for _, si := range list {
+		if secret.Listed(si.Name) {
+			items = append(items, si)
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": list})
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
 }
 
 // putSecret is PUT /v2/secrets/NAME {"data": {"ANTHROPIC_API_KEY": "..."}}: a signed-in person
@@ -301,12 +282,8 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for k, v := range b.Data {
-		if !secretKeyName.MatchString(k) || len(k) > 128 {
-			writeErr(w, api.Invalid("data."+k, "key %q must be letters, digits and '_' (like ANTHROPIC_API_KEY)", k))
-			return
-		}
-		if strings.TrimSpace(v) == "" || len(v) > 16<<10 {
-			writeErr(w, api.Invalid("data."+k, "value must be non-empty and at most 16 KiB"))
+		if err := secret.CheckEntry(k, v); err != nil {
+			writeErr(w, api.Invalid("data."+k, "%s", err.Error()))
 			return
 		}
 	}

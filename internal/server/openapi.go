@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"agentrun.dev/agentrun/internal/a2a"
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
-	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/trigger"
 )
 
@@ -97,6 +97,10 @@ type (
 		User    string `json:"user"`
 		Session string `json:"session"`
 	}
+	deliveriesAnswer struct {
+		Webhook string                `json:"webhook"`
+		Items   []api.WebhookDelivery `json:"items"`
+	}
 	firesAnswer struct {
 		Trigger string            `json:"trigger"`
 		Items   []api.TriggerFire `json:"items"`
@@ -179,7 +183,9 @@ var apiRoutes = []apiRoute{
 		Responses: []apiResponse{{Status: 200, Content: "text/plain"}, {Status: 503, Content: "text/plain", Description: "the store does not answer"}}},
 	{Pattern: "GET /readyz", Tag: "server", Public: true, Summary: "ok when the process can take work: the store answers, its schema is current, and the runner part (if any) is claiming",
 		Responses: []apiResponse{{Status: 200, Content: "text/plain"}, {Status: 503, Content: "text/plain", Description: "names the check that failed: store, schema or runner"}}},
-	{Pattern: "GET /metrics", Tag: "server", Public: true, Summary: "Prometheus metrics (counts and latencies only)",
+	{Pattern: "GET /SKILL.md", Tag: "server", Public: true, Summary: "The skill teaching a coding agent this CLI (the text agentrun skill install writes)",
+		Responses: []apiResponse{{Status: 200, Content: "text/markdown"}}},
+	{Pattern: "GET /metrics", Tag: "server", Summary: "Prometheus metrics (counts and latencies only); without credentials only under serve --metrics-public",
 		Responses: []apiResponse{{Status: 200, Content: "text/plain"}}},
 	{Pattern: "GET /v2/openapi.json", Tag: "server", Summary: "This document", Responses: ok(typ[map[string]any]())},
 	{Pattern: "GET /v2/capabilities", Tag: "server", Summary: "What this server can run: computers, harnesses, store", Responses: ok(typ[capabilitiesAnswer]())},
@@ -222,9 +228,12 @@ var apiRoutes = []apiRoute{
 		Body: typ[api.AgentRun](), BodyNote: "a JSON merge patch: only spec.maxCostUSD", Responses: ok(typ[api.AgentRun]()),
 		Errors: []api.Code{api.CodeNotFound, api.CodeCapNotRaised, api.CodeConflict, api.CodeAgentRunFinished}},
 	{Pattern: "DELETE /v2/agentruns/{name}", Tag: "runs", Summary: "Delete a run", Responses: ok(typ[deletedAnswer]()), Errors: []api.Code{api.CodeNotFound, api.CodeStoreFull}},
-	{Pattern: "POST /v2/agentruns/{name}/messages", Tag: "runs", Summary: "Send a message {payload, messageKey}: a key is delivered once",
-		Body: typ[messageBody](), Responses: []apiResponse{{Status: 202, Type: typ[messagePostedAnswer]()}}, Errors: []api.Code{api.CodeNotFound, api.CodeAgentRunFinished}},
+	{Pattern: "POST /v2/agentruns/{name}/messages", Tag: "runs", Summary: "Send a message {payload, messageKey, ifBusy}: a key is delivered once; ifBusy says what it does to a turn in flight",
+		Body: typ[messageBody](), Responses: []apiResponse{{Status: 202, Type: typ[messagePostedAnswer]()}}, Errors: []api.Code{api.CodeNotFound, api.CodeAgentRunFinished, api.CodeRunBusy, api.CodeInvalid}},
 	{Pattern: "GET /v2/agentruns/{name}/messages", Tag: "runs", Summary: "List the run's messages", Responses: ok(typ[items[api.Message]]()), Errors: []api.Code{api.CodeNotFound}},
+	{Pattern: "POST /v2/agentruns/{name}/fork", Tag: "runs", Summary: "Fork the run at a completed step {atStep, name, message, maxCostUSD}: a new run with its steps up to there and its folder as that step left it",
+		Body: typ[api.ForkRequest](), Responses: created(typ[api.AgentRun]()),
+		Errors: []api.Code{api.CodeNotFound, api.CodeStepNotFound, api.CodeStepNotCompleted, api.CodeRunPurged, api.CodeAlreadyExists, api.CodeInvalidLabel}},
 	{Pattern: "POST /v2/agentruns/{name}/cancel", Tag: "runs", Summary: "Cancel a run", OptionalBody: true, Responses: ok(typ[api.AgentRun]()),
 		Errors: []api.Code{api.CodeNotFound, api.CodeStoreFull, api.CodeAgentRunFinished}},
 	{Pattern: "GET /v2/agentruns/{name}/steps", Tag: "runs", Summary: "The run's journal: each model and tool call, in order", Responses: ok(typ[items[api.Step]]()), Errors: []api.Code{api.CodeNotFound}},
@@ -247,10 +256,10 @@ var apiRoutes = []apiRoute{
 		Body: typ[decisionBody](), Responses: ok(typ[approvalView]()), Errors: []api.Code{api.CodeNotFound, api.CodePersonRequired, api.CodeConflict}},
 
 	{Pattern: "GET /v2/credits", Tag: "money", Summary: "Credits: balance, reservations held by calls in flight, ledger", Query: []apiParam{limitQ},
-		Responses: ok(typ[creditsView]()), Errors: []api.Code{api.CodeInvalid}},
-	{Pattern: "POST /v2/credits", Tag: "money", Summary: "Add credits {amountUSD, note}; runs waiting on credits continue", Body: typ[addCreditsBody](), Responses: created(typ[creditsView]())},
+		Responses: ok(typ[api.Credits]()), Errors: []api.Code{api.CodeInvalid}},
+	{Pattern: "POST /v2/credits", Tag: "money", Summary: "Add credits {amountUSD, note}; runs waiting on credits continue", Body: typ[addCreditsBody](), Responses: created(typ[api.Credits]())},
 	{Pattern: "GET /v2/prices", Tag: "money", Summary: "The price table: version, families, micro-dollars per million tokens", Responses: ok(typ[pricesAnswer]())},
-	{Pattern: "GET /v2/secrets", Tag: "secrets", Summary: "Secrets: names and key names, never values", Responses: ok(typ[items[store.SecretInfo]]())},
+	{Pattern: "GET /v2/secrets", Tag: "secrets", Summary: "Secrets: names and key names, never values", Responses: ok(typ[items[api.SecretInfo]]())},
 	{Pattern: "PUT /v2/secrets/{name}", Tag: "secrets", Summary: "Set a sealed secret {data: {KEY: value}} (a signed-in person only)", Body: typ[secretBody](),
 		Responses: ok(typ[secretSetAnswer]()), Errors: []api.Code{api.CodePersonRequired}},
 	{Pattern: "DELETE /v2/secrets/{name}", Tag: "secrets", Summary: "Remove a secret (a signed-in person only)", Responses: ok(typ[secretDeletedAnswer]()),
@@ -299,6 +308,9 @@ var apiRoutes = []apiRoute{
 	{Pattern: "POST /v2/workflows:validate", Tag: "workflows", Summary: "Validate a workflow document: every error with its code, JSON pointer and line:column (?runnable=true also refuses what this server does not run)",
 		Responses: ok(typ[WorkflowValidation]())},
 
+	{Pattern: "POST /v2/templates/apply", Tag: "templates", Summary: "Make a template's agent, skills and triggers in one step: all are checked first, and what was made is removed if a later part fails (a trigger whose signing secret is not stored yet is made suspended)",
+		Body: typ[api.TemplateApply](), Responses: created(typ[api.TemplateApplied]()), Errors: []api.Code{api.CodeAlreadyExists, api.CodeGroupNotFound, api.CodeInvalidLabel}},
+
 	{Pattern: "GET /v2/triggers", Tag: "triggers", Summary: "List triggers", Responses: ok(typ[api.List[api.Trigger]]())},
 	{Pattern: "POST /v2/triggers", Tag: "triggers", Query: []apiParam{dryRunQ}, Summary: "Create a trigger (a schedule, a webhook or a GitHub hook)", Body: typ[api.Trigger](),
 		Responses: created(typ[api.Trigger]()), Errors: []api.Code{api.CodeAlreadyExists, api.CodeAgentNotFound, api.CodeGroupNotFound, api.CodeInvalidLabel}},
@@ -316,11 +328,59 @@ var apiRoutes = []apiRoute{
 		Responses: created(typ[fireAnswer]()), Errors: codes([]api.Code{api.CodeNotFound}, runCodes)},
 	{Pattern: "POST /v2/triggers/{name}/rotate", Tag: "triggers", Summary: "Make a new signing secret, answered once (a signed-in person only)",
 		Body: typ[rotateBody](), Responses: ok(typ[trigger.Rotation]()), Errors: []api.Code{api.CodeNotFound, api.CodePersonRequired}},
+	{Pattern: "GET /v2/webhooks", Tag: "webhooks", Summary: "List outbound webhooks", Responses: ok(typ[api.List[api.Webhook]]())},
+	{Pattern: "POST /v2/webhooks", Tag: "webhooks", Query: []apiParam{dryRunQ}, Summary: "Create an outbound webhook (signed Standard Webhooks deliveries of run and trigger events)", Body: typ[api.Webhook](),
+		Responses: created(typ[api.Webhook]()), Errors: []api.Code{api.CodeAlreadyExists, api.CodeUnknownWebhookEvent, api.CodeWebhookBlocked, api.CodeInvalidLabel}},
+	{Pattern: "GET /v2/webhooks/{name}", Tag: "webhooks", Summary: "Get a webhook", Responses: ok(typ[api.Webhook]()), Errors: []api.Code{api.CodeNotFound}},
+	{Pattern: "PUT /v2/webhooks/{name}", Tag: "webhooks", Query: []apiParam{dryRunQ}, Summary: "Apply a webhook", Body: typ[api.Webhook](), Responses: appliedOr(typ[api.Webhook]()),
+		Errors: []api.Code{api.CodeConflict, api.CodeUnknownWebhookEvent, api.CodeWebhookBlocked, api.CodeInvalidLabel}},
+	{Pattern: "DELETE /v2/webhooks/{name}", Tag: "webhooks", Summary: "Delete a webhook with its deliveries", Responses: ok(typ[deletedAnswer]()), Errors: []api.Code{api.CodeNotFound, api.CodeStoreFull}},
+	{Pattern: "GET /v2/webhooks/{name}/deliveries", Tag: "webhooks", Summary: "The webhook's deliveries, newest first, each with its attempts", Query: []apiParam{limitQ},
+		Responses: ok(typ[deliveriesAnswer]()), Errors: []api.Code{api.CodeNotFound, api.CodeInvalid}},
+	{Pattern: "POST /v2/webhooks/{name}/test", Tag: "webhooks", Summary: "Queue a webhook.test delivery to this webhook alone",
+		Responses: []apiResponse{{Status: 202, Type: typ[api.WebhookDelivery](), Description: "the delivery, queued"}}, Errors: []api.Code{api.CodeNotFound}},
+	{Pattern: "POST /v2/webhooks/{name}/rotate", Tag: "webhooks", Summary: "Make a new whsec_ signing secret in the secret spec.secretRef names, answered once (a signed-in person only)",
+		Body: typ[rotateBody](), Responses: ok(typ[trigger.Rotation]()), Errors: []api.Code{api.CodeNotFound, api.CodePersonRequired}},
 	{Pattern: "POST /v2/hooks/{name}", Tag: "triggers", Public: true, Summary: "A signed delivery for a webhook (Standard Webhooks) or GitHub trigger",
 		Header: []apiParam{{Name: "webhook-id"}, {Name: "webhook-timestamp"}, {Name: "webhook-signature"}, {Name: "X-Hub-Signature-256"}, {Name: "X-GitHub-Event"}, {Name: "X-GitHub-Delivery"}},
 		Body:   typ[json.RawMessage](), BodyNote: "the sender's payload, verified by its signature",
 		Responses: []apiResponse{{Status: 201, Type: typ[fireAnswer](), Description: "a run started"}, {Status: 200, Types: []reflect.Type{typ[fireAnswer](), typ[hookPongAnswer](), typ[hookIgnoredAnswer]()}, Description: "a repeated delivery, GitHub's ping, or an event the trigger ignores"}},
 		Errors:    codes([]api.Code{api.CodeUnauthorized, api.CodeNotFound, api.CodeInternal, api.CodeStoreUnavailable, api.CodeClientClosed}, runCodes)},
+
+	// The outward protocols (docs/mcp-and-a2a.md): their bodies are the protocols' own.
+	{Pattern: "POST /v2/mcp", Tag: "protocols", Summary: "MCP (Streamable HTTP): each agent as a tool, plus get-run, send-message and list-runs",
+		Body: typ[json.RawMessage](), BodyNote: "a JSON-RPC message of the Model Context Protocol",
+		Responses: []apiResponse{{Status: 200, Type: typ[json.RawMessage](), Content: "application/json+text/event-stream", Description: "the JSON-RPC answer, or an SSE stream of progress notifications and the answer"}, {Status: 202, Description: "a notification or response accepted"}}},
+	{Pattern: "GET /v2/mcp", Tag: "protocols", Summary: "MCP (Streamable HTTP): the session's stream of server notifications (tools/list_changed)",
+		Responses: []apiResponse{{Status: 200, Content: "text/event-stream"}}},
+	{Pattern: "DELETE /v2/mcp", Tag: "protocols", Summary: "MCP (Streamable HTTP): end the session", Responses: []apiResponse{{Status: 204, Description: "ended"}}},
+	{Pattern: "GET /v2/a2a/{agent}/.well-known/agent-card.json", Tag: "protocols", Summary: "The agent's A2A v1.0 agent card (bearer required: agent names are private)",
+		Responses: ok(typ[a2a.AgentCard]()), Errors: []api.Code{api.CodeAgentNotFound}},
+	{Pattern: "POST /v2/a2a/{agent}", Tag: "protocols", Summary: "A2A v1.0 JSON-RPC: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask",
+		Body: typ[a2a.Request](), BodyNote: "a JSON-RPC 2.0 request; protocol errors are JSON-RPC errors in a 200 answer",
+		Responses: []apiResponse{{Status: 200, Types: []reflect.Type{typ[a2a.Response]()}, Content: "application/json+text/event-stream", Description: "the JSON-RPC response, or for the streaming methods an SSE stream of JSON-RPC responses holding StreamResponses"}},
+		Errors:    []api.Code{api.CodeAgentNotFound}},
+	{Pattern: "POST /v2/a2a/{agent}/{op}", Tag: "protocols", Summary: "A2A v1.0 HTTP+JSON: message:send, message:stream",
+		Body:      typ[a2a.SendMessageRequest](),
+		Responses: []apiResponse{{Status: 200, Types: []reflect.Type{typ[a2a.SendMessageResponse]()}, Content: "application/json+text/event-stream", Description: "the task, or an SSE stream of StreamResponses"}},
+		Errors:    []api.Code{api.CodeAgentNotFound}},
+	{Pattern: "GET /v2/a2a/{agent}/tasks", Tag: "protocols", Summary: "A2A v1.0 HTTP+JSON: ListTasks (the agent's tasks, newest first)",
+		Query: []apiParam{
+			{Name: "contextId", Description: "the tasks of this context (here: the one task of that id)", Schema: map[string]any{"type": "string"}},
+			{Name: "status", Description: "the tasks in this state (TASK_STATE_COMPLETED, ...)", Schema: map[string]any{"type": "string"}},
+			{Name: "pageSize", Description: "1 to 100; 50 when unset", Schema: map[string]any{"type": "integer"}},
+			{Name: "pageToken", Description: "the nextPageToken of the page before", Schema: map[string]any{"type": "string"}},
+			{Name: "historyLength", Description: "at most this many history messages per task", Schema: map[string]any{"type": "integer"}},
+			{Name: "statusTimestampAfter", Description: "the tasks whose status changed at or after this RFC 3339 time", Schema: map[string]any{"type": "string"}},
+			{Name: "includeArtifacts", Description: "true to include each task's artifacts", Schema: map[string]any{"type": "boolean"}},
+		},
+		Responses: ok(typ[a2a.ListTasksResponse]()), Errors: []api.Code{api.CodeAgentNotFound}},
+	{Pattern: "GET /v2/a2a/{agent}/tasks/{id}", Tag: "protocols", Summary: "A2A v1.0 HTTP+JSON: GetTask",
+		Query:     []apiParam{{Name: "historyLength", Description: "at most this many history messages", Schema: map[string]any{"type": "integer"}}},
+		Responses: ok(typ[a2a.Task]()), Errors: []api.Code{api.CodeAgentNotFound}},
+	{Pattern: "POST /v2/a2a/{agent}/tasks/{idop}", Tag: "protocols", Summary: "A2A v1.0 HTTP+JSON: ID:cancel (CancelTask), ID:subscribe (SubscribeToTask)", OptionalBody: true,
+		Responses: []apiResponse{{Status: 200, Types: []reflect.Type{typ[a2a.Task]()}, Content: "application/json+text/event-stream", Description: "the task, or an SSE stream of StreamResponses"}},
+		Errors:    []api.Code{api.CodeAgentNotFound}},
 }
 
 // routeErrors is every code r can answer: its own, and those of its kind (credentials, a body, a
@@ -432,6 +492,13 @@ func (g *schemaGen) errorSchema() {
 			"code":    map[string]any{"type": "string", "enum": all},
 			"message": map[string]any{"type": "string"},
 			"field":   map[string]any{"type": "string", "description": "the path of the field at fault (spec.tools[1])"},
+			"errors": map[string]any{"type": "array", "description": "every problem a check found, the first being this error's code, message and field (a document with three mistakes is told all three)",
+				"items": map[string]any{"type": "object", "required": []any{"code", "message"}, "additionalProperties": false,
+					"properties": map[string]any{
+						"code":    map[string]any{"type": "string", "enum": all},
+						"message": map[string]any{"type": "string"},
+						"field":   map[string]any{"type": "string"},
+					}}},
 		}, "additionalProperties": false}
 }
 

@@ -77,6 +77,13 @@ var enums = map[reflect.Type][]string{
 		}
 		return out
 	}(),
+	reflect.TypeFor[api.IfBusy](): func() []string {
+		var out []string
+		for _, m := range api.IfBusyModes {
+			out = append(out, string(m))
+		}
+		return out
+	}(),
 	// Every timeline event type the server writes (a new one not listed there fails the e2e
 	// check of the SSE stream).
 	reflect.TypeFor[api.EventType](): func() []string {

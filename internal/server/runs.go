@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/runfolder"
 	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/telemetry"
 )
 
 // prepareRun validates a submitted run against its agent and fills what the system owns: the
@@ -51,8 +53,35 @@ func (s *Server) prepareRun(r *http.Request, run *api.AgentRun) error {
 		d = d.UTC()
 		st.Deadline = &d
 	}
+	// A caller's trace context: the run's spans join its trace.
+	st.TraceParent = telemetry.TraceParent(r.Header.Get("traceparent"))
 	run.Status = st
 	return nil
+}
+
+// storeRun validates and stores run as insertRun does, without a response (the console's re-run).
+func (s *Server) storeRun(r *http.Request, run *api.AgentRun, prefix string) error {
+	if err := s.prepareRun(r, run); err != nil {
+		return err
+	}
+	return s.createPrepared(r, run, prefix)
+}
+
+// createPrepared stores a prepared run with its first timeline event (one commit, and before any
+// event of the runner that may claim it at once), generating its name again on a collision when
+// prefix is what it was generated from.
+func (s *Server) createPrepared(r *http.Request, run *api.AgentRun, prefix string) error {
+	create := s.Store.CreateRun
+	if run.Spec.Group != "" {
+		create = s.createMember
+	}
+	err := create(r.Context(), run, createdEvent(run))
+	for tries := 0; prefix != "" && errors.Is(err, store.ErrAlreadyExists) && tries < 3; tries++ {
+		run.Metadata.Name = generateName(prefix)
+		run.Status.ConsoleURL = s.consoleURL(run.Metadata.Name)
+		err = create(r.Context(), run, createdEvent(run))
+	}
+	return err
 }
 
 // insertRun stores run and answers with it. prefix, when not "", is what the run's name was
@@ -81,19 +110,7 @@ func (s *Server) insertRun(w http.ResponseWriter, r *http.Request, run *api.Agen
 		writeDryRun(w, http.StatusCreated, result, run)
 		return
 	}
-	create := s.Store.CreateRun
-	if run.Spec.Group != "" {
-		create = s.createMember
-	}
-	// The run's first timeline event is written with it (one commit, and before any event of
-	// the runner that may claim it at once).
-	err = create(r.Context(), run, createdEvent(run))
-	for tries := 0; prefix != "" && errors.Is(err, store.ErrAlreadyExists) && tries < 3; tries++ {
-		run.Metadata.Name = generateName(prefix)
-		run.Status.ConsoleURL = s.consoleURL(run.Metadata.Name)
-		err = create(r.Context(), run, createdEvent(run))
-	}
-	if err != nil {
+	if err := s.createPrepared(r, run, prefix); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -279,6 +296,9 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 type messageBody struct {
 	Payload    *string `json:"payload"`
 	MessageKey string  `json:"messageKey,omitempty"`
+	// IfBusy is what the message does if the run has a turn in flight (api.IfBusy); empty: the
+	// agent's spec.ifBusy, else enqueue.
+	IfBusy api.IfBusy `json:"ifBusy,omitempty"`
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
@@ -304,16 +324,72 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Invalid("messageKey", "messageKey is longer than 256 characters"))
 		return
 	}
-	name := r.PathValue("name")
-	msg, created, err := s.Store.AddMessage(r.Context(), name, m.MessageKey, *m.Payload)
+	if err := api.CheckIfBusy("ifBusy", m.IfBusy); err != nil {
+		writeErr(w, err)
+		return
+	}
+	msg, created, err := s.addMessage(r.Context(), r.PathValue("name"), m.MessageKey, *m.Payload, m.IfBusy)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	if created {
-		s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventMessageReceived, Message: api.FirstLine(*m.Payload, 120)}})
-	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"message": msg, "created": created})
+}
+
+// addMessage delivers a message to a run (once per key), taken as ifBusy says (messageMode), and
+// puts it on the run's timeline: the API's messages and those of /v2/mcp and /v2/a2a.
+func (s *Server) addMessage(ctx context.Context, name, key, payload string, ifBusy api.IfBusy) (api.Message, bool, error) {
+	mode, err := s.messageMode(ctx, name, ifBusy)
+	if err != nil {
+		return api.Message{}, false, err
+	}
+	msg, created, err := s.Store.AddMessageIfBusy(ctx, name, key, payload, mode)
+	if err != nil {
+		return msg, false, err
+	}
+	if created {
+		evs := []api.Event{{Type: api.EventMessageReceived, Message: api.FirstLine(payload, 120)}}
+		if msg.IfBusy != "" {
+			what := "queued until the turn in flight ends"
+			if msg.IfBusy.Steers() {
+				what = "the turn in flight stops for it (" + string(msg.IfBusy) + ")"
+			}
+			evs = append(evs, api.Event{Type: api.EventMessageQueued, Message: fmt.Sprintf("message %d arrived while a turn was in flight: %s", msg.Seq, what),
+				Data: mustJSON(map[string]any{"seq": msg.Seq, "ifBusy": msg.IfBusy})})
+		}
+		s.Store.AppendEvents(ctx, name, evs)
+		if msg.IfBusy.Steers() && s.Steer != nil {
+			s.Steer(name, msg.Seq)
+		}
+	}
+	return msg, created, nil
+}
+
+// messageMode is the ifBusy a message to run is taken with: the message's own, else the agent's
+// spec.ifBusy (of the revision the run is pinned to), else enqueue. Interrupt and rollback are
+// refused on a run whose loop cannot stop its turn for one yet (api.SteerUnsupported).
+func (s *Server) messageMode(ctx context.Context, name string, asked api.IfBusy) (api.IfBusy, error) {
+	run, err := s.Store.GetRun(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	spec, err := s.Store.GetAgentRevision(ctx, run.Spec.Agent, run.Status.AgentRevision)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	mode := asked
+	if mode == "" && spec != nil {
+		mode = spec.IfBusy
+	}
+	if mode == "" {
+		mode = api.IfBusyEnqueue
+	}
+	if mode.Steers() && spec != nil {
+		if why := api.SteerUnsupported(spec, mode); why != "" {
+			return "", api.Invalid("ifBusy", "ifBusy %s %s; use enqueue or reject", mode, why)
+		}
+	}
+	return mode, nil
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
@@ -334,16 +410,31 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	run, err := s.Store.RequestCancel(r.Context(), name)
+	run, err := s.requestCancel(r.Context(), name, "a user asked to cancel the run")
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventRunCancelRequested, Message: "a user asked to cancel the run"}})
+	writeJSON(w, http.StatusOK, run)
+}
+
+// requestCancel asks a run to stop (the API's cancel and the console's), saying why on its
+// timeline, and interrupts the local runner's drive of it.
+func (s *Server) requestCancel(ctx context.Context, name, why string) (*api.AgentRun, error) {
+	run, err := s.Store.RequestCancel(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	s.Store.AppendEvents(ctx, name, []api.Event{{Type: api.EventRunCancelRequested, Message: why}})
 	if s.Interrupt != nil {
 		s.Interrupt(name)
 	}
-	writeJSON(w, http.StatusOK, run)
+	return run, nil
+}
+
+func (s *Server) cancel(ctx context.Context, name, why string) error {
+	_, err := s.requestCancel(ctx, name, why)
+	return err
 }
 
 func (s *Server) listSteps(w http.ResponseWriter, r *http.Request) {
@@ -359,15 +450,16 @@ func (s *Server) listSteps(w http.ResponseWriter, r *http.Request) {
 	if steps == nil {
 		steps = []api.Step{}
 	}
+	api.MarkRolledBack(steps)
 	writeJSON(w, http.StatusOK, map[string]any{"items": steps})
 }
 
 // fullAnswer is the last answer event's text (status holds only the 4 KiB preview).
-func (s *Server) fullAnswer(r *http.Request, run *api.AgentRun) (string, bool, error) {
+func (s *Server) fullAnswer(ctx context.Context, run *api.AgentRun) (string, bool, error) {
 	if run.Status.Answer == nil {
 		return "", false, nil
 	}
-	evs, err := s.Store.ListEvents(r.Context(), run.Metadata.Name, 0, 0)
+	evs, err := s.Store.ListEvents(ctx, run.Metadata.Name, 0, 0)
 	if err != nil {
 		return "", false, err
 	}
@@ -394,7 +486,7 @@ func (s *Server) getAnswer(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	text, ok, err := s.fullAnswer(r, run)
+	text, ok, err := s.fullAnswer(r.Context(), run)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -460,7 +552,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 }
 
 type resolveBody struct {
-	Action  string          `json:"action"`
+	Action  api.Resolution  `json:"action"`
 	StepKey string          `json:"stepKey,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 }
@@ -477,12 +569,12 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch b.Action {
-	case "retry", "skip":
+	case api.ResolveRetry, api.ResolveSkip:
 		if len(b.Result) > 0 {
 			writeErr(w, api.Invalid("result", "a result is given only with action complete"))
 			return
 		}
-	case "complete":
+	case api.ResolveComplete:
 		if len(b.Result) == 0 {
 			writeErr(w, api.Errorf(http.StatusUnprocessableEntity, api.CodeRequired, "result", "action complete needs the step's result"))
 			return
@@ -509,8 +601,15 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Errorf(http.StatusConflict, api.CodeNotResolvable, "stepKey", "run %q waits on step %s, not %s", name, run.Status.WaitingOn.StepKey, key))
 		return
 	}
+	// A step waits for a resolution because whether it ran is unknown: running it again (a
+	// payment, a deploy, a message sent twice) is a person's decision, not the API token's.
+	if b.Action == api.ResolveRetry {
+		if _, ok := requirePerson(w, r, "retry an interrupted step (it runs again a command whose first run's outcome is unknown)"); !ok {
+			return
+		}
+	}
 	result := b.Result
-	if b.Action == "complete" {
+	if b.Action == api.ResolveComplete {
 		steps, err := s.Store.ListSteps(r.Context(), name)
 		if err != nil {
 			writeErr(w, err)
@@ -526,7 +625,7 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventRunResolution, StepKey: key, Message: "a person chose " + b.Action + " for " + key}})
+	s.Store.AppendEvents(r.Context(), name, []api.Event{{Type: api.EventRunResolution, StepKey: key, Message: "a person chose " + string(b.Action) + " for " + key}})
 	run, err = s.Store.GetRun(r.Context(), name)
 	if err != nil {
 		writeErr(w, err)
@@ -560,5 +659,10 @@ func normalizeToolResult(raw json.RawMessage) json.RawMessage {
 		s = string(raw)
 	}
 	b, _ := json.Marshal(map[string]any{"Content": s, "IsError": false})
+	return b
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
 	return b
 }

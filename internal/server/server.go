@@ -16,16 +16,20 @@ import (
 	"strings"
 	"time"
 
+	"agentrun.dev/agentrun/internal/a2a"
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/auth"
 	"agentrun.dev/agentrun/internal/computer"
 	"agentrun.dev/agentrun/internal/console"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/group"
+	"agentrun.dev/agentrun/internal/livetext"
 	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/model"
 	"agentrun.dev/agentrun/internal/secret"
+	"agentrun.dev/agentrun/internal/selfskill"
 	"agentrun.dev/agentrun/internal/store"
+	"agentrun.dev/agentrun/internal/tools/webfetch"
 	"agentrun.dev/agentrun/internal/trigger"
 )
 
@@ -40,12 +44,17 @@ type Server struct {
 	Log     *slog.Logger
 	// Interrupt asks the local runner to stop driving a run now (to apply a cancellation).
 	Interrupt func(run string)
+	// Steer tells the local runner that message seq (ifBusy interrupt or rollback) wants the turn
+	// in flight of a run it drives stopped now; a runner elsewhere finds it in the store.
+	Steer func(run string, seq int64)
 	// Tools are the tool names agents may use on this server.
 	Tools map[string]bool
 	// Computers are the computer providers (to check an agent's computer is available).
 	Computers *computer.Registry
 	// Accounts are the people who may sign in (approvals, secrets).
 	Accounts *auth.Accounts
+	// NoAccounts (serve --no-accounts, loopback only): the console asks for no password.
+	NoAccounts bool
 	// Prices is the price table (nil: the embedded one); Models the server's model access, to
 	// check at run creation that a capped run's model can be priced.
 	Prices *cost.Table
@@ -56,23 +65,33 @@ type Server struct {
 	Groups *group.Controller
 	// Triggers fires triggers (hooks, `triggers fire`); nil: triggers are stored but not fired.
 	Triggers *trigger.Controller
+	// WebhookAllow is --webhook-allow: addresses a webhook may name although not public.
+	WebhookAllow []webfetch.Allow
 	// Eval serves evaluation groups (nil: evaluations are refused).
 	Eval Evaluator
 	// Screens shows the screens of the browsers the runner in this process keeps, and
 	// LocalRunner names that runner (both unset without one): the console's Screen and takeover.
 	Screens     console.Screens
 	LocalRunner string
+	// LiveText is the process's hub of the model's live text, which run pages follow (nil: the
+	// pages show a call's text once it completes).
+	LiveText *livetext.Hub
 	// RunnerReady is the readiness of the runner in this process (nil: none), for GET /readyz.
 	RunnerReady func() error
-	// Capabilities is what `server capabilities` reports.
+	// Capabilities is what `server capabilities` reports; a value that is a func() any is called
+	// at each request.
 	Capabilities map[string]any
 	Now          func() time.Time
 	// TrustProxy believes X-Forwarded-For and X-Forwarded-Proto (see HTTPOptions.TrustProxy).
 	TrustProxy bool
+	// MetricsPublic serves GET /metrics to anyone (serve --metrics-public); otherwise it takes
+	// the API's credentials, as a scraper's bearer token (Prometheus: authorization.credentials_file).
+	MetricsPublic bool
 	// MaxFollowers bounds the event streams one credential holds open (0: 32).
 	MaxFollowers int
 
 	followers followers
+	agentMCP  *agentMCP
 }
 
 // maxBody bounds request bodies: a 256 KiB input, JSON-escaped, plus the rest of a resource.
@@ -118,13 +137,17 @@ func (s *Server) Handler() http.Handler {
 	v2.HandleFunc("POST /v2/agentruns/{name}/resolve", s.resolve)
 	s.groupRoutes(v2)
 	s.triggerRoutes(v2, mux)
+	s.webhookRoutes(v2)
 	s.skillRoutes(v2)
 	s.learningRoutes(v2)
 	s.workflowRoutes(v2)
+	s.templateRoutes(v2)
+	s.outwardRoutes(v2)
+	s.forkRoutes(v2)
 	v2.HandleFunc("GET /v2/agentruns/{name}/approvals", s.listApprovals)
 	v2.HandleFunc("POST /v2/agentruns/{name}/approvals/{id}", s.decideApproval)
 	v2.HandleFunc("/v2/", func(w http.ResponseWriter, r *http.Request) { notFoundOrNotAllowed(v2, "/v2/", w, r) })
-	mux.Handle("/v2/", s.auth(v2))
+	mux.Handle("/v2/", s.auth(s.agentsChangedHook(v2)))
 	if s.Accounts != nil {
 		mux.HandleFunc("POST /v2/login", s.login)
 		v2.HandleFunc("GET /v2/whoami", s.whoami)
@@ -132,15 +155,24 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /livez", Livez)
 	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", Health{Store: s.Store, Runner: s.RunnerReady}.Readyz)
-	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("GET /readyz", Health{Store: s.Store, Runner: s.RunnerReady, Log: s.Log}.Readyz)
+	if s.MetricsPublic {
+		mux.HandleFunc("GET /metrics", s.metrics)
+	} else {
+		mux.Handle("GET /metrics", s.auth(http.HandlerFunc(s.metrics)))
+	}
+	// The skill teaching a coding agent the CLI: documentation, public like the console's pages.
+	mux.HandleFunc("GET /SKILL.md", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+		io.WriteString(w, selfskill.Text)
+	})
 	s.consoleRoutes(mux)
 	return s.logRequests(mux)
 }
 
 // healthz answers ok only when the store answers a cheap query in time (Health.Healthz).
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	Health{Store: s.Store}.Healthz(w, r)
+	Health{Store: s.Store, Log: s.Log}.Healthz(w, r)
 }
 
 func (s *Server) auth(next http.Handler) http.Handler {
@@ -235,11 +267,16 @@ func storeErr(err error) *api.Error {
 
 // readBody reads a request body within the size limit.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	return readBodyLimit(w, r, maxBody)
+}
+
+// readBodyLimit is readBody with a bound of its own (a template's body holds its skills).
+func readBodyLimit(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, api.Errorf(http.StatusRequestEntityTooLarge, api.CodeTooLarge, "", "request body is larger than %d bytes", maxBody)
+			return nil, api.Errorf(http.StatusRequestEntityTooLarge, api.CodeTooLarge, "", "request body is larger than %d bytes", limit)
 		}
 		return nil, api.Errorf(http.StatusBadRequest, api.CodeInvalid, "", "read body: %v", err)
 	}
@@ -281,10 +318,16 @@ var generateName = func(prefix string) string {
 func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 	caps := map[string]any{}
 	for k, v := range s.Capabilities {
+		if f, ok := v.(func() any); ok {
+			v = f() // asked each time: it changes while the server runs (a harness installed)
+		}
 		caps[k] = v
 	}
 	caps["store"] = s.Store.Backend()
 	caps["mcp"] = mcpCapabilities
+	// What this server serves its agents over (docs/mcp-and-a2a.md).
+	base := strings.TrimRight(s.BaseURL, "/")
+	caps["protocols"] = map[string]any{"mcp": base + "/v2/mcp", "a2a": base + "/v2/a2a/{agent}", "a2aCard": base + "/v2/a2a/{agent}/.well-known/agent-card.json", "a2aVersion": a2a.ProtocolVersion}
 	if s.Computers != nil {
 		// Asked each time: whether a provider works, and whether its one-time setup (the docker
 		// sandbox's image) is done, change while the server runs.
@@ -331,6 +374,7 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	if s.Accounts != nil {
 		(&console.Console{Store: s.Store, Accounts: s.Accounts, Approver: consoleApprover{s}, Computers: s.Computers,
 			Screens: s.Screens, Runner: s.LocalRunner, TrustProxy: s.TrustProxy, Agents: consoleAgents{s}, Learning: consoleLearning{s},
+			Seal: s.Seal, Models: s.Models, Runs: consoleRuns{s}, NoAccounts: s.NoAccounts, LiveText: s.LiveText, RaiseCap: s.consoleRaiseCap, Fork: s.consoleFork, CheckWebhook: s.checkWebhook,
 			Follow: func(r *http.Request) (func(), bool) { return s.followers.acquire(r, s.MaxFollowers) }}).Register(mux)
 	}
 }

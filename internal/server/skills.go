@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/store"
@@ -104,7 +103,7 @@ func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) {
 func (s *Server) resolveSkills(ctx context.Context, a *api.Agent) error {
 	seen := map[string]bool{}
 	for i, ref := range a.Spec.Skills {
-		field := "spec.skills[" + strconv.Itoa(i) + "]"
+		field := api.NewPath("spec", "skills").Index(i).String()
 		name, version, e := api.ParseSkillRef(ref)
 		if e != nil {
 			e.Field = field

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,13 +19,14 @@ import (
 // a delivery that does not verify gets 401 and nothing more (the log says why).
 
 func (s *Server) triggerRoutes(v2, mux *http.ServeMux) {
-	v2.HandleFunc("GET /v2/triggers", s.listTriggers)
-	v2.HandleFunc("POST /v2/triggers", s.createTrigger)
-	v2.HandleFunc("GET /v2/triggers/{name}", s.getTrigger)
-	v2.HandleFunc("PUT /v2/triggers/{name}", s.applyTrigger)
-	v2.HandleFunc("PATCH /v2/triggers/{name}", s.patchTrigger)
-	v2.HandleFunc("DELETE /v2/triggers/{name}", s.deleteTrigger)
-	v2.HandleFunc("GET /v2/triggers/{name}/fires", s.listFires)
+	rs := s.triggers()
+	v2.HandleFunc("GET /v2/triggers", rs.listAll)
+	v2.HandleFunc("POST /v2/triggers", rs.createOne)
+	v2.HandleFunc("GET /v2/triggers/{name}", rs.getOne)
+	v2.HandleFunc("PUT /v2/triggers/{name}", rs.applyOne)
+	v2.HandleFunc("PATCH /v2/triggers/{name}", rs.patchOne)
+	v2.HandleFunc("DELETE /v2/triggers/{name}", rs.deleteOne)
+	v2.HandleFunc("GET /v2/triggers/{name}/fires", history(rs, "trigger", s.Store.ListFires))
 	v2.HandleFunc("POST /v2/triggers/{name}/test", s.testTrigger)
 	v2.HandleFunc("POST /v2/triggers/{name}/fire", s.fireTrigger)
 	v2.HandleFunc("POST /v2/triggers/{name}/rotate", s.rotateTrigger)
@@ -63,38 +63,6 @@ func (s *Server) triggerView(ctx context.Context, t *api.Trigger) (*api.Trigger,
 	return t, nil
 }
 
-func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.Store.ListTriggers(r.Context())
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	items := make([]api.Trigger, 0, len(ts))
-	for _, t := range ts {
-		v, err := s.triggerView(r.Context(), t)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		items = append(items, *v)
-	}
-	writeJSON(w, http.StatusOK, api.List[api.Trigger]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "TriggerList"}, Items: items})
-}
-
-func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
-	t, err := s.Store.GetTrigger(r.Context(), r.PathValue("name"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	v, err := s.triggerView(r.Context(), t)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
-}
-
 func decodeTrigger(body []byte) (*api.Trigger, error) {
 	var t api.Trigger
 	if err := api.DecodeStrict(body, &t); err != nil {
@@ -104,13 +72,33 @@ func decodeTrigger(body []byte) (*api.Trigger, error) {
 	return &t, nil
 }
 
+// triggers is the trigger resource's handlers (resource.go).
+func (s *Server) triggers() resource[api.Trigger] {
+	return resource[api.Trigger]{kind: "trigger", listKind: "TriggerList",
+		meta:   func(t *api.Trigger) *api.ObjectMeta { return &t.Metadata },
+		spec:   func(t *api.Trigger) any { return t.Spec },
+		decode: decodeTrigger, check: s.checkTrigger,
+		get: s.Store.GetTrigger, list: s.Store.ListTriggers, create: s.Store.CreateTrigger, update: s.Store.UpdateTrigger, delete: s.Store.DeleteTrigger,
+		viewer: func(ctx context.Context, read bool) (func(*api.Trigger) (*api.Trigger, error), error) {
+			return func(t *api.Trigger) (*api.Trigger, error) { return s.triggerView(ctx, t) }, nil
+		}}
+}
+
 // checkTrigger validates a trigger and what it names: its agent, and its group (which must run
 // the same agent). Nothing is stored when it fails.
 func (s *Server) checkTrigger(ctx context.Context, t *api.Trigger) error {
+	return s.checkTriggerFor(ctx, t, "")
+}
+
+// checkTriggerFor is checkTrigger for a trigger of pendingAgent, an agent not stored yet that is
+// made in the same step (a template's apply): its existence is not asked of the store.
+func (s *Server) checkTriggerFor(ctx context.Context, t *api.Trigger, pendingAgent string) error {
 	if err := trigger.DefaultAndValidate(t, s.Now()); err != nil {
 		return err
 	}
-	if _, err := s.Store.GetAgent(ctx, t.Spec.Agent); err != nil {
+	if pendingAgent != "" && t.Spec.Agent == pendingAgent {
+		// made with the trigger
+	} else if _, err := s.Store.GetAgent(ctx, t.Spec.Agent); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return api.Errorf(http.StatusNotFound, api.CodeAgentNotFound, "spec.agent", "agent %q does not exist", t.Spec.Agent)
 		}
@@ -129,188 +117,6 @@ func (s *Server) checkTrigger(ctx context.Context, t *api.Trigger) error {
 		}
 	}
 	return nil
-}
-
-func (s *Server) insertTrigger(w http.ResponseWriter, r *http.Request, t *api.Trigger, apply bool) {
-	dry, err := dryRun(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	if err := s.checkTrigger(r.Context(), t); err != nil {
-		writeErr(w, err)
-		return
-	}
-	if dry {
-		_, gerr := s.Store.GetTrigger(r.Context(), t.Metadata.Name)
-		if err := mustNotExist(gerr, "trigger", t.Metadata.Name); err != nil {
-			writeErr(w, err)
-			return
-		}
-		result := ""
-		if apply {
-			result = "created"
-		}
-		writeDryRun(w, http.StatusCreated, result, t)
-		return
-	}
-	if err := s.Store.CreateTrigger(r.Context(), t); err != nil {
-		writeErr(w, err)
-		return
-	}
-	if apply {
-		w.Header().Set("X-Agentrun-Apply", "created")
-	}
-	v, err := s.triggerView(r.Context(), t)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, v)
-}
-
-func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request, t, cur *api.Trigger, apply bool) {
-	dry, err := dryRun(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	if err := s.checkTrigger(r.Context(), t); err != nil {
-		writeErr(w, err)
-		return
-	}
-	if dry {
-		result := "configured"
-		if sameJSON(t.Spec, cur.Spec) && sameJSON(t.Metadata.Labels, cur.Metadata.Labels) {
-			result = "unchanged"
-		}
-		writeDryRun(w, http.StatusOK, result, t)
-		return
-	}
-	if apply && sameJSON(t.Spec, cur.Spec) && sameJSON(t.Metadata.Labels, cur.Metadata.Labels) {
-		w.Header().Set("X-Agentrun-Apply", "unchanged")
-		v, err := s.triggerView(r.Context(), cur)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, v)
-		return
-	}
-	if err := s.Store.UpdateTrigger(r.Context(), t); err != nil {
-		writeErr(w, err)
-		return
-	}
-	if apply {
-		w.Header().Set("X-Agentrun-Apply", "configured")
-	}
-	v, err := s.triggerView(r.Context(), t)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
-}
-
-func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	t, err := decodeTrigger(body)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	s.insertTrigger(w, r, t, false)
-}
-
-func (s *Server) applyTrigger(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	t, err := decodeTrigger(body)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	if err := nameFromURL(r, &t.Metadata); err != nil {
-		writeErr(w, err)
-		return
-	}
-	cur, err := s.Store.GetTrigger(r.Context(), t.Metadata.Name)
-	if errors.Is(err, store.ErrNotFound) {
-		s.insertTrigger(w, r, t, true)
-		return
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	s.updateTrigger(w, r, t, cur, true)
-}
-
-// patchTrigger applies a JSON merge patch to metadata.labels and spec ({"spec": {"suspend": true}}).
-func (s *Server) patchTrigger(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	cur, err := s.Store.GetTrigger(r.Context(), r.PathValue("name"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	b, err := patchedDoc(body, cur.Metadata, cur.Spec)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	t, err := decodeTrigger(b)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	s.updateTrigger(w, r, t, cur, false)
-}
-
-func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if err := s.Store.DeleteTrigger(r.Context(), name); err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "deleted", "name": name})
-}
-
-func (s *Server) listFires(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if _, err := s.Store.GetTrigger(r.Context(), name); err != nil {
-		writeErr(w, err)
-		return
-	}
-	limit := 50
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeErr(w, api.Invalid("limit", "limit %q: want a whole number, 0 for all", v))
-			return
-		}
-		limit = n
-	}
-	fires, err := s.Store.ListFires(r.Context(), name, limit)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	if fires == nil {
-		fires = []api.TriggerFire{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"trigger": name, "items": fires})
 }
 
 // fireBody is the body of .../test and .../fire: an event payload (absent: the trigger's
@@ -461,6 +267,11 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Invalid("", "read the body: %v", err))
 		return
 	}
+	// Decoded (for the input template) only once verified, but bounded for everyone.
+	if err := api.CheckJSONDepth(body); err != nil {
+		writeErr(w, err)
+		return
+	}
 	c := s.Triggers
 	t, err := s.Store.GetTrigger(r.Context(), name)
 	if err != nil || c == nil || (t.Spec.Webhook == nil && t.Spec.GitHub == nil) {
@@ -525,7 +336,7 @@ func (s *Server) githubHook(w http.ResponseWriter, r *http.Request, t *api.Trigg
 		writeJSON(w, http.StatusOK, map[string]any{"ignored": true, "reason": why})
 		return
 	}
-	ev := trigger.Event{Source: api.FireSourceGitHub, Key: "github:" + delivery, DeliveryID: delivery, Data: trigger.GitHubEvent(t.Metadata.Name, event, delivery, payload)}
+	ev := trigger.Event{Source: api.FireSourceGitHub, Key: trigger.GitHubKey(body), DeliveryID: delivery, Data: trigger.GitHubEvent(t.Metadata.Name, event, delivery, payload)}
 	s.fireHook(w, r, t, ev)
 }
 

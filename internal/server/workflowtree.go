@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/catalog"
 	"agentrun.dev/agentrun/internal/store"
-	"agentrun.dev/agentrun/internal/tools/catalog"
 	"agentrun.dev/agentrun/internal/workflow"
 )
 

@@ -11,7 +11,8 @@ import (
 )
 
 // Groups is the part of the store that keeps AgentGroups, creates runs in batches and admits
-// group members (design.md §4; the Nodus seed's "Run agents in parallel").
+// group members (docs/architecture.md, "Groups, triggers and learning"; the Nodus seed's "Run
+// agents in parallel").
 //
 // A member run (spec.group set) is created not admitted: no runner can claim it (ClaimRuns skips
 // it whatever its claimable time) until AdmitGroup admits it, in a transaction that holds the

@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// Learning keeps each learning agent's git repository (design.md section 15): its objects,
-// content-addressed and never changed, and its one branch, main. A commit is written as the new
-// objects and the move of main in one transaction, so main always names a whole commit.
+// Learning keeps each learning agent's git repository (docs/architecture.md, "Groups, triggers and
+// learning"): its objects, content-addressed and never changed, and its one branch, main. A commit
+// is written as the new objects and the move of main in one transaction, so main always names a
+// whole commit.
 type Learning interface {
 	// LearningMain returns the commit main names for agent ("" when it has none yet).
 	LearningMain(ctx context.Context, agent string) (string, error)

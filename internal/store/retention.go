@@ -19,7 +19,7 @@ var FinishedPhases = []api.Phase{api.PhaseSucceeded, api.PhaseFailed, api.PhaseC
 type Retention interface {
 	// PurgePayloads purges, for at most max runs that finished before `before` and were not
 	// purged yet, the journal's payloads (each step's arguments, result and resolution result;
-	// a model call's request and reply are these), the events' data and the run-folder snapshot,
+	// a model call's request and reply are these), the events' data and the run-folder snapshot (and its history),
 	// and sets status.payloadsPurgedAt to now. It keeps the run, its status (cost, turns, the
 	// answer's preview), its messages, and its step list (keys, kinds, states, titles, costs,
 	// times, errors). Whether a run may be purged is PurgeDue, checked again inside the

@@ -1,8 +1,9 @@
 // Package store owns durable state: the Store interface every backend implements, the errors it
-// returns and the lease/fencing contract (design.md sections 4-6). Backends live in sqlite/ and
-// postgres/; storetest/ is the conformance suite both must pass. Every write a runner makes for a
-// run goes through Commit, which applies it only under the lease generation the runner claimed
-// with, so a stale runner can never overwrite the new owner's work.
+// returns and the lease/fencing contract (docs/architecture.md, "The store contract" and "Leases
+// and fencing"). Backends live in sqlite/ and postgres/; storetest/ is the conformance suite both
+// must pass. Every write a runner makes for a run goes through Commit, which applies it only under
+// the lease generation the runner claimed with, so a stale runner can never overwrite the new
+// owner's work.
 package store
 
 import (
@@ -21,6 +22,9 @@ var (
 	ErrConflict = errors.New("resource version conflict")
 	// ErrFenced: the lease generation is stale; another runner owns the run now.
 	ErrFenced = errors.New("lease lost: run is owned by another runner")
+	// ErrDriveAgain: a driver (wrapping it) gives its run back to be claimed again at once and
+	// driven from the journal, as after a restart; the runner logs no error for it.
+	ErrDriveAgain = errors.New("drive the run again from its journal")
 	// ErrFinished: the run has ended and takes no more messages or resolutions.
 	ErrFinished = errors.New("run finished")
 	// ErrNotWaiting: a resolution was sent to a step that does not need one.
@@ -50,6 +54,10 @@ type RunFilter struct {
 	// Group selects the members of one AgentGroup (spec.group).
 	Group string
 	Limit int
+	// Newest lists newest first (created_at, then name, descending: the exact reverse of the
+	// default order); Offset skips that many runs first (the console's runs list pages with them).
+	Newest bool
+	Offset int
 }
 
 // Write is everything a runner records for a run in one fenced transaction.
@@ -66,7 +74,9 @@ type Write struct {
 	Release bool
 	WakeAt  *time.Time
 	// Files are changes to the run folder made by the step being completed, saved in the same
-	// transaction so another runner can restore the folder without a shared disk (design.md §9).
+	// transaction so another runner can restore the folder without a shared disk
+	// (docs/architecture.md, "Run folders"). They are also kept in the folder's history, tagged
+	// with HistoryTag, so a fork finds the folder as of any step (fork.go).
 	Files []FileWrite
 	// Charges settle credit reservations of this run: each one whose step holds a reservation is
 	// written to the credits ledger (once per step key, whatever happens) and the reservation is
@@ -130,12 +140,8 @@ type CreditBalance struct {
 	Reserved int64
 }
 
-// SecretInfo describes a stored secret without its value.
-type SecretInfo struct {
-	Name      string    `json:"name"`
-	Keys      []string  `json:"keys"`
-	UpdatedAt time.Time `json:"updatedAt"`
-}
+// SecretInfo describes a stored secret without its value (the API's shape).
+type SecretInfo = api.SecretInfo
 
 // FileWrite is one change to a run folder: a file's new content, or its deletion.
 type FileWrite struct {
@@ -221,10 +227,14 @@ type Store interface {
 	Skills
 	// Triggers keeps Triggers and records their fires once (triggers.go).
 	Triggers
+	// Webhooks keeps outbound webhooks and their outbox of deliveries (webhooks.go).
+	Webhooks
 	// Retention purges finished runs' payloads once they are old enough (retention.go).
 	Retention
 	// Learning keeps learning agents' git repositories (learning.go).
 	Learning
+	// Forks makes a run that goes on from another's step (fork.go).
+	Forks
 
 	// CreateAgent stores a new agent as revision 1 (sets uid, resourceVersion, generation 1,
 	// creationTimestamp, status.revision 1). ErrAlreadyExists if the name is taken.
@@ -261,12 +271,20 @@ type Store interface {
 	// parked (no lease holder) waiting on a message or a question (see WaitsOnMessage) moves to
 	// Queued in the same transaction; ResolveStep does the same for NeedsResolution.
 	AddMessage(ctx context.Context, run, key, payload string) (msg api.Message, created bool, err error)
+	// AddMessageIfBusy is AddMessage with what the message does when the run is busy
+	// (MessageRunIfBusy): a reject to a busy run is refused (RuleError RunBusy) and nothing is
+	// stored; any other mode is stored with the message (msg.IfBusy) when the run was busy.
+	AddMessageIfBusy(ctx context.Context, run, key, payload string, ifBusy api.IfBusy) (msg api.Message, created bool, err error)
+	// Steered returns, for each of the given runs that has one, the seq of its latest message
+	// that stops a turn (ifBusy interrupt or rollback), so a runner in another process can stop
+	// the turn in flight at once rather than at its end.
+	Steered(ctx context.Context, runs []string) (map[string]int64, error)
 	// ListMessages returns the run's messages with seq > afterSeq, in order.
 	ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error)
 	// ResolveStep records a person's resolution ("retry", "skip", "complete" with result; or
 	// "approve"/"deny" for an approval) on a step and pokes the run, once. ErrNotWaiting unless
 	// the run waits on that step (AwaitsResolution) and the step has no resolution yet.
-	ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error
+	ResolveStep(ctx context.Context, run, stepKey string, resolution api.Resolution, result []byte) error
 
 	// ClaimRuns leases up to max claimable runs to owner for ttl: runs with no owner whose
 	// claimable time has come, and runs whose lease has expired. Each claim bumps the generation.
@@ -327,10 +345,23 @@ type Store interface {
 	GetSecret(ctx context.Context, name string) ([]byte, error)
 	ListSecrets(ctx context.Context) ([]SecretInfo, error)
 	DeleteSecret(ctx context.Context, name string) error
+	// PokeWaiting makes every unleased run Waiting with the given reason claimable now (a runner
+	// looks at it again at once rather than at its retry time) and returns how many it poked.
+	// The console pokes the runs waiting ModelKeyMissing when a person pastes a model key.
+	PokeWaiting(ctx context.Context, reason api.Reason) (int, error)
 
 	// WaitWork blocks until runs may have become claimable (a create or a poke in this process, or
 	// a notification from the database), or until ctx ends or d passes.
 	WaitWork(ctx context.Context, d time.Duration)
 	// WaitEvents blocks until a timeline event may have been appended, or ctx ends, or d passes.
 	WaitEvents(ctx context.Context, d time.Duration)
+}
+
+// TextRelay is implemented by a backend whose stores span processes (PostgreSQL): it carries the
+// model's live text (internal/livetext) from a runner's process to the server's, over the
+// database's notifications. Lossy and never stored: SendText may drop, and OnText's function is
+// handed each payload another process (or this one) sent.
+type TextRelay interface {
+	SendText(payload []byte)
+	OnText(fn func(payload []byte))
 }

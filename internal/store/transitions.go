@@ -56,21 +56,40 @@ func CancelRun(r RunRow) error {
 // a finished run takes none (ErrFinished); a parked run waiting on a message or a question gets
 // the returned status (nil: leave the status). The backend then stores the message and pokes.
 func MessageRun(r RunRow) (*api.AgentRunStatus, error) {
+	st, _, err := MessageRunIfBusy(r, "")
+	return st, err
+}
+
+// MessageRunIfBusy is MessageRun with the message's ifBusy mode (resolved by the caller: the
+// message's, else the agent's, else enqueue). A run is busy when a turn is in flight or about to
+// start (api.Busy: Queued or Running); then reject refuses the message (RuleError RunBusy) and
+// any other mode is returned as the one to store with it. A run that is not busy (waiting on a
+// person, a message, its cap or credits) takes the message as always: stored mode "".
+func MessageRunIfBusy(r RunRow, mode api.IfBusy) (*api.AgentRunStatus, api.IfBusy, error) {
 	if api.Finished(r.Phase) {
-		return nil, ErrFinished
+		return nil, "", ErrFinished
 	}
-	return requeue(r, msgMessageArrived, WaitsOnMessage), nil
+	if !api.Busy(r.Phase) {
+		return requeue(r, msgMessageArrived, WaitsOnMessage), "", nil
+	}
+	switch mode {
+	case api.IfBusyReject:
+		return nil, "", refuse(RefusedState, api.CodeRunBusy, "ifBusy", "the run has a turn in flight (phase %s) and the message asked ifBusy reject; nothing was stored", r.Phase)
+	case "":
+		mode = api.IfBusyEnqueue
+	}
+	return requeue(r, msgMessageArrived, WaitsOnMessage), mode, nil
 }
 
 // ResolveRun is ResolveStep's rule: the run must wait on stepKey (AwaitsResolution), else
 // ErrNotWaiting; a parked one gets the returned status. The backend records the resolution on
 // the step only if it has none yet (else ErrNotWaiting) and pokes.
-func ResolveRun(r RunRow, stepKey, resolution string) (*api.AgentRunStatus, error) {
+func ResolveRun(r RunRow, stepKey string, resolution api.Resolution) (*api.AgentRunStatus, error) {
 	waits := func(st api.AgentRunStatus) bool { return AwaitsResolution(st, stepKey) }
 	if !waits(r.Status) {
 		return nil, ErrNotWaiting
 	}
-	return requeue(r, "resolved ("+resolution+"); waiting for a runner to continue", waits), nil
+	return requeue(r, "resolved ("+string(resolution)+"); waiting for a runner to continue", waits), nil
 }
 
 // CreditsAdded is AddCredits' rule for one run: a parked run waiting on credits gets the

@@ -10,7 +10,8 @@ import (
 	"agentrun.dev/agentrun/internal/api"
 )
 
-// Triggers is the part of the store that keeps Triggers and their fires (design.md §16).
+// Triggers is the part of the store that keeps Triggers and their fires (docs/architecture.md,
+// "Groups, triggers and learning").
 //
 // A fire is one row, unique per trigger and key (a schedule slot's time, a webhook's id, a
 // GitHub delivery id), and the run it starts is inserted in the same transaction: whichever
@@ -32,7 +33,7 @@ type Triggers interface {
 	// decides from the trigger's concurrency and the last fire's run whether the run is created
 	// (in the same transaction, as CreateRuns would: a group member when spec.group is set), and
 	// whether that last run is asked to cancel (Replace); the record says what happened.
-	RecordFire(ctx context.Context, f api.TriggerFire, concurrency string, run *api.AgentRun) (rec api.TriggerFire, created bool, err error)
+	RecordFire(ctx context.Context, f api.TriggerFire, concurrency api.Concurrency, run *api.AgentRun) (rec api.TriggerFire, created bool, err error)
 	// ListFires returns the trigger's fires, newest first, at most limit (0: all).
 	ListFires(ctx context.Context, trigger string, limit int) ([]api.TriggerFire, error)
 	// LastSlot returns the latest schedule slot recorded for the trigger (ok=false: none).
@@ -51,7 +52,7 @@ type FireDecision struct {
 // PlanFire decides a new fire's outcome from the concurrency policy and the last fire's run
 // (prevRun "" if there is none; prevPhase its phase, "" if it was deleted). It is pure, so both
 // backends share it.
-func PlanFire(concurrency, prevRun, prevPhase string) FireDecision {
+func PlanFire(concurrency api.Concurrency, prevRun, prevPhase string) FireDecision {
 	unfinished := prevRun != "" && prevPhase != "" && !api.Finished(prevPhase)
 	switch {
 	case unfinished && concurrency == api.ConcurrencyForbid:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/catalog"
 )
 
 // maxDevSleep is the longest dev_count may wait (the catalog bounds sleep_ms too).

@@ -1,7 +1,7 @@
 package tools
 
 import (
-	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/catalog"
 	"bytes"
 	"context"
 	"fmt"

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"sync/atomic"
 
-	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/catalog"
 )
 
 // Result is what goes back to the model as the tool_result of a call.

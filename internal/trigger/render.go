@@ -34,14 +34,30 @@ func Render(text string, event map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, event); err != nil {
+	// Bounded as it renders: nested ranges over a delivery's lists multiply, and a template of a
+	// few lines can expand to gigabytes before any check after the fact.
+	w := &limitedWriter{max: MaxInput}
+	if err := t.Execute(w, event); err != nil {
 		return "", err
 	}
-	if buf.Len() > MaxInput {
-		return "", fmt.Errorf("the rendered input is %d bytes, over the %d a run takes", buf.Len(), MaxInput)
+	return w.buf.String(), nil
+}
+
+// errInputTooLarge is the write that would take a rendered input past MaxInput (text/template
+// stops at a write's error and returns it as it is).
+var errInputTooLarge = fmt.Errorf("the rendered input is over the %d bytes (256 KiB) a run takes", MaxInput)
+
+// limitedWriter keeps at most max bytes and fails the write that would pass them.
+type limitedWriter struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	if w.buf.Len()+len(p) > w.max {
+		return 0, errInputTooLarge
 	}
-	return buf.String(), nil
+	return w.buf.Write(p)
 }
 
 // ScheduleEvent is what a schedule's input renders over: scheduledTime (RFC 3339 in the

@@ -1,10 +1,11 @@
-// Package trigger owns Triggers (design.md §16): what makes a run start on its own. It parses and
-// runs schedules (five-field cron in an IANA zone, daylight saving handled, a missed-slot policy),
-// verifies signed deliveries (Standard Webhooks, GitHub's X-Hub-Signature-256), renders a
-// trigger's input over its event, rotates signing secrets (sealed secrets), and fires: every fire
-// goes through store.RecordFire, one row per trigger and slot or delivery with its run created in
-// the same transaction, so a fire happens once whichever server sees it. The HTTP routes are the
-// server's (internal/server/triggers.go); the scheduler loop is started by internal/app.
+// Package trigger owns Triggers (docs/architecture.md, "Groups, triggers and learning"): what makes
+// a run start on its own. It parses and runs schedules (five-field cron in an IANA zone, daylight
+// saving handled, a missed-slot policy), verifies signed deliveries (Standard Webhooks, GitHub's
+// X-Hub-Signature-256), renders a trigger's input over its event, rotates signing secrets (sealed
+// secrets), and fires: every fire goes through store.RecordFire, one row per trigger and slot or
+// delivery with its run created in the same transaction, so a fire happens once whichever server
+// sees it. The HTTP routes are the server's (internal/server/triggers.go); the scheduler loop is
+// started by internal/app.
 package trigger
 
 import (
@@ -174,6 +175,9 @@ func refused(err error) bool {
 // trigger's cap, a name of its own (GROUP-TASKKEY in a group), labelled with the trigger.
 func (c *Controller) NewRun(ctx context.Context, t *api.Trigger, data map[string]any) (*api.AgentRun, error) {
 	input, err := Render(t.Spec.Input, data)
+	if errors.Is(err, errInputTooLarge) {
+		return nil, api.E(api.CodeTooLarge, "spec.input", "%v", err)
+	}
 	if err != nil {
 		return nil, api.Invalid("spec.input", "the input does not render against the event: %v", err)
 	}
@@ -279,18 +283,24 @@ func (c *Controller) FireNow(ctx context.Context, t *api.Trigger, payload json.R
 // Secrets returns the signing secrets that verify t's deliveries now: the current one and, until
 // its hold runs out, the one a rotation replaced.
 func (c *Controller) Secrets(ctx context.Context, t *api.Trigger) ([]string, error) {
-	ref := secretRef(t)
-	if ref == "" || c.Seal == nil {
+	return SigningSecrets(ctx, c.Store, c.Seal, t.Spec.SigningSecret(), c.now())
+}
+
+// SigningSecrets returns the signing secrets the sealed secret ref holds now: the current one
+// first and, until its hold runs out, the one a rotation replaced (none when ref is "", there is
+// no seal key or no such secret). Triggers verify with them, outbound webhooks sign with the first.
+func SigningSecrets(ctx context.Context, st store.Store, seal *secret.Box, ref string, now time.Time) ([]string, error) {
+	if ref == "" || seal == nil {
 		return nil, nil
 	}
-	data, err := (&secret.Opener{Box: c.Seal, Store: c.Store}).Open(ctx, ref)
+	data, err := (&secret.Opener{Box: seal, Store: st}).Open(ctx, ref)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	return signingSecrets(data, c.now()), nil
+	return signingSecrets(data, now), nil
 }
 
 func signingSecrets(data map[string]string, now time.Time) []string {
@@ -310,16 +320,6 @@ func signingSecrets(data map[string]string, now time.Time) []string {
 	return out
 }
 
-func secretRef(t *api.Trigger) string {
-	switch {
-	case t.Spec.Webhook != nil:
-		return t.Spec.Webhook.SecretRef
-	case t.Spec.GitHub != nil:
-		return t.Spec.GitHub.SecretRef
-	}
-	return ""
-}
-
 // Rotation is what Rotate made: the new secret (shown once) and until when the old one verifies.
 type Rotation struct {
 	Secret        string     `json:"secret"`
@@ -330,27 +330,37 @@ type Rotation struct {
 // Rotate makes a new signing secret for t, keeping the current one verifying for hold (0: a day).
 // The caller checks that a signed-in person asked.
 func (c *Controller) Rotate(ctx context.Context, t *api.Trigger, hold time.Duration) (Rotation, error) {
-	ref := secretRef(t)
+	ref := t.Spec.SigningSecret()
 	if ref == "" {
 		return Rotation{}, api.Invalid("spec", "trigger %q is a schedule: it has no signing secret", t.Metadata.Name)
 	}
-	if c.Seal == nil {
+	rot, err := RotateSecret(ctx, c.Store, c.Seal, ref, t.Spec.GitHub != nil, hold, c.now())
+	if err != nil {
+		return Rotation{}, fmt.Errorf("rotate %s: %w", t.Metadata.Name, err)
+	}
+	return rot, nil
+}
+
+// RotateSecret writes a new signing secret (Standard Webhooks' whsec_, or GitHub's hex) into the
+// sealed secret ref, keeping the current one as WEBHOOK_SECRET_PREVIOUS for hold (0: a day).
+// The caller checks that a signed-in person asked; the new secret is returned to be shown once.
+func RotateSecret(ctx context.Context, st store.Store, seal *secret.Box, ref string, github bool, hold time.Duration, now time.Time) (Rotation, error) {
+	if seal == nil {
 		return Rotation{}, api.Errorf(503, api.CodeInternal, "", "this server has no seal key")
 	}
 	if hold <= 0 {
 		hold = DefaultRotateHold
 	}
 	newSecret, err := NewStandardSecret()
-	if t.Spec.GitHub != nil {
+	if github {
 		newSecret, err = NewGitHubSecret()
 	}
 	if err != nil {
-		return Rotation{}, fmt.Errorf("rotate %s: %w", t.Metadata.Name, err)
+		return Rotation{}, err
 	}
-	now := c.now()
-	cur, err := c.Secrets(ctx, t)
+	cur, err := SigningSecrets(ctx, st, seal, ref, now)
 	if err != nil {
-		return Rotation{}, fmt.Errorf("rotate %s: %w", t.Metadata.Name, err)
+		return Rotation{}, err
 	}
 	data := map[string]string{SecretKey: newSecret}
 	rot := Rotation{Secret: newSecret, SecretRef: ref}
@@ -359,12 +369,12 @@ func (c *Controller) Rotate(ctx context.Context, t *api.Trigger, hold time.Durat
 		data[PreviousKey], data[PreviousUntilKey] = cur[0], until.Format(time.RFC3339)
 		rot.PreviousUntil = &until
 	}
-	sealed, keys, err := c.Seal.SealMap(ref, data)
+	sealed, keys, err := seal.SealMap(ref, data)
 	if err != nil {
-		return Rotation{}, fmt.Errorf("rotate %s: %w", t.Metadata.Name, err)
+		return Rotation{}, err
 	}
-	if err := c.Store.PutSecret(ctx, ref, sealed, keys); err != nil {
-		return Rotation{}, fmt.Errorf("rotate %s: %w", t.Metadata.Name, err)
+	if err := st.PutSecret(ctx, ref, sealed, keys); err != nil {
+		return Rotation{}, err
 	}
 	return rot, nil
 }

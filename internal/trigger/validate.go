@@ -32,12 +32,11 @@ func DefaultAndValidate(t *api.Trigger, now time.Time) error {
 	if err := api.ValidName("spec.agent", s.Agent); err != nil {
 		return err
 	}
-	switch s.Concurrency {
-	case "":
+	switch {
+	case s.Concurrency == "":
 		s.Concurrency = api.ConcurrencyAllow
-	case api.ConcurrencyAllow, api.ConcurrencyForbid, api.ConcurrencyReplace:
-	default:
-		return api.Invalid("spec.concurrency", "concurrency %q: want Allow, Forbid or Replace", s.Concurrency)
+	case !s.Concurrency.Known():
+		return api.Invalid("spec.concurrency", "concurrency %q: want %s", s.Concurrency, api.OrList(api.Concurrencies))
 	}
 	if s.MaxCostUSD != "" {
 		if _, err := cost.ParseUSDStrict(s.MaxCostUSD); err != nil {
@@ -99,17 +98,17 @@ func DefaultAndValidate(t *api.Trigger, now time.Time) error {
 		}
 		for i, e := range g.Events {
 			if e == "" || strings.ContainsAny(e, " \t") {
-				return api.Invalid(fmt.Sprintf("spec.github.events[%d]", i), "%q is not a GitHub event name (pull_request, push, issues, ...)", e)
+				return api.Invalid(api.NewPath("spec", "github", "events").Index(i).String(), "%q is not a GitHub event name (pull_request, push, issues, ...)", e)
 			}
 		}
 		for i, a := range g.Actions {
 			if a == "" || strings.ContainsAny(a, " \t") {
-				return api.Invalid(fmt.Sprintf("spec.github.actions[%d]", i), "%q is not an action name (opened, synchronize, reopened, ...)", a)
+				return api.Invalid(api.NewPath("spec", "github", "actions").Index(i).String(), "%q is not an action name (opened, synchronize, reopened, ...)", a)
 			}
 		}
 		for i, r := range g.Repositories {
 			if !repoName.MatchString(r) {
-				return api.Invalid(fmt.Sprintf("spec.github.repositories[%d]", i), "%q: want owner/name", r)
+				return api.Invalid(api.NewPath("spec", "github", "repositories").Index(i).String(), "%q: want owner/name", r)
 			}
 		}
 		if len(s.TestPayload) > 0 {

@@ -93,6 +93,17 @@ func SignGitHub(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
+// GitHubKey is a GitHub delivery's fire key: the SHA-256 of its body, not its X-GitHub-Delivery
+// header. GitHub signs the body alone (no id, no timestamp), so a captured delivery replayed
+// under a new delivery id verifies; keyed by the body it is the same fire, answered with the
+// first record (a redelivery keeps its body too). Every real delivery's payload differs (it
+// carries the event's own ids and times), and, with no signed timestamp, there is no tolerance
+// window after which a capture stops verifying: the body is deduped for as long as fires are kept.
+func GitHubKey(body []byte) string {
+	sum := sha256.Sum256(body)
+	return "github:sha256:" + hex.EncodeToString(sum[:])
+}
+
 // VerifyGitHub checks X-Hub-Signature-256 against each of secrets, in constant time.
 func VerifyGitHub(secrets []string, header string, body []byte) error {
 	h, ok := strings.CutPrefix(strings.TrimSpace(header), "sha256=")

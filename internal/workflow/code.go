@@ -13,15 +13,17 @@ import (
 )
 
 // code nodes run in goja, a JavaScript interpreter written in Go: the published language's code
-// is a JavaScript function expression, so documents run unchanged, and goja runs it inside this
-// process with nothing of the host reachable (no require, no fetch, no timers, no clock, no
-// randomness, no globalThis: only the ECMAScript built-ins that are pure). Each call gets a new
-// runtime, so nothing carries over between nodes; a call is cut off at CodeTimeout (goja's
-// Interrupt) and its call stack is bounded. goja has no heap limit of its own: the time bound is
-// what bounds what a call can allocate, and its result is bounded to CodeMaxResult bytes.
+// is a JavaScript function expression, so documents run unchanged, and goja runs it with nothing
+// of the host reachable (no require, no fetch, no timers, no clock, no randomness, no globalThis:
+// only the ECMAScript built-ins that are pure). Each call gets a new runtime in a child process
+// of its own (codeproc.go), so nothing carries over between nodes and a call that exhausts its
+// memory or stack ends only that child; a call is cut off at CodeTimeout (goja's Interrupt, and
+// the parent's kill for native work that never looks at it), its call stack is bounded, and its
+// result is bounded to CodeMaxResult bytes and CodeMaxDepth levels as it is converted.
 const (
 	CodeTimeout    = 2 * time.Second
 	CodeMaxResult  = 1 << 20
+	CodeMaxDepth   = 100
 	codeStackDepth = 1000
 	codeMaxSource  = 64 << 10
 )
@@ -127,31 +129,34 @@ var unavailable = []string{"Date", "Promise", "Function", "globalThis", "require
 	"setTimeout", "setInterval", "queueMicrotask", "eval", "WeakRef", "FinalizationRegistry", "Atomics", "SharedArrayBuffer"}
 
 // sandbox is a new goja runtime with nothing of the host reachable (code nodes and executor
-// bodies each get their own).
-func sandbox() (*goja.Runtime, error) {
+// bodies each get their own), and the bounded JSON.stringify its result is converted with.
+func sandbox() (*goja.Runtime, goja.Callable, error) {
 	vm := goja.New()
 	vm.SetMaxCallStackSize(codeStackDepth)
 	for _, name := range unavailable {
 		if err := vm.GlobalObject().Delete(name); err != nil {
-			return nil, fmt.Errorf("code sandbox: %w", err)
+			return nil, nil, fmt.Errorf("code sandbox: %w", err)
 		}
 	}
 	// Math.random is the one nondeterministic pure built-in: it throws, so a replay computes the same.
 	if _, err := vm.RunString(`Math.random = function () { throw new Error("Math.random is unavailable: code is deterministic") };`); err != nil {
-		return nil, fmt.Errorf("code sandbox: %w", err)
+		return nil, nil, fmt.Errorf("code sandbox: %w", err)
 	}
-	return vm, nil
+	// The bounded stringify is made now, from the pristine built-ins, and only Go holds it.
+	sv, err := vm.RunString(boundedStringify)
+	if err != nil {
+		return nil, nil, fmt.Errorf("code sandbox: %w", err)
+	}
+	str, _ := goja.AssertFunction(sv)
+	return vm, str, nil
 }
 
-// RunCode calls the code node's function with the state and returns its result as JSON.
-func RunCode(src string, state map[string]any) (json.RawMessage, error) {
-	vm, err := sandbox()
+// runCodeHere calls the code node's function on in (the state as JSON) in this process and
+// returns its result as JSON: the code child's work (codeproc.go), never the server's.
+func runCodeHere(src string, in []byte) (json.RawMessage, error) {
+	vm, str, err := sandbox()
 	if err != nil {
 		return nil, err
-	}
-	in, err := json.Marshal(state)
-	if err != nil {
-		return nil, fmt.Errorf("code input: %w", err)
 	}
 	timer := time.AfterFunc(CodeTimeout, func() { vm.Interrupt("time limit") })
 	defer timer.Stop()
@@ -186,20 +191,41 @@ func RunCode(src string, state map[string]any) (json.RawMessage, error) {
 	if _, isPromise := res.Export().(*goja.Promise); isPromise {
 		return nil, errors.New("the code returned a Promise: code is synchronous")
 	}
-	return stringify(vm, res)
+	return stringify(vm, str, res)
 }
 
-// stringify is a JavaScript value as JSON, bounded to CodeMaxResult bytes.
-func stringify(vm *goja.Runtime, res goja.Value) (json.RawMessage, error) {
+// boundedStringify is JSON.stringify with a replacer that bounds what it walks: a value nested
+// over CodeMaxDepth levels, or more than CodeMaxResult bytes of keys, strings and values, throws
+// as soon as it is reached. The replacer is JavaScript, so goja's time limit (Interrupt) holds
+// while the result is converted too: JSON.stringify alone is native code that never looks at it
+// (a 150,000-deep object ran minutes past the limit). The built-ins it uses are taken before the
+// code runs, so a code node that replaces Map or Reflect does not change them.
+const boundedStringify = `(function () {
+  const MapC = Map, get = Map.prototype.get, set = Map.prototype.set, apply = Reflect.apply;
+  const stringify = JSON.stringify, JSONo = JSON, RangeErrorC = RangeError;
+  return function (value, maxDepth, maxBytes) {
+    const depth = new MapC();
+    let bytes = 0;
+    return apply(stringify, JSONo, [value, function (k, v) {
+      bytes += k.length + 1;
+      if (typeof v === "string") bytes += v.length;
+      if (bytes > maxBytes) throw new RangeErrorC("the code's result is over " + maxBytes + " bytes");
+      if (v !== null && typeof v === "object") {
+        const d = (apply(get, depth, [this]) || 0) + 1;
+        if (d > maxDepth) throw new RangeErrorC("the code's result is nested over " + maxDepth + " levels deep");
+        apply(set, depth, [v, d]);
+      }
+      return v;
+    }]);
+  };
+})()`
+
+// stringify is a JavaScript value as JSON, bounded to CodeMaxResult bytes and CodeMaxDepth levels.
+func stringify(vm *goja.Runtime, str goja.Callable, res goja.Value) (json.RawMessage, error) {
 	if goja.IsUndefined(res) {
 		return json.RawMessage("null"), nil
 	}
-	js, err := vm.RunString("JSON.stringify")
-	if err != nil {
-		return nil, err
-	}
-	stringify, _ := goja.AssertFunction(js)
-	out, err := stringify(goja.Undefined(), res)
+	out, err := str(goja.Undefined(), res, vm.ToValue(CodeMaxDepth), vm.ToValue(CodeMaxResult))
 	if err != nil {
 		return nil, codeErr(err)
 	}

@@ -74,6 +74,9 @@ type Question struct {
 	Tier   string
 	// MaxTokens, when set, is the most the answer may take (a sift's answer grows with its items).
 	MaxTokens int
+	// Definitions are the document's schemas, which Schema may refer to as
+	// {"$ref": "#/definitions/ID"} (JSON Schema draft 7, as the language defines them).
+	Definitions map[string]json.RawMessage
 }
 
 // Answer is a typed question's answer and the model's confidence in it (0..1).
@@ -133,6 +136,7 @@ const (
 	FailOutput        = "output_invalid"
 	FailState         = "state_invalid"
 	FailCode          = "code_failed"
+	FailCodeMemory    = "code_memory"
 	FailInput         = "input_invalid"
 	FailRequires      = "requires_unmet"
 	FailPath          = "path_missing"
@@ -192,7 +196,8 @@ func (w *Workflow) Run(ctx context.Context, h Host, input map[string]any) (*Resu
 	if err := w.CheckInput(input); err != nil {
 		return nil, &Failure{Code: FailInput, Node: w.Name, Key: "wf", Cause: err.Error()}
 	}
-	r := &runner{w: w, h: h}
+	r := &runner{w: w, h: h, slots: make(chan struct{}, MaxRunConcurrency)}
+	r.slots <- struct{}{} // this goroutine's
 	state := cloneMap(input)
 	st, err := r.node(ctx, w.Root, "wf", state)
 	if err != nil {
@@ -224,6 +229,30 @@ func (w *Workflow) Run(ctx context.Context, h Host, input map[string]any) (*Resu
 type runner struct {
 	w *Workflow
 	h Host
+	// slots is the run's goroutine budget (MaxRunConcurrency), shared by its children.
+	slots chan struct{}
+}
+
+// MaxRunConcurrency bounds the goroutines one run's map items and parallel branches take at
+// once, however the maps nest: the document's maxConcurrency is what a map may run at once, this
+// is what the whole run may.
+const MaxRunConcurrency = 256
+
+// spawn runs f on a goroutine of its own (counted in wg) when the run has a slot free, and in
+// the caller's goroutine when it has none: an item the budget has no room for runs in its turn,
+// so the run goes on (more slowly) and never waits on a slot an enclosing item holds.
+func (r *runner) spawn(wg *sync.WaitGroup, f func()) {
+	select {
+	case r.slots <- struct{}{}:
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-r.slots }()
+			f()
+		}()
+	default:
+		f()
+	}
 }
 
 // escalated carries an escalate node's stop up through the enclosing nodes.
@@ -256,82 +285,8 @@ func (r *runner) node(ctx context.Context, n *Node, path string, state map[strin
 	if err := r.requires(n, key, state); err != nil {
 		return nil, err
 	}
-	switch n.Kind {
-	case "chain":
-		var err error
-		for _, s := range n.Steps {
-			if state, err = r.node(ctx, s, path, state); err != nil {
-				return nil, err
-			}
-		}
-		return state, nil
-	case "call":
-		call := r.call
-		if n.Poll != nil {
-			call = r.polled
-		}
-		v, err := call(ctx, n, key, state)
-		if err != nil {
-			return nil, err
-		}
-		return r.write(n, key, state, n.As, v)
-	case "code":
-		res, err := RunCode(n.Code, state)
-		if err != nil {
-			return nil, r.fail(n, key, FailCode, "%v", err)
-		}
-		var v any
-		if err := json.Unmarshal(res, &v); err != nil {
-			return nil, r.fail(n, key, FailCode, "decode result: %v", err)
-		}
-		if n.As != "" {
-			return r.write(n, key, state, n.As, v)
-		}
-		obj, ok := v.(map[string]any)
-		if !ok {
-			// An unaliased code node's value that is not an object is written under its label.
-			return r.write(n, key, state, n.Label, v)
-		}
-		next := cloneMap(state)
-		for k, x := range obj {
-			if strings.HasPrefix(k, "$") {
-				return nil, r.fail(n, key, FailState, "the code wrote %q: keys starting with \"$\" are the engine's", k)
-			}
-			next[k] = x
-		}
-		return next, nil
-	case "decide", "extract", "judge":
-		return r.question(ctx, n, key, state)
-	case "route":
-		return r.route(ctx, n, key, path, state)
-	case "pick":
-		return r.pick(ctx, n, key, state)
-	case "sift":
-		return r.sift(ctx, n, key, state)
-	case "workflow":
-		return r.child(ctx, n, key, state)
-	case "parallel":
-		return r.parallel(ctx, n, key, state)
-	case "artifact":
-		if n.Type != "markdown" && n.Type != "report" {
-			return r.fileArtifact(ctx, n, key, state)
-		}
-		return r.agent(ctx, n, key, state)
-	case "agent", "report":
-		return r.agent(ctx, n, key, state)
-	case "map":
-		return r.mapNode(ctx, n, key, state)
-	case "loop":
-		return r.loop(ctx, n, key, state)
-	case "escalate":
-		ok, err := r.holdsAt(ctx, n, key+"/$when", n.When, state)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return state, nil
-		}
-		return nil, &escalated{Escalation: Escalation{Kind: n.EscKind, Stage: n.Stage, Summary: renderText(n.Summary, state), Label: n.Label, Path: key}, state: state}
+	if k := kinds[n.Kind]; k != nil && k.run != nil {
+		return k.run(r, ctx, n, path, key, state)
 	}
 	return nil, r.fail(n, key, FailNotRunnable, "this server does not run %q nodes", n.Kind)
 }
@@ -488,6 +443,12 @@ func (r *runner) view(n *Node, key string, state map[string]any) (map[string]any
 
 func (r *runner) schema(id string) json.RawMessage { return r.w.Schemas[id] }
 
+// ask asks the host a typed question, with the document's schemas its answer's schema may refer to.
+func (r *runner) ask(ctx context.Context, key string, q Question) (Answer, error) {
+	q.Definitions = r.w.Schemas
+	return r.h.Ask(ctx, key, q)
+}
+
 // question asks a decide, extract or judge node's one typed question and writes its answer.
 func (r *runner) question(ctx context.Context, n *Node, key string, state map[string]any) (map[string]any, error) {
 	view, err := r.view(n, key, state)
@@ -508,7 +469,7 @@ func (r *runner) question(ctx context.Context, n *Node, key string, state map[st
 	var conf float64
 	// One drive is one question (a decide or extract node's verify may ask it again, keyed by drive).
 	drive := func(ctx context.Context, dk, feedback string, _ reviewFunc) (any, error) {
-		ans, err := r.h.Ask(ctx, dk, Question{Node: n.Label, Kind: n.Kind, Instructions: instr + feedback, State: view, Schema: sch, Tier: n.Tier})
+		ans, err := r.ask(ctx, dk, Question{Node: n.Label, Kind: n.Kind, Instructions: instr + feedback, State: view, Schema: sch, Tier: n.Tier})
 		if err != nil {
 			return nil, err
 		}
@@ -578,7 +539,7 @@ func (r *runner) route(ctx context.Context, n *Node, key, path string, state map
 		if crit.Len() > 0 {
 			instr += "\n\nThe branches:" + crit.String()
 		}
-		ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: "route", Instructions: instr, State: view, Schema: sch})
+		ans, err := r.ask(ctx, key, Question{Node: n.Label, Kind: "route", Instructions: instr, State: view, Schema: sch})
 		if err != nil {
 			return nil, err
 		}
@@ -616,16 +577,14 @@ func (r *runner) parallel(ctx context.Context, n *Node, key string, state map[st
 	errs := make([]error, len(n.Parallel))
 	var wg sync.WaitGroup
 	for i, b := range n.Parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		r.spawn(&wg, func() {
 			in := cloneMap(state)
 			out, err := r.node(ctx, b, key, in)
 			if err == nil {
 				outs[i] = writes(in, out)
 			}
 			errs[i] = err
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -665,7 +624,7 @@ func (r *runner) child(ctx context.Context, n *Node, key string, state map[strin
 	if err := n.Child.CheckInput(cin); err != nil {
 		return nil, r.fail(n, key, FailInput, "child %q: %v", n.Child.Name, err)
 	}
-	cr := &runner{w: n.Child, h: r.h}
+	cr := &runner{w: n.Child, h: r.h, slots: r.slots}
 	st, err := cr.node(ctx, n.Child.Root, key, cloneMap(cin))
 	if err != nil {
 		return nil, err
@@ -713,7 +672,7 @@ func (r *runner) pick(ctx context.Context, n *Node, key string, state map[string
 		list.WriteString("\n- none: none of them")
 	}
 	enc, _ := json.Marshal(ids)
-	ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: "pick", Instructions: n.Instructions + "\n\nThe options:" + list.String(),
+	ans, err := r.ask(ctx, key, Question{Node: n.Label, Kind: "pick", Instructions: n.Instructions + "\n\nThe options:" + list.String(),
 		State: view, Schema: json.RawMessage(`{"type": "string", "enum": ` + string(enc) + `}`)})
 	if err != nil {
 		return nil, err
@@ -862,9 +821,7 @@ func (r *runner) mapNode(ctx context.Context, n *Node, key string, state map[str
 		if ctx.Err() != nil || stop.Load() {
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		r.spawn(&wg, func() {
 			defer func() { <-sem }()
 			in := cloneMap(state)
 			in["item"], in["item_index"] = item, float64(i)
@@ -882,7 +839,7 @@ func (r *runner) mapNode(ctx context.Context, n *Node, key string, state map[str
 				errs[i] = err
 				stop.Store(true)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -961,7 +918,7 @@ func (r *runner) holdsAt(ctx context.Context, n *Node, key string, p *Predicate,
 	if p.Criteria != nil {
 		instr += fmt.Sprintf("\n\nAnswer true when: %s\nAnswer false when: %s", p.Criteria.True, p.Criteria.False)
 	}
-	ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: "ask", Instructions: instr, State: view, Schema: json.RawMessage(`{"type": "boolean"}`)})
+	ans, err := r.ask(ctx, key, Question{Node: n.Label, Kind: "ask", Instructions: instr, State: view, Schema: json.RawMessage(`{"type": "boolean"}`)})
 	if err != nil {
 		return false, err
 	}

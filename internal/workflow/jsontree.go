@@ -97,6 +97,14 @@ type jparser struct {
 	count int
 	errs  *[]Error
 	lines *lineIndex
+	// at is the pointer's segments down to the value being read, joined only for an error: a
+	// pointer string per level would cost the square of the depth (long keys, 128 levels).
+	at []string
+}
+
+// pointer is the JSON pointer of the value being read, with seg below it.
+func (p *jparser) pointer(seg string) string {
+	return "/" + strings.Join(append(p.at[:len(p.at):len(p.at)], seg), "/")
 }
 
 // parse decodes a whole document. A syntax error is returned as an Error with its position;
@@ -105,7 +113,7 @@ type jparser struct {
 func parse(raw []byte, errs *[]Error, lines *lineIndex) (*value, error) {
 	p := &jparser{raw: raw, dec: json.NewDecoder(bytes.NewReader(raw)), errs: errs, lines: lines}
 	p.dec.UseNumber()
-	v, err := p.value(0, "")
+	v, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +148,7 @@ func (p *jparser) token() (json.Token, int, error) {
 	if err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return nil, 0, p.syntax(int(se.Offset), "not valid JSON: "+se.Error())
+			return nil, 0, p.syntax(p.syntaxAt(), "not valid JSON: "+se.Error())
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, 0, p.syntax(len(p.raw), "the document ends early: a brace, bracket or quote is not closed")
@@ -150,7 +158,23 @@ func (p *jparser) token() (json.Token, int, error) {
 	return tok, off, nil
 }
 
-func (p *jparser) value(depth int, ptr string) (*value, error) {
+// syntaxAt is where the syntax error Token just returned is. The error's own Offset is not that:
+// for a bad value it counts the bytes the decoder has scanned in values so far, leaving out the
+// delimiters and spaces Token read itself, so it fell lines early in a longer document. After the
+// error the decoder stands at the bad character or at the start of the bad value; a fresh
+// decoder over the rest finds the character within that value.
+func (p *jparser) syntaxAt() int {
+	from := int(p.dec.InputOffset())
+	var v any
+	err := json.NewDecoder(bytes.NewReader(p.raw[from:])).Decode(&v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) && se.Offset > 0 {
+		return from + int(se.Offset) - 1
+	}
+	return from
+}
+
+func (p *jparser) value(depth int) (*value, error) {
 	tok, off, err := p.token()
 	if err != nil {
 		return nil, err
@@ -178,13 +202,15 @@ func (p *jparser) value(depth int, ptr string) (*value, error) {
 				if !ok {
 					return nil, p.syntax(koff, "an object key must be a string")
 				}
-				child, err := p.value(depth+1, ptr+"/"+escapePtr(key))
+				p.at = append(p.at, escapePtr(key))
+				child, err := p.value(depth + 1)
+				p.at = p.at[:len(p.at)-1]
 				if err != nil {
 					return nil, err
 				}
 				if i, dup := seen[key]; dup {
 					l, c := p.lines.pos(koff)
-					*p.errs = append(*p.errs, Error{Code: CodeDuplicateKey, Pointer: ptr + "/" + escapePtr(key), Line: l, Column: c,
+					*p.errs = append(*p.errs, Error{Code: CodeDuplicateKey, Pointer: p.pointer(escapePtr(key)), Line: l, Column: c,
 						Message: fmt.Sprintf("key %q appears twice in this object; keep one", key)})
 					v.mem[i].val = child
 					continue
@@ -198,7 +224,9 @@ func (p *jparser) value(depth int, ptr string) (*value, error) {
 		case '[':
 			v.kind = 'a'
 			for i := 0; p.dec.More(); i++ {
-				child, err := p.value(depth+1, ptr+"/"+strconv.Itoa(i))
+				p.at = append(p.at, strconv.Itoa(i))
+				child, err := p.value(depth + 1)
+				p.at = p.at[:len(p.at)-1]
 				if err != nil {
 					return nil, err
 				}

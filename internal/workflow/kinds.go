@@ -103,7 +103,7 @@ func (r *runner) askEach(ctx context.Context, n *Node, key, kind, instr string, 
 	if err != nil {
 		return nil, fmt.Errorf("encode %s question schema: %w", key, err)
 	}
-	ans, err := r.h.Ask(ctx, key, Question{Node: n.Label, Kind: kind, Instructions: instr, State: view, Schema: schema, MaxTokens: AnswerTokens(len(ids))})
+	ans, err := r.ask(ctx, key, Question{Node: n.Label, Kind: kind, Instructions: instr, State: view, Schema: schema, MaxTokens: AnswerTokens(len(ids))})
 	if err != nil {
 		return nil, err
 	}
@@ -645,7 +645,11 @@ func (r *runner) executor(ctx context.Context, n *Node, key string, state map[st
 	if err != nil {
 		var ce *codeError
 		if errors.As(err, &ce) {
-			return nil, r.fail(n, key, FailCode, "%v", ce.err)
+			code := FailCode
+			if errors.Is(ce.err, ErrCodeMemory) {
+				code = FailCodeMemory
+			}
+			return nil, r.fail(n, key, code, "%v", ce.err)
 		}
 		return nil, err
 	}
@@ -674,10 +678,11 @@ type codeError struct{ err error }
 
 func (e *codeError) Error() string { return e.err.Error() }
 
-// RunExecutor runs an executor body with input and a tools proxy whose calls go to call. A host
-// error from call stops the body and is returned as it is; the body cannot catch it.
-func RunExecutor(ctx context.Context, body string, input any, call func(tool string, args any) (any, error)) (json.RawMessage, error) {
-	vm, err := sandbox()
+// runExecutorHere runs an executor body with input and a tools proxy whose calls go to call, in
+// this process: the code child's work (RunExecutor). A host error from call stops the body and is
+// returned as it is; the body cannot catch it.
+func runExecutorHere(ctx context.Context, body string, input any, call func(tool string, args any) (any, error)) (json.RawMessage, error) {
+	vm, str, err := sandbox()
 	if err != nil {
 		return nil, err
 	}
@@ -790,7 +795,7 @@ func RunExecutor(ctx context.Context, body string, input any, call func(tool str
 	case goja.PromiseStatePending:
 		return nil, &codeError{errors.New("the body awaited something that never settles (only tool calls and values can be awaited)")}
 	}
-	s, err := stringify(vm, p.Result())
+	s, err := stringify(vm, str, p.Result())
 	if err != nil {
 		return nil, &codeError{err}
 	}

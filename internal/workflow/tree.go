@@ -133,95 +133,8 @@ func (b *treeBuilder) node(n *Node, path string) *TreeNode {
 	key := Key(path, n.Label)
 	t := &TreeNode{Key: key, Kind: n.Kind, Label: n.Label}
 	b.place(t)
-	switch n.Kind {
-	case "chain":
-		t.Key = path
-		for _, s := range n.Steps {
-			t.Children = append(t.Children, b.nodes(s, path)...)
-		}
-	case "call":
-		b.own(t, key)
-		for _, k := range b.withPrefix(key + "#") {
-			if _, err := strconv.Atoi(k[len(key)+1:]); err == nil {
-				b.own(t, k) // a retry's attempt
-			}
-		}
-		// A polled call's polls (KEY/$poll#i) are the node's own too, in order, so its value is
-		// the last poll's; its clock readings and an executor body's tool calls are its steps.
-		polls := b.indexes(key+"/$poll#", "")
-		for _, i := range polls {
-			b.own(t, fmt.Sprintf("%s/$poll#%d", key, i))
-		}
-		b.subSteps(t, key, func(rest string) bool { _, err := strconv.Atoi(strings.TrimPrefix(rest, "$poll#")); return err == nil })
-	case "decide", "extract", "judge", "pick", "sift":
-		b.own(t, key)
-		// A sift asked in parts (KEY/part#N), a verify's reviews and drives: the node's steps.
-		b.subSteps(t, key, nil)
-	case "route":
-		b.own(t, key)
-		if ss := b.steps[key]; len(ss) > 0 && ss[len(ss)-1].State == "Completed" {
-			// The branch the answer took (the unsure branch below its threshold), as route does.
-			if v, conf, ok := answerOf(ss[len(ss)-1].Result); ok {
-				var name string
-				if json.Unmarshal(v, &name) == nil {
-					if n.Unsure != nil && conf < n.Unsure.Gte {
-						name = n.Unsure.Branch
-					}
-					b.taken = append(b.taken, key+">"+escapeSeg(name))
-				}
-			}
-		}
-		for _, r := range n.Routes {
-			bp := key + ">" + escapeSeg(r.Name)
-			bt := &TreeNode{Key: bp, Kind: "branch", Label: r.Name}
-			b.place(bt)
-			bt.Children = b.nodes(r.Body, bp)
-			t.Children = append(t.Children, bt)
-		}
-	case "map":
-		for _, i := range b.indexes(key+"[", "]") {
-			ip := fmt.Sprintf("%s[%d]", key, i)
-			it := &TreeNode{Key: ip, Kind: "item", Label: fmt.Sprintf("[%d]", i)}
-			b.place(it)
-			it.Children = b.nodes(n.Body, ip)
-			t.Children = append(t.Children, it)
-		}
-	case "loop":
-		for _, i := range b.indexes(key+"#", "/") {
-			ip := fmt.Sprintf("%s#%d", key, i)
-			it := &TreeNode{Key: ip, Kind: "iteration", Label: fmt.Sprintf("#%d", i)}
-			b.place(it)
-			it.Children = b.nodes(n.Body, ip)
-			if n.Until != nil && n.Until.Predicate == "ask" {
-				u := &TreeNode{Key: ip + "/$until", Kind: "ask", Label: "until"}
-				b.place(u)
-				b.own(u, u.Key)
-				it.Children = append(it.Children, u)
-			}
-			t.Children = append(t.Children, it)
-		}
-	case "parallel":
-		for _, br := range n.Parallel {
-			t.Children = append(t.Children, b.nodes(br, key)...)
-		}
-	case "workflow":
-		if n.Child != nil {
-			t.Children = b.nodes(n.Child.Root, key)
-		}
-	case "agent", "report", "artifact":
-		b.own(t, key)
-		for _, k := range b.withPrefix(key + "/") {
-			st := &TreeNode{Key: k, Kind: "step", Label: k[len(key)+1:]}
-			b.place(st)
-			b.own(st, k)
-			t.Children = append(t.Children, st)
-		}
-		if len(t.Children) > 0 {
-			// Its answer: the last model call's text.
-			t.Value = t.Children[len(t.Children)-1].Value
-		}
-	case "escalate":
-		b.own(t, key+"/$when")
+	if k := kinds[n.Kind]; k != nil && k.tree != nil {
+		k.tree(b, t, n, path, key)
 	}
 	return t
 }
@@ -333,7 +246,7 @@ func rank(s string) int {
 func (b *treeBuilder) resolve(root *TreeNode) {
 	for t, o := range b.order {
 		f := b.run.FailedKey
-		if f != "" && (t.Key == f || t.Kind == "call" && strings.HasPrefix(f, t.Key+"#") || ownsSubSteps[t.Kind] && strings.HasPrefix(f, t.Key+"/")) {
+		if f != "" && (t.Key == f || t.Kind == "call" && strings.HasPrefix(f, t.Key+"#") || kinds[t.Kind] != nil && kinds[t.Kind].ownsSubSteps && strings.HasPrefix(f, t.Key+"/")) {
 			b.setMark(t, NodeFailed)
 			b.frontier = max(b.frontier, o)
 		}
@@ -344,10 +257,6 @@ func (b *treeBuilder) resolve(root *TreeNode) {
 	}
 	b.settle(root)
 }
-
-// ownsSubSteps are the kinds whose steps KEY/... are their own (a poll, an executor's tool call, a
-// sift's part, a verify's review or drive, an agent's turn): a failure keyed there is theirs.
-var ownsSubSteps = map[string]bool{"call": true, "sift": true, "decide": true, "extract": true, "judge": true, "pick": true, "agent": true}
 
 func (b *treeBuilder) setMark(t *TreeNode, s string) {
 	if b.mark == nil {

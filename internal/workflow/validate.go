@@ -34,37 +34,9 @@ type kindSpec struct {
 
 var generative = []string{"label", "state", "instructions", "sopSection", "out", "as", "requires", "tools", "effort", "thinking", "verify", "tier"}
 
-// Kinds is the published language's node set with each kind's exact fields (every kind also
-// accepts metadata).
-var kinds = map[string]kindSpec{
-	"chain":    {[]string{"steps"}, []string{"steps"}},
-	"code":     {[]string{"label", "code", "as"}, []string{"label", "code"}},
-	"agent":    {append(append([]string{}, generative...), "budget_usd", "context"), []string{"label", "instructions"}},
-	"decide":   {generative, []string{"label", "instructions"}},
-	"extract":  {generative, []string{"label", "instructions"}},
-	"report":   {[]string{"label", "state", "instructions", "sopSection", "requires", "tools", "effort", "thinking"}, []string{"label", "instructions"}},
-	"artifact": {[]string{"label", "state", "type", "path", "instructions", "sopSection", "requires", "tools", "effort", "thinking"}, []string{"label", "type"}},
-	"map":      {[]string{"label", "itemsPath", "body", "as", "resultPath", "maxConcurrency"}, []string{"label", "itemsPath", "body", "as"}},
-	"parallel": {[]string{"label", "branches"}, []string{"label", "branches"}},
-	"loop":     {[]string{"label", "body", "until", "maxIters", "expect_iters"}, []string{"label", "body", "until", "maxIters"}},
-	"escalate": {[]string{"label", "when", "kind", "stage", "summary"}, []string{"label", "when", "kind", "stage", "summary"}},
-	"call":     {[]string{"label", "via", "tool", "args", "code", "input", "command", "env", "where", "out", "as", "produces", "deadline_s", "retry", "poll", "requires"}, []string{"label", "via", "as", "deadline_s"}},
-	"workflow": {[]string{"label", "workflow", "input", "out", "as"}, []string{"label", "workflow", "input", "out", "as"}},
-	"judge":    {[]string{"label", "state", "out", "as", "requires"}, []string{"label", "state", "out", "as"}},
-	"pick":     {[]string{"label", "itemsPath", "describe", "instructions", "state", "allowNone", "as", "requires"}, []string{"label", "itemsPath", "describe", "instructions", "as"}},
-	"sift":     {[]string{"label", "itemsPath", "describe", "state", "out", "as", "keep", "requires"}, []string{"label", "itemsPath", "out", "as"}},
-	"route":    {[]string{"label", "state", "instructions", "branches", "unsure", "valuePath", "otherwise", "as", "requires"}, []string{"label", "branches"}},
-}
-
 // legacy fields the published engine tolerates and ignores; here they are refused, since a field
 // that does nothing is a surprise.
 var legacy = map[string]map[string]bool{"agent": {"budget": true}, "decide": {"samples": true, "voteField": true}}
-
-// RunnableKinds are the kinds the engine runs; the rest are refused at run start and by
-// validation with Runnable (engine.go and kinds.go run them: every kind of the published set).
-var RunnableKinds = map[string]bool{"chain": true, "call": true, "code": true, "report": true, "artifact": true,
-	"decide": true, "extract": true, "judge": true, "route": true, "pick": true, "workflow": true, "parallel": true, "agent": true, "map": true, "loop": true, "escalate": true,
-	"sift": true}
 
 var predicates = map[string]kindSpec{
 	"field_equals": {[]string{"path", "value"}, []string{"path", "value"}},
@@ -88,6 +60,10 @@ type shared struct {
 	lines *lineIndex
 	opt   Options
 	stack []string // named children being validated, for cycles
+	// maps and conc are the maps around the node being validated (into named children too) and
+	// the product of their maxConcurrency: the items that may run at once there.
+	maps int
+	conc int
 }
 
 func (s *shared) add(off int, ptr, code, format string, a ...any) {
@@ -347,6 +323,30 @@ func (d *doc) integer(v *value, ptr, name string, min int64) {
 	}
 }
 
+// enterMap checks a map's bounds against the maps around it (MaxMapConcurrency, MaxMapNesting,
+// MaxTotalConcurrency) and counts it for the nodes inside; the function it returns uncounts it.
+// Each bound is reported at the map that first goes over it, not again at every map inside.
+func (d *doc) enterMap(v *value, ptr string) func() {
+	conc := defaultMapWorkers
+	if x, f, ok := d.number(v, ptr, "maxConcurrency"); ok && x == math.Trunc(x) && x >= 1 {
+		if x > MaxMapConcurrency {
+			d.sh.add(f.off, ptr+"/maxConcurrency", CodeOutOfBounds, "maxConcurrency is at most %d (it is %s)", MaxMapConcurrency, f.num)
+			x = MaxMapConcurrency
+		}
+		conc = int(x)
+	}
+	outer, outerConc := d.sh.maps, max(d.sh.conc, 1)
+	d.sh.maps, d.sh.conc = outer+1, outerConc*conc
+	if d.sh.maps == MaxMapNesting+1 {
+		d.sh.add(v.off, ptr, CodeTooDeep, "this map is inside %d others: maps nest at most %d deep (the items of nested maps multiply)", outer, MaxMapNesting)
+	}
+	if d.sh.conc > MaxTotalConcurrency && outerConc <= MaxTotalConcurrency {
+		d.sh.add(v.off, ptr+"/maxConcurrency", CodeTooConcurrent, "with the maps around it this map may run %d items at once (%d × %d, maxConcurrency or its default %d): at most %d; lower a maxConcurrency",
+			d.sh.conc, outerConc, conc, defaultMapWorkers, MaxTotalConcurrency)
+	}
+	return func() { d.sh.maps, d.sh.conc = outer, outerConc }
+}
+
 func (d *doc) enum(v *value, ptr, name string, allowed ...string) {
 	s, f := d.str(v, ptr, name)
 	if f == nil {
@@ -541,180 +541,8 @@ func (d *doc) node(v *value, ptr string, sc *scope, w where, top bool) {
 	if kind == "report" || kind == "artifact" {
 		d.terminal(v, ptr, kind, w)
 	}
-	writeAs := func() {
-		if av != nil {
-			d.write(sc, as, av.off, ptr+"/as")
-		}
-	}
-	switch kind {
-	case "chain":
-		steps := v.get("steps")
-		if steps == nil {
-			return
-		}
-		if steps.kind != 'a' || len(steps.elems) == 0 {
-			d.sh.add(steps.off, ptr+"/steps", CodeWrongType, "steps is a non-empty list of nodes")
-			return
-		}
-		for i, s := range steps.elems {
-			sw := w
-			sw.last = w.last && i == len(steps.elems)-1
-			d.node(s, ptr+"/steps/"+strconv.Itoa(i), sc, sw, false)
-		}
-	case "code":
-		src, cv := d.nonEmpty(v, ptr, "code")
-		if cv == nil {
-			return
-		}
-		keys, known, err := parseCode(src)
-		if err != nil {
-			d.sh.add(cv.off, ptr+"/code", CodeCodeInvalid, "%v", err)
-			return
-		}
-		if av != nil {
-			writeAs()
-			return
-		}
-		if lv != nil && strings.HasPrefix(label, "$") {
-			d.sh.add(lv.off, ptr+"/label", CodeReservedKey, "an unaliased code node's label must not begin with \"$\"")
-		}
-		if !known {
-			sc.open = true
-			return
-		}
-		for _, k := range keys {
-			d.write(sc, k, cv.off, ptr+"/code")
-		}
-	case "agent", "decide", "extract":
-		if av != nil {
-			writeAs()
-		} else if lv != nil {
-			if strings.HasPrefix(label, "$") {
-				d.sh.add(lv.off, ptr+"/label", CodeReservedKey, "an unaliased %s node writes under its label, which must not begin with \"$\"; set \"as\"", kind)
-			} else {
-				sc.add(label)
-			}
-		}
-		if key := orElse(as, label); v.get("verify") != nil && key != "" {
-			sc.add(key + "$verify")
-		}
-	case "report":
-		sc.add("report_markdown")
-	case "artifact":
-		t, tv := d.nonEmpty(v, ptr, "type")
-		if tv == nil {
-			return
-		}
-		if t == "markdown" || t == "report" {
-			if v.get("instructions") == nil {
-				d.sh.add(v.off, ptr+"/instructions", CodeMissingField, "an artifact of type %q writes the report: it needs \"instructions\"", t)
-			}
-			sc.add("report_markdown")
-			return
-		}
-		p, pv := d.nonEmpty(v, ptr, "path")
-		if pv == nil {
-			d.sh.add(v.off, ptr+"/path", CodeMissingField, "an artifact of type %q names a file: it needs \"path\", a file an earlier shell call declared in produces", t)
-		} else if !sc.keys["$produced:"+p] && !sc.open {
-			d.sh.add(pv.off, ptr+"/path", CodePathUnwritten, "no earlier shell call declares %q in produces", p)
-		}
-		for _, f := range []string{"instructions", "state", "sopSection", "tools", "effort", "thinking"} {
-			if fv := v.get(f); fv != nil {
-				d.sh.add(fv.off, ptr+"/"+f, CodeInvalidValue, "an artifact that names a file has no model fields: remove %q", f)
-			}
-		}
-		sc.add("artifact")
-	case "map":
-		if p, pv := d.nonEmpty(v, ptr, "itemsPath"); pv != nil {
-			d.read(sc, p, pv.off, ptr+"/itemsPath", w)
-		}
-		d.integer(v, ptr, "maxConcurrency", 1)
-		if body := v.get("body"); body != nil {
-			bs := sc.clone()
-			bw := where{inside: "map", item: true, siblings: w.siblings}
-			d.node(body, ptr+"/body", bs, bw, false)
-			if rp, rv := d.nonEmpty(v, ptr, "resultPath"); rv != nil {
-				d.read(bs, rp, rv.off, ptr+"/resultPath", bw)
-			}
-		}
-		writeAs()
-	case "parallel":
-		d.parallel(v, ptr, sc, w)
-	case "loop":
-		d.integer(v, ptr, "maxIters", 1)
-		d.integer(v, ptr, "expect_iters", 1)
-		if body := v.get("body"); body != nil {
-			d.node(body, ptr+"/body", sc, where{inside: "loop", item: w.item, siblings: w.siblings}, false)
-		}
-		if u := v.get("until"); u != nil {
-			d.predicate(u, ptr+"/until", sc, w, false)
-		}
-	case "escalate":
-		if wh := v.get("when"); wh != nil {
-			d.predicate(wh, ptr+"/when", sc, w, false)
-		}
-		d.nonEmpty(v, ptr, "kind")
-		d.nonEmpty(v, ptr, "stage")
-		if _, sv := d.nonEmpty(v, ptr, "summary"); sv != nil {
-			d.reads(sc, sv, ptr+"/summary", w)
-		}
-	case "call":
-		d.call(v, ptr, sc, w)
-		writeAs()
-	case "workflow":
-		d.childNode(v, ptr, sc, w)
-		writeAs()
-	case "judge":
-		if st := v.get("state"); st != nil && st.kind == 'o' && len(st.mem) == 0 {
-			d.sh.add(st.off, ptr+"/state", CodeInvalidValue, "a judge's state is a non-empty map of what it sees")
-		}
-		if id := d.schemaRef(v, ptr, "out"); id != "" {
-			d.questionSchema(id, ptr+"/out", v.get("out").off)
-		}
-		writeAs()
-		if av != nil {
-			sc.add(as + "$answers")
-		}
-	case "pick":
-		if p, pv := d.nonEmpty(v, ptr, "itemsPath"); pv != nil {
-			d.read(sc, p, pv.off, ptr+"/itemsPath", w)
-		}
-		d.nonEmpty(v, ptr, "instructions")
-		if _, dv := d.nonEmpty(v, ptr, "describe"); dv != nil {
-			d.reads(sc, dv, ptr+"/describe", where{item: true, siblings: w.siblings})
-		}
-		if f := v.get("allowNone"); f != nil && f.kind != 'b' {
-			d.sh.add(f.off, ptr+"/allowNone", CodeWrongType, "allowNone is true or false")
-		}
-		writeAs()
-	case "sift":
-		if p, pv := d.nonEmpty(v, ptr, "itemsPath"); pv != nil {
-			d.read(sc, p, pv.off, ptr+"/itemsPath", w)
-		}
-		if _, dv := d.nonEmpty(v, ptr, "describe"); dv != nil {
-			d.reads(sc, dv, ptr+"/describe", where{item: true, siblings: w.siblings})
-		}
-		id := d.schemaRef(v, ptr, "out")
-		if id != "" {
-			d.questionSchema(id, ptr+"/out", v.get("out").off)
-		}
-		if k := d.object(v, ptr, "keep"); k != nil {
-			d.fields(k, ptr+"/keep", "keep", []string{"path", "gte"}, []string{"path"})
-			kp, kv := d.nonEmpty(k, ptr+"/keep", "path")
-			if kv != nil && id != "" {
-				d.keepPath(id, kp, kv.off, ptr+"/keep/path")
-			}
-			if x, f, ok := d.number(k, ptr+"/keep", "gte"); ok && x < 0 {
-				d.sh.add(f.off, ptr+"/keep/gte", CodeOutOfBounds, "keep.gte is a probability, a confidence or a score level: at least 0")
-			}
-		}
-		writeAs()
-	case "route":
-		d.route(v, ptr, sc, w)
-		writeAs()
-		if av != nil {
-			sc.add(as + "$answers")
-		}
+	if k := kinds[kind]; k.check != nil {
+		k.check(&nodeCheck{d: d, v: v, ptr: ptr, sc: sc, w: w, kind: kind, av: av, lv: lv, label: label, as: as})
 	}
 }
 
@@ -1044,51 +872,8 @@ func writesOf(v *value) *scope {
 				s.add(as.str + "$answers")
 			}
 		}
-		switch kind {
-		case "agent", "decide", "extract":
-			if as == nil && label != nil && label.kind == 's' {
-				s.add(label.str)
-				if v.get("verify") != nil {
-					s.add(label.str + "$verify")
-				}
-			} else if as != nil && as.kind == 's' && v.get("verify") != nil {
-				s.add(as.str + "$verify")
-			}
-		case "code":
-			if as == nil {
-				if c := v.get("code"); c != nil && c.kind == 's' {
-					keys, known, err := parseCode(c.str)
-					if err == nil && known {
-						for _, k := range keys {
-							s.add(k)
-						}
-					} else {
-						s.open = true
-					}
-				}
-			}
-		case "report":
-			s.add("report_markdown")
-		case "chain":
-			if st := v.get("steps"); st != nil {
-				for _, e := range st.elems {
-					walk(e)
-				}
-			}
-		case "loop":
-			walk(v.get("body"))
-		case "parallel":
-			if b := v.get("branches"); b != nil {
-				for _, e := range b.elems {
-					walk(e)
-				}
-			}
-		case "route":
-			if b := v.get("branches"); b != nil && b.kind == 'o' {
-				for _, m := range b.mem {
-					walk(m.val.get("body"))
-				}
-			}
+		if k := kinds[kind]; k != nil && k.writes != nil {
+			k.writes(s, v, as, label, walk)
 		}
 	}
 	walk(v)
@@ -1220,7 +1005,7 @@ func (d *doc) childNode(v *value, ptr string, sc *scope, w where) {
 			return
 		}
 		// The named child is validated on its own; its errors are reported at this node.
-		sub := &shared{lines: newLineIndex(raw), opt: d.sh.opt, stack: append(append([]string{}, d.sh.stack...), name)}
+		sub := &shared{lines: newLineIndex(raw), opt: d.sh.opt, stack: append(append([]string{}, d.sh.stack...), name), maps: d.sh.maps, conc: d.sh.conc}
 		croot, perr := parse(raw, &sub.errs, sub.lines)
 		if perr == nil {
 			cd := &doc{sh: sub, labels: map[string]string{}}

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestRunnable(t *testing.T) {
 // TestRunCode: a code node's function runs on a frozen copy of state, deterministically, with
 // none of the host reachable, and is cut off at its time limit.
 func TestRunCode(t *testing.T) {
-	out, err := RunCode("(s) => ({ total: s.items.reduce((a, b) => a + b, 0) })", map[string]any{"items": []any{1, 2, 3}})
+	out, err := RunCode(context.Background(), "(s) => ({ total: s.items.reduce((a, b) => a + b, 0) })", map[string]any{"items": []any{1, 2, 3}})
 	if err != nil || string(out) != `{"total":6}` {
 		t.Fatalf("got %s, %v", out, err)
 	}
@@ -69,11 +70,11 @@ func TestRunCode(t *testing.T) {
 		"(s) => { s.items.push(4); return s }",
 		"(s) => new Function('return 1')()",
 	} {
-		if out, err := RunCode(src, map[string]any{"items": []any{1}}); err == nil {
+		if out, err := RunCode(context.Background(), src, map[string]any{"items": []any{1}}); err == nil {
 			t.Errorf("%s: ran and returned %s, want refused", src, out)
 		}
 	}
-	if _, err := RunCode("(s) => { while (true) {} }", nil); err == nil || !strings.Contains(err.Error(), "time limit") {
+	if _, err := RunCode(context.Background(), "(s) => { while (true) {} }", nil); err == nil || !strings.Contains(err.Error(), "time limit") {
 		t.Fatalf("endless loop: want the time limit, got %v", err)
 	}
 }

@@ -6,11 +6,11 @@ from typing import Any, Optional
 
 
 class AgentrunError(Exception):
-    """A failed call. code is the server's stable code (NotFound, AgentRunFinished, ...: the README's
-    table), message its text and field the path of the field at fault; status is the HTTP status
-    (None when the client decided: a run that failed raises its status.reason as the code, such as
-    ModelError or UserCancelled; a wait that ran out raises Timeout; no server found, NoServer; a
-    server that cannot be reached, Unreachable)."""
+    """A failed call. code is the server's stable code (NotFound, AgentRunFinished, ...: the table in
+    docs/limits-and-errors.md), message its text and field the path of the field at fault; status is
+    the HTTP status (None when the client decided: a run that failed raises its status.reason as the
+    code, such as ModelError or UserCancelled; a wait that ran out raises Timeout; no server found,
+    NoServer; a server that cannot be reached, Unreachable)."""
 
     def __init__(self, code: str, message: str, field: Optional[str] = None, status: Optional[int] = None,
                  run: Optional[Any] = None) -> None:

@@ -19,6 +19,8 @@ Money = Union[str, int, Decimal]
 # Message kinds send() takes: a follow-up prompt, or the answer to the run's question. Both are
 # messages to the server; the run reads the next one where it is (a question, or its next turn).
 SEND_KINDS = ("message", "answer")
+# What a message to a busy run does (send(..., if_busy=...), an agent's spec.ifBusy).
+IF_BUSY_MODES = ("enqueue", "reject", "interrupt", "rollback")
 
 
 def usd(value: Money, field: str) -> str:
@@ -83,16 +85,23 @@ class Run:
                     raise
             # A quiet stream timed out, or the server closed it: resume after the last entry.
 
-    def send(self, kind: str, text: str, key: Optional[str] = None) -> bool:
+    def send(self, kind: str, text: str, key: Optional[str] = None, if_busy: Optional[str] = None) -> bool:
         """Send the run a message: kind "message" (a follow-up prompt, read after the current
         turn) or "answer" (to the question it asked). A key makes the send idempotent: the same key
         delivers once. Returns whether this call delivered it. A finished run refuses with
-        AgentRunFinished."""
+        AgentRunFinished. if_busy says what the message does if the run has a turn in flight:
+        "enqueue" (wait for the turn's end), "reject" (refused with RunBusy, nothing stored),
+        "interrupt" (stop the turn now) or "rollback" (discard the turn); None: the agent's
+        spec.ifBusy, else enqueue."""
         if kind not in SEND_KINDS:
             raise AgentrunError("Invalid", f"kind {kind!r}: use one of {', '.join(SEND_KINDS)}", field="kind")
+        if if_busy is not None and if_busy not in IF_BUSY_MODES:
+            raise AgentrunError("Invalid", f"if_busy {if_busy!r}: use one of {', '.join(IF_BUSY_MODES)}", field="ifBusy")
         body: Dict[str, Any] = {"payload": text}
         if key:
             body["messageKey"] = key
+        if if_busy:
+            body["ifBusy"] = if_busy
         out = self.client.request("POST", path_of("agentruns", self.name, "messages"), body) or {}
         seq = int((out.get("message") or {}).get("seq", 0))
         with self._lock:
@@ -105,6 +114,22 @@ class Run:
 
     def delete(self) -> None:
         self.client.request("DELETE", path_of("agentruns", self.name))
+
+    def fork(self, at_step: str, *, name: Optional[str] = None, message: Optional[str] = None,
+             max_cost_usd: Optional[Money] = None) -> "Run":
+        """A new run that holds this run's completed steps up to and including at_step (a key as
+        steps() shows it) and its folder as that step left it, and goes on live from there; with
+        message, a user message at the fork point first. Copied steps are not billed again. This
+        run is not changed. Refused with StepNotFound, StepNotCompleted or RunPurged."""
+        body: Dict[str, Any] = {"atStep": at_step}
+        if name:
+            body["name"] = name
+        if message:
+            body["message"] = message
+        if max_cost_usd is not None:
+            body["maxCostUSD"] = usd(max_cost_usd, "max_cost_usd")
+        out = self.client.request("POST", path_of("agentruns", self.name, "fork"), body) or {}
+        return Run(str((out.get("metadata") or {}).get("name", "")), agent=self.agent, client=self._client)
 
     def read_file(self, path: str) -> bytes:
         """A file of the run's folder."""
@@ -220,12 +245,14 @@ class ClaudeAgent:
     "sonnet"]) is applied to the server on first use (created, or updated to this definition: a new
     revision when it differs). On the server's access (the default) each prompt is routed to a family
     in families; api_key_secret="anthropic-key" runs it on your own key (model defaults to
-    claude-sonnet-4-5). spec adds any other field of the Agent's spec as the API names it."""
+    claude-sonnet-4-5). if_busy is the default of what a message to a busy run does (see
+    AgentRun.send). spec adds any other field of the Agent's spec as the API names it."""
 
     def __init__(self, name: str, system: Optional[str] = None, families: Optional[Sequence[str]] = None,
                  api_key_secret: Optional[str] = None, *, model: Optional[str] = None,
                  provider: Optional[str] = None, tools: Optional[Sequence[str]] = None,
                  max_tokens: Optional[int] = None, per_run_max_cost: Optional[Money] = None,
+                 if_busy: Optional[str] = None,
                  spec: Optional[Dict[str, Any]] = None, client: Optional[Client] = None) -> None:
         self.name = name
         self.project: Optional[str] = None
@@ -257,6 +284,8 @@ class ClaudeAgent:
             s["maxTokens"] = max_tokens
         if per_run_max_cost is not None:
             s["perRunMaxCostUSD"] = usd(per_run_max_cost, "spec.perRunMaxCostUSD")
+        if if_busy is not None:
+            s["ifBusy"] = if_busy  # what a message to a busy run does by default (see send)
         self._spec = s
 
     @classmethod

@@ -138,12 +138,14 @@ class Step(View):
     attempt: int = 0
     result: Any = None
     error: str = ""
+    # The run a fork copied this step from ("" for a step of the run's own).
+    copied_from: str = ""
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> "Step":
         return Step(raw=dict(d), seq=int(d.get("seq", 0)), key=str(d.get("key", "")), kind=str(d.get("kind", "")),
                     state=str(d.get("state", "")), title=str(d.get("title", "")), attempt=int(d.get("attempt", 0)),
-                    result=d.get("result"), error=str(d.get("error", "")))
+                    result=d.get("result"), error=str(d.get("error", "")), copied_from=str(d.get("copiedFrom", "")))
 
 
 @dataclass

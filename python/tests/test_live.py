@@ -1,5 +1,5 @@
 """The client against a real server (found from AGENTRUN_URL and AGENTRUN_TOKEN) whose model is the
-scripted model server running tests/model-script.yaml. The Go test e2e/python_client_test.go
+scripted model server running tests/model-script.yaml. The Go test e2e/clients/python_client_test.go
 starts both and runs this suite; without AGENTRUN_URL every test here is skipped."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import subprocess
 import sys
 import unittest
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import agentrun
@@ -30,7 +31,7 @@ def _time(s: str) -> datetime:
     return datetime.fromisoformat(f"{m.group(1)}.{frac}{tz}")
 
 
-@unittest.skipUnless(os.environ.get("AGENTRUN_URL"), "no server: set AGENTRUN_URL and AGENTRUN_TOKEN (e2e/python_client_test.go does)")
+@unittest.skipUnless(os.environ.get("AGENTRUN_URL"), "no server: set AGENTRUN_URL and AGENTRUN_TOKEN (e2e/clients/python_client_test.go does)")
 class LiveTest(unittest.TestCase):
     def setUp(self) -> None:
         agentrun.configure()  # from the environment, as a user's program would find it
@@ -75,7 +76,8 @@ class LiveTest(unittest.TestCase):
         self.assertTrue(run.send("message", "second", key="k-2"))
         self.assertFalse(run.send("message", "second", key="k-2"))  # the same key delivers once
         self.assertEqual(run.answer(timeout=WAIT), "Staging: second -- all quiet.")
-        run.send("message", "third")
+        # Waiting for its next message, the run is not busy: reject is taken as any message.
+        self.assertTrue(run.send("message", "third", if_busy="reject"))
         self.assertEqual(run.answer(timeout=WAIT), "Third turn: third")
         st = run.status()
         self.assertEqual([t.family for t in st.turns], ["haiku"] * 3)
@@ -123,6 +125,22 @@ class LiveTest(unittest.TestCase):
         self.assertEqual(run.answer(timeout=WAIT), "I will cover Europe.")
         self.assertEqual(run.status().phase, "Succeeded")
 
+    # A fork at the run's answer copies every step: it answers the same at no cost, and the
+    # original is untouched; a key the run has no step for is refused with its code.
+    def test_fork(self) -> None:
+        run = agentrun.ClaudeAgent("py-geo", families=["haiku"]).submit("What is the capital of France?")
+        self.assertEqual(run.answer(timeout=WAIT), "Paris.")
+        last = [s for s in run.steps() if s.kind == "model"][-1]
+        fork = run.fork(last.key, max_cost_usd="0.10")
+        self.assertNotEqual(fork.name, run.name)
+        self.assertEqual(fork.answer(timeout=WAIT), "Paris.")
+        steps = fork.steps()
+        self.assertTrue(steps and all(s.copied_from == run.name for s in steps), steps)
+        self.assertEqual([s.key for s in steps], [s.key for s in run.steps()])
+        self.assertEqual(Decimal(fork.status().cost.total_usd), 0)
+        e = self.error(run.fork, "t9/tool/0")
+        self.assertEqual((e.code, e.status, e.field), ("StepNotFound", 404, "atStep"))
+
     def test_errors_carry_the_server_code(self) -> None:
         e = self.error(agentrun.Run("no-such-run").status)
         self.assertEqual((e.code, e.status), ("NotFound", 404))
@@ -135,6 +153,10 @@ class LiveTest(unittest.TestCase):
         self.assertEqual((e.code, e.status), ("PayloadTooLarge", 413))
         e = self.error(agentrun.Run("no-such-run").send, "shout", "hi")
         self.assertEqual((e.code, e.field), ("Invalid", "kind"))
+        e = self.error(agentrun.Run("no-such-run").send, "message", "hi", if_busy="soon")
+        self.assertEqual((e.code, e.field), ("Invalid", "ifBusy"))
+        e = self.error(agentrun.ClaudeAgent("py-bad", if_busy="soon").ensure)
+        self.assertEqual((e.code, e.field, e.status), ("Invalid", "spec.ifBusy", 422))
         e = self.error(agentrun.AgentGroup.create, "py-group-of-nobody", agent="nobody")
         self.assertEqual((e.code, e.status), ("AgentNotFound", 404))
         wrong = agentrun.Client(url=agentrun.default_client().url, token="wrong")

@@ -334,13 +334,24 @@ func listen(e *Env) (int, error) {
 }
 
 // HostNetworkSharer is implemented by a sandbox provider that says whether
-// its sandboxes with the network allowed share the host's network (as local
-// does, so they reach the host's loopback) or get one of their own behind
-// NAT (docker's bridge). A provider that does not implement it shares the
-// host's.
+// its sandboxes with the network allowed share the host's network (so they
+// reach the host's loopback) or get one of their own (local's behind
+// slirp4netns, docker's bridge). A provider that does not implement it
+// shares the host's.
 type HostNetworkSharer interface {
 	SharesHostNetwork() bool
 }
+
+// NetworkAvailabler is implemented by a sandbox provider whose sandboxes with the network
+// allowed need more of the machine than its others (local's need slirp4netns): where they
+// cannot be made, the network half of IsolationNetwork skips with its reason.
+type NetworkAvailabler interface {
+	NetworkAvailable() computer.Availability
+}
+
+// defaultRoute prints the interface of a default route other than lo (/proc/net/route lists
+// destination 0.0.0.0 as 00000000), or nothing.
+const defaultRoute = `awk 'NR > 1 && $2 == "00000000" && $1 != "lo" {print $1; exit}' /proc/net/route`
 
 func checkIsolationNetwork(e *Env) error {
 	port, err := listen(e)
@@ -359,10 +370,10 @@ func checkIsolationNetwork(e *Env) error {
 	if r.ExitCode == 0 || strings.Contains(r.Stdout, "pong") {
 		return fmt.Errorf("a sandbox without network reached the host's 127.0.0.1:%d: %q", port, r.Stdout)
 	}
-	if h, ok := e.Provider.(HostNetworkSharer); ok && !h.SharesHostNetwork() {
-		return Skip{fmt.Sprintf("half checked: a sandbox without network is cut off; with the network allowed, a %s sandbox "+
-			"gets a network namespace of its own (behind NAT), where 127.0.0.1 is its own loopback, not the host's, "+
-			"so reaching the host's 127.0.0.1 does not apply (the provider's own tests check its allowed network)", e.Provider.Name())}
+	if n, ok := e.Provider.(NetworkAvailabler); ok {
+		if a := n.NetworkAvailable(); !a.Available {
+			return Skip{"half checked: a sandbox without network is cut off; one with the network allowed cannot be made here: " + a.Reason}
+		}
 	}
 	open, _, err := sandbox(e, "net", func(s *computer.Spec) { s.Network = true })
 	if err != nil {
@@ -371,6 +382,21 @@ func checkIsolationNetwork(e *Env) error {
 	r, err = exec(e, open, dial, 30*time.Second)
 	if err != nil {
 		return err
+	}
+	if h, ok := e.Provider.(HostNetworkSharer); ok && !h.SharesHostNetwork() {
+		// A network of its own: routed somewhere, and its 127.0.0.1 is its own, not the host's
+		// (the provider's own tests check what else of the host it cannot reach).
+		if r.ExitCode == 0 || strings.Contains(r.Stdout, "pong") {
+			return fmt.Errorf("a %s sandbox with network allowed reached the host's 127.0.0.1:%d: %q", e.Provider.Name(), port, r.Stdout)
+		}
+		route, err := want(e, open, defaultRoute)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(route) == "" {
+			return fmt.Errorf("a %s sandbox with network allowed has no default route", e.Provider.Name())
+		}
+		return nil
 	}
 	if r.ExitCode != 0 || r.Stdout != "pong\n" {
 		return fmt.Errorf("a sandbox with network allowed could not reach the host's 127.0.0.1:%d: exit %d %q %q", port, r.ExitCode, r.Stdout, r.Stderr)

@@ -376,6 +376,64 @@ func TestDesktopBuildFailure(t *testing.T) {
 	}
 }
 
+// TestDesktopImageWithoutShell: a desktop whose image cannot run its first command (here
+// /bin/sh, which starts Xvfb and then the helper) fails to start with an error naming that
+// program and the image, not the server's executable (which was never reached), and leaves no
+// container.
+func TestDesktopImageWithoutShell(t *testing.T) {
+	desktopAvailable(t)
+	p := &Provider{desktopDockerfileExtra: "\nRUN rm /bin/sh\n"}
+	img := p.desktopImage()
+	cli, _ := p.client()
+	t.Cleanup(func() {
+		// Its own tag; the parents it shares with the usual desktop image have other children,
+		// so only what this image added goes.
+		if _, err := cli.ImageRemove(context.Background(), img.tag, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil {
+			t.Errorf("remove test image: %v", err)
+		}
+	})
+	if err := p.PrepareKind(t.Context(), computer.KindDesktop); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var logged []string
+	prev := logf
+	logf = func(format string, args ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	defer func() { logf = prev }()
+	_, err := p.Create(t.Context(), computer.Spec{Run: "noshell", Folder: t.TempDir(), Kind: computer.KindDesktop})
+	if err == nil {
+		t.Fatal("a desktop started on an image without /bin/sh")
+	}
+	// A program missing at start is tried once more with a new container (the engine once
+	// started one before its root was there), and said so; not more than once.
+	mu.Lock()
+	tries := 0
+	for _, l := range logged {
+		if strings.Contains(l, "could not run /bin/sh at start; trying once more") {
+			tries++
+		}
+	}
+	mu.Unlock()
+	if tries != 1 {
+		t.Errorf("retries logged %d, want 1: %q", tries, logged)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "exec /bin/sh failed: No such file or directory) (the image's /bin/sh could not be run: image "+img.tag+" must have it") ||
+		strings.Contains(msg, "C library") {
+		t.Fatalf("Create on an image without /bin/sh: %v", err)
+	}
+	t.Log(msg)
+	list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", labelRun+"=noshell"))})
+	if err != nil || len(list) != 0 {
+		t.Fatalf("containers left: %v %v", list, err)
+	}
+}
+
 // TestDesktopContainer checks a desktop's container is a sandbox's (no network unless allowed,
 // read-only image, no capabilities, limits, removed at close), that its X server listens on its
 // socket in /tmp only (not on TCP, not on the abstract socket), and measures creating desktops

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -75,6 +76,32 @@ type xLaunch struct {
 // x, the container's command is x.script, which starts the X server before
 // the helper.
 func start(ctx context.Context, cli *client.Client, tag, base string, spec computer.Spec, x *xLaunch) (*Sandbox, error) {
+	s, err := startOnce(ctx, cli, tag, base, spec, x)
+	var gone *missingAtStart
+	if errors.As(err, &gone) && ctx.Err() == nil {
+		// Seen once in CI under heavy load: a desktop container's tini could not find the
+		// image's /bin/sh, while containers of the same image before and after (and the
+		// image's own build, which runs sh) had it: the engine started the container before
+		// its root was there. A second container settles which it is; an image that really
+		// lacks the program fails the same way again, with the same message.
+		logf("docker container of image %s could not run %s at start; trying once more with a new container", tag, gone.program)
+		s, err = startOnce(ctx, cli, tag, base, spec, x)
+	}
+	return s, err
+}
+
+// missingAtStart is the error of a container whose first program (the helper or the image's
+// /bin/sh) was not found when the container started.
+type missingAtStart struct {
+	program string
+	err     error
+}
+
+func (e *missingAtStart) Error() string { return e.err.Error() }
+func (e *missingAtStart) Unwrap() error { return e.err }
+
+// startOnce is one try of start.
+func startOnce(ctx context.Context, cli *client.Client, tag, base string, spec computer.Spec, x *xLaunch) (*Sandbox, error) {
 	folder, err := filepath.Abs(spec.Folder)
 	if err != nil {
 		return nil, err
@@ -90,67 +117,10 @@ func start(ctx context.Context, cli *client.Client, tag, base string, spec compu
 		return nil, fmt.Errorf("find own executable for the sandbox helper: %w", err)
 	}
 	lim := spec.Limits.WithDefaults()
-	// The container's cgroup bounds memory and the process count: no
-	// RLIMIT_AS (it would also refuse programs that reserve much address
-	// space without using it), and no RLIMIT_NPROC (without a user
-	// namespace it would count every process of the server's user on the
-	// host).
-	argv := sandboxhelper.Argv(sandboxhelper.Limits{CPU: lim.CPUSeconds, MaxFile: 8 << 30})
 	user := fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
-	network := "none"
-	if spec.Network {
-		network = "bridge"
-	}
-	env := []string{"PATH=" + sandboxPath, "HOME=/home/agent", "LANG=C.UTF-8", "TERM=dumb", "TMPDIR=/tmp"}
-	entrypoint, cmd, kind := argv[:1], argv[1:], computer.KindSandbox
-	if x != nil {
-		env = append(env, "DISPLAY="+x.display)
-		entrypoint, cmd, kind = []string{"/bin/sh", "-c", x.script, "agentrun-desktop"}, argv, computer.KindDesktop
-	}
-	cfg := &container.Config{
-		Hostname:     "sandbox",
-		User:         user,
-		AttachStdin:  true,
-		AttachStdout: true,
-		AttachStderr: true,
-		OpenStdin:    true,
-		// The engine closes the helper's stdin when the server's attach
-		// connection ends: at Close, or when the server dies.
-		StdinOnce:  true,
-		Env:        env,
-		Entrypoint: entrypoint,
-		Cmd:        cmd,
-		Image:      tag,
-		WorkingDir: "/workspace",
-		Labels:     map[string]string{labelComputer: string(kind), labelRun: spec.Run},
-	}
-	if err := computer.CheckMounts(spec.Mounts); err != nil {
+	cfg, hc, err := containerConfig(spec, folder, self, tag, user, lim, x)
+	if err != nil {
 		return nil, err
-	}
-	binds := []string{folder + ":/workspace:rw", self + ":" + sandboxhelper.HelperPath + ":ro"}
-	for _, m := range spec.Mounts {
-		binds = append(binds, m.Source+":"+m.Target+map[bool]string{true: ":rw", false: ":ro"}[m.Writable])
-	}
-	initProc := true
-	pids := lim.Processes
-	hc := &container.HostConfig{
-		Binds:          binds,
-		NetworkMode:    container.NetworkMode(network),
-		AutoRemove:     true,
-		ReadonlyRootfs: true,
-		Tmpfs: map[string]string{
-			"/tmp":        "rw,nosuid,nodev,exec,mode=1777",
-			"/home/agent": "rw,nosuid,nodev,exec,mode=1777",
-		},
-		CapDrop:     []string{"ALL"},
-		SecurityOpt: []string{"no-new-privileges"},
-		IpcMode:     container.IpcMode("private"),
-		// docker-init as PID 1 reaps the orphans of the agent's commands.
-		Init: &initProc,
-		// The attach stream carries the helper's protocol (file contents
-		// included): keep no log of it.
-		LogConfig: container.LogConfig{Type: "none"},
-		Resources: container.Resources{Memory: lim.MemoryBytes, MemorySwap: lim.MemoryBytes, PidsLimit: &pids},
 	}
 	name := "agentrun-" + sandboxhelper.SafeName(spec.Run) + "-" + randomSuffix()
 	created, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
@@ -179,16 +149,7 @@ func start(ctx context.Context, cli *client.Client, tag, base string, spec compu
 	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	if _, err := s.Ping(pctx); err != nil {
-		err = fmt.Errorf("sandbox did not start: %w", err)
-		if tail := strings.TrimSpace(s.stderr.String()); tail != "" && !strings.Contains(err.Error(), tail) {
-			err = fmt.Errorf("%w: %s", err, tail)
-		}
-		if isDone(s.Done()) && !strings.Contains(err.Error(), "Xvfb did not start") {
-			// The helper is this executable, run in the image.
-			err = fmt.Errorf("%w (the server's executable, the sandbox's helper, could not run in image %s: it must be static "+
-				"or built against a C library the image has)", err, tag)
-		}
-		return nil, err
+		return nil, s.notStarted(err, tag)
 	}
 	s.info = []string{
 		"provider: docker (Docker Engine API " + cli.ClientVersion() + ")",
@@ -206,6 +167,122 @@ func start(ctx context.Context, cli *client.Client, tag, base string, spec compu
 	}
 	ok = true
 	return s, nil
+}
+
+// containerConfig is a sandbox's container: the helper as its command (started by x's script
+// for a desktop), the run folder and spec's mounts bound, user's ids, bounded by lim.
+func containerConfig(spec computer.Spec, folder, self, tag, user string, lim computer.Limits, x *xLaunch) (*container.Config, *container.HostConfig, error) {
+	// The container's cgroup bounds memory and the process count: no
+	// RLIMIT_AS (it would also refuse programs that reserve much address
+	// space without using it), and no RLIMIT_NPROC (without a user
+	// namespace it would count every process of the server's user on the
+	// host).
+	argv := sandboxhelper.Argv(sandboxhelper.Limits{CPU: lim.CPUSeconds, MaxFile: 8 << 30})
+	network := "none"
+	if spec.Network {
+		network = "bridge"
+	}
+	env := []string{"PATH=" + sandboxPath, "HOME=/home/agent", "LANG=C.UTF-8", "TERM=dumb", "TMPDIR=/tmp"}
+	entrypoint, cmd, kind := argv[:1], argv[1:], computer.KindSandbox
+	if x != nil {
+		env = append(env, "DISPLAY="+x.display)
+		entrypoint, cmd, kind = []string{"/bin/sh", "-c", x.script, "agentrun-desktop"}, argv, computer.KindDesktop
+	}
+	cfg := &container.Config{
+		Hostname:     "sandbox",
+		User:         user,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		// The engine closes the helper's stdin when the server's attach
+		// connection ends: at Close, or when the server dies.
+		StdinOnce:  true,
+		Env:        env,
+		Entrypoint: entrypoint,
+		Cmd:        cmd,
+		Image:      tag,
+		WorkingDir: "/workspace",
+		Labels:     map[string]string{labelComputer: string(kind), labelRun: spec.Run},
+	}
+	if err := computer.CheckMounts(spec.Mounts); err != nil {
+		return nil, nil, err
+	}
+	binds := []string{folder + ":/workspace:rw", self + ":" + sandboxhelper.HelperPath + ":ro"}
+	for _, m := range spec.Mounts {
+		binds = append(binds, m.Source+":"+m.Target+map[bool]string{true: ":rw", false: ":ro"}[m.Writable])
+	}
+	initProc := true
+	pids := lim.Processes
+	hc := &container.HostConfig{
+		Binds:          binds,
+		NetworkMode:    container.NetworkMode(network),
+		AutoRemove:     true,
+		ReadonlyRootfs: true,
+		Tmpfs: map[string]string{
+			"/tmp":        "rw,nosuid,nodev,exec,mode=1777",
+			"/home/agent": "rw,nosuid,nodev,exec,mode=1777",
+		},
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
+		IpcMode:     container.IpcMode("private"),
+		// docker-init as PID 1 reaps the orphans of the agent's commands.
+		Init: &initProc,
+		// The attach stream carries the helper's protocol (file contents
+		// included): keep no log of it.
+		LogConfig: container.LogConfig{Type: "none"},
+		Resources: container.Resources{Memory: lim.MemoryBytes, MemorySwap: lim.MemoryBytes, PidsLimit: &pids},
+	}
+	return cfg, hc, nil
+}
+
+// notStarted is the error of a sandbox whose helper did not answer (err): with what the
+// container wrote, and, when it has ended, why it could not start from image tag.
+func (s *Sandbox) notStarted(err error, tag string) error {
+	err = fmt.Errorf("sandbox did not start: %w", err)
+	if tail := strings.TrimSpace(s.stderr.String()); tail != "" && !strings.Contains(err.Error(), tail) {
+		err = fmt.Errorf("%w: %s", err, tail)
+	}
+	if isDone(s.Done()) {
+		if why := startFailure(s.stderr.String(), tag); why != "" {
+			err = fmt.Errorf("%w (%s)", err, why)
+		}
+		if m := tiniExec.FindStringSubmatch(s.stderr.String()); m != nil && strings.Contains(s.stderr.String(), m[0]+" No such file or directory") {
+			err = &missingAtStart{program: m[1], err: err}
+		}
+	}
+	return err
+}
+
+// tiniExec is what docker-init (tini, the container's PID 1) says when the command it starts
+// cannot be executed: "[FATAL tini (7)] exec /bin/sh failed: No such file or directory".
+var tiniExec = regexp.MustCompile(`\[FATAL tini \(\d+\)\] exec (\S+) failed:`)
+
+// startFailure explains, from the end of its stderr, why a container's first command ended
+// before the helper answered, or says nothing when the output explains itself (Xvfb's) or
+// names no program that could not run. The helper is this executable, run in the image: when
+// it is what could not run, the C library is the usual reason; when a program of the image
+// could not (a desktop's /bin/sh, which starts Xvfb and then the helper), the image is.
+func startFailure(stderr, tag string) string {
+	if strings.Contains(stderr, "Xvfb did not start") {
+		return ""
+	}
+	helper := func() string {
+		return fmt.Sprintf("the server's executable, the sandbox's helper, could not run in image %s: it must be static "+
+			"or built against a C library the image has", tag)
+	}
+	if m := tiniExec.FindStringSubmatch(stderr); m != nil {
+		if m[1] == sandboxhelper.HelperPath {
+			return helper()
+		}
+		return fmt.Sprintf("the image's %s could not be run: image %s must have it and what it needs; the helper was not reached", m[1], tag)
+	}
+	// A desktop's shell execs the helper last: dash says "exec: /.agentrun/helper: not found",
+	// the dynamic loader names the C library the helper needs and the image lacks.
+	if strings.Contains(stderr, sandboxhelper.HelperPath+":") {
+		return helper()
+	}
+	return ""
 }
 
 // demux splits the attach stream into the helper's stdout (to the client)

@@ -22,8 +22,8 @@ import (
 // xdotool and xwd, run in it like the agent's own commands).
 //
 // Xvfb listens on its socket in the sandbox's own /tmp only: not on TCP, and not on the
-// abstract socket, which lives in the network namespace and so would be reachable from the
-// host when the sandbox shares the host's network (see also freeDisplay).
+// abstract socket, which lives in the network namespace (every sandbox has its own now, with
+// the network allowed too, so that and freeDisplay are belt and braces).
 
 // desktopPrograms are the programs a desktop runs from the host's /usr, by the Debian package
 // each comes in.

@@ -11,9 +11,10 @@
 // /bin, /lib... links or folders into it) and a few files of /etc read-only,
 // a fresh /dev, and /tmp, /dev/shm and home as tmpfs mounts of bounded size (TmpBytes...), the
 // root and /dev read-only, its own /proc (read-only); nothing else of the host (no /root,
-// /home, data folder or other runs' folders). Its own PID, IPC, UTS and cgroup
-// namespaces, and network namespace unless the network is allowed (then it
-// shares the host's). No capabilities, no new privileges (bwrap sets
+// /home, data folder or other runs' folders). Its own PID, IPC, UTS, cgroup and
+// network namespaces: without network it has only its own loopback; with the
+// network allowed, user-mode networking by slirp4netns that reaches the
+// outside but not the host (network.go). No capabilities, no new privileges (bwrap sets
 // no_new_privs), its own session (no terminal injection), killed when the
 // server dies (--die-with-parent).
 //
@@ -52,6 +53,9 @@ import (
 type Provider struct {
 	// Bwrap is the bwrap binary; default: "bwrap" on PATH.
 	Bwrap string
+	// Slirp4netns is the slirp4netns binary, which gives a sandbox with the network allowed its
+	// network (network.go); default: "slirp4netns" on PATH.
+	Slirp4netns string
 
 	mu     sync.Mutex
 	probed bool // a probe sandbox worked once
@@ -61,6 +65,10 @@ type Provider struct {
 func New() *Provider { return &Provider{} }
 
 func (p *Provider) Name() string { return "local" }
+
+// SharesHostNetwork reports false: a sandbox with the network allowed has a network namespace of
+// its own, behind slirp4netns, that does not reach the host (see computertest and network.go).
+func (p *Provider) SharesHostNetwork() bool { return false }
 
 // Kinds: sandbox, and desktop (a sandbox with an X display, see desktop.go), which needs
 // more programs on this machine: KindAvailable says whether they are there.
@@ -77,8 +85,20 @@ func (p *Provider) bwrap() (string, error) {
 }
 
 // Available checks that bwrap is installed and can make the namespaces a
-// sandbox needs (a container or sysctl may forbid user namespaces).
+// sandbox needs (a container or sysctl may forbid user namespaces). Its note
+// (Reason, while available) says when a sandbox with the network allowed
+// cannot be made here, and what to install.
 func (p *Provider) Available(ctx context.Context) computer.Availability {
+	a := p.available(ctx)
+	if a.Available {
+		if _, err := p.netTools(); err != nil {
+			a.Reason = err.Error()
+		}
+	}
+	return a
+}
+
+func (p *Provider) available(ctx context.Context) computer.Availability {
 	bw, err := p.bwrap()
 	if err != nil {
 		return computer.Availability{Reason: "bubblewrap not installed: apt-get install bubblewrap"}
@@ -93,7 +113,7 @@ func (p *Provider) Available(ctx context.Context) computer.Availability {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	args := append(baseArgs(false, computer.DefaultLimits), "--", "/bin/true")
+	args := append(baseArgs(computer.DefaultLimits), "--", "/bin/true")
 	out, err := exec.CommandContext(ctx, bw, args...).CombinedOutput()
 	if err != nil {
 		return computer.Availability{Reason: fmt.Sprintf("bubblewrap cannot make a sandbox here (%v): %s",
@@ -135,17 +155,15 @@ func tmpfsSizes(lim computer.Limits) (tmp, home, shm int64) {
 	return min(TmpBytes, m/4), min(HomeBytes, m/8), min(ShmBytes, m/16)
 }
 
-// baseArgs are the bwrap arguments every sandbox has.
-func baseArgs(network bool, lim computer.Limits) []string {
+// baseArgs are the bwrap arguments every sandbox has: a network namespace of its own among them,
+// with the network allowed too (create attaches slirp4netns to it then).
+func baseArgs(lim computer.Limits) []string {
 	tmp, home, shm := tmpfsSizes(lim)
 	a := []string{
 		"--die-with-parent", "--new-session",
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net",
 		"--hostname", "sandbox",
 		"--ro-bind", "/usr", "/usr",
-	}
-	if !network {
-		a = append(a, "--unshare-net")
 	}
 	// /bin, /lib... are links into /usr on merged-/usr systems, folders on
 	// older ones: make them the same inside.
@@ -207,10 +225,17 @@ type launch struct {
 
 // create starts a sandbox around spec.Folder, its helper wrapped as l says (nil: as is).
 func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*Sandbox, error) {
-	if a := p.Available(ctx); !a.Available {
+	if a := p.available(ctx); !a.Available {
 		return nil, errors.New(a.Reason)
 	}
 	bw, _ := p.bwrap()
+	var sn *sandboxNet
+	if spec.Network {
+		var err error
+		if sn, err = p.newSandboxNet(); err != nil {
+			return nil, err
+		}
+	}
 	folder, err := filepath.Abs(spec.Folder)
 	if err != nil {
 		return nil, err
@@ -223,13 +248,18 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 		return nil, fmt.Errorf("find own executable for the sandbox helper: %w", err)
 	}
 	lim := spec.Limits.WithDefaults()
-	s := &Sandbox{spec: spec, limits: lim}
+	s := &Sandbox{spec: spec, limits: lim, net: sn}
 	cg, cgErr := newCgroups(sandboxhelper.SafeName(spec.Run), lim)
 	s.cg = cg
 	started := false
 	defer func() {
-		if !started && cg != nil {
-			cg.remove()
+		if !started {
+			if cg != nil {
+				cg.remove()
+			}
+			if sn != nil {
+				sn.close()
+			}
 		}
 	}()
 	hl := sandboxhelper.Limits{CPU: lim.CPUSeconds, NProc: lim.Processes, AS: lim.MemoryBytes, MaxFile: 8 << 30}
@@ -247,49 +277,23 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 	for i := range cgFiles {
 		hl.CgroupFDs = append(hl.CgroupFDs, 4+i) // after the arguments pipe at fd 3
 	}
-	// bwrap mounts every bind nosuid and nodev, so a setuid program or device node planted in the
-	// run folder is inert inside (e2e TestSandboxCannotPlantSetuid checks the mount).
-	args := append(baseArgs(spec.Network, lim),
-		"--bind", folder, "/workspace", "--chdir", "/workspace",
-		"--ro-bind", self, sandboxhelper.HelperPath)
 	if err := computer.CheckMounts(spec.Mounts); err != nil {
 		return nil, err
 	}
-	for _, m := range spec.Mounts {
-		args = append(args, map[bool]string{true: "--bind", false: "--ro-bind"}[m.Writable], m.Source, m.Target)
-	}
+	args, extra := bwrapArgs(lim, folder, self, spec.Mounts, cgFiles, sn, l)
 	helper := sandboxhelper.Argv(hl)
 	if l != nil {
-		args = append(args, l.args...)
 		helper = l.wrap(helper)
 	}
-	// Last, once every mount point is made: nothing but the run folder and the sized tmpfs mounts
-	// is writable.
-	args = append(args, "--remount-ro", "/dev", "--remount-ro", "/")
-	// bwrap reads its options from a pipe (--args), so that the sandbox's
-	// PID 1 (bwrap itself) does not show host paths in its command line.
-	argsR, argsW, err := os.Pipe()
+	argsR, err := argsPipe(args)
 	if err != nil {
 		return nil, err
 	}
 	defer argsR.Close()
-	var nul bytes.Buffer
-	for _, a := range args {
-		nul.WriteString(a)
-		nul.WriteByte(0)
-	}
-	if nul.Len() > 60<<10 {
-		argsW.Close()
-		return nil, errors.New("bwrap arguments exceed a pipe's buffer")
-	}
-	if _, err := argsW.Write(nul.Bytes()); err != nil {
-		argsW.Close()
-		return nil, err
-	}
-	argsW.Close()
 	bwArgs := append([]string{bw, "--args", "3", "--"}, helper...)
 	cmd := exec.Command(bw, bwArgs[1:]...)
-	cmd.ExtraFiles = append([]*os.File{argsR}, cgFiles...) // fd 3, then the cgroups' from fd 4
+	extra[0] = argsR
+	cmd.ExtraFiles = extra
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	s.stderr = sandboxhelper.NewTailBuffer(8 << 10)
 	cmd.Stderr = s.stderr
@@ -306,24 +310,12 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 		return nil, fmt.Errorf("start bwrap: %w", err)
 	}
 	started = true // from here on Close removes the cgroups
+	if sn != nil {
+		sn.closeBwrapEnds()
+	}
 	s.Client = sandboxhelper.NewClient(stdin, stdout, s.stderr.String)
 
-	s.info = []string{
-		"provider: local (bubblewrap)",
-		"workspace: " + folder + " at /workspace",
-		fmt.Sprintf("network: %v", map[bool]string{true: "shared with the host", false: "none (own network namespace)"}[spec.Network]),
-		mountsInfo(spec.Mounts),
-		fmt.Sprintf("rlimits per process: CPU %d s, processes %d, address space %s", lim.CPUSeconds, lim.Processes,
-			map[bool]string{true: "not set (memory cgroup)", false: fmt.Sprint(lim.MemoryBytes) + " bytes"}[hl.AS == 0]),
-	}
-	if cg != nil {
-		s.info = append(s.info, fmt.Sprintf("cgroup: %v (pids.max %d, memory %v) holds every command; the sandbox's helper is outside it", cg.dirs, lim.Processes, cg.memory))
-	} else {
-		s.info = append(s.info, "cgroup: none ("+cgErr.Error()+")")
-		if os.Geteuid() == 0 {
-			s.info = append(s.info, "WARNING: process count not bounded (root ignores RLIMIT_NPROC and no cgroup)")
-		}
-	}
+	s.info = sandboxInfo(folder, spec.Mounts, lim, hl.AS == 0, cg, cgErr)
 
 	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -333,7 +325,86 @@ func (p *Provider) create(ctx context.Context, spec computer.Spec, l *launch) (*
 		return nil, fmt.Errorf("sandbox did not start: %v: %s", err, strings.TrimSpace(s.stderr.String()))
 	}
 	s.pidNS = ns
+	if sn != nil {
+		// Once the helper answers, so bwrap has set up the namespace (its loopback, which
+		// slirp4netns must not race), and before Create returns, so before any command runs.
+		if err := sn.started(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("give the sandbox its network: %w", err)
+		}
+		s.info[2] = sn.describe()
+	}
 	return s, nil
+}
+
+// bwrapArgs are bwrap's options for a sandbox on folder, the helper self bound in, mounts (checked)
+// bound, sn's network and l's launch added; extra are the files it passes from fd 3: a place for
+// the arguments pipe, the cgroups' cgFiles, then sn's.
+func bwrapArgs(lim computer.Limits, folder, self string, mounts []computer.Mount, cgFiles []*os.File, sn *sandboxNet, l *launch) (args []string, extra []*os.File) {
+	// bwrap mounts every bind nosuid and nodev, so a setuid program or device node planted in the
+	// run folder is inert inside (e2e TestSandboxCannotPlantSetuid checks the mount).
+	args = append(baseArgs(lim),
+		"--bind", folder, "/workspace", "--chdir", "/workspace",
+		"--ro-bind", self, sandboxhelper.HelperPath)
+	for _, m := range mounts {
+		args = append(args, map[bool]string{true: "--bind", false: "--ro-bind"}[m.Writable], m.Source, m.Target)
+	}
+	extra = append([]*os.File{nil}, cgFiles...) // fd 3 (the arguments pipe), then the cgroups' from fd 4
+	if sn != nil {
+		args = append(args, sn.bwrapArgs(3+len(extra), 3+len(extra)+1)...)
+		extra = append(extra, sn.infoW, sn.resolvR)
+	}
+	if l != nil {
+		args = append(args, l.args...)
+	}
+	// Last, once every mount point is made: nothing but the run folder and the sized tmpfs mounts
+	// is writable.
+	return append(args, "--remount-ro", "/dev", "--remount-ro", "/"), extra
+}
+
+// argsPipe is a pipe holding bwrap's options NUL-separated, its read end to pass as fd 3 for
+// --args: so that the sandbox's PID 1 (bwrap itself) does not show host paths in its command line.
+func argsPipe(args []string) (*os.File, error) {
+	argsR, argsW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer argsW.Close()
+	var nul bytes.Buffer
+	for _, a := range args {
+		nul.WriteString(a)
+		nul.WriteByte(0)
+	}
+	if nul.Len() > 60<<10 {
+		argsR.Close()
+		return nil, errors.New("bwrap arguments exceed a pipe's buffer")
+	}
+	if _, err := argsW.Write(nul.Bytes()); err != nil {
+		argsR.Close()
+		return nil, err
+	}
+	return argsR, nil
+}
+
+// sandboxInfo is a new sandbox's Info: where it runs, its mounts and its bounds (noAS: the memory
+// cgroup bounds memory, so RLIMIT_AS is not set; cg nil: no cgroup, for the reason cgErr).
+func sandboxInfo(folder string, mounts []computer.Mount, lim computer.Limits, noAS bool, cg *cgroups, cgErr error) []string {
+	info := []string{
+		"provider: local (bubblewrap)",
+		"workspace: " + folder + " at /workspace",
+		"network: none (own network namespace)",
+		mountsInfo(mounts),
+		fmt.Sprintf("rlimits per process: CPU %d s, processes %d, address space %s", lim.CPUSeconds, lim.Processes,
+			map[bool]string{true: "not set (memory cgroup)", false: fmt.Sprint(lim.MemoryBytes) + " bytes"}[noAS]),
+	}
+	if cg != nil {
+		return append(info, fmt.Sprintf("cgroup: %v (pids.max %d, memory %v) holds every command; the sandbox's helper is outside it", cg.dirs, lim.Processes, cg.memory))
+	}
+	info = append(info, "cgroup: none ("+cgErr.Error()+")")
+	if os.Geteuid() == 0 {
+		info = append(info, "WARNING: process count not bounded (root ignores RLIMIT_NPROC and no cgroup)")
+	}
+	return info
 }
 
 // mountsInfo is the Info line of a computer's mounts besides the run folder.

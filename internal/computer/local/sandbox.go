@@ -25,6 +25,7 @@ type Sandbox struct {
 	spec   computer.Spec
 	limits computer.Limits
 	cg     *cgroups
+	net    *sandboxNet // its own network, with the network allowed
 	info   []string
 	pidNS  string // "pid:[inode]" of the sandbox's PID namespace
 
@@ -62,6 +63,11 @@ func (s *Sandbox) close() error {
 		errs = append(errs, errors.New("bwrap did not exit 10 s after SIGKILL"))
 	}
 	<-s.Done()
+	if s.net != nil {
+		if err := s.net.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.cg != nil {
 		if err := s.cg.kill(5 * time.Second); err != nil {
 			errs = append(errs, err)

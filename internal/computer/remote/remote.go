@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"agentrun.dev/agentrun/internal/computer"
-	"agentrun.dev/agentrun/internal/store"
 )
 
 // Vendor is one remote computer vendor and the keys its secret holds.
@@ -35,10 +34,9 @@ var Vendors = []Vendor{
 	{Name: "orgo", Title: "Orgo", Kinds: []computer.Kind{computer.KindDesktop}, Keys: []string{"ORGO_API_KEY"}},
 }
 
-// Secrets lists the sealed secrets' names and key names (the store does); values stay sealed.
-type Secrets interface {
-	ListSecrets(ctx context.Context) ([]store.SecretInfo, error)
-}
+// Secrets names the keys of the sealed secret name (found false: there is none); values stay
+// sealed. A func rather than the store, which sits above the computers.
+type Secrets func(ctx context.Context, name string) (keys []string, found bool, err error)
 
 // Provider is a remote vendor as a computer provider: listed, never available here.
 type Provider struct {
@@ -67,17 +65,14 @@ func (p *Provider) Available(ctx context.Context) computer.Availability {
 		return computer.Availability{Reason: noClient}
 	}
 	set := fmt.Sprintf("agentrun secrets set %s %s", v.Name, strings.Join(v.Keys, " "))
-	list, err := p.Secrets.ListSecrets(ctx)
+	keys, found, err := p.Secrets(ctx, v.Name)
 	if err != nil {
 		return computer.Availability{Reason: fmt.Sprintf("cannot read whether the %s key is set: %v; %s", v.Title, err, noClient)}
 	}
-	for _, s := range list {
-		if s.Name != v.Name {
-			continue
-		}
+	if found {
 		var missing []string
 		for _, k := range v.Keys {
-			if !containsKey(s.Keys, k) {
+			if !containsKey(keys, k) {
 				missing = append(missing, k)
 			}
 		}

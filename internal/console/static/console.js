@@ -7,6 +7,12 @@
 // Screen (internal/console/screen.go) current: the frame is fetched again a few times a second
 // while the tab is shown and, during a takeover, clicks on it, the type box and the key buttons
 // go to the run's browser.
+//
+// The model's text streams into the Transcript as it arrives ("text" events: pieces with their
+// offset in the call's text), and the Transcript and Timeline parts are fetched again
+// (GET /runs/NAME/part/WHICH) as steps start and complete, so the journal's text replaces the
+// live one. A link to #step-KEY scrolls to that step's row and highlights it; a step's JSON
+// loads when its JSON view is opened.
 (function () {
   'use strict';
   var root = document.getElementById('run');
@@ -50,6 +56,9 @@
       return;
     }
     after = ev.seq;
+    if (ev.type.indexOf('step.') === 0 || ev.type === 'run.resumed') {
+      partsSoon();
+    }
     var tr = document.createElement('tr');
     tr.setAttribute('data-seq', String(ev.seq));
     cell(tr, ev.clock);
@@ -100,10 +109,23 @@
   }
 
   function applyStatus(st) {
+    if (status && (status.phase !== st.phase || status.reason !== st.reason)) {
+      partsSoon(); // the header's runner, start and end
+    }
     status = st;
+    var pill = document.getElementById('phase-pill');
+    if (pill && st.pill && pill.getAttribute('data-drawn') !== st.pill) {
+      pill.innerHTML = st.pill; // drawn and escaped by the server
+      pill.setAttribute('data-drawn', st.pill);
+    }
     setText('phase', st.phase);
     setText('reason', st.reason ? ' (' + st.reason + ')' : '');
-    setText('cost', st.cost ? ' · ' + st.cost : '');
+    setText('cost', st.cost || '');
+    var bar = document.getElementById('cost-bar');
+    if (bar && st.costBar && bar.getAttribute('data-drawn') !== st.costBar) {
+      bar.innerHTML = st.costBar; // drawn and escaped by the server
+      bar.setAttribute('data-drawn', st.costBar);
+    }
     waiting(st.waitingOn);
     var form = document.getElementById('answer-form');
     if (form) {
@@ -112,7 +134,8 @@
     }
     var m = setText('status-message', st.message || '');
     if (m) {
-      m.hidden = !st.message;
+      // The line above says it already when it is what the run waits on.
+      m.hidden = !st.message || !!(st.waitingOn && st.waitingOn.detail === st.message);
     }
     if (!ended) {
       show(liveText(st));
@@ -202,6 +225,9 @@
     es.addEventListener('status', function (e) {
       applyStatus(JSON.parse(e.data));
     });
+    es.addEventListener('text', function (e) {
+      streamText(JSON.parse(e.data));
+    });
     es.addEventListener('end', function () {
       finish('ended');
     });
@@ -218,6 +244,291 @@
         es.close();
         source = null;
         retry();
+      }
+    });
+  }
+
+
+  // The model's text while a call streams: by step, what is shown and how far into the call's
+  // text (in UTF-16 units, as the server counts) it reaches.
+  var texts = {};
+
+  function liveEl(step) {
+    var els = document.querySelectorAll('[data-live-step]');
+    for (var i = 0; i < els.length; i++) {
+      if (els[i].getAttribute('data-live-step') === step) {
+        return els[i];
+      }
+    }
+    return null;
+  }
+
+  function liveItem(step) {
+    var found = liveEl(step);
+    if (found) {
+      return found;
+    }
+    var list = document.getElementById('transcript-items');
+    if (!list) {
+      return null;
+    }
+    // A call the page was drawn before: its entry, added at the end of the transcript.
+    var li = document.createElement('li');
+    li.className = 'tx tx-model live';
+    li.setAttribute('data-step', step);
+    var head = document.createElement('div');
+    head.className = 'tx-head';
+    var who = document.createElement('span');
+    who.className = 'tx-who';
+    who.textContent = 'Model';
+    var link = document.createElement('a');
+    link.className = 'tx-step';
+    link.href = '#step-' + step;
+    link.textContent = step;
+    var busy = document.createElement('span');
+    busy.className = 'tx-streaming';
+    busy.setAttribute('role', 'status');
+    busy.textContent = 'writing…';
+    head.appendChild(who);
+    head.appendChild(document.createTextNode(' '));
+    head.appendChild(link);
+    head.appendChild(document.createTextNode(' '));
+    head.appendChild(busy);
+    var text = document.createElement('div');
+    text.className = 'tx-text';
+    text.setAttribute('data-live-step', step);
+    li.appendChild(head);
+    li.appendChild(text);
+    var answer = list.querySelector('li.tx-answer');
+    list.insertBefore(li, answer);
+    return text;
+  }
+
+  function streamText(d) {
+    var t = texts[d.step];
+    if (!t) {
+      t = texts[d.step] = {shown: '', units: 0, gap: false, done: false};
+    }
+    if (d.offset === t.units) {
+      t.shown += d.text || '';
+    } else if (d.offset < t.units && !t.gap) {
+      t.shown = t.shown.slice(0, d.offset) + (d.text || ''); // the call started again, or redaction
+    } else if (d.offset > t.units) {
+      t.gap = true; // pieces were missed: the journal's text fills them in when the step completes
+      t.shown += (t.shown ? ' […] ' : '[…] ') + (d.text || '');
+    } else {
+      t.shown += d.text || '';
+    }
+    t.units = d.offset + (d.text || '').length;
+    if (d.done || d.cut) {
+      t.done = true;
+    }
+    var el = liveItem(d.step);
+    if (!el) {
+      return;
+    }
+    el.textContent = t.shown + (d.cut ? ' […]' : '');
+    el.setAttribute('data-units', String(t.units));
+    if (t.done) {
+      var li = el.parentNode;
+      var busy = li && li.querySelector('.tx-streaming');
+      if (busy) {
+        busy.textContent = d.cut ? 'the rest shows once the call is recorded' : 'finishing…';
+      }
+    }
+  }
+
+  // The Transcript and Timeline parts, fetched again (at most one fetch at a time, and not more
+  // often than every 500 ms) as steps start and end.
+  var partsTimer = null;
+  var partsBusy = false;
+  var partsAgain = false;
+
+  function partsSoon() {
+    if (partsBusy) {
+      partsAgain = true;
+      return;
+    }
+    if (!partsTimer) {
+      partsTimer = setTimeout(parts, 500);
+    }
+  }
+
+  // What a person has open in a part (folded tool calls, JSON views), to open again once the
+  // part is redrawn.
+  function openState(box) {
+    var open = {};
+    var ds = box.querySelectorAll('details[open]');
+    for (var i = 0; i < ds.length; i++) {
+      open['d|' + ds[i].className + '|' + (ds[i].getAttribute('data-step') || '')] = true;
+    }
+    var js = box.querySelectorAll('tr.json-row');
+    for (var j = 0; j < js.length; j++) {
+      if (!js[j].hidden) {
+        open['j|' + js[j].id] = js[j].querySelector('pre').textContent;
+      }
+    }
+    return open;
+  }
+
+  function reopen(box, open) {
+    var ds = box.querySelectorAll('details');
+    for (var i = 0; i < ds.length; i++) {
+      if (open['d|' + ds[i].className + '|' + (ds[i].getAttribute('data-step') || '')]) {
+        ds[i].open = true;
+      }
+    }
+    var js = box.querySelectorAll('tr.json-row');
+    for (var j = 0; j < js.length; j++) {
+      var text = open['j|' + js[j].id];
+      if (typeof text === 'string') {
+        js[j].hidden = false;
+        js[j].querySelector('pre').textContent = text;
+        js[j].setAttribute('data-loaded', 'true');
+        var b = toggleOf(js[j].id);
+        if (b) {
+          b.setAttribute('aria-expanded', 'true');
+        }
+      }
+    }
+    showToggles(box);
+  }
+
+  function swap(which) {
+    var box = document.getElementById(which + '-part');
+    if (!box) {
+      return Promise.resolve();
+    }
+    return fetch('/runs/' + encodeURIComponent(name) + '/part/' + which, {credentials: 'same-origin', cache: 'no-store'}).then(function (r) {
+      return r.ok ? r.text() : null;
+    }).then(function (html) {
+      if (html === null || box.contains(document.activeElement) && document.activeElement !== document.body &&
+          document.activeElement.tagName !== 'A') {
+        return; // not under a person's focus (a JSON view being read, say): the next change redraws it
+      }
+      var open = openState(box);
+      box.innerHTML = html; // drawn and escaped by the server, this origin only
+      reopen(box, open);
+      var els = box.querySelectorAll('[data-live-step]');
+      for (var i = 0; i < els.length; i++) {
+        var t = texts[els[i].getAttribute('data-live-step')];
+        if (t) {
+          els[i].textContent = t.shown;
+        }
+      }
+      // A step no longer live has its text from the journal now.
+      if (which === 'transcript') {
+        for (var k in texts) {
+          if (Object.prototype.hasOwnProperty.call(texts, k) && !liveEl(k)) {
+            delete texts[k];
+          }
+        }
+      }
+      highlight(false);
+    }, function () {});
+  }
+
+  function parts() {
+    partsTimer = null;
+    partsBusy = true;
+    partsAgain = false;
+    Promise.all([swap('transcript'), swap('timeline'), swap('facts')]).then(function () {
+      partsBusy = false;
+      if (partsAgain) {
+        partsSoon();
+      }
+    });
+  }
+
+  // A deep link to a step (#step-KEY): its row scrolls into view, highlighted, and takes focus.
+  function highlight(scroll) {
+    var h = window.location.hash;
+    var old = document.querySelectorAll('.step-target');
+    for (var i = 0; i < old.length; i++) {
+      old[i].classList.remove('step-target');
+    }
+    if (h.indexOf('#step-') !== 0) {
+      return;
+    }
+    var id;
+    try {
+      id = decodeURIComponent(h.slice(1));
+    } catch (e) {
+      id = h.slice(1);
+    }
+    var row = document.getElementById(id);
+    if (!row) {
+      return;
+    }
+    row.classList.add('step-target');
+    if (scroll) {
+      row.setAttribute('tabindex', '-1');
+      row.scrollIntoView({block: 'center'});
+      row.focus({preventScroll: true});
+    }
+  }
+
+  function toggleOf(rowID) {
+    var bs = document.querySelectorAll('button.json-toggle');
+    for (var i = 0; i < bs.length; i++) {
+      if (bs[i].getAttribute('aria-controls') === rowID) {
+        return bs[i];
+      }
+    }
+    return null;
+  }
+
+  // The JSON buttons work with this script only (without it, the "raw" link serves the JSON).
+  function showToggles(box) {
+    var bs = box.querySelectorAll('button.json-toggle');
+    for (var i = 0; i < bs.length; i++) {
+      bs[i].hidden = false;
+    }
+  }
+
+  // A step's JSON view: the row under the step's, loaded when first opened.
+  function toggleJSON(btn) {
+    var row = document.getElementById(btn.getAttribute('aria-controls'));
+    if (!row) {
+      return;
+    }
+    var open = row.hidden;
+    row.hidden = !open;
+    btn.setAttribute('aria-expanded', open ? 'true' : 'false');
+    if (!open || row.getAttribute('data-loaded') === 'true') {
+      return;
+    }
+    var link = btn.parentNode.querySelector('a');
+    var pre = row.querySelector('pre');
+    row.setAttribute('data-loaded', 'true');
+    pre.textContent = 'loading…';
+    fetch(link.getAttribute('href'), {credentials: 'same-origin', cache: 'no-store'}).then(function (r) {
+      return r.text().then(function (t) {
+        pre.textContent = r.ok ? t : 'could not load the step: ' + t;
+      });
+    }, function () {
+      row.setAttribute('data-loaded', 'false');
+      pre.textContent = 'could not reach the server';
+    });
+  }
+
+  function steps() {
+    window.addEventListener('hashchange', function () {
+      highlight(true);
+    });
+    highlight(true);
+    showToggles(document);
+    document.addEventListener('click', function (e) {
+      var b = e.target && e.target.closest ? e.target.closest('button.json-toggle') : null;
+      if (b) {
+        toggleJSON(b);
+      }
+    });
+    // A bar of the timeline's chart goes to its step's row (the table is the keyboard's way).
+    document.addEventListener('click', function (e) {
+      var t = e.target;
+      if (t && t.getAttribute && t.getAttribute('data-step') && t.closest && t.closest('svg.waterfall')) {
+        window.location.hash = 'step-' + t.getAttribute('data-step');
       }
     });
   }
@@ -421,6 +732,7 @@
     startScreen();
   }
 
+  steps();
   if (root.getAttribute('data-streaming') !== 'true') {
     show('ended');
     return;

@@ -21,6 +21,8 @@ type reply struct {
 	usage   Usage // every count filled
 	stop    string
 	latency time.Duration
+	// streamDelay is the pause before each streamed event after the first.
+	streamDelay time.Duration
 }
 
 type renderedCall struct {
@@ -84,6 +86,7 @@ func plan(sc *Script, c *conversation) (*reply, int, error) {
 	if r.usage.OutputTokens == 0 {
 		r.usage.OutputTokens = max(int64(outChars/4), 1)
 	}
+	r.streamDelay = time.Duration(t.StreamDelay)
 	r.latency = time.Duration(t.Latency)
 	if r.latency == 0 {
 		r.latency = time.Duration(sc.DefaultLatency)
@@ -199,17 +202,29 @@ type sseWriter struct {
 	ctx context.Context
 	w   http.ResponseWriter
 	rc  *http.ResponseController
+	// delay is the pause before each event after the first (Turn.StreamDelay).
+	delay   time.Duration
+	written bool
 }
 
-func newSSEWriter(ctx context.Context, w http.ResponseWriter) *sseWriter {
+func newSSEWriter(ctx context.Context, w http.ResponseWriter, delay time.Duration) *sseWriter {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	return &sseWriter{ctx: ctx, w: w, rc: http.NewResponseController(w)}
+	return &sseWriter{ctx: ctx, w: w, rc: http.NewResponseController(w), delay: delay}
 }
 
 // event writes one event; event "" writes a data-only event (OpenAI's style).
 func (s *sseWriter) event(event string, v any) error {
+	if s.written && s.delay > 0 {
+		t := time.NewTimer(s.delay)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+	s.written = true
 	if err := s.ctx.Err(); err != nil {
 		return fmt.Errorf("client gone: %w", err)
 	}
@@ -284,7 +299,7 @@ func writeAnthropicStream(ctx context.Context, w http.ResponseWriter, r *reply, 
 			"usage": obj{"output_tokens": r.usage.OutputTokens}}},
 		event{"message_stop", obj{"type": "message_stop"}},
 	)
-	sw := newSSEWriter(ctx, w)
+	sw := newSSEWriter(ctx, w, r.streamDelay)
 	for i, e := range evs {
 		if i == len(evs)-1 {
 			last()
@@ -339,7 +354,7 @@ func openAICompletion(r *reply) *oaiCompletion {
 // then its argument pieces, the finish reason, the usage chunk when asked for, and [DONE]. last is
 // called just before [DONE] is written.
 func writeOpenAIStream(ctx context.Context, w http.ResponseWriter, r *reply, includeUsage bool, last func()) error {
-	sw := newSSEWriter(ctx, w)
+	sw := newSSEWriter(ctx, w, r.streamDelay)
 	chunk := func(delta *oaiMessage, finish *string) *oaiCompletion {
 		return &oaiCompletion{ID: r.oaiID(), Object: "chat.completion.chunk", Created: created, Model: r.model,
 			Choices: []oaiChoice{{Index: 0, Delta: delta, FinishReason: finish}}}

@@ -99,6 +99,19 @@ func parseResponses(body []byte) (*conversation, error) {
 	if c.resp.namespaces, err = toolNamespaces(r.Tools); err != nil {
 		return nil, err
 	}
+	c.toolChoice = r.ToolChoice
+	var offered []respTool
+	_ = json.Unmarshal(r.Tools, &offered)
+	var names []string
+	for _, t := range offered {
+		names = append(names, t.Name)
+		for _, sub := range t.Tools {
+			names = append(names, sub.Name)
+		}
+	}
+	if c.forced, err = forcedTool(r.ToolChoice, names); err != nil {
+		return nil, err
+	}
 	if s, ok := rawString(r.Instructions); ok {
 		c.chars += len([]rune(s))
 	}
@@ -517,7 +530,7 @@ func writeResponsesStream(ctx context.Context, w http.ResponseWriter, r *reply, 
 		end = "response.incomplete"
 	}
 	evs = append(evs, obj{"type": end, "response": final})
-	sw := newSSEWriter(ctx, w)
+	sw := newSSEWriter(ctx, w, r.streamDelay)
 	for i, e := range evs {
 		e["sequence_number"] = i
 		if i == len(evs)-1 {

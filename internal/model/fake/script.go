@@ -43,6 +43,9 @@ type Turn struct {
 	// Usage replaces the estimated counts; a zero input or output count keeps its estimate.
 	Usage   *Usage   `json:"usage,omitempty"`
 	Latency Duration `json:"latency,omitempty"`
+	// StreamDelay, on a streamed answer, pauses this long before each event after the first, so
+	// the text arrives piece by piece over time (a slow model, as a person watching sees it).
+	StreamDelay Duration `json:"stream_delay,omitempty"`
 }
 
 // ToolCall is one tool_use block. Every string in Input goes through the template substitutions (see
@@ -170,7 +173,7 @@ func (s *Script) Validate() error {
 			if t.Text == "" && len(t.ToolCalls) == 0 {
 				return fmt.Errorf("%s: needs text or tool_calls", tw)
 			}
-			if t.Latency < 0 {
+			if t.Latency < 0 || t.StreamDelay < 0 {
 				return fmt.Errorf("%s: latency: negative", tw)
 			}
 			if u := t.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheCreationInputTokens < 0 ||

@@ -13,6 +13,9 @@
 // answers 400 invalid_request_error to invalid base64, an undecodable image or one whose data does not
 // match its media type.
 //
+// By default it serves every format at once; Only restricts it to one vendor's real paths (vendor.go),
+// answering any other with that vendor's 404, for tests of a server that has a single vendor's key.
+//
 // It deliberately does not import package model, so that model's tests can drive the providers
 // against it; it has wire structs of its own.
 package fake
@@ -59,6 +62,10 @@ type Call struct {
 	// FirstUser is the conversation's first user message (at most 200 bytes): with Turn it names
 	// one turn of one conversation, so tests can count calls per conversation.
 	FirstUser string `json:"firstUser,omitempty"`
+	// ToolChoice is the request's tool_choice as sent (absent when it sent none), and ForcedTool
+	// the tool it forces, read from any of the three formats ("" when none is forced).
+	ToolChoice json.RawMessage `json:"toolChoice,omitempty"`
+	ForcedTool string          `json:"forcedTool,omitempty"`
 	// Endpoint is "count_tokens" for a token count (POST /v1/messages/count_tokens, answered with
 	// an estimate and matched to no entry), empty for a model call.
 	Endpoint string `json:"endpoint,omitempty"`
@@ -71,6 +78,10 @@ type Server struct {
 	calls  []*Call
 	hook   func(Call)
 	logw   io.Writer
+	// vendor, when set, is the one vendor whose paths are served (Only); refused lists the
+	// requests it refused.
+	vendor  string
+	refused []string
 
 	mux *http.ServeMux
 
@@ -100,7 +111,26 @@ func New(s *Script) *Server {
 	return srv
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	vendor := s.vendor
+	s.mu.Unlock()
+	if vendor != "" && !strings.HasPrefix(r.URL.Path, "/_fake/") {
+		route, ok := vendorRoute(vendor, r)
+		if !ok {
+			s.refuse(vendor, w, r)
+			return
+		}
+		r.URL.Path = route
+		if vendor == VendorOpenRouter && r.Header.Get("x-api-key") == "" {
+			// OpenRouter takes its key as a bearer token on its Messages API too.
+			if k, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+				r.Header.Set("x-api-key", k)
+			}
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // Calls returns every model request received, in order.
 func (s *Server) Calls() []Call {
@@ -390,6 +420,7 @@ func (s *Server) handleModel(format string) http.HandlerFunc {
 			return
 		}
 		call.Stream, call.Turn, call.FirstUser = conv.stream, conv.assistants, clip(conv.firstUser, 200)
+		call.ToolChoice, call.ForcedTool = conv.toolChoice, conv.forced
 		sc := s.currentScript()
 		rep, idx, err := plan(sc, conv)
 		if idx >= 0 {

@@ -26,6 +26,40 @@ type conversation struct {
 	// tools are the names of the tools an Anthropic request offers (nil when it lists none), for
 	// toolName.
 	tools []string
+	// toolChoice is the request's tool_choice as sent, forced the tool it forces ("" when none).
+	toolChoice json.RawMessage
+	forced     string
+}
+
+// forcedTool reads the tool a tool_choice forces, in any of the three formats: Anthropic
+// {"type": "tool", "name"}, Chat Completions {"type": "function", "function": {"name"}},
+// Responses {"type": "function", "name"}. offered are the request's tool names: like the vendors,
+// the server refuses a forced tool it is not offered.
+func forcedTool(raw json.RawMessage, offered []string) (string, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return "", nil // absent, or "auto" / "none" / "required"
+	}
+	var tc struct {
+		Type     string `json:"type"`
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &tc); err != nil {
+		return "", fmt.Errorf("tool_choice: %v", err)
+	}
+	name := tc.Name
+	if tc.Type == "function" && tc.Function.Name != "" {
+		name = tc.Function.Name
+	}
+	if tc.Type != "tool" && tc.Type != "function" {
+		return "", nil
+	}
+	if !slices.Contains(offered, name) {
+		return "", fmt.Errorf("tool_choice: the forced tool %q is not one of the request's tools %v", name, offered)
+	}
+	return name, nil
 }
 
 // Harnesses get the run's tools under a prefix: Claude Code (and Codex through the gateway's
@@ -75,6 +109,7 @@ type antRequest struct {
 	Tools  []struct {
 		Name string `json:"name"`
 	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 type antInBlock struct {
@@ -141,6 +176,12 @@ func parseAnthropic(body []byte) (*conversation, error) {
 	for _, t := range r.Tools {
 		c.tools = append(c.tools, t.Name)
 	}
+	c.toolChoice = r.ToolChoice
+	forced, err := forcedTool(r.ToolChoice, c.tools)
+	if err != nil {
+		return nil, err
+	}
+	c.forced = forced
 	for i, m := range r.Messages {
 		text, blocks, err := textOf(m.Content)
 		if err != nil {
@@ -228,6 +269,12 @@ type oaiRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 func parseOpenAI(body []byte) (*conversation, error) {
@@ -241,7 +288,16 @@ func parseOpenAI(body []byte) (*conversation, error) {
 	if len(r.Messages) == 0 {
 		return nil, fmt.Errorf("messages: at least one message is required")
 	}
-	c := &conversation{model: r.Model, stream: r.Stream, includeUsage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage}
+	c := &conversation{model: r.Model, stream: r.Stream, includeUsage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage, toolChoice: r.ToolChoice}
+	var offered []string
+	for _, t := range r.Tools {
+		offered = append(offered, t.Function.Name)
+	}
+	forced, err := forcedTool(r.ToolChoice, offered)
+	if err != nil {
+		return nil, err
+	}
+	c.forced = forced
 	prev := "" // the role of the previous message, system messages aside
 	for i, m := range r.Messages {
 		text, images, err := oaiContentOf(i, m.Content)

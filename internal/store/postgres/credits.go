@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,10 +24,18 @@ func (s *Store) AddCredits(ctx context.Context, amount int64, note string) (stor
 		return store.CreditEntry{}, fmt.Errorf("add credits: amount must be positive")
 	}
 	e := store.CreditEntry{Kind: "add", Amount: &amount, Note: note}
+	// Set before the commit: this process's reservations are enforced from the moment the add
+	// can be seen (an add that then fails to commit only costs reads).
+	s.credits.on.Store(true)
 	poked := false
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		poked = false
 		if _, err := tx.Exec(ctx, `UPDATE credits_account SET adds = adds + 1, added = added + $1 WHERE id = 1`, amount); err != nil {
+			return err
+		}
+		// Every store of the database stops answering "not enforced" from its cache (rare:
+		// NOTIFY serializes commits, which matters for hot paths only).
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, current_schema())`, chanCredits); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, `INSERT INTO credits_ledger (time, kind, amount, run, run_uid, step_key, note) VALUES (now(), 'add', $1, '', '', '', $2) RETURNING seq, time`,
@@ -121,15 +131,16 @@ func (s *Store) Credits(ctx context.Context, limit int) (store.CreditBalance, []
 func (s *Store) ReserveCredits(ctx context.Context, l store.Lease, r store.Reservation) (store.ReserveResult, error) {
 	var res store.ReserveResult
 	// Until credits are first added nothing is reserved, and no reservation can exist: answer
-	// without locking the account row on every model call.
-	var adds int64
-	if err := s.read.QueryRow(ctx, `SELECT adds FROM credits_account WHERE id = 1`).Scan(&adds); err != nil {
+	// without locking the account row on every model call, and, while that is known, without a
+	// read either (creditsEnforced).
+	enforced, err := s.creditsEnforced(ctx)
+	if err != nil {
 		return res, fmt.Errorf("reserve credits for %s %s: %w", l.Run, r.StepKey, err)
 	}
-	if adds == 0 {
+	if !enforced {
 		return res, nil
 	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.tx(ctx, func(tx pgx.Tx) error {
 		res = store.ReserveResult{}
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 FOR UPDATE`, l.Run, l.Owner, l.Generation).Scan(&one)
@@ -277,4 +288,78 @@ func (s *Store) DeleteSecret(ctx context.Context, name string) error {
 		return fmt.Errorf("delete secret %s: %w", name, store.ErrNotFound)
 	}
 	return nil
+}
+
+func (s *Store) PokeWaiting(ctx context.Context, reason api.Reason) (int, error) {
+	var n int
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		n = 0
+		rows, err := tx.Query(ctx, pokeSQL+` WHERE phase = 'Waiting' AND lease_owner IS NULL AND status->>'reason' = $1 RETURNING name`, string(reason))
+		if err != nil {
+			return err
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		// One notification wakes every runner (the listener reads no payload), as CancelGroup does.
+		if len(names) > 0 {
+			if err := notifyWork(ctx, tx, ""); err != nil {
+				return err
+			}
+		}
+		n = len(names)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("poke runs waiting %s: %w", reason, err)
+	}
+	if n > 0 {
+		s.wake.Poke()
+	}
+	return n, nil
+}
+
+// creditsCache remembers whether credits are enforced (credits_account.adds > 0), so that a model
+// call's reservation does not read the account row on every call when they are not. adds only
+// grows, so "enforced" is kept for good; "not enforced" is kept while the store's listener stays
+// connected (an add notifies agentrun_credits in its transaction, which sets on) and for at most
+// creditsOffTTL, in case a notification is lost without the connection being seen to drop.
+type creditsCache struct {
+	on     atomic.Bool
+	mu     sync.Mutex
+	offGen uint64
+	offAt  time.Time
+}
+
+const creditsOffTTL = time.Second
+
+// creditsEnforced reports whether credits have ever been added.
+func (s *Store) creditsEnforced(ctx context.Context) (bool, error) {
+	c := &s.credits
+	if c.on.Load() {
+		return true, nil
+	}
+	gen, connected := s.lis.generation()
+	c.mu.Lock()
+	fresh := connected && c.offGen == gen && !c.offAt.IsZero() && time.Since(c.offAt) < creditsOffTTL
+	c.mu.Unlock()
+	if fresh {
+		return false, nil
+	}
+	var adds int64
+	if err := s.read.QueryRow(ctx, `SELECT adds FROM credits_account WHERE id = 1`).Scan(&adds); err != nil {
+		return false, err
+	}
+	if adds > 0 {
+		c.on.Store(true)
+		return true, nil
+	}
+	if connected {
+		// The listener was connected before the read: an add committed after it notifies.
+		c.mu.Lock()
+		c.offGen, c.offAt = gen, time.Now()
+		c.mu.Unlock()
+	}
+	return false, nil
 }

@@ -14,13 +14,21 @@ import (
 // save the run folder's changes: one upsert of every written file and one delete of every
 // deleted one, each joined to the fenced run row r, so nothing is written when the lease is
 // stale. arg adds a parameter and returns its placeholder; $1 is the run. A write names a path
-// once.
-func fileItems(files []store.FileWrite, arg func(any) string) string {
-	var paths, gone []string
-	var contents [][]byte
-	var modes []int64
+// once. Every change is also appended to the folder's history, tagged with the seq of step (the
+// step the write ends, store.Write.HistoryStep) or, for "", the run's highest step seq, both as
+// the statement's snapshot has them (before this write's own changes).
+func fileItems(files []store.FileWrite, step string, arg func(any) string) string {
+	if len(files) == 0 {
+		return ""
+	}
+	var paths, gone, allPaths []string
+	var contents, allContents [][]byte
+	var modes, allModes []int64
+	var deleted []bool
 	for _, f := range files {
+		allPaths, allModes, deleted = append(allPaths, f.Path), append(allModes, int64(f.Mode)), append(deleted, f.Deleted)
 		if f.Deleted {
+			allContents = append(allContents, nil)
 			gone = append(gone, f.Path)
 			continue
 		}
@@ -28,9 +36,14 @@ func fileItems(files []store.FileWrite, arg func(any) string) string {
 		if content == nil {
 			content = []byte{} // NOT NULL: an empty file
 		}
+		allContents = append(allContents, content)
 		paths, contents, modes = append(paths, f.Path), append(contents, content), append(modes, int64(f.Mode))
 	}
-	var items string
+	items := `, fh AS (INSERT INTO file_history (run, tag, path, content, mode, deleted)
+		SELECT $1, COALESCE((SELECT seq FROM steps WHERE run = $1 AND key = ` + arg(step) + `), (SELECT next_step FROM runs WHERE name = $1)),
+			f.path, f.content, f.mode, f.deleted
+		FROM r, unnest(` + arg(allPaths) + `::text[], ` + arg(allContents) + `::bytea[], ` + arg(allModes) + `::bigint[], ` + arg(deleted) + `::boolean[])
+			WITH ORDINALITY AS f (path, content, mode, deleted, ord) ORDER BY f.ord)`
 	if len(paths) > 0 {
 		items += `, fw AS (INSERT INTO files (run, path, content, mode, size, updated_at)
 			SELECT $1, f.path, f.content, f.mode, octet_length(f.content), now()

@@ -205,8 +205,10 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 			lone = &w.Steps[0]
 		}
 		// The lease ends in the fence statement unless statements of the write come after it
-		// (they are conditioned on the lease): more than one step, or a charge.
-		releaseLater[i] = w.Release && (lone == nil && len(w.Steps) > 0 || len(w.Charges) > 0)
+		// (they are conditioned on the lease): more than one step, a charge, or a webhook delivery.
+		// The events this write reports to webhooks go to the outbox in the same transaction.
+		outbox := store.RunOutbox(l.Run, l.PokeSeq, w, time.Now())
+		releaseLater[i] = w.Release && (lone == nil && len(w.Steps) > 0 || len(w.Charges) > 0 || len(outbox) > 0)
 		queueFence(b, l, w, lone, w.Release && !releaseLater[i], func(cancel bool, poke int64, ph string) {
 			r.sig.CancelRequested, r.sig.PokeSeq, r.phase = cancel, poke, ph
 		}, func() { r.fenced = true })
@@ -215,6 +217,7 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 				queueStep(b, l, st)
 			}
 		}
+		queueOutbox(b, l, outbox)
 	}
 	for _, r := range members {
 		for _, c := range r.w.Charges {

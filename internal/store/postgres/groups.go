@@ -433,6 +433,11 @@ func (s *Store) admitTx(ctx context.Context, tx pgx.Tx, g *api.AgentGroup, now t
 				return 0, err
 			}
 		}
+		if u.Kind() == store.UpdateFinish {
+			if err := writeOutbox(ctx, tx, store.FinishOutbox(u.Name, &u.Status, now)); err != nil {
+				return 0, err
+			}
+		}
 	}
 	if admitted > 0 {
 		if err := notifyWork(ctx, tx, g.Metadata.Name); err != nil {

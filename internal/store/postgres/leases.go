@@ -334,7 +334,7 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, rele
 		u, check = stepEnd(l.Run, *step, arg)
 		with += `, ` + u
 	}
-	with += fileItems(w.Files, arg)
+	with += fileItems(w.Files, w.HistoryStep(), arg)
 	notify := `NULL::bigint`
 	if release {
 		// The run's reservations go with the lease; other stores are told only if the run is

@@ -29,6 +29,8 @@ var errRowMoved = errors.New("the run changed while the message was written")
 // messageWrite is one AddMessage: what it read of the run and its outcome.
 type messageWrite struct {
 	run, key, payload string
+	ifBusy            api.IfBusy // as asked
+	mode              api.IfBusy // as stored (store.MessageRunIfBusy)
 	row               store.RunRow
 	status            string // the status column as read, which the write must still find
 	requeued          *api.AgentRunStatus
@@ -39,7 +41,12 @@ type messageWrite struct {
 
 // AddMessage appends a message to a run and pokes it; a used key returns the first message.
 func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.Message, bool, error) {
-	m := &messageWrite{run: run, key: key, payload: payload}
+	return s.AddMessageIfBusy(ctx, run, key, payload, "")
+}
+
+// AddMessageIfBusy is AddMessage with the message's ifBusy mode (store.MessageRunIfBusy).
+func (s *Store) AddMessageIfBusy(ctx context.Context, run, key, payload string, ifBusy api.IfBusy) (api.Message, bool, error) {
+	m := &messageWrite{run: run, key: key, payload: payload, ifBusy: ifBusy}
 	err := errRowMoved
 	for try := 0; try < messageTries && errors.Is(err, errRowMoved); try++ {
 		err = s.addMessageGrouped(ctx, m)
@@ -96,7 +103,7 @@ func (m *messageWrite) read(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, lock bool) (done bool, err error) {
 	m.msg, m.created, m.requeued = api.Message{}, false, nil
-	sql := `SELECT r.phase, r.status, r.lease_owner IS NOT NULL, m.seq, m.payload, m.time
+	sql := `SELECT r.phase, r.status, r.lease_owner IS NOT NULL, m.seq, m.payload, m.time, m.if_busy
 		FROM runs r LEFT JOIN messages m ON m.run = r.name AND m.key = $2 AND $2 <> ''
 		WHERE r.name = $1`
 	if lock {
@@ -106,18 +113,19 @@ func (m *messageWrite) read(ctx context.Context, q interface {
 	var seq *int64
 	var payload []byte
 	var t *time.Time
-	if err := q.QueryRow(ctx, sql, m.run, m.key).Scan(&m.row.Phase, &status, &m.row.Leased, &seq, &payload, &t); err != nil {
+	var used *string
+	if err := q.QueryRow(ctx, sql, m.run, m.key).Scan(&m.row.Phase, &status, &m.row.Leased, &seq, &payload, &t, &used); err != nil {
 		return false, notFound(err)
 	}
 	if seq != nil {
-		m.msg = api.Message{Seq: *seq, Key: m.key, Payload: string(payload), Time: utc(*t)}
+		m.msg = api.Message{Seq: *seq, Key: m.key, Payload: string(payload), Time: utc(*t), IfBusy: api.IfBusy(*used)}
 		return true, nil
 	}
 	m.status = string(status)
 	if err := json.Unmarshal(status, &m.row.Status); err != nil {
 		return false, fmt.Errorf("decode run %s status: %w", m.run, err)
 	}
-	if m.requeued, err = store.MessageRun(m.row); err != nil {
+	if m.requeued, m.mode, err = store.MessageRunIfBusy(m.row, m.ifBusy); err != nil {
 		return true, err
 	}
 	return false, nil
@@ -140,15 +148,15 @@ func (m *messageWrite) queue(b *pgx.Batch, fail func(error), created func()) {
 			WHERE name = $1 AND phase = $3 AND status::text = $4 AND (lease_owner IS NOT NULL) = $5
 				AND NOT EXISTS (SELECT FROM messages WHERE run = $1 AND key = $2 AND $2 <> '')
 			RETURNING next_message)
-		INSERT INTO messages (run, seq, key, payload, time) SELECT $1, r.next_message, $2, $8, now() FROM r
+		INSERT INTO messages (run, seq, key, payload, time, if_busy) SELECT $1, r.next_message, $2, $8, now(), $9 FROM r
 		RETURNING seq, time`,
-		m.run, m.key, m.row.Phase, m.status, m.row.Leased, status, phase, []byte(m.payload)).Query(func(rows pgx.Rows) error {
+		m.run, m.key, m.row.Phase, m.status, m.row.Leased, status, phase, []byte(m.payload), string(m.mode)).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var t time.Time
 			if err := rows.Scan(&m.msg.Seq, &t); err != nil {
 				return err
 			}
-			m.msg.Key, m.msg.Payload, m.msg.Time, m.created = m.key, m.payload, utc(t), true
+			m.msg.Key, m.msg.Payload, m.msg.Time, m.msg.IfBusy, m.created = m.key, m.payload, utc(t), m.mode, true
 			created()
 		}
 		if err := rows.Err(); err != nil {
@@ -163,18 +171,19 @@ func (m *messageWrite) queue(b *pgx.Batch, fail func(error), created func()) {
 		return
 	}
 	// Not stored: the key was used meanwhile (its message is the answer), or the row moved.
-	b.Queue(`SELECT seq, payload, time FROM messages WHERE run = $1 AND key = $2`, m.run, m.key).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT seq, payload, time, if_busy FROM messages WHERE run = $1 AND key = $2`, m.run, m.key).Query(func(rows pgx.Rows) error {
 		found := false
 		for rows.Next() {
 			var p []byte
 			var t time.Time
 			var seq int64
-			if err := rows.Scan(&seq, &p, &t); err != nil {
+			var used string
+			if err := rows.Scan(&seq, &p, &t, &used); err != nil {
 				return err
 			}
 			found = true
 			if !m.created {
-				m.msg = api.Message{Seq: seq, Key: m.key, Payload: string(p), Time: utc(t)}
+				m.msg = api.Message{Seq: seq, Key: m.key, Payload: string(p), Time: utc(t), IfBusy: api.IfBusy(used)}
 			}
 		}
 		if err := rows.Err(); err != nil {

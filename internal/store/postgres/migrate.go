@@ -95,7 +95,7 @@ var migrations = []string{
 		PRIMARY KEY (run, seq));
 	CREATE UNIQUE INDEX messages_key ON messages (run, key) WHERE key <> '';`,
 
-	// 2: run folder snapshots (design.md section 9) and runner registrations.
+	// 2: run folder snapshots (docs/architecture.md, "Run folders") and runner registrations.
 	`CREATE TABLE files (
 		run text COLLATE "C" NOT NULL,
 		path text COLLATE "C" NOT NULL,
@@ -239,6 +239,70 @@ var migrations = []string{
 	`UPDATE runs SET next_step = COALESCE((SELECT max(seq) FROM steps WHERE steps.run = runs.name), 0);
 	ALTER TABLE runs SET (fillfactor = 70);
 	ALTER TABLE steps SET (fillfactor = 70);`,
+	// 11: outbound webhooks, what each subscribes to (an event and an agent, '' for all), and the
+	// outbox: a delivery per webhook and event key, written with the event, and its attempts.
+	`CREATE TABLE webhooks (
+		name text COLLATE "C" PRIMARY KEY,
+		uid text NOT NULL,
+		resource_version bigint NOT NULL,
+		generation bigint NOT NULL,
+		created_at timestamptz NOT NULL,
+		labels json NOT NULL,
+		spec json NOT NULL);
+	CREATE TABLE webhook_subs (
+		webhook text COLLATE "C" NOT NULL,
+		event text COLLATE "C" NOT NULL,
+		agent text COLLATE "C" NOT NULL,
+		PRIMARY KEY (event, agent, webhook));
+	CREATE TABLE webhook_deliveries (
+		seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		id text NOT NULL,
+		webhook text COLLATE "C" NOT NULL,
+		event_key text COLLATE "C" NOT NULL,
+		type text NOT NULL,
+		run text COLLATE "C" NOT NULL,
+		agent text COLLATE "C" NOT NULL,
+		trigger_name text COLLATE "C" NOT NULL,
+		event_time timestamptz NOT NULL,
+		data text NOT NULL,
+		state text NOT NULL,
+		attempts integer NOT NULL DEFAULT 0,
+		next_at timestamptz,
+		lease_owner text,
+		lease_until timestamptz,
+		created_at timestamptz NOT NULL,
+		done_at timestamptz,
+		UNIQUE (webhook, event_key));
+	CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at) WHERE state = 'Pending';
+	CREATE INDEX webhook_deliveries_done ON webhook_deliveries (done_at) WHERE state <> 'Pending';
+	CREATE INDEX webhook_deliveries_hook ON webhook_deliveries (webhook, seq);
+	CREATE TABLE webhook_attempts (
+		delivery bigint NOT NULL,
+		attempt integer NOT NULL,
+		time timestamptz NOT NULL,
+		status_code integer NOT NULL,
+		error text NOT NULL,
+		duration_ms bigint NOT NULL,
+		delivered boolean NOT NULL,
+		PRIMARY KEY (delivery, attempt));`,
+
+	// 12: a message's ifBusy mode, stored when it reached a busy run ('' otherwise).
+	`ALTER TABLE messages ADD COLUMN if_busy text NOT NULL DEFAULT '';`,
+	// 13: forks: a step copied from another run, and the run folder's history (every save, tagged
+	// with a step seq), so a fork finds the folder as of any step. A run's folder as saved before
+	// this migration is its history's first version, at its last step.
+	`ALTER TABLE steps ADD COLUMN copied_from text NOT NULL DEFAULT '';
+	CREATE TABLE file_history (
+		version bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		run text COLLATE "C" NOT NULL,
+		tag bigint NOT NULL,
+		path text COLLATE "C" NOT NULL,
+		content bytea,
+		mode bigint NOT NULL,
+		deleted boolean NOT NULL);
+	CREATE INDEX file_history_run ON file_history (run, version);
+	INSERT INTO file_history (run, tag, path, content, mode, deleted)
+		SELECT f.run, r.next_step, f.path, f.content, f.mode, false FROM files f JOIN runs r ON r.name = f.run ORDER BY f.run, f.path;`,
 }
 
 // migrateLockClass is the first key of the advisory lock that serializes migrations; the second

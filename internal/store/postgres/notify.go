@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,12 +47,20 @@ type listener struct {
 
 	mu  sync.Mutex
 	pid uint32 // backend pid of the current connection, 0 while disconnected
+	// gen counts the connection's changes (connected, lost): a cache valid while no notification
+	// can have been missed is valid for one generation (creditsCache).
+	gen uint64
+	// creditsOn is set by an agentrun_credits notification of this schema.
+	creditsOn *atomic.Bool
+	// text, when set, is handed each agentrun_text payload of schema (Store.OnText).
+	text   atomic.Pointer[func([]byte)]
+	schema atomic.Pointer[string]
 }
 
 // startListener connects and listens before it returns, so that no notification committed after
 // Open returns is missed, then hands the connection to its goroutine.
-func startListener(ctx context.Context, cfg *pgx.ConnConfig, w *wake.Waker) (*listener, error) {
-	l := &listener{cfg: cfg, wake: w, done: make(chan struct{})}
+func startListener(ctx context.Context, cfg *pgx.ConnConfig, w *wake.Waker, creditsOn *atomic.Bool) (*listener, error) {
+	l := &listener{cfg: cfg, wake: w, done: make(chan struct{}), creditsOn: creditsOn}
 	conn, err := l.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -68,20 +78,39 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, ch := range []string{chanWork, chanEvents} {
+	for _, ch := range []string{chanWork, chanEvents, chanText, chanCredits} {
 		if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{ch}.Sanitize()); err != nil {
 			conn.Close(context.Background())
 			return nil, err
 		}
 	}
+	var schema string
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	l.schema.Store(&schema)
 	l.setPID(conn.PgConn().PID())
 	return conn, nil
 }
 
 func (l *listener) setPID(pid uint32) {
 	l.mu.Lock()
+	if l.pid != pid {
+		l.gen++
+	}
 	l.pid = pid
 	l.mu.Unlock()
+}
+
+// generation is the connection's generation and whether it is connected now.
+func (l *listener) generation() (uint64, bool) {
+	if l == nil {
+		return 0, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.gen, l.pid != 0
 }
 
 // backendPID is the listening connection's backend pid (0 while disconnected); for tests.
@@ -152,6 +181,15 @@ func (l *listener) receive(ctx context.Context, conn *pgx.Conn) error {
 		l.wake.Poke()
 	case chanEvents:
 		l.wake.Event()
+	case chanCredits:
+		if mine := l.schema.Load(); l.creditsOn != nil && mine != nil && n.Payload == *mine {
+			l.creditsOn.Store(true)
+		}
+	case chanText:
+		sch, payload, ok := strings.Cut(n.Payload, "\n")
+		if fn, mine := l.text.Load(), l.schema.Load(); ok && fn != nil && mine != nil && sch == *mine {
+			(*fn)([]byte(payload))
+		}
 	}
 	return nil
 }

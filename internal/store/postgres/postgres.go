@@ -2,7 +2,8 @@
 // server and runners spread over several machines. It owns the agentrun tables in the first schema
 // of the connection's search path, created by versioned migrations that Open applies under a
 // transaction-scoped advisory lock (so processes starting together apply each exactly once), and
-// implements store.Store on a pgx pool, one transaction per operation, with lease times taken from
+// implements store.Store on a pgx pool, one transaction per operation (fenced commits and the
+// server's hot writes are grouped into shared transactions: group.go), with lease times taken from
 // the database clock so that every machine agrees on them. A runner claims runs with one UPDATE
 // over rows picked by SELECT ... FOR UPDATE SKIP LOCKED (unleased runs whose claimable time has
 // come, and runs whose lease has expired), which bumps each run's lease generation; Commit locks
@@ -11,7 +12,7 @@
 // appending events notifies agentrun_events (payload: the run name), and each Store holds one
 // dedicated listening connection, owned by a goroutine that reconnects with backoff if the
 // connection drops and stops on Close; changes made through a Store also wake its own waiters
-// directly.
+// directly. See docs/architecture.md, "The store contract".
 package postgres
 
 import (
@@ -53,6 +54,11 @@ type Store struct {
 	lis    *listener
 	events *eventNotifier
 	revs   revCache
+	// credits caches whether credits are enforced (credits.go).
+	credits creditsCache
+	// text sends the model's live text (text.go), started by the first SendText.
+	text     *textNotifier
+	textOnce sync.Once
 
 	// life ends when the store closes (stopLife); commits feeds the group committers
 	// (commitLoop, group.go), which leave loops when they have stopped.
@@ -103,7 +109,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	lcfg := cfg.ConnConfig.Copy()
 	lcfg.RuntimeParams["application_name"] += " (listener)"
-	lis, err := startListener(ctx, lcfg, s.wake)
+	lis, err := startListener(ctx, lcfg, s.wake, &s.credits.on)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
@@ -158,6 +164,10 @@ func (s *Store) Close() error {
 		}
 		if s.events != nil {
 			s.events.close()
+		}
+		s.textOnce.Do(func() {}) // no notifier starts after this
+		if s.text != nil {
+			s.text.close()
 		}
 		if s.lis != nil {
 			s.lis.stop()
@@ -398,6 +408,8 @@ func notFound(err error) error {
 const (
 	chanWork   = "agentrun_work"
 	chanEvents = "agentrun_events"
+	// chanCredits: credits were added (payload: the schema), so they are enforced from now on.
+	chanCredits = "agentrun_credits"
 )
 
 // notifyWork tells every listening store (at commit) that runs may have become claimable.

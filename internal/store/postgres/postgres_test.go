@@ -437,3 +437,42 @@ func TestSurvivesKilledConnections(t *testing.T) {
 		t.Errorf("Commit after the kills: %v", err)
 	}
 }
+
+// TestCreditsEnforcedAcrossStores: a store that found credits not enforced (and so stops reading
+// the account row for a while) enforces them once another store adds credits, through the
+// agentrun_credits notification, without waiting for its cache to expire.
+func TestCreditsEnforcedAcrossStores(t *testing.T) {
+	base, admin := testDB(t)
+	u := freshSchema(t, base, admin)
+	a, b := mustOpen(t, u), mustOpen(t, u)
+	defer a.Close()
+	defer b.Close()
+	ctx := context.Background()
+	if err := a.CreateAgent(ctx, &api.Agent{Metadata: api.ObjectMeta{Name: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CreateRun(ctx, &api.AgentRun{Metadata: api.ObjectMeta{Name: "run-1"}, Spec: api.AgentRunSpec{Agent: "x"}, Status: api.AgentRunStatus{Phase: api.PhaseQueued}}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := a.ClaimRuns(ctx, "runner-a", 1, time.Minute)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("ClaimRuns = %v, %v", ls, err)
+	}
+	r := store.Reservation{Run: "run-1", StepKey: "t0/model", Attempt: 1, Amount: 2000}
+	if res, err := a.ReserveCredits(ctx, ls[0], r); err != nil || res.Enforced {
+		t.Fatalf("reserve before any add = %+v, %v; want not enforced", res, err)
+	}
+	if _, err := b.AddCredits(ctx, 1000, "from b"); err != nil {
+		t.Fatal(err)
+	}
+	// Only the notification can tell a now: a makes no read of the account row meanwhile.
+	for deadline := time.Now().Add(10 * time.Second); !a.credits.on.Load(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("store a was not told that store b added credits")
+		}
+	}
+	res, err := a.ReserveCredits(ctx, ls[0], r)
+	if err != nil || !res.Enforced || res.OK || res.Available != 1000 {
+		t.Fatalf("reserve 2000 of 1000 after the add = %+v, %v; want enforced and refused", res, err)
+	}
+}

@@ -73,6 +73,7 @@ func (s *Store) purgeRun(ctx context.Context, name string, before, now time.Time
 		b.Queue(`UPDATE steps SET args = NULL, result = NULL, resolution_result = NULL WHERE run = $1`, name)
 		b.Queue(`UPDATE run_events SET data = NULL WHERE run = $1`, name)
 		b.Queue(`DELETE FROM files WHERE run = $1`, name)
+		b.Queue(`DELETE FROM file_history WHERE run = $1`, name)
 		b.Queue(`UPDATE runs SET status = $2, resource_version = resource_version + 1 WHERE name = $1`, name, mustJSON(store.Purged(row.Status, now)))
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err

@@ -136,10 +136,18 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*api.AgentRu
 		args = append(args, f.Group)
 		q += ` AND group_name = $` + strconv.Itoa(len(args))
 	}
-	q += ` ORDER BY created_at, name`
+	if f.Newest {
+		q += ` ORDER BY created_at DESC, name DESC`
+	} else {
+		q += ` ORDER BY created_at, name`
+	}
 	if f.Limit > 0 {
 		args = append(args, f.Limit)
 		q += ` LIMIT $` + strconv.Itoa(len(args))
+	}
+	if f.Offset > 0 {
+		args = append(args, f.Offset)
+		q += ` OFFSET $` + strconv.Itoa(len(args))
 	}
 	rows, err := s.read.Query(ctx, q, args...)
 	if err != nil {
@@ -193,7 +201,7 @@ func (s *Store) DeleteRun(ctx context.Context, name string) error {
 			return store.ErrNotFound
 		}
 		b := &pgx.Batch{}
-		for _, t := range []string{"steps", "run_events", "messages", "files", "credit_reservations"} {
+		for _, t := range []string{"steps", "run_events", "messages", "files", "file_history", "credit_reservations"} {
 			b.Queue(`DELETE FROM `+t+` WHERE run = $1`, name)
 		}
 		return tx.SendBatch(ctx, b).Close()
@@ -257,7 +265,7 @@ func (s *Store) RequestCancel(ctx context.Context, name string) (*api.AgentRun, 
 }
 
 func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error) {
-	rows, err := s.read.Query(ctx, `SELECT seq, key, payload, time FROM messages WHERE run = $1 AND seq > $2 ORDER BY seq`, run, afterSeq)
+	rows, err := s.read.Query(ctx, `SELECT seq, key, payload, time, if_busy FROM messages WHERE run = $1 AND seq > $2 ORDER BY seq`, run, afterSeq)
 	if err != nil {
 		return nil, fmt.Errorf("list messages of %s: %w", run, err)
 	}
@@ -267,7 +275,7 @@ func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([
 		var m api.Message
 		var p []byte
 		var t time.Time
-		if err := rows.Scan(&m.Seq, &m.Key, &p, &t); err != nil {
+		if err := rows.Scan(&m.Seq, &m.Key, &p, &t, &m.IfBusy); err != nil {
 			return nil, fmt.Errorf("list messages of %s: %w", run, err)
 		}
 		m.Payload, m.Time = string(p), utc(t)
@@ -280,7 +288,7 @@ func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([
 }
 
 // ResolveStep records a person's resolution on the step a NeedsResolution run waits on.
-func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error {
+func (s *Store) ResolveStep(ctx context.Context, run, stepKey string, resolution api.Resolution, result []byte) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		row, err := lockRun(ctx, tx, run)
 		if err != nil {
@@ -291,7 +299,7 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 			return err
 		}
 		tag, err := tx.Exec(ctx, `UPDATE steps SET resolution = $3, resolution_result = $4 WHERE run = $1 AND key = $2 AND resolution = ''`,
-			run, stepKey, resolution, nullJSON(result))
+			run, stepKey, string(resolution), nullJSON(result))
 		if err != nil {
 			return err
 		}
@@ -358,12 +366,23 @@ func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) e
 	return nil
 }
 
+// stepCols reads a run's steps ($1) in order (scanSteps).
+const stepCols = `SELECT seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros,
+		started_at, completed_at, resolution, resolution_result, copied_from FROM steps WHERE run = $1 ORDER BY seq`
+
 func (s *Store) ListSteps(ctx context.Context, run string) ([]api.Step, error) {
-	rows, err := s.read.Query(ctx, `SELECT seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros,
-		started_at, completed_at, resolution, resolution_result FROM steps WHERE run = $1 ORDER BY seq`, run)
+	rows, err := s.read.Query(ctx, stepCols, run)
 	if err != nil {
 		return nil, fmt.Errorf("list steps of %s: %w", run, err)
 	}
+	out, err := scanSteps(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of %s: %w", run, err)
+	}
+	return out, nil
+}
+
+func scanSteps(rows pgx.Rows) ([]api.Step, error) {
 	defer rows.Close()
 	var out []api.Step
 	for rows.Next() {
@@ -371,18 +390,15 @@ func (s *Store) ListSteps(ctx context.Context, run string) ([]api.Step, error) {
 		var args, result, resResult []byte
 		var started time.Time
 		if err := rows.Scan(&st.Seq, &st.Key, &st.Kind, &st.State, &st.Title, &st.Attempt, &st.ArgsHash, &args, &result, &st.Error,
-			&st.CostMicros, &started, &st.CompletedAt, &st.Resolution, &resResult); err != nil {
-			return nil, fmt.Errorf("list steps of %s: %w", run, err)
+			&st.CostMicros, &started, &st.CompletedAt, &st.Resolution, &resResult, &st.CopiedFrom); err != nil {
+			return nil, err
 		}
 		st.Args, st.Result, st.ResolutionResult = rawJSON(args), rawJSON(result), rawJSON(resResult)
 		st.StartedAt = utc(started)
 		st.CompletedAt = utcPtr(st.CompletedAt)
 		out = append(out, st)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list steps of %s: %w", run, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 func (s *Store) ListEvents(ctx context.Context, run string, afterSeq int64, limit int) ([]api.Event, error) {

@@ -154,14 +154,14 @@ func scanFire(row pgx.Row) (api.TriggerFire, error) {
 	return f, nil
 }
 
-func (s *Store) RecordFire(ctx context.Context, f api.TriggerFire, concurrency string, run *api.AgentRun) (api.TriggerFire, bool, error) {
+func (s *Store) RecordFire(ctx context.Context, f api.TriggerFire, concurrency api.Concurrency, run *api.AgentRun) (api.TriggerFire, bool, error) {
 	var rec api.TriggerFire
 	created, claimable := false, false
 	given := f
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		f, created, claimable = given, false, false
-		var one int
-		if err := tx.QueryRow(ctx, `SELECT 1 FROM triggers WHERE name = $1 FOR UPDATE`, f.Trigger).Scan(&one); err != nil {
+		var spec []byte
+		if err := tx.QueryRow(ctx, `SELECT spec FROM triggers WHERE name = $1 FOR UPDATE`, f.Trigger).Scan(&spec); err != nil {
 			return notFound(err)
 		}
 		got, err := scanFire(tx.QueryRow(ctx, fireCols+` WHERE f.trigger_name = $1 AND f.fire_key = $2`, f.Trigger, f.Key))
@@ -213,6 +213,11 @@ func (s *Store) RecordFire(ctx context.Context, f api.TriggerFire, concurrency s
 			VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM trigger_fires WHERE trigger_name = $1), $3, $4, $5, $6, $7, $8, $9)`,
 			f.Trigger, f.Key, f.Time, f.Source, f.DeliveryID, f.ScheduledTime, f.Run, f.Outcome, f.Message)
 		if err != nil {
+			return err
+		}
+		var ts api.TriggerSpec
+		_ = json.Unmarshal(spec, &ts)
+		if err := writeOutbox(ctx, tx, store.FireOutbox(f, ts.Agent, now)); err != nil {
 			return err
 		}
 		rec, created = f, true

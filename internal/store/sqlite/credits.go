@@ -280,3 +280,24 @@ func (s *Store) DeleteSecret(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+func (s *Store) PokeWaiting(ctx context.Context, reason api.Reason) (int, error) {
+	var n int
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := s.txExec(ctx, tx, `UPDATE runs SET poke_seq = poke_seq + 1, claimable_at = ?, resource_version = resource_version + 1
+			WHERE phase = 'Waiting' AND lease_owner IS NULL AND json_extract(status, '$.reason') = ?`, ms(s.now()), string(reason))
+		if err != nil {
+			return err
+		}
+		rows, _ := res.RowsAffected()
+		n = int(rows)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("poke runs waiting %s: %w", reason, err)
+	}
+	if n > 0 {
+		s.wake.Poke()
+	}
+	return n, nil
+}

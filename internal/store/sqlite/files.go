@@ -9,18 +9,34 @@ import (
 	"agentrun.dev/agentrun/internal/store"
 )
 
-func (s *Store) writeFiles(ctx context.Context, tx *sql.Tx, run string, files []store.FileWrite) error {
+// writeFiles saves a write's folder changes and appends them to the folder's history, tagged
+// with the seq of step (store.Write.HistoryStep), or the run's highest step seq when step is "".
+func (s *Store) writeFiles(ctx context.Context, tx *sql.Tx, run, step string, files []store.FileWrite) error {
+	if len(files) == 0 {
+		return nil
+	}
+	var tag int64
+	if err := s.txQueryRow(ctx, tx, `SELECT COALESCE((SELECT seq FROM steps WHERE run = ? AND key = ?), (SELECT next_step FROM runs WHERE name = ?))`, run, step, run).Scan(&tag); err != nil {
+		return err
+	}
 	now := ms(s.now())
 	for _, f := range files {
+		deleted := 0
+		var content []byte
+		if f.Deleted {
+			deleted = 1
+		} else if content = f.Content; content == nil {
+			content = []byte{}
+		}
+		if _, err := s.txExec(ctx, tx, `INSERT INTO file_history (run, tag, path, content, mode, deleted) VALUES (?, ?, ?, ?, ?, ?)`,
+			run, tag, f.Path, content, f.Mode, deleted); err != nil {
+			return err
+		}
 		if f.Deleted {
 			if _, err := s.txExec(ctx, tx, `DELETE FROM files WHERE run = ? AND path = ?`, run, f.Path); err != nil {
 				return err
 			}
 			continue
-		}
-		content := f.Content
-		if content == nil {
-			content = []byte{}
 		}
 		if _, err := s.txExec(ctx, tx, `INSERT INTO files (run, path, content, mode, size, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run, path) DO UPDATE SET content = excluded.content, mode = excluded.mode, size = excluded.size, updated_at = excluded.updated_at`,

@@ -423,6 +423,11 @@ func (s *Store) admitTx(ctx context.Context, tx *sql.Tx, g *api.AgentGroup, now 
 				return 0, err
 			}
 		}
+		if u.Kind() == store.UpdateFinish {
+			if err := s.writeOutbox(ctx, tx, store.FinishOutbox(u.Name, &u.Status, now)); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return admitted, nil
 }

@@ -78,11 +78,21 @@ func (s *Store) AppendEvents(ctx context.Context, run string, evs []api.Event) e
 	return nil
 }
 
+const stepCols = `SELECT seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at, resolution, resolution_result, copied_from FROM steps WHERE run = ? ORDER BY seq`
+
 func (s *Store) ListSteps(ctx context.Context, run string) ([]api.Step, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at, resolution, resolution_result FROM steps WHERE run = ? ORDER BY seq`, run)
+	rows, err := s.r.QueryContext(ctx, stepCols, run)
 	if err != nil {
 		return nil, fmt.Errorf("list steps of %s: %w", run, err)
 	}
+	out, err := scanSteps(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of %s: %w", run, err)
+	}
+	return out, nil
+}
+
+func scanSteps(rows *sql.Rows) ([]api.Step, error) {
 	defer rows.Close()
 	var out []api.Step
 	for rows.Next() {
@@ -90,8 +100,8 @@ func (s *Store) ListSteps(ctx context.Context, run string) ([]api.Step, error) {
 		var args, result, resResult sql.NullString
 		var costM, completed sql.NullInt64
 		var started int64
-		if err := rows.Scan(&st.Seq, &st.Key, &st.Kind, &st.State, &st.Title, &st.Attempt, &st.ArgsHash, &args, &result, &st.Error, &costM, &started, &completed, &st.Resolution, &resResult); err != nil {
-			return nil, fmt.Errorf("list steps of %s: %w", run, err)
+		if err := rows.Scan(&st.Seq, &st.Key, &st.Kind, &st.State, &st.Title, &st.Attempt, &st.ArgsHash, &args, &result, &st.Error, &costM, &started, &completed, &st.Resolution, &resResult, &st.CopiedFrom); err != nil {
+			return nil, err
 		}
 		if args.Valid {
 			st.Args = json.RawMessage(args.String)

@@ -212,7 +212,7 @@ func (s *Store) applyWrite(ctx context.Context, tx *sql.Tx, l store.Lease, w sto
 	if err := s.writeEvents(ctx, tx, l.Run, w.Events); err != nil {
 		return sig, err
 	}
-	if err := s.writeFiles(ctx, tx, l.Run, w.Files); err != nil {
+	if err := s.writeFiles(ctx, tx, l.Run, w.HistoryStep(), w.Files); err != nil {
 		return sig, err
 	}
 	if err := s.writeCharges(ctx, tx, l.Run, uid, w.Charges); err != nil {
@@ -222,6 +222,10 @@ func (s *Store) applyWrite(ctx context.Context, tx *sql.Tx, l store.Lease, w sto
 		if _, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, phase = ?, resource_version = resource_version + 1 WHERE name = ?`, mustJSON(w.Status), w.Status.Phase, l.Run); err != nil {
 			return sig, err
 		}
+	}
+	// The events this write reports to webhooks go to the outbox in the same transaction.
+	if err := s.writeOutbox(ctx, tx, store.RunOutbox(l.Run, l.PokeSeq, w, s.now())); err != nil {
+		return sig, err
 	}
 	if w.Release {
 		if _, err := s.txExec(ctx, tx, `DELETE FROM credit_reservations WHERE run = ?`, l.Run); err != nil {

@@ -12,6 +12,10 @@ import (
 )
 
 func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.Message, bool, error) {
+	return s.AddMessageIfBusy(ctx, run, key, payload, "")
+}
+
+func (s *Store) AddMessageIfBusy(ctx context.Context, run, key, payload string, ifBusy api.IfBusy) (api.Message, bool, error) {
 	var msg api.Message
 	created := false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -21,7 +25,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 		}
 		if key != "" {
 			var t int64
-			err := s.txQueryRow(ctx, tx, `SELECT seq, payload, time FROM messages WHERE run = ? AND key = ?`, run, key).Scan(&msg.Seq, &msg.Payload, &t)
+			err := s.txQueryRow(ctx, tx, `SELECT seq, payload, time, if_busy FROM messages WHERE run = ? AND key = ?`, run, key).Scan(&msg.Seq, &msg.Payload, &t, &msg.IfBusy)
 			if err == nil {
 				msg.Key, msg.Time = key, fromMS(t)
 				return nil
@@ -30,7 +34,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 				return err
 			}
 		}
-		requeued, err := store.MessageRun(row)
+		requeued, mode, err := store.MessageRunIfBusy(row, ifBusy)
 		if err != nil {
 			return err
 		}
@@ -38,10 +42,10 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 		if err := s.txQueryRow(ctx, tx, `UPDATE runs SET next_message = next_message + 1 WHERE name = ? RETURNING next_message`, run).Scan(&msg.Seq); err != nil {
 			return err
 		}
-		if _, err := s.txExec(ctx, tx, `INSERT INTO messages (run, seq, key, payload, time) VALUES (?, ?, ?, ?, ?)`, run, msg.Seq, key, payload, ms(now)); err != nil {
+		if _, err := s.txExec(ctx, tx, `INSERT INTO messages (run, seq, key, payload, time, if_busy) VALUES (?, ?, ?, ?, ?, ?)`, run, msg.Seq, key, payload, ms(now), mode); err != nil {
 			return err
 		}
-		msg.Key, msg.Payload, msg.Time = key, payload, now.UTC().Truncate(time.Millisecond)
+		msg.Key, msg.Payload, msg.Time, msg.IfBusy = key, payload, now.UTC().Truncate(time.Millisecond), mode
 		created = true
 		if err := s.setStatusTx(ctx, tx, run, requeued); err != nil {
 			return err
@@ -58,7 +62,7 @@ func (s *Store) AddMessage(ctx context.Context, run, key, payload string) (api.M
 }
 
 func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([]api.Message, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, key, payload, time FROM messages WHERE run = ? AND seq > ? ORDER BY seq`, run, afterSeq)
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, key, payload, time, if_busy FROM messages WHERE run = ? AND seq > ? ORDER BY seq`, run, afterSeq)
 	if err != nil {
 		return nil, fmt.Errorf("list messages of %s: %w", run, err)
 	}
@@ -67,7 +71,7 @@ func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([
 	for rows.Next() {
 		var m api.Message
 		var t int64
-		if err := rows.Scan(&m.Seq, &m.Key, &m.Payload, &t); err != nil {
+		if err := rows.Scan(&m.Seq, &m.Key, &m.Payload, &t, &m.IfBusy); err != nil {
 			return nil, fmt.Errorf("list messages of %s: %w", run, err)
 		}
 		m.Time = fromMS(t)
@@ -76,7 +80,7 @@ func (s *Store) ListMessages(ctx context.Context, run string, afterSeq int64) ([
 	return out, rows.Err()
 }
 
-func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string, result []byte) error {
+func (s *Store) ResolveStep(ctx context.Context, run, stepKey string, resolution api.Resolution, result []byte) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		row, err := s.loadRun(ctx, tx, run)
 		if err != nil {
@@ -86,7 +90,7 @@ func (s *Store) ResolveStep(ctx context.Context, run, stepKey, resolution string
 		if err != nil {
 			return err
 		}
-		res, err := s.txExec(ctx, tx, `UPDATE steps SET resolution = ?, resolution_result = ? WHERE run = ? AND key = ? AND resolution = ''`, resolution, nullJSON(result), run, stepKey)
+		res, err := s.txExec(ctx, tx, `UPDATE steps SET resolution = ?, resolution_result = ? WHERE run = ? AND key = ? AND resolution = ''`, string(resolution), nullJSON(result), run, stepKey)
 		if err != nil {
 			return err
 		}

@@ -98,6 +98,35 @@ var migrations = []string{
 		agent TEXT NOT NULL, hash TEXT NOT NULL, type INTEGER NOT NULL, data BLOB NOT NULL,
 		PRIMARY KEY (agent, hash));
 	CREATE TABLE learning_refs (agent TEXT PRIMARY KEY, main TEXT NOT NULL);`,
+	// 9: outbound webhooks, what each subscribes to (an event and an agent, '' for all), and the
+	// outbox: a delivery per webhook and event key, written with the event, and its attempts.
+	`CREATE TABLE webhooks (
+		name TEXT PRIMARY KEY, uid TEXT NOT NULL, resource_version INTEGER NOT NULL, generation INTEGER NOT NULL,
+		created_at INTEGER NOT NULL, labels TEXT NOT NULL, spec TEXT NOT NULL);
+	CREATE TABLE webhook_subs (webhook TEXT NOT NULL, event TEXT NOT NULL, agent TEXT NOT NULL, PRIMARY KEY (event, agent, webhook));
+	CREATE TABLE webhook_deliveries (
+		seq INTEGER PRIMARY KEY, id TEXT NOT NULL, webhook TEXT NOT NULL, event_key TEXT NOT NULL, type TEXT NOT NULL,
+		run TEXT NOT NULL, agent TEXT NOT NULL, trigger_name TEXT NOT NULL, event_time INTEGER NOT NULL, data TEXT NOT NULL,
+		state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER, lease_owner TEXT, lease_until INTEGER,
+		created_at INTEGER NOT NULL, done_at INTEGER, UNIQUE (webhook, event_key));
+	CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at) WHERE state = 'Pending';
+	CREATE INDEX webhook_deliveries_done ON webhook_deliveries (done_at) WHERE state <> 'Pending';
+	CREATE INDEX webhook_deliveries_hook ON webhook_deliveries (webhook, seq);
+	CREATE TABLE webhook_attempts (
+		delivery INTEGER NOT NULL, attempt INTEGER NOT NULL, time INTEGER NOT NULL, status_code INTEGER NOT NULL,
+		error TEXT NOT NULL, duration_ms INTEGER NOT NULL, delivered INTEGER NOT NULL, PRIMARY KEY (delivery, attempt));`,
+	// 10: a message's ifBusy mode, stored when it reached a busy run ('' otherwise).
+	`ALTER TABLE messages ADD COLUMN if_busy TEXT NOT NULL DEFAULT '';`,
+	// 11: forks: a step copied from another run, and the run folder's history (every save, tagged
+	// with a step seq), so a fork finds the folder as of any step. A run's folder as saved before
+	// this migration is its history's first version, at its last step.
+	`ALTER TABLE steps ADD COLUMN copied_from TEXT NOT NULL DEFAULT '';
+	CREATE TABLE file_history (
+		version INTEGER PRIMARY KEY AUTOINCREMENT, run TEXT NOT NULL, tag INTEGER NOT NULL, path TEXT NOT NULL,
+		content BLOB, mode INTEGER NOT NULL, deleted INTEGER NOT NULL);
+	CREATE INDEX file_history_run ON file_history (run, version);
+	INSERT INTO file_history (run, tag, path, content, mode, deleted)
+		SELECT f.run, r.next_step, f.path, f.content, f.mode, 0 FROM files f JOIN runs r ON r.name = f.run ORDER BY f.run, f.path;`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

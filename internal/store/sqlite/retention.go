@@ -70,6 +70,7 @@ func (s *Store) purgeRun(ctx context.Context, name string, before, now time.Time
 			`UPDATE steps SET args = NULL, result = NULL, resolution_result = NULL WHERE run = ?`,
 			`UPDATE run_events SET data = NULL WHERE run = ?`,
 			`DELETE FROM files WHERE run = ?`,
+			`DELETE FROM file_history WHERE run = ?`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, name); err != nil {
 				return err

@@ -100,10 +100,20 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*api.AgentRu
 		q += ` AND group_name = ?`
 		args = append(args, f.Group)
 	}
-	q += ` ORDER BY created_at, name`
+	if f.Newest {
+		q += ` ORDER BY created_at DESC, name DESC`
+	} else {
+		q += ` ORDER BY created_at, name`
+	}
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
+	} else if f.Offset > 0 {
+		q += ` LIMIT -1` // SQLite takes OFFSET only after a LIMIT
+	}
+	if f.Offset > 0 {
+		q += ` OFFSET ?`
+		args = append(args, f.Offset)
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -148,7 +158,7 @@ func (s *Store) DeleteRun(ctx context.Context, name string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ErrNotFound
 		}
-		for _, t := range []string{"steps", "run_events", "messages", "files", "credit_reservations"} {
+		for _, t := range []string{"steps", "run_events", "messages", "files", "file_history", "credit_reservations"} {
 			if _, err := s.txExec(ctx, tx, `DELETE FROM `+t+` WHERE run = ?`, name); err != nil {
 				return err
 			}

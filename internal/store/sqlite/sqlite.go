@@ -1,6 +1,7 @@
 // Package sqlite is the embedded store backend: one SQLite file in the data folder, in WAL mode,
 // with a single writer connection (so write transactions never contend) and a pool of readers.
-// It implements store.Store and passes the shared conformance suite in store/storetest.
+// It implements store.Store and passes the shared conformance suite in store/storetest
+// (docs/architecture.md, "The store contract").
 package sqlite
 
 import (
@@ -148,3 +149,8 @@ func (s *Store) WaitWork(ctx context.Context, d time.Duration) {
 func (s *Store) WaitEvents(ctx context.Context, d time.Duration) {
 	s.wake.WaitEvent(ctx, d)
 }
+
+// SetClock makes the store read the time from now instead of time.Now: a test that controls
+// time (lease expiry, claimability) gives the store and the runner the same clock. Call it
+// before the store is used.
+func (s *Store) SetClock(now func() time.Time) { s.now = now }

@@ -151,13 +151,13 @@ func scanFire(row rowScanner) (api.TriggerFire, error) {
 	return f, nil
 }
 
-func (s *Store) RecordFire(ctx context.Context, f api.TriggerFire, concurrency string, run *api.AgentRun) (api.TriggerFire, bool, error) {
+func (s *Store) RecordFire(ctx context.Context, f api.TriggerFire, concurrency api.Concurrency, run *api.AgentRun) (api.TriggerFire, bool, error) {
 	var rec api.TriggerFire
 	created, claimable := false, false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		created, claimable = false, false
-		var one int
-		if err := s.txQueryRow(ctx, tx, `SELECT 1 FROM triggers WHERE name = ?`, f.Trigger).Scan(&one); err != nil {
+		var spec string
+		if err := s.txQueryRow(ctx, tx, `SELECT spec FROM triggers WHERE name = ?`, f.Trigger).Scan(&spec); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return store.ErrNotFound
 			}
@@ -206,6 +206,11 @@ func (s *Store) RecordFire(ctx context.Context, f api.TriggerFire, concurrency s
 		}
 		if _, err := s.txExec(ctx, tx, `INSERT INTO trigger_fires (trigger_name, fire_key, seq, time, source, delivery_id, scheduled_at, run, outcome, message)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, f.Trigger, f.Key, seq, ms(f.Time), f.Source, f.DeliveryID, sched, f.Run, f.Outcome, f.Message); err != nil {
+			return err
+		}
+		var ts api.TriggerSpec
+		_ = json.Unmarshal([]byte(spec), &ts)
+		if err := s.writeOutbox(ctx, tx, store.FireOutbox(f, ts.Agent, now)); err != nil {
 			return err
 		}
 		rec, created = f, true

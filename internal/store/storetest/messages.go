@@ -542,6 +542,35 @@ func testRequeue(t *testing.T, open opener) {
 			t.Errorf("a second decision: %v, want ErrNotWaiting", err)
 		}
 	})
+	// A run parked waiting ModelKeyMissing with a retry an hour away is claimable at once after
+	// PokeWaiting(ModelKeyMissing); a run waiting on something else, and one a runner holds, are
+	// not touched.
+	t.Run("PokeWaiting", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		later := time.Now().Add(time.Hour)
+		for _, p := range []struct {
+			run    string
+			reason api.Reason
+		}{{"run-key", api.ReasonModelKeyMissing}, {"run-question", api.ReasonQuestion}} {
+			mustCreateRun(t, s, p.run)
+			l := mustClaim(t, s, newOwner("r"), p.run, longTTL)
+			mustCommit(t, s, l, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: p.reason}, Release: true, WakeAt: &later})
+		}
+		mustCreateRun(t, s, "run-held")
+		held := mustClaim(t, s, newOwner("r"), "run-held", longTTL)
+		mustCommit(t, s, held, store.Write{Status: &api.AgentRunStatus{Phase: api.PhaseWaiting, Reason: api.ReasonModelKeyMissing}})
+		mustNotClaim(t, s, "before the poke")
+		n, err := s.PokeWaiting(bg, api.ReasonModelKeyMissing)
+		if err != nil || n != 1 {
+			t.Fatalf("PokeWaiting = %d, %v; want 1 run poked", n, err)
+		}
+		mustClaim(t, s, newOwner("r"), "run-key", longTTL)
+		mustNotClaim(t, s, "after the poke and the claim of the poked run")
+		if r := mustGetRun(t, s, "run-key"); r.Status.Phase != api.PhaseWaiting || r.Status.Reason != api.ReasonModelKeyMissing {
+			t.Errorf("the poke changed the status: %s/%s", r.Status.Phase, r.Status.Reason)
+		}
+	})
 	t.Run("ResolveRequeues", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)

@@ -173,6 +173,40 @@ func testRuns(t *testing.T, open opener) {
 				t.Errorf("ListRuns(%+v) = %v, want %d of %v", c.f, got, c.n, c.within)
 			}
 		}
+		// Newest first is the exact reverse of the default order, and Offset pages through it.
+		inOrder := func(f store.RunFilter) []string {
+			runs, err := s.ListRuns(bg, f)
+			if err != nil {
+				t.Fatalf("ListRuns(%+v): %v", f, err)
+			}
+			var names []string
+			for _, r := range runs {
+				names = append(names, r.Metadata.Name)
+			}
+			return names
+		}
+		oldest := inOrder(store.RunFilter{})
+		var newest []string
+		for i := len(oldest) - 1; i >= 0; i-- {
+			newest = append(newest, oldest[i])
+		}
+		for _, c := range []struct {
+			f    store.RunFilter
+			want []string
+		}{
+			{store.RunFilter{Newest: true}, newest},
+			{store.RunFilter{Newest: true, Limit: 2, Offset: 1}, newest[1:3]},
+			{store.RunFilter{Newest: true, Offset: 3}, newest[3:]},
+			{store.RunFilter{Limit: 2, Offset: 4}, oldest[4:]},
+			{store.RunFilter{Newest: true, Offset: 9}, nil},
+		} {
+			if got := inOrder(c.f); !sameValue(got, c.want) {
+				t.Errorf("ListRuns(%+v) = %v, want %v (all, oldest first: %v)", c.f, got, c.want, oldest)
+			}
+		}
+		if got := inOrder(store.RunFilter{Newest: true, Agent: "agent-a", Limit: 1}); len(got) != 1 || got[0] != lastOf(oldest, map[string]bool{"r1": true, "r3": true, "r4": true}) {
+			t.Errorf("the newest run of agent-a = %v (all, oldest first: %v)", got, oldest)
+		}
 	})
 
 	t.Run("DeleteRemovesEverything", func(t *testing.T) {
@@ -256,6 +290,16 @@ func testCountRuns(t *testing.T, open opener) {
 			t.Errorf("CountRuns = %v, %v; want 2 Queued and 1 Succeeded", c, err)
 		}
 	})
+}
+
+// lastOf is the last name of list that is in set.
+func lastOf(list []string, set map[string]bool) string {
+	for i := len(list) - 1; i >= 0; i-- {
+		if set[list[i]] {
+			return list[i]
+		}
+	}
+	return ""
 }
 
 func listRunNames(t *testing.T, s store.Store, f store.RunFilter) []string {

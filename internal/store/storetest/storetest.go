@@ -1,9 +1,9 @@
 // Package storetest is the conformance suite every store.Store backend must pass: it checks,
 // through the interface only, the contract written in the comments of package store (agents and
 // their immutable revisions, runs, messages, the journal, the event timeline, and the lease,
-// fencing, release and wake-up rules of design.md sections 4-6). A backend's own test calls Run
-// with a function that returns a fresh, empty store for each subtest; Run closes each store when
-// its subtest ends.
+// fencing, release and wake-up rules: docs/architecture.md, "The store contract" and "Leases and
+// fencing"). A backend's own test calls Run with a function that returns a fresh, empty store for
+// each subtest; Run closes each store when its subtest ends.
 package storetest
 
 import (
@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Journal", func(t *testing.T) { testJournal(t, open) })
 	t.Run("ReleaseAndWake", func(t *testing.T) { testReleaseAndWake(t, open) })
 	t.Run("Messages", func(t *testing.T) { testMessages(t, open) })
+	t.Run("IfBusy", func(t *testing.T) { testIfBusy(t, open) })
 	t.Run("Cancel", func(t *testing.T) { testCancel(t, open) })
 	t.Run("ResolveStep", func(t *testing.T) { testResolveStep(t, open) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, open) })
@@ -63,6 +64,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 	t.Run("Skills", func(t *testing.T) { testSkills(t, open) })
 	t.Run("Triggers", func(t *testing.T) { testTriggers(t, open) })
+	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, open) })
+	t.Run("Forks", func(t *testing.T) { testForks(t, open) })
 }
 
 // opener opens a fresh store for one subtest.

@@ -131,7 +131,7 @@ func testTriggers(t *testing.T, open opener) {
 		s := open(t)
 		mustCreateAgent(t, s, "agent-a")
 		mustCreateTriggerNamed(t, s, "f")
-		fire := func(key, concurrency, run string) api.TriggerFire {
+		fire := func(key string, concurrency api.Concurrency, run string) api.TriggerFire {
 			t.Helper()
 			rec, created, err := s.RecordFire(bg, api.TriggerFire{Trigger: "f", Key: key, Source: api.FireSourceManual}, concurrency, triggerRun(run))
 			if err != nil || !created {

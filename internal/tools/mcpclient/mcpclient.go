@@ -1,7 +1,9 @@
 // Package mcpclient is the client side of MCP: it starts (stdio) or reaches (streamable HTTP) the
 // MCP servers an agent names, lists their tools and calls them, with the official Go SDK. Secret
 // references in a server's env and headers are opened here, just before use, and the values
-// stay inside the transport: no error or result this package returns carries them.
+// stay inside the transport: no error or result this package returns carries them. It knows
+// nothing of computers: a server that runs inside a run's computer is started through the Spawn
+// function its caller (internal/agent) gives ConnectIn.
 package mcpclient
 
 import (
@@ -22,8 +24,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"agentrun.dev/agentrun/internal/api"
-	"agentrun.dev/agentrun/internal/computer"
-	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/catalog"
+	"agentrun.dev/agentrun/internal/secret"
 )
 
 // OpenSecret returns a sealed secret's key/value pairs (secret.Opener.Open).
@@ -41,34 +43,23 @@ var passEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "NODE
 type Session struct {
 	Name    string
 	cs      *mcp.ClientSession
-	secrets redactor
+	secrets *redactor
 }
 
 // redactor replaces the values of the secrets a server was given (in its env or headers) in what
 // it says back: a tool's result, a description, its stderr. The server has them, but they must
-// not reach the model's context, the journal or the timeline (a server may echo its env).
-type redactor []opened
+// not reach the model's context, the journal or the timeline (a server may echo its env, or
+// encode it: the shared detector finds the value hex- or base64-encoded, reversed, %-encoded or
+// in chunks, as the learning checks do).
+type redactor struct{ d secret.Detector }
 
-// opened is one secret value, its JSON-escaped form when that differs ("" when not), and the
-// reference it was opened from (secret:NAME/KEY).
-type opened struct{ ref, value, escaped string }
+// Redact returns s with each secret value, in any form the detector knows, replaced by its
+// reference.
+func (r *redactor) Redact(s string) string { return r.d.Redact(s) }
 
-// minRedact is the shortest secret value replaced; shorter ones would mangle ordinary text.
-const minRedact = 4
-
-// Redact returns s with each secret value (and its JSON-escaped form) replaced by its reference.
-func (r redactor) Redact(s string) string {
-	for _, o := range r {
-		if len(o.value) < minRedact {
-			continue
-		}
-		s = strings.ReplaceAll(s, o.value, "["+o.ref+"]")
-		if o.escaped != "" {
-			s = strings.ReplaceAll(s, o.escaped, "["+o.ref+"]")
-		}
-	}
-	return s
-}
+// Redact returns s with the values of the secrets the server was given replaced by their
+// references (for what the run shows elsewhere: a span's captured content).
+func (s *Session) Redact(v string) string { return s.secrets.Redact(v) }
 
 // SecretError is a secret reference that could not be opened; Field names where it is.
 type SecretError struct {
@@ -106,11 +97,7 @@ func resolve(ctx context.Context, at string, vals map[string]string, open OpenSe
 			return nil, &SecretError{Field: at + "." + k, Secret: name, Err: fmt.Errorf("the secret has no key %q", key)}
 		}
 		out[k] = val
-		o := opened{ref: v, value: val}
-		if q, _ := json.Marshal(val); len(q) > 2 && string(q[1:len(q)-1]) != val {
-			o.escaped = string(q[1 : len(q)-1])
-		}
-		*red = append(*red, o)
+		red.d.Add(v, val)
 	}
 	return out, nil
 }
@@ -147,29 +134,59 @@ func Connect(ctx context.Context, at string, srv api.MCPServer, dir string, open
 	})
 }
 
-// ConnectIn is Connect for a run with a computer: a stdio server starts inside it (working folder
-// /workspace, the computer's environment and the server's env, nothing of this process's), an
-// HTTP server is reached from here as by Connect.
-func ConnectIn(ctx context.Context, at string, srv api.MCPServer, sp computer.Spawner, open OpenSecret) (*Session, error) {
+// Process is a stdio server started in a run's computer: what ConnectIn needs of it. The
+// computer's own processes (computer.StdioProcess) have these methods; this package names them
+// itself so that it stays below the computers and knows nothing of how they start things.
+type Process interface {
+	Stdin() io.WriteCloser
+	Stdout() io.Reader
+	Stderr() io.Reader
+	// Done is closed when the process has exited.
+	Done() <-chan struct{}
+	// Close kills the process; it is safe to call more than once.
+	Close() error
+}
+
+// Spawn starts argv in a run's computer, env ("NAME=value") added to the computer's own, and
+// returns once it runs (computer.Spawner's Spawn, in internal/agent).
+type Spawn func(ctx context.Context, argv, env []string) (Process, error)
+
+// ConnectIn is Connect for a run with a computer: a stdio server starts inside it through spawn
+// (working folder /workspace, the computer's environment and the server's env, nothing of this
+// process's), an HTTP server is reached from here as by Connect.
+func ConnectIn(ctx context.Context, at string, srv api.MCPServer, spawn Spawn, open OpenSecret) (*Session, error) {
 	return connect(ctx, at, srv, open, func(env []string, stderr *tail) (mcp.Transport, error) {
-		p, err := sp.Spawn(ctx, append([]string{srv.Command}, srv.Args...), computer.SpawnOptions{Env: env})
+		p, err := spawn(ctx, append([]string{srv.Command}, srv.Args...), env)
 		if err != nil {
 			return nil, fmt.Errorf("MCP server %s did not start in the run's computer: %w", srv.Name, err)
 		}
-		go io.Copy(stderr, p.Stderr()) // ends with the process
-		return &mcp.IOTransport{Reader: spawnedOut{p}, Writer: p.Stdin()}, nil
+		copied := make(chan struct{})
+		go func() {
+			defer close(copied)
+			io.Copy(stderr, p.Stderr()) // ends with the process
+		}()
+		return &mcp.IOTransport{Reader: spawnedOut{p, copied}, Writer: p.Stdin()}, nil
 	})
 }
 
 // spawnedOut is a spawned server's stdout; closing it ends the server: its stdin closed first,
-// then, if it has not exited within 2 s, killed.
-type spawnedOut struct{ p computer.StdioProcess }
+// then, if it has not exited within 2 s, killed. A server that has exited is closed once its
+// stderr is all in the tail (copied closed; at most 2 s more), not before: closing it drops what
+// is unread, and the error of a server that did not start quotes what it said.
+type spawnedOut struct {
+	p      Process
+	copied <-chan struct{}
+}
 
 func (o spawnedOut) Read(b []byte) (int, error) { return o.p.Stdout().Read(b) }
 func (o spawnedOut) Close() error {
 	o.p.Stdin().Close()
 	select {
 	case <-o.p.Done():
+		select {
+		case <-o.copied:
+		case <-time.After(2 * time.Second):
+		}
 	case <-time.After(2 * time.Second):
 	}
 	return o.p.Close()
@@ -221,18 +238,18 @@ func connect(ctx context.Context, at string, srv api.MCPServer, open OpenSecret,
 		}
 		return nil, errors.New(red.Redact(fmt.Sprintf("MCP server %s did not start: %v%s", srv.Name, err, stderrOf(stderr))))
 	}
-	return &Session{Name: srv.Name, cs: cs, secrets: red}, nil
+	return &Session{Name: srv.Name, cs: cs, secrets: &red}, nil
 }
 
-// Mounts are what a run's computer must show for a stdio server to start in it: for each
-// absolute path among its command and args that lies in an npm install (a node_modules folder),
-// the folder holding that install, read-only at the same path (the interpreter itself comes from
-// the computer: the host's /usr in a local sandbox, the image in a docker one).
-func Mounts(srv api.MCPServer) []computer.Mount {
+// Mounts are the host folders a run's computer must show, read-only at the same path, for a
+// stdio server to start in it: for each absolute path among its command and args that lies in an
+// npm install (a node_modules folder), the folder holding that install (the interpreter itself
+// comes from the computer: the host's /usr in a local sandbox, the image in a docker one).
+func Mounts(srv api.MCPServer) []string {
 	if srv.Command == "" {
 		return nil
 	}
-	var out []computer.Mount
+	var out []string
 	seen := map[string]bool{}
 	for _, p := range append([]string{srv.Command}, srv.Args...) {
 		if !filepath.IsAbs(p) {
@@ -247,7 +264,7 @@ func Mounts(srv api.MCPServer) []computer.Mount {
 			continue
 		}
 		seen[p[:i]] = true
-		out = append(out, computer.Mount{Source: p[:i], Target: p[:i]})
+		out = append(out, p[:i])
 	}
 	return out
 }

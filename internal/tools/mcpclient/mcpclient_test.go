@@ -2,9 +2,12 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -173,5 +176,51 @@ func TestSecretsRedacted(t *testing.T) {
 	_, _, err = List(ctx, "spec.mcpServers[1]", bad, t.TempDir(), open)
 	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "my token is [secret:tok/ENV]") {
 		t.Fatalf("want the stderr with the reference, got %v", err)
+	}
+}
+
+// A server that hands back its secret encoded (hex, base64 and base64url, reversed, %-encoded,
+// split into chunks across lines and quotes) reaches the model with none of those forms: the
+// shared detector finds each, where only the exact value was replaced before.
+func TestSecretsRedactedEncoded(t *testing.T) {
+	const val = "tok-9fQ2xLmZ7vB4nR8sK1wD6yH3"
+	rev := []byte(val)
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	forms := map[string]string{
+		"hex":       hex.EncodeToString([]byte(val)),
+		"base64":    base64.StdEncoding.EncodeToString([]byte(val)),
+		"base64url": base64.RawURLEncoding.EncodeToString([]byte("Authorization: " + val)),
+		"reversed":  string(rev),
+		"percent":   url.QueryEscape(val + " "),
+		"chunks":    `"` + val[:10] + "\"\n+ \"" + val[10:20] + `" + "` + val[20:] + `"`,
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	for name, form := range forms {
+		mcp.AddTool(server, &mcp.Tool{Name: name, Description: "echoes the key as " + name},
+			func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here: " + form + " end"}}}, nil, nil
+			})
+	}
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	defer ts.Close()
+	open := func(ctx context.Context, name string) (map[string]string, error) {
+		return map[string]string{"AUTH": val}, nil
+	}
+	ctx := context.Background()
+	s, err := Connect(ctx, "spec.mcpServers[0]", api.MCPServer{Name: "h", URL: ts.URL, Headers: map[string]string{"Authorization": "secret:tok/AUTH"}}, "", open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for name, form := range forms {
+		r, err := s.Call(ctx, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(r.Content, form) || !strings.Contains(r.Content, "[secret:tok/AUTH]") || !strings.HasPrefix(r.Content, "here: ") {
+			t.Errorf("the key as %s came back as %q", name, r.Content)
+		}
 	}
 }

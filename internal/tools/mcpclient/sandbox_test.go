@@ -34,17 +34,18 @@ func TestFilesystemInSandbox(t *testing.T) {
 	}
 	index := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
 	srv := api.MCPServer{Name: "files", Command: "node", Args: []string{index, "."}, Env: map[string]string{"FROM_SPEC": "yes"}}
-	mounts := Mounts(srv)
-	if len(mounts) != 1 || mounts[0].Source != dir || mounts[0].Writable {
-		t.Fatalf("mounts for %s: %+v, want %s read-only", index, mounts, dir)
+	dirs := Mounts(srv)
+	if len(dirs) != 1 || dirs[0] != dir {
+		t.Fatalf("mounts for %s: %+v, want %s", index, dirs, dir)
 	}
+	mounts := []computer.Mount{{Source: dirs[0], Target: dirs[0]}} // read-only, as the agent mounts them
 	folder := t.TempDir()
 	c, err := p.Create(t.Context(), computer.Spec{Run: "mcp-sandbox", Folder: folder, Kind: computer.KindSandbox, Mounts: mounts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	sp := c.(computer.Spawner)
+	sp := spawnIn(c.(computer.Spawner))
 	ctx := context.Background()
 	t.Setenv("AGENTRUN_RUNNER_SECRET", "runner-only")
 	s, err := ConnectIn(ctx, "spec.mcpServers[0]", srv, sp, nil)
@@ -89,5 +90,16 @@ func TestFilesystemInSandbox(t *testing.T) {
 	// A command the computer does not have.
 	if _, err := ConnectIn(ctx, "spec.mcpServers[1]", api.MCPServer{Name: "gone", Command: "no-such-mcp-server"}, sp, nil); err == nil || !strings.Contains(err.Error(), "no-such-mcp-server") {
 		t.Errorf("a missing command: %v", err)
+	}
+}
+
+// spawnIn starts a server in sp, as internal/agent does.
+func spawnIn(sp computer.Spawner) Spawn {
+	return func(ctx context.Context, argv, env []string) (Process, error) {
+		p, err := sp.Spawn(ctx, argv, computer.SpawnOptions{Env: env})
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
 	}
 }

@@ -7,6 +7,7 @@
 package webfetch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,7 +27,7 @@ import (
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 
 	"agentrun.dev/agentrun/internal/api"
-	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/catalog"
 )
 
 // Limits of one fetch.
@@ -82,7 +83,7 @@ var blockedPrefixes = []struct {
 
 // Blocked says why a is not reached by default ("" when it is public).
 func Blocked(a netip.Addr) string {
-	a = a.Unmap()
+	a = canonical(a)
 	switch {
 	case a == netip.MustParseAddr("169.254.169.254") || a == netip.MustParseAddr("fd00:ec2::254"):
 		return "a cloud metadata address"
@@ -103,6 +104,50 @@ func Blocked(a netip.Addr) string {
 		}
 	}
 	return ""
+}
+
+// canonical is a as the address it stands for: an IPv4-mapped (::ffff:a.b.c.d), IPv4-translated
+// (::ffff:0:a.b.c.d) or deprecated IPv4-compatible (::a.b.c.d) IPv6 address is its IPv4
+// address, so [::127.0.0.1] and [::ffff:0:7f00:1] are loopback as 127.0.0.1 is (netip's Unmap
+// knows only the first form). The zone is dropped: it does not change what the address is.
+func canonical(a netip.Addr) netip.Addr {
+	a = a.Unmap().WithZone("")
+	if !a.Is6() {
+		return a
+	}
+	b := a.As16()
+	for _, x := range b[:8] {
+		if x != 0 {
+			return a
+		}
+	}
+	v4 := netip.AddrFrom4([4]byte(b[12:16]))
+	switch {
+	case b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0:
+		return v4 // translated
+	case b[8] == 0 && b[9] == 0 && b[10] == 0 && b[11] == 0 && v4.As4()[0] != 0:
+		return v4 // compatible (:: and ::1 stay themselves: their first byte is 0)
+	}
+	return a
+}
+
+// ownAddr reports whether a is one of this host's interface addresses: a fetch of the server's
+// own public address reaches what listens on it (the API, a database) as loopback would.
+func ownAddr(a netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, ia := range addrs {
+		n, ok := ia.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		if o, ok := netip.AddrFromSlice(n.IP); ok && canonical(o) == a {
+			return true
+		}
+	}
+	return false
 }
 
 // BlockedError is a dial refused because of the address.
@@ -130,17 +175,30 @@ func (f *Fetcher) check(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("web_fetch: dial %s %s: not an address", network, address)
 	}
-	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	why := Blocked(ap.Addr())
-	if why == "" {
-		return nil
+	ap = netip.AddrPortFrom(canonical(ap.Addr()), ap.Port())
+	if why := Refused(f.Allow, ap); why != "" {
+		return &BlockedError{Addr: ap, Why: why}
 	}
-	for _, a := range f.Allow {
+	return nil
+}
+
+// Refused says why an address is not dialled under the allow list ("" when it may be): the one
+// rule for what the server reaches on others' behalf, web_fetch's and the webhooks' alike.
+func Refused(allow []Allow, ap netip.AddrPort) string {
+	ap = netip.AddrPortFrom(canonical(ap.Addr()), ap.Port())
+	why := Blocked(ap.Addr())
+	if why == "" && ownAddr(ap.Addr()) {
+		why = "one of this server's own addresses"
+	}
+	if why == "" {
+		return ""
+	}
+	for _, a := range allow {
 		if a.permits(ap) {
-			return nil
+			return ""
 		}
 	}
-	return &BlockedError{Addr: ap, Why: why}
+	return why
 }
 
 // checkLiteral refuses a URL whose host is a blocked address literal before anything is dialled:
@@ -157,7 +215,7 @@ func (f *Fetcher) checkLiteral(u *url.URL) error {
 	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
 		port = uint16(p)
 	}
-	return f.check("tcp", netip.AddrPortFrom(a.Unmap(), port).String(), nil)
+	return f.check("tcp", netip.AddrPortFrom(canonical(a), port).String(), nil)
 }
 
 // Result is what the model reads. A refusal (and a body cut at maxBytes) has a stable Code,
@@ -316,7 +374,7 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 		body = body[:maxBytes]
 	}
 	b.WriteString("\n")
-	b.WriteString(render(ctx, resp.Request.URL, ctype, body, cut))
+	b.WriteString(stripControl(render(ctx, resp.Request.URL, ctype, body, cut)))
 	if cut {
 		fmt.Fprintf(&b, "\n\n[cut (code %s): only the first %d bytes of the body were read (maxBytes); the page is longer]", api.CodeFetchCut, maxBytes)
 	} else if err != nil {
@@ -353,6 +411,14 @@ func render(ctx context.Context, u *url.URL, ctype string, body []byte, cut bool
 	if ctype == "" || err != nil {
 		mt, _, _ = mime.ParseMediaType(http.DetectContentType(body))
 	}
+	textual := mt == "text/html" || mt == "application/xhtml+xml" || strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
+		mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/javascript" || mt == "application/x-ndjson"
+	if textual && bytes.IndexByte(body, 0) >= 0 {
+		// Text holds no NUL: this is binary whatever its type says (a gzip bomb of zeros served
+		// as text/plain was a mebibyte of NULs in every later model request, six bytes each
+		// once JSON-escaped).
+		return fmt.Sprintf("(%s content holding NUL bytes, so binary, %d bytes read, not shown)", mt, len(body))
+	}
 	switch {
 	case mt == "text/html" || mt == "application/xhtml+xml":
 		md, err := htmltomarkdown.ConvertString(strings.ToValidUTF8(string(body), "\uFFFD"),
@@ -373,6 +439,17 @@ func render(ctx context.Context, u *url.URL, ctype string, body []byte, cut bool
 		return string(body)
 	}
 	return fmt.Sprintf("(%s content, %s bytes read, not shown: web_fetch shows HTML, text and JSON)", mt, strconv.Itoa(len(body)))
+}
+
+// stripControl is s without the control characters other than tab, newline and carriage return:
+// each would reach the model's requests JSON-escaped at six bytes.
+func stripControl(s string) string {
+	return strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // describeErr says what went wrong without Go's wrapping noise ("Get \"...\": dial tcp: ...").

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"agentrun.dev/agentrun/internal/api"
-	"agentrun.dev/agentrun/internal/tools/catalog"
+	"agentrun.dev/agentrun/internal/catalog"
 )
 
 func allowServer(t *testing.T, srv *httptest.Server) Allow {

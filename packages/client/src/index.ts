@@ -23,6 +23,8 @@ export type FileEntry = Schemas["FileEntry"];
 export type ApiErrorBody = Schemas["Error"];
 export type ErrorCode = ApiErrorBody["code"];
 export type Phase = Schemas["AgentRunStatus"]["phase"];
+/** What a message to a busy run does (the message's ifBusy, an agent's spec.ifBusy). */
+export type IfBusy = NonNullable<Schemas["Message"]["ifBusy"]>;
 export type List<T> = { apiVersion?: string; kind?: string; items: T[] | null };
 
 /** An answer the server refused: its HTTP status and the stable code, message and field. */
@@ -178,9 +180,14 @@ export class Client {
       }),
     delete: (name: string) => this.request<Schemas["DeletedAnswer"]>("DELETE", `/v2/agentruns/${seg(name)}`),
     cancel: (name: string) => this.request<AgentRun>("POST", `/v2/agentruns/${seg(name)}/cancel`),
-    /** message sends a message; a key is delivered once however often it is sent. */
-    message: (name: string, payload: string, messageKey?: string) =>
-      this.request<Schemas["MessagePostedAnswer"]>("POST", `/v2/agentruns/${seg(name)}/messages`, { body: { payload, messageKey } }),
+    /**
+     * message sends a message; a key is delivered once however often it is sent. ifBusy says what
+     * it does if the run has a turn in flight: "enqueue" (wait for the turn's end), "reject"
+     * (refused with code RunBusy, nothing stored), "interrupt" (stop the turn now) or "rollback"
+     * (discard the turn); left out, the agent's spec.ifBusy, else enqueue.
+     */
+    message: (name: string, payload: string, messageKey?: string, ifBusy?: IfBusy) =>
+      this.request<Schemas["MessagePostedAnswer"]>("POST", `/v2/agentruns/${seg(name)}/messages`, { body: { payload, messageKey, ifBusy } }),
     messages: async (name: string) => (await this.request<List<Message>>("GET", `/v2/agentruns/${seg(name)}/messages`)).items ?? [],
     /** answer is the run's whole answer (status.answer holds a 4 KiB preview). */
     answer: async (name: string) => (await this.raw("GET", `/v2/agentruns/${seg(name)}/answer`)).text(),
@@ -197,6 +204,13 @@ export class Client {
     /** raiseCap raises the run's cap to usd (a decimal string; raise only). */
     raiseCap: (name: string, usd: string) =>
       this.request<AgentRun>("PATCH", `/v2/agentruns/${seg(name)}`, { body: { spec: { maxCostUSD: usd } } }),
+    /**
+     * fork makes a new run holding the run's completed steps up to and including atStep (a key as
+     * steps() shows it) and its folder as that step left it, which goes on live; message is a user
+     * message at the fork point. The run itself is not changed.
+     */
+    fork: (name: string, atStep: string, opts: { name?: string; message?: string; maxCostUSD?: string } = {}) =>
+      this.request<AgentRun>("POST", `/v2/agentruns/${seg(name)}/fork`, { body: { atStep, ...opts } }),
     resolve: (name: string, action: "retry" | "skip" | "complete", opts: { stepKey?: string; result?: unknown } = {}) =>
       this.request<AgentRun>("POST", `/v2/agentruns/${seg(name)}/resolve`, { body: { action, ...opts } }),
     /**

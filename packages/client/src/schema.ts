@@ -43,7 +43,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics (counts and latencies only) */
+        /** Prometheus metrics (counts and latencies only); without credentials only under serve --metrics-public */
         get: operations["get_metrics"];
         put?: never;
         post?: never;
@@ -64,6 +64,125 @@ export interface paths {
         get: operations["get_readyz"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/SKILL.md": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The skill teaching a coding agent this CLI (the text agentrun skill install writes) */
+        get: operations["get_SKILL_md"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/a2a/{agent}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A v1.0 JSON-RPC: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask */
+        post: operations["post_a2a__agent_"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/a2a/{agent}/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's A2A v1.0 agent card (bearer required: agent names are private) */
+        get: operations["get_a2a__agent___well_known_agent_card_json"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/a2a/{agent}/{op}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A v1.0 HTTP+JSON: message:send, message:stream */
+        post: operations["post_a2a__agent___op_"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/a2a/{agent}/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A2A v1.0 HTTP+JSON: ListTasks (the agent's tasks, newest first) */
+        get: operations["get_a2a__agent__tasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/a2a/{agent}/tasks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A2A v1.0 HTTP+JSON: GetTask */
+        get: operations["get_a2a__agent__tasks__id_"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/a2a/{agent}/tasks/{idop}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A v1.0 HTTP+JSON: ID:cancel (CancelTask), ID:subscribe (SubscribeToTask) */
+        post: operations["post_a2a__agent__tasks__idop_"];
         delete?: never;
         options?: never;
         head?: never;
@@ -282,6 +401,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/agentruns/{name}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fork the run at a completed step {atStep, name, message, maxCostUSD}: a new run with its steps up to there and its folder as that step left it */
+        post: operations["post_agentruns__name__fork"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/agentruns/{name}/messages": {
         parameters: {
             query?: never;
@@ -292,7 +428,7 @@ export interface paths {
         /** List the run's messages */
         get: operations["get_agentruns__name__messages"];
         put?: never;
-        /** Send a message {payload, messageKey}: a key is delivered once */
+        /** Send a message {payload, messageKey, ifBusy}: a key is delivered once; ifBusy says what it does to a turn in flight */
         post: operations["post_agentruns__name__messages"];
         delete?: never;
         options?: never;
@@ -631,6 +767,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** MCP (Streamable HTTP): the session's stream of server notifications (tools/list_changed) */
+        get: operations["get_mcp"];
+        put?: never;
+        /** MCP (Streamable HTTP): each agent as a tool, plus get-run, send-message and list-runs */
+        post: operations["post_mcp"];
+        /** MCP (Streamable HTTP): end the session */
+        delete: operations["delete_mcp"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/openapi.json": {
         parameters: {
             query?: never;
@@ -752,6 +907,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/templates/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a template's agent, skills and triggers in one step: all are checked first, and what was made is removed if a later part fails (a trigger whose signing secret is not stored yet is made suspended) */
+        post: operations["post_templates_apply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/triggers": {
         parameters: {
             query?: never;
@@ -858,6 +1030,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List outbound webhooks */
+        get: operations["get_webhooks"];
+        put?: never;
+        /** Create an outbound webhook (signed Standard Webhooks deliveries of run and trigger events) */
+        post: operations["post_webhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/webhooks/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a webhook */
+        get: operations["get_webhooks__name_"];
+        /** Apply a webhook */
+        put: operations["put_webhooks__name_"];
+        post?: never;
+        /** Delete a webhook with its deliveries */
+        delete: operations["delete_webhooks__name_"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/webhooks/{name}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The webhook's deliveries, newest first, each with its attempts */
+        get: operations["get_webhooks__name__deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/webhooks/{name}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a new whsec_ signing secret in the secret spec.secretRef names, answered once (a signed-in person only) */
+        post: operations["post_webhooks__name__rotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/webhooks/{name}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Queue a webhook.test delivery to this webhook alone */
+        post: operations["post_webhooks__name__test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/whoami": {
         parameters: {
             query?: never;
@@ -896,6 +1156,28 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        A2aMessage: {
+            contextId?: string;
+            extensions?: string[];
+            messageId: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            parts: components["schemas"]["Part"][] | null;
+            referenceTaskIds?: string[];
+            role: string;
+            taskId?: string;
+        };
+        A2aTask: {
+            artifacts?: components["schemas"]["Artifact"][];
+            contextId: string;
+            history?: components["schemas"]["A2aMessage"][];
+            id: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            status: components["schemas"]["TaskStatus"];
+        };
         AddCreditsBodyInput: {
             amountUSD?: string;
             note?: string;
@@ -906,6 +1188,27 @@ export interface components {
             metadata: components["schemas"]["ObjectMeta"];
             spec: components["schemas"]["AgentSpec"];
             status?: components["schemas"]["AgentStatus"];
+        };
+        AgentCapabilities: {
+            extendedAgentCard: boolean;
+            pushNotifications: boolean;
+            streaming: boolean;
+        };
+        AgentCard: {
+            capabilities: components["schemas"]["AgentCapabilities"];
+            defaultInputModes: string[] | null;
+            defaultOutputModes: string[] | null;
+            description: string;
+            documentationUrl?: string;
+            name: string;
+            provider?: components["schemas"]["AgentProvider"] | null;
+            securityRequirements?: components["schemas"]["SecurityRequirement"][];
+            securitySchemes?: {
+                [key: string]: components["schemas"]["SecurityScheme"];
+            };
+            skills: components["schemas"]["AgentSkill"][] | null;
+            supportedInterfaces: components["schemas"]["AgentInterface"][] | null;
+            version: string;
         };
         AgentGroup: {
             apiVersion?: string;
@@ -970,6 +1273,16 @@ export interface components {
             spec?: components["schemas"]["AgentSpecInput"];
             status?: components["schemas"]["AgentStatusInput"];
         };
+        AgentInterface: {
+            protocolBinding: string;
+            protocolVersion: string;
+            tenant?: string;
+            url: string;
+        };
+        AgentProvider: {
+            organization: string;
+            url: string;
+        };
         AgentRun: {
             apiVersion?: string;
             kind?: string;
@@ -1021,6 +1334,7 @@ export interface components {
             reason?: string;
             runner?: string;
             startedAt?: string | null;
+            traceParent?: string;
             turns?: components["schemas"]["Turn"][];
             waitingOn?: components["schemas"]["WaitingOn"] | null;
         };
@@ -1041,15 +1355,28 @@ export interface components {
             reason?: string;
             runner?: string;
             startedAt?: string | null;
+            traceParent?: string;
             turns?: components["schemas"]["TurnInput"][] | null;
             waitingOn?: components["schemas"]["WaitingOnInput"] | null;
+        };
+        AgentSkill: {
+            description: string;
+            examples?: string[];
+            id: string;
+            inputModes?: string[];
+            name: string;
+            outputModes?: string[];
+            tags: string[] | null;
         };
         AgentSpec: {
             allowUnpricedModels?: boolean;
             approvals?: components["schemas"]["Approvals"] | null;
             computer?: components["schemas"]["ComputerSpec"] | null;
+            description?: string;
             displayName?: string;
             harness?: string;
+            /** @enum {string} */
+            ifBusy?: "enqueue" | "reject" | "interrupt" | "rollback";
             learning?: boolean;
             maxTokens?: number;
             maxToolCalls?: number;
@@ -1069,8 +1396,11 @@ export interface components {
             allowUnpricedModels?: boolean;
             approvals?: components["schemas"]["ApprovalsInput"] | null;
             computer?: components["schemas"]["ComputerSpecInput"] | null;
+            description?: string;
             displayName?: string;
             harness?: string;
+            /** @enum {string} */
+            ifBusy?: "enqueue" | "reject" | "interrupt" | "rollback";
             learning?: boolean;
             maxTokens?: number;
             maxToolCalls?: number;
@@ -1135,12 +1465,14 @@ export interface components {
             stepKey: string;
             tool: string;
         };
-        Commit: {
-            author: string;
-            hash: string;
-            message: string;
-            /** Format: date-time */
-            when: string;
+        Artifact: {
+            artifactId: string;
+            description?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            name?: string;
+            parts: components["schemas"]["Part"][] | null;
         };
         ComputerSpec: {
             kind?: string;
@@ -1152,14 +1484,29 @@ export interface components {
             network?: boolean;
             provider?: string;
         };
-        CreditsView: {
+        CreditEntry: {
+            amountUSD: string;
+            kind: string;
+            note?: string;
+            run?: string;
+            seq: number;
+            stepKey?: string;
+            time: string;
+        };
+        CreditReservation: {
+            amountUSD: string;
+            attempt: number;
+            run: string;
+            stepKey: string;
+        };
+        Credits: {
             addedUSD: string;
             availableUSD: string;
             balanceUSD: string;
             chargedUSD: string;
             enforced: boolean;
-            entries: components["schemas"]["EntryView"][] | null;
-            reservations: components["schemas"]["Reservation"][] | null;
+            entries: components["schemas"]["CreditEntry"][] | null;
+            reservations: components["schemas"]["CreditReservation"][] | null;
             reservedUSD: string;
             unpricedCharges: number;
         };
@@ -1170,6 +1517,10 @@ export interface components {
         DeletedAnswer: {
             name: string;
             status: string;
+        };
+        DeliveriesAnswer: {
+            items: components["schemas"]["WebhookDelivery"][] | null;
+            webhook: string;
         };
         EndEvent: {
             /** @enum {string} */
@@ -1183,15 +1534,6 @@ export interface components {
             input: number;
             model: string;
             output: number;
-        };
-        EntryView: {
-            amountUSD: string;
-            kind: string;
-            note?: string;
-            run?: string;
-            seq: number;
-            stepKey?: string;
-            time: string;
         };
         Environment: {
             apiVersion?: string;
@@ -1239,7 +1581,14 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            code: "Invalid" | "UnknownField" | "WrongType" | "Required" | "PayloadTooLarge" | "DuplicateKey" | "InvalidLabel" | "NotFound" | "AlreadyExists" | "Conflict" | "MethodNotAllowed" | "AgentStopped" | "AgentNotFound" | "AgentRunFinished" | "NoAnswer" | "FileNotFound" | "NotResolvable" | "UnpricedModel" | "SecretNotFound" | "CapNotRaised" | "Unauthorized" | "PersonRequired" | "SetupRequired" | "SetupFailed" | "RateLimited" | "TooManyRequests" | "TooManyStreams" | "ClientClosed" | "Internal" | "StoreUnavailable" | "StoreFull" | "GroupNotFound" | "GroupSealed" | "GroupCancelled" | "MaxPendingReached" | "IdempotencyKeyReused" | "EnvironmentNotFound" | "PreconditionFailed" | "LearningOff" | "FetchBadURL" | "FetchBlocked" | "FetchNetworkOff" | "FetchTooManyRedirects" | "FetchRedirectNotAllowed" | "FetchTimeout" | "FetchFailed" | "FetchCut" | "Forbidden" | "BadRequest" | "InvalidRequest" | "RunStopped";
+            code: "Invalid" | "UnknownField" | "WrongType" | "Required" | "PayloadTooLarge" | "DuplicateKey" | "InvalidLabel" | "NotFound" | "AlreadyExists" | "Conflict" | "MethodNotAllowed" | "AgentStopped" | "AgentNotFound" | "AgentRunFinished" | "RunBusy" | "NoAnswer" | "FileNotFound" | "NotResolvable" | "UnpricedModel" | "SecretNotFound" | "CapNotRaised" | "Unauthorized" | "PersonRequired" | "SetupRequired" | "SetupFailed" | "RateLimited" | "TooManyRequests" | "TooManyStreams" | "ClientClosed" | "Internal" | "StoreUnavailable" | "StoreFull" | "GroupNotFound" | "GroupSealed" | "GroupCancelled" | "MaxPendingReached" | "IdempotencyKeyReused" | "EnvironmentNotFound" | "PreconditionFailed" | "LearningOff" | "UnknownWebhookEvent" | "WebhookBlocked" | "StepNotFound" | "StepNotCompleted" | "RunPurged" | "FetchBadURL" | "FetchBlocked" | "FetchNetworkOff" | "FetchTooManyRedirects" | "FetchRedirectNotAllowed" | "FetchTimeout" | "FetchFailed" | "FetchCut" | "Forbidden" | "BadRequest" | "InvalidRequest" | "RunStopped" | "TokenCountLimit";
+            /** @description every problem a check found, the first being this error's code, message and field (a document with three mistakes is told all three) */
+            errors?: {
+                /** @enum {string} */
+                code: "Invalid" | "UnknownField" | "WrongType" | "Required" | "PayloadTooLarge" | "DuplicateKey" | "InvalidLabel" | "NotFound" | "AlreadyExists" | "Conflict" | "MethodNotAllowed" | "AgentStopped" | "AgentNotFound" | "AgentRunFinished" | "RunBusy" | "NoAnswer" | "FileNotFound" | "NotResolvable" | "UnpricedModel" | "SecretNotFound" | "CapNotRaised" | "Unauthorized" | "PersonRequired" | "SetupRequired" | "SetupFailed" | "RateLimited" | "TooManyRequests" | "TooManyStreams" | "ClientClosed" | "Internal" | "StoreUnavailable" | "StoreFull" | "GroupNotFound" | "GroupSealed" | "GroupCancelled" | "MaxPendingReached" | "IdempotencyKeyReused" | "EnvironmentNotFound" | "PreconditionFailed" | "LearningOff" | "UnknownWebhookEvent" | "WebhookBlocked" | "StepNotFound" | "StepNotCompleted" | "RunPurged" | "FetchBadURL" | "FetchBlocked" | "FetchNetworkOff" | "FetchTooManyRedirects" | "FetchRedirectNotAllowed" | "FetchTimeout" | "FetchFailed" | "FetchCut" | "Forbidden" | "BadRequest" | "InvalidRequest" | "RunStopped" | "TokenCountLimit";
+                field?: string;
+                message: string;
+            }[];
             /** @description the path of the field at fault (spec.tools[1]) */
             field?: string;
             message: string;
@@ -1356,7 +1705,7 @@ export interface components {
             /** Format: date-time */
             time: string;
             /** @enum {string} */
-            type: "run.created" | "run.admitted" | "run.started" | "run.resumed" | "run.waiting" | "run.question" | "run.approval" | "run.cap_raised" | "run.cancel_requested" | "run.resolution" | "run.diverged" | "run.succeeded" | "run.failed" | "run.cancelled" | "step.started" | "step.completed" | "step.failed" | "step.interrupted" | "step.retried" | "step.resolved" | "message.received" | "answer" | "approval.approve" | "approval.deny" | "tool.refused" | "tool.cut" | "turn.routed" | "cost.discrepancy" | "folder.restored" | "computer.preparing" | "computer.prepared" | "computer.recreated" | "takeover.click" | "takeover.type" | "takeover.key" | "store.full" | "store.space" | "harness.install" | "harness.started" | "harness.exited" | "harness.waiting" | "gateway.clamped" | "gateway.translated" | "skill.opened" | "mcp.unavailable" | "learning.given" | "learning.opened" | "learning.proposed" | "learning.refused" | "learning.dropped" | "learning.kept" | "learning.committed";
+            type: "run.created" | "run.admitted" | "run.started" | "run.resumed" | "run.waiting" | "run.question" | "run.approval" | "run.cap_raised" | "run.cancel_requested" | "run.resolution" | "run.diverged" | "run.succeeded" | "run.failed" | "run.cancelled" | "run.forked" | "step.started" | "step.completed" | "step.failed" | "step.interrupted" | "step.retried" | "step.resolved" | "message.received" | "message.queued" | "run.interrupted" | "turn.rolledBack" | "answer" | "approval.approve" | "approval.deny" | "tool.refused" | "tool.cut" | "turn.routed" | "cost.discrepancy" | "folder.restored" | "computer.preparing" | "computer.prepared" | "computer.recreated" | "takeover.click" | "takeover.type" | "takeover.key" | "store.full" | "store.space" | "harness.install" | "harness.started" | "harness.exited" | "harness.waiting" | "gateway.clamped" | "gateway.translated" | "skill.opened" | "mcp.unavailable" | "learning.given" | "learning.opened" | "learning.proposed" | "learning.refused" | "learning.dropped" | "learning.kept" | "learning.committed";
         };
         FileEntry: {
             /** Format: date-time */
@@ -1375,6 +1724,12 @@ export interface components {
         FiresAnswer: {
             items: components["schemas"]["TriggerFire"][] | null;
             trigger: string;
+        };
+        ForkRequestInput: {
+            atStep?: string;
+            maxCostUSD?: string;
+            message?: string;
+            name?: string;
         };
         GraderSpec: {
             caseSensitive?: boolean;
@@ -1436,6 +1791,11 @@ export interface components {
             ok: boolean;
             trigger: string;
         };
+        HTTPAuthSecurityScheme: {
+            bearerFormat?: string;
+            description?: string;
+            scheme: string;
+        };
         ItemsOfApprovalView: {
             items: components["schemas"]["ApprovalView"][] | null;
         };
@@ -1468,11 +1828,19 @@ export interface components {
             kind: string;
             name?: string;
             path: string;
+            problem?: string;
             type?: string;
         };
         LearningChange: {
             commit: string;
             path: string;
+        };
+        LearningCommit: {
+            author: string;
+            hash: string;
+            message: string;
+            /** Format: date-time */
+            when: string;
         };
         LearningList: {
             agent: string;
@@ -1480,7 +1848,7 @@ export interface components {
             main: string;
         };
         LearningLog: {
-            items: components["schemas"]["Commit"][] | null;
+            items: components["schemas"]["LearningCommit"][] | null;
         };
         ListOfAgent: {
             apiVersion?: string;
@@ -1506,6 +1874,17 @@ export interface components {
             apiVersion?: string;
             items: components["schemas"]["Trigger"][] | null;
             kind?: string;
+        };
+        ListOfWebhook: {
+            apiVersion?: string;
+            items: components["schemas"]["Webhook"][] | null;
+            kind?: string;
+        };
+        ListTasksResponse: {
+            nextPageToken: string;
+            pageSize: number;
+            tasks: components["schemas"]["A2aTask"][] | null;
+            totalSize: number;
         };
         LoginAnswer: {
             session: string;
@@ -1557,6 +1936,8 @@ export interface components {
             tools: components["schemas"]["MCPTool"][] | null;
         };
         Message: {
+            /** @enum {string} */
+            ifBusy?: "enqueue" | "reject" | "interrupt" | "rollback";
             messageKey?: string;
             payload: string;
             seq: number;
@@ -1564,8 +1945,22 @@ export interface components {
             time: string;
         };
         MessageBodyInput: {
+            /** @enum {string} */
+            ifBusy?: "enqueue" | "reject" | "interrupt" | "rollback";
             messageKey?: string;
             payload?: string | null;
+        };
+        MessageInput: {
+            contextId?: string;
+            extensions?: string[] | null;
+            messageId?: string;
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            parts?: components["schemas"]["PartInput"][] | null;
+            referenceTaskIds?: string[] | null;
+            role?: string;
+            taskId?: string;
         };
         MessagePostedAnswer: {
             created: boolean;
@@ -1605,6 +2000,28 @@ export interface components {
             resourceVersion?: string;
             uid?: string;
         };
+        Part: {
+            data?: unknown;
+            filename?: string;
+            mediaType?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            raw?: string;
+            text?: string | null;
+            url?: string;
+        };
+        PartInput: {
+            data?: unknown | null;
+            filename?: string;
+            mediaType?: string;
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            raw?: string | null;
+            text?: string | null;
+            url?: string;
+        };
         PricesAnswer: {
             families: {
                 [key: string]: string;
@@ -1618,16 +2035,22 @@ export interface components {
             Kind: string;
             User: string;
         };
-        Reservation: {
-            amountUSD: string;
-            attempt: number;
-            run: string;
-            stepKey: string;
+        RequestInput: {
+            id?: unknown | null;
+            jsonrpc?: string;
+            method?: string;
+            params?: unknown | null;
         };
         ResolveBodyInput: {
             action?: string;
             result?: unknown | null;
             stepKey?: string;
+        };
+        Response: {
+            error?: components["schemas"]["RPCError"] | null;
+            id: unknown;
+            jsonrpc: string;
+            result?: unknown;
         };
         RestoreBodyInput: {
             from?: string;
@@ -1640,6 +2063,11 @@ export interface components {
             previousValidUntil?: string | null;
             secret: string;
             secretRef: string;
+        };
+        RPCError: {
+            code: number;
+            data?: unknown;
+            message: string;
         };
         RunCost: {
             billing?: string;
@@ -1693,6 +2121,14 @@ export interface components {
             name: string;
             set: boolean;
         };
+        SecurityRequirement: {
+            schemes: {
+                [key: string]: components["schemas"]["StringList"];
+            } | null;
+        };
+        SecurityScheme: {
+            httpAuthSecurityScheme?: components["schemas"]["HTTPAuthSecurityScheme"] | null;
+        };
         SeedAgentBodyInput: {
             definition?: components["schemas"]["SeedDefinitionInput"];
         };
@@ -1721,6 +2157,24 @@ export interface components {
             keep_alive?: boolean;
             max_cost_usd?: string;
             name?: string;
+        };
+        SendMessageConfigurationInput: {
+            acceptedOutputModes?: string[] | null;
+            historyLength?: number | null;
+            returnImmediately?: boolean;
+            taskPushNotificationConfig?: unknown | null;
+        };
+        SendMessageRequestInput: {
+            configuration?: components["schemas"]["SendMessageConfigurationInput"] | null;
+            message?: components["schemas"]["MessageInput"] | null;
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            tenant?: string;
+        };
+        SendMessageResponse: {
+            message?: components["schemas"]["A2aMessage"] | null;
+            task?: components["schemas"]["A2aTask"] | null;
         };
         Skill: {
             apiVersion?: string;
@@ -1766,6 +2220,7 @@ export interface components {
             argsHash?: string;
             attempt: number;
             completedAt?: string | null;
+            copiedFrom?: string;
             costMicros?: number | null;
             error?: string;
             key: string;
@@ -1773,11 +2228,15 @@ export interface components {
             resolution?: string;
             resolutionResult?: unknown;
             result?: unknown;
+            rolledBack?: boolean;
             seq: number;
             /** Format: date-time */
             startedAt: string;
             state: string;
             title?: string;
+        };
+        StringList: {
+            list: string[] | null;
         };
         Task: {
             answer?: unknown;
@@ -1808,6 +2267,29 @@ export interface components {
             rewardSpread?: number | null;
             scored?: number;
             taskId?: string;
+        };
+        TaskStatus: {
+            message?: components["schemas"]["A2aMessage"] | null;
+            state: string;
+            timestamp?: string;
+        };
+        TemplateApplied: {
+            agent: components["schemas"]["Agent"] | null;
+            skills?: string[];
+            triggers?: components["schemas"]["TemplateTrigger"][];
+        };
+        TemplateApplyInput: {
+            agent?: components["schemas"]["AgentInput"];
+            skills?: components["schemas"]["SkillInput"][] | null;
+            template?: string;
+            triggers?: components["schemas"]["TriggerInput"][] | null;
+        };
+        TemplateTrigger: {
+            kind: string;
+            name: string;
+            suspended?: boolean;
+            suspendedFor?: string;
+            webhookURL?: string;
         };
         TreeNode: {
             children?: ((components["schemas"]["TreeNode"] | null) | null)[];
@@ -1977,6 +2459,86 @@ export interface components {
             question?: string;
             stepKey?: string;
         };
+        Webhook: {
+            apiVersion?: string;
+            kind?: string;
+            metadata: components["schemas"]["ObjectMeta"];
+            spec: components["schemas"]["WebhookSpec"];
+            status?: components["schemas"]["WebhookStatus"];
+        };
+        WebhookAttempt: {
+            attempt: number;
+            delivered: boolean;
+            durationMs: number;
+            error?: string;
+            statusCode?: number;
+            /** Format: date-time */
+            time: string;
+        };
+        WebhookAttemptInput: {
+            attempt?: number;
+            delivered?: boolean;
+            durationMs?: number;
+            error?: string;
+            statusCode?: number;
+            /** Format: date-time */
+            time?: string;
+        };
+        WebhookDelivery: {
+            agent?: string;
+            attempts: number;
+            history?: components["schemas"]["WebhookAttempt"][];
+            id: string;
+            nextAttempt?: string | null;
+            run?: string;
+            state: string;
+            /** Format: date-time */
+            time: string;
+            trigger?: string;
+            type: string;
+            webhook: string;
+        };
+        WebhookDeliveryInput: {
+            agent?: string;
+            attempts?: number;
+            history?: components["schemas"]["WebhookAttemptInput"][] | null;
+            id?: string;
+            nextAttempt?: string | null;
+            run?: string;
+            state?: string;
+            /** Format: date-time */
+            time?: string;
+            trigger?: string;
+            type?: string;
+            webhook?: string;
+        };
+        WebhookInput: {
+            apiVersion?: string;
+            kind?: string;
+            metadata?: components["schemas"]["ObjectMetaInput"];
+            spec?: components["schemas"]["WebhookSpecInput"];
+            status?: components["schemas"]["WebhookStatusInput"];
+        };
+        WebhookSpec: {
+            agents?: string[];
+            events: string[] | null;
+            secretRef: string;
+            url: string;
+        };
+        WebhookSpecInput: {
+            agents?: string[] | null;
+            events?: string[] | null;
+            secretRef?: string;
+            url?: string;
+        };
+        WebhookStatus: {
+            lastDelivery?: components["schemas"]["WebhookDelivery"] | null;
+            pending: number;
+        };
+        WebhookStatusInput: {
+            lastDelivery?: components["schemas"]["WebhookDeliveryInput"] | null;
+            pending?: number;
+        };
         WorkflowError: {
             code: string;
             column: number;
@@ -2069,6 +2631,42 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     get_readyz: {
@@ -2096,6 +2694,533 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+        };
+    };
+    get_SKILL_md: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/markdown": string;
+                };
+            };
+        };
+    };
+    post_a2a__agent_: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        /** @description a JSON-RPC 2.0 request; protocol errors are JSON-RPC errors in a 200 answer */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RequestInput"];
+            };
+        };
+        responses: {
+            /** @description the JSON-RPC response, or for the streaming methods an SSE stream of JSON-RPC responses holding StreamResponses */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Response"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description DuplicateKey, Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description AgentNotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PayloadTooLarge */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid, Required, UnknownField, WrongType */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description StoreFull */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_a2a__agent___well_known_agent_card_json: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentCard"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description AgentNotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_a2a__agent___op_: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                op: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SendMessageRequestInput"];
+            };
+        };
+        responses: {
+            /** @description the task, or an SSE stream of StreamResponses */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SendMessageResponse"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description DuplicateKey, Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description AgentNotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PayloadTooLarge */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid, Required, UnknownField, WrongType */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description StoreFull */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_a2a__agent__tasks: {
+        parameters: {
+            query?: {
+                /** @description the tasks of this context (here: the one task of that id) */
+                contextId?: string;
+                /** @description at most this many history messages per task */
+                historyLength?: number;
+                /** @description true to include each task's artifacts */
+                includeArtifacts?: boolean;
+                /** @description 1 to 100; 50 when unset */
+                pageSize?: number;
+                /** @description the nextPageToken of the page before */
+                pageToken?: string;
+                /** @description the tasks in this state (TASK_STATE_COMPLETED, ...) */
+                status?: string;
+                /** @description the tasks whose status changed at or after this RFC 3339 time */
+                statusTimestampAfter?: string;
+            };
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListTasksResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description AgentNotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_a2a__agent__tasks__id_: {
+        parameters: {
+            query?: {
+                /** @description at most this many history messages */
+                historyLength?: number;
+            };
+            header?: never;
+            path: {
+                agent: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aTask"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description AgentNotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_a2a__agent__tasks__idop_: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                idop: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the task, or an SSE stream of StreamResponses */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aTask"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description AgentNotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3937,6 +5062,123 @@ export interface operations {
             };
         };
     };
+    post_agentruns__name__fork: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForkRequestInput"];
+            };
+        };
+        responses: {
+            /** @description created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentRun"];
+                };
+            };
+            /** @description DuplicateKey, Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound, StepNotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description AlreadyExists, RunPurged, StepNotCompleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PayloadTooLarge */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid, InvalidLabel, Required, UnknownField, WrongType */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description StoreFull */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_agentruns__name__messages: {
         parameters: {
             query?: never;
@@ -4057,7 +5299,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description AgentRunFinished */
+            /** @description AgentRunFinished, RunBusy */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5748,7 +6990,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CreditsView"];
+                    "application/json": components["schemas"]["Credits"];
                 };
             };
             /** @description Invalid */
@@ -5826,7 +7068,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CreditsView"];
+                    "application/json": components["schemas"]["Credits"];
                 };
             };
             /** @description DuplicateKey, Invalid */
@@ -6558,6 +7800,221 @@ export interface operations {
             };
         };
     };
+    get_mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description a JSON-RPC message of the Model Context Protocol */
+        requestBody: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description the JSON-RPC answer, or an SSE stream of progress notifications and the answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "text/event-stream": string;
+                };
+            };
+            /** @description a notification or response accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description DuplicateKey, Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PayloadTooLarge */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid, Required, UnknownField, WrongType */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description StoreFull */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description ended */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_openapi_json: {
         parameters: {
             query?: never;
@@ -7197,6 +8654,120 @@ export interface operations {
             };
             /** @description Internal, StoreUnavailable */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_templates_apply: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TemplateApplyInput"];
+            };
+        };
+        responses: {
+            /** @description created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateApplied"];
+                };
+            };
+            /** @description DuplicateKey, Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description GroupNotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description AlreadyExists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PayloadTooLarge */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid, InvalidLabel, Required, UnknownField, WrongType */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description StoreFull */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8193,6 +9764,709 @@ export interface operations {
             };
             /** @description StoreFull */
             507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_webhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListOfWebhook"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_webhooks: {
+        parameters: {
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookInput"];
+            };
+        };
+        responses: {
+            /** @description created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description DuplicateKey, Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description AlreadyExists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PayloadTooLarge */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid, InvalidLabel, Required, UnknownField, UnknownWebhookEvent, WebhookBlocked, WrongType */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description StoreFull */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_webhooks__name_: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_webhooks__name_: {
+        parameters: {
+            query?: {
+                /** @description All: check the request as it would be made (validated, and checked against what it names on this server) and store nothing; the answer carries X-Agentrun-Dry-Run: All. Any other value is refused (422, field dryRun); so is a dry run of an AgentRunList */
+                dryRun?: "All";
+            };
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookInput"];
+            };
+        };
+        responses: {
+            /** @description updated or unchanged (X-Agentrun-Apply says which) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description created (X-Agentrun-Apply: created) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description DuplicateKey, Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PayloadTooLarge */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid, InvalidLabel, Required, UnknownField, UnknownWebhookEvent, WebhookBlocked, WrongType */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description StoreFull */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_webhooks__name_: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedAnswer"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description StoreFull */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_webhooks__name__deliveries: {
+        parameters: {
+            query?: {
+                /** @description at most this many entries */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveriesAnswer"];
+                };
+            };
+            /** @description Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_webhooks__name__rotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateBodyInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rotation"];
+                };
+            };
+            /** @description DuplicateKey, Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PersonRequired */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PayloadTooLarge */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid, Required, UnknownField, WrongType */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description StoreFull */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_webhooks__name__test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource's metadata.name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the delivery, queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NotFound */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ClientClosed */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal, StoreUnavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,11 +1,11 @@
-// The client against a real agentrun server and its scripted model server: e2e/ts_client_test.go
+// The client against a real agentrun server and its scripted model server: e2e/api/ts_client_test.go
 // starts both and runs `npm test` with AGENTRUN_URL and AGENTRUN_TOKEN (the script's entries are
 // in that file). Without AGENTRUN_URL these tests skip.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, AgentrunError, Outcome, outcomeOf, parseSSE } from "../dist/index.js";
 
-const skip = process.env.AGENTRUN_URL ? false : "AGENTRUN_URL is not set: run these through `go test ./e2e -run TestTSClient`";
+const skip = process.env.AGENTRUN_URL ? false : "AGENTRUN_URL is not set: run these through `go test ./e2e/api -run TestTSClient`";
 const client = skip ? undefined : new Client();
 
 const notes = {
@@ -72,8 +72,12 @@ test("runs: start, wait (waits on you, then completed), message, answer, steps, 
   assert.equal(w1.run.status?.reason, "Question");
   assert.equal(w1.run.status?.waitingOn?.question, "Which region should I cover?");
 
-  const m = await client.runs.message(name, "Europe", "answer-1");
+  // ifBusy: a mode the server does not know is refused, nothing stored; the run waits on a
+  // person, so it is not busy and a reject is taken as any message.
+  await assert.rejects(client.runs.message(name, "Asia", undefined, "later"), { status: 422, code: "Invalid", field: "ifBusy" });
+  const m = await client.runs.message(name, "Europe", "answer-1", "reject");
   assert.equal(m.created, true);
+  assert.equal(m.message.ifBusy, undefined, "a message to a run that is not busy is taken with no mode");
   const again = await client.runs.message(name, "Europe", "answer-1");
   assert.equal(again.created, false, "a message key is delivered once");
 
@@ -93,6 +97,16 @@ test("runs: start, wait (waits on you, then completed), message, answer, steps, 
   assert.deepEqual([...(await client.runs.readFile(name, "region.md")).slice(0, 2)], [0x23, 0x20]);
   await assert.rejects(client.runs.readText(name, "nope.md"), { status: 404, code: "FileNotFound" });
   assert.equal((await client.runs.messages(name)).length, 1);
+
+  // A fork at the write: its folder is as the write left it, it goes on to the same answer, and
+  // an unknown step is refused with its code.
+  const fork = await client.runs.fork(name, tools[1].key, { maxCostUSD: "0.50" });
+  assert.notEqual(fork.metadata.name, name);
+  assert.equal((await client.runs.wait(fork.metadata.name, { timeoutMs: 60_000 })).outcome, Outcome.Completed);
+  assert.equal(await client.runs.readText(fork.metadata.name, "region.md"), "# Europe\n\nNotes about Europe.\n");
+  const copied = (await client.runs.steps(fork.metadata.name)).filter((s) => s.copiedFrom === name).map((s) => s.key);
+  assert.equal(copied[copied.length - 1], tools[1].key);
+  await assert.rejects(client.runs.fork(name, "t9/tool/0"), { status: 404, code: "StepNotFound" });
 
   const { seen, end } = await live;
   assert.equal(end?.phase, "Succeeded");

@@ -1,0 +1,174 @@
+package cluster
+
+import (
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "agentrun.dev/agentrun/e2e/e2etest"
+	"agentrun.dev/agentrun/internal/api"
+	"agentrun.dev/agentrun/internal/model/fake"
+)
+
+// Each crash point: SIGKILL the server there, start it again on the same data folder, and check the
+// run ends, no completed step ran twice, and the side effect happened at most once.
+func TestCrashMatrix(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, pause string
+		// wantResolution: the run parks in NeedsResolution on this step and is resolved with action.
+		wantResolution, action string
+		wantCount              int
+		wantAnswer             string
+	}{
+		// Killed before the tool's intent was recorded: nothing happened, it just runs after restart.
+		{name: "before-intent", pause: "before-intent:t0/tool/0", wantCount: 1, wantAnswer: "counted: counted c1"},
+		// Intent recorded, effect not started: uncertain to the journal, so a person decides.
+		{name: "after-intent/retry", pause: "after-intent:t0/tool/0", wantResolution: "t0/tool/0", action: "retry", wantCount: 1, wantAnswer: "counted: counted c1"},
+		{name: "after-intent/complete", pause: "after-intent:t0/tool/0", wantResolution: "t0/tool/0", action: "complete", wantCount: 0, wantAnswer: "counted: checked by hand"},
+		// Result recorded: the tool is not run again and the model is not asked again for turn 0.
+		{name: "after-result", pause: "after-result:t0/tool/0", wantCount: 1, wantAnswer: "counted: counted c1"},
+		// Model calls on the server's key are safe to repeat.
+		{name: "model-after-intent", pause: "after-intent:t0/model", wantCount: 1, wantAnswer: "counted: counted c1"},
+		{name: "model-after-result", pause: "after-result:t0/model", wantCount: 1, wantAnswer: "counted: counted c1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := NewEnv(t, CrashScript)
+			e.Start("AGENTRUN_DEV_PAUSE_AT=" + c.pause)
+			name := StartCrashRun(t, e, "Count once")
+			e.WaitStderr("AGENTRUN_DEV_PAUSED "+strings.Replace(c.pause, ":", " ", 1), 15*time.Second)
+			e.Kill()
+			e.Start()
+			if c.wantResolution != "" {
+				r := e.WaitPhase(name, 15*time.Second, api.PhaseNeedsResolution)
+				if r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != c.wantResolution {
+					t.Fatalf("NeedsResolution waiting on %+v, want step %s", r.Status.WaitingOn, c.wantResolution)
+				}
+				// runs wait: 8, it waits on a person.
+				e.MustCLI(8, "runs", "wait", name)
+				if n := len(e.Counted()); n != 0 {
+					t.Fatalf("the interrupted tool ran %d times before resolution", n)
+				}
+				switch c.action {
+				case "retry":
+					e.RetryAsPerson(name)
+				case "complete":
+					res := WriteFile(t, e.Dir, "result.json", `{"content": "checked by hand"}`)
+					e.MustCLI(0, "runs", "resolve", name, "--complete", "@"+res)
+				}
+			}
+			r := e.WaitPhase(name, 15*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+			if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != c.wantAnswer {
+				t.Fatalf("run ended %s/%s (%s) answer %+v, want Succeeded with %q", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer, c.wantAnswer)
+			}
+			if got := e.Counted(); len(got) != c.wantCount {
+				t.Errorf("side effect happened %d times (%v), want %d", len(got), got, c.wantCount)
+			}
+			// Every completed model turn was served exactly once; an interrupted call may have been
+			// made again, but its first attempt never completed.
+			for turn := 0; turn < 2; turn++ {
+				completed := 0
+				for _, call := range e.Model.Calls() {
+					if call.Entry == "crash" && call.Turn == turn && call.Completed {
+						completed++
+					}
+				}
+				if completed != 1 {
+					t.Errorf("model turn %d completed %d times, want 1", turn, completed)
+				}
+			}
+			evs := e.Events(name)
+			if !HasEvent(evs, "run.resumed", "replaying") {
+				t.Errorf("timeline does not show the restart: %v", evs)
+			}
+			if c.wantResolution != "" && !HasEvent(evs, "step.interrupted", c.wantResolution) {
+				t.Errorf("timeline does not show the interruption of %s", c.wantResolution)
+			}
+			for _, s := range e.Steps(name) {
+				if s.State != api.StepCompleted {
+					t.Errorf("step %s ended %s", s.Key, s.State)
+				}
+			}
+		})
+	}
+}
+
+// Killed in the middle of a tool call with a side effect: the run parks for a person, who skips it;
+// the agent is told and carries on; the effect happened once.
+func TestCrashMidToolCall(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t, CrashScript)
+	e.Start()
+	name := StartCrashRun(t, e, "Count slowly")
+	deadline := time.Now().Add(15 * time.Second)
+	for len(e.Counted()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(e.Counted()) != 1 {
+		t.Fatalf("the slow tool never started")
+	}
+	e.Kill()
+	e.Start()
+	r := e.WaitPhase(name, 15*time.Second, api.PhaseNeedsResolution)
+	if r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != "t0/tool/0" {
+		t.Fatalf("waiting on %+v", r.Status.WaitingOn)
+	}
+	if res := e.MustCLI(0, "runs", "steps", name); !strings.Contains(res.Stdout, "Interrupted") {
+		t.Errorf("steps do not show the interrupted step:\n%s", res.Stdout)
+	}
+	e.MustCLI(0, "runs", "resolve", name, "--skip")
+	r = e.WaitPhase(name, 15*time.Second, api.PhaseSucceeded)
+	if !strings.HasPrefix(r.Status.Answer.Preview, "after the slow tool: this call was interrupted") {
+		t.Errorf("the agent was not told the call was interrupted: %q", r.Status.Answer.Preview)
+	}
+	if got := e.Counted(); len(got) != 1 {
+		t.Errorf("side effect happened %d times, want 1", len(got))
+	}
+}
+
+// Killed while the model is answering: the call is on the server's key, so it is made again after
+// the restart; the tool before it is not repeated.
+func TestCrashMidModelCall(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t, CrashScript)
+	var once sync.Once
+	e.Model.OnRequest(func(c fake.Call) {
+		if c.Entry == "slowmodel" && c.Turn == 1 {
+			once.Do(func() {
+				go func() {
+					e.Proc.Process.Signal(syscall.SIGKILL)
+				}()
+			})
+		}
+	})
+	e.Start()
+	name := StartCrashRun(t, e, "Think slowly")
+	<-e.Exited
+	e.Proc = nil
+	// The script answers at once now.
+	sc, _ := fake.ParseScript([]byte(strings.Replace(CrashScript, "latency: 60s", "latency: 0s", 1)))
+	e.Model.SetScript(sc)
+	e.Start()
+	r := e.WaitPhase(name, 15*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer.Preview != "thought it through" {
+		t.Fatalf("run ended %s: %+v", r.Status.Phase, r.Status.Answer)
+	}
+	if got := e.Counted(); len(got) != 1 {
+		t.Errorf("the tool before the crash ran %d times, want 1", len(got))
+	}
+	if n := e.Model.CountTurn("slowmodel", 0); n != 1 {
+		t.Errorf("turn 0 (completed before the crash) was called %d times, want 1", n)
+	}
+	if n := e.Model.CountTurn("slowmodel", 1); n != 2 {
+		t.Errorf("turn 1 (cut off by the crash) was called %d times, want 2", n)
+	}
+	for _, s := range e.Steps(name) {
+		if s.Key == "t1/model" && s.Attempt != 2 {
+			t.Errorf("t1/model attempt %d, want 2", s.Attempt)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package httpserve
+
+func openFileLimit() int { return 0 }

@@ -44,6 +44,9 @@ func SignInBrowser(ctx context.Context, url, setupCode, sel string) error {
 		chromedp.SendKeys(chromedp.CSS(`input[name=setup_code]`), setupCode),
 		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "correct horse battery"),
 		chromedp.Submit(chromedp.CSS(`input[name=password]`)),
+		// The sign-in page has an h1 too: wait for the form to go, so that a caller's next
+		// Navigate does not cut the sign-in's own navigation short (net::ERR_ABORTED).
+		chromedp.WaitNotPresent(chromedp.CSS(`input[name=setup_code]`)),
 		chromedp.WaitVisible(chromedp.CSS(sel)),
 	)
 }

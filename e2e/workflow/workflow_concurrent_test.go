@@ -191,3 +191,70 @@ func TestWorkflowMapMCPCallsOverlap(t *testing.T) {
 		t.Fatalf("run ended %s/%s %s %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
 	}
 }
+
+// capScript answers each map item's agent node slowly (1 s), so the items' model calls are in
+// flight at once, each for a few tokens.
+const capScript = `
+entries:
+  - name: item
+    match: "Sum up the item"
+    turns:
+      - latency: 1s
+        text: "item summed"
+        usage: {input_tokens: 100, output_tokens: 10}
+`
+
+// TestWorkflowMapCallsShareTheCap: a map of 4 agent nodes at once under a cap that holds two
+// calls' worst cases but not four. The calls past the room wait for the ones in flight to settle
+// (at a fraction of their worst case) instead of parking the run on a cap it is nowhere near:
+// the run succeeds, its timeline says which calls waited and why, and it spends under the cap.
+// The same cap too small for a single call still parks the run (MaxCostReached).
+func TestWorkflowMapCallsShareTheCap(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t, capScript)
+	e.Start()
+	// One call's worst case: 1,024 output tokens of claude-sonnet-4-5 at $15/M and its input
+	// bound at the dearest input rate, with the markup: $0.082; two fit under $0.20, four do not.
+	workflowAgent(e, "capmap", `,"maxTokens":1024,"model":{"name":"claude-sonnet-4-5"},"perRunMaxCostUSD":"0.20"`)
+	workflowAgent(e, "capsmall", `,"maxTokens":1024,"model":{"name":"claude-sonnet-4-5"},"perRunMaxCostUSD":"0.05"`)
+	doc := `{"v": 2, "name": "capmap", "schemas": {"In": {"type": "object", "required": ["items"]}, "Out": {"type": "object"}},
+  "input": {"schemaId": "In"}, "output": {"schemaId": "Out"},
+  "root": {"node": "chain", "steps": [
+    {"node": "map", "label": "each", "itemsPath": "items", "as": "all", "maxConcurrency": 4,
+     "body": {"node": "agent", "label": "sum", "instructions": "Sum up the item", "tools": [], "state": {"item": "{item}"}, "as": "summed"}}]}}`
+	dir := t.TempDir()
+	r := e.MustCLI(0, "workflows", "run", WriteFile(t, dir, "capmap.json", doc), "--agent", "capmap",
+		"--input", `{"items": ["a", "b", "c", "d"]}`, "--wait")
+	run := cliRun(e, r)
+	if run.Status.Phase != api.PhaseSucceeded || run.Status.Answer == nil || strings.Count(run.Status.Answer.Preview, "item summed") != 4 {
+		t.Fatalf("run %s/%s %s: %+v", run.Status.Phase, run.Status.Reason, run.Status.Message, run.Status.Answer)
+	}
+	if got := USD(t, run.Status.Cost.TotalUSD); got <= 0 || got > USD(t, "0.20") {
+		t.Errorf("the run spent $%s under a $0.20 cap", run.Status.Cost.TotalUSD)
+	}
+	held := 0
+	for _, ev := range e.Events(run.Metadata.Name) {
+		if ev.Type == api.EventCostHeld {
+			held++
+			if !strings.Contains(ev.Message, "waits for one of them to settle") || !strings.Contains(ev.Message, "$0.20 cap") {
+				t.Errorf("cost.held says: %s", ev.Message)
+			}
+		}
+		if ev.Type == api.EventRunWaiting {
+			t.Errorf("the run parked: %s", ev.Message)
+		}
+	}
+	if held == 0 {
+		t.Error("no call was held back, so the test did not put the calls in flight at once")
+	}
+	t.Logf("%d calls waited for the ones in flight", held)
+
+	// A cap under one call's worst case parks the run before any call, as without a map.
+	r = e.MustCLI(0, "workflows", "run", WriteFile(t, dir, "capmap.json", doc), "--agent", "capsmall",
+		"--input", `{"items": ["a", "b"]}`)
+	small := cliRun(e, r)
+	w := e.WaitPhase(small.Metadata.Name, 30*time.Second, api.PhaseWaiting, api.PhaseSucceeded, api.PhaseFailed)
+	if w.Status.Phase != api.PhaseWaiting || w.Status.Reason != api.ReasonMaxCostReached {
+		t.Fatalf("under a cap too small for one call the run is %s/%s, want Waiting/MaxCostReached", w.Status.Phase, w.Status.Reason)
+	}
+}

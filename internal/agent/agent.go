@@ -116,6 +116,9 @@ type drive struct {
 	// reserved is each model call's worst case checked by guard in this drive: its most charge.
 	reserved map[string]reservation
 	resMu    sync.Mutex // reserved is read by effects that run outside a workflow's drive lock
+	// settled is closed (and replaced) whenever a reservation settles: a call held back by its
+	// siblings' worst cases (guard) looks again then.
+	settled chan struct{}
 	// promptTools counts the tool calls of the current turn (spec.maxToolCalls bounds them).
 	promptTools int
 	// skills are the agent revision's skills by name (loadSkills).

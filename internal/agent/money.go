@@ -168,19 +168,12 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 	worst, priced := d.e.Prices.WorstCall(modelID, inputBoundOf(req, reqJSON), int64(req.MaxTokens))
 	// What the call may be charged, whatever its reply claims (callCost). Calls in flight at the
 	// same time (a workflow's map items) each count at their worst case until they settle.
-	d.resMu.Lock()
-	if d.reserved == nil {
-		d.reserved = map[string]reservation{}
-	}
-	var open cost.Micros
-	for k, r := range d.reserved {
-		if r.open && k != key {
-			open += r.amount
+	for held := false; ; {
+		open, settled := d.openReservations(key)
+		limit, capped := d.limit()
+		if !capped || !priced {
+			break
 		}
-	}
-	d.reserved[key] = reservation{amount: worst, priced: priced, open: priced}
-	d.resMu.Unlock()
-	if limit, capped := d.limit(); capped && priced {
 		if _, over := cost.OverCap(d.spent.total.Known+open, worst, limit); over {
 			// The cap may have been raised since this drive read the run.
 			if run, err := d.e.Store.GetRun(ctx, d.run.Metadata.Name); err == nil {
@@ -188,16 +181,44 @@ func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJS
 				limit, _ = d.limit()
 			}
 		}
-		if needed, over := cost.OverCap(d.spent.total.Known+open, worst, limit); over {
-			d.settle(key)
-			msg := fmt.Sprintf("the next call (%s, %s) may be billed up to $%s and the run has spent $%s of its $%s cap: raise the cap to at least $%s (agentrun runs raise-cap %s %s)",
-				key, modelID, worst, d.spent.total.Known, limit, needed, d.run.Metadata.Name, needed)
-			d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonMaxCostReached, msg
-			d.status.WaitingOn = &api.WaitingOn{Kind: "cost", StepKey: key, Detail: msg}
-			d.updateCost(&needed)
-			return d.park(ctx, &api.Event{Type: api.EventRunWaiting, StepKey: key, Message: "cap reached: " + msg})
+		needed, over := cost.OverCap(d.spent.total.Known+open, worst, limit)
+		if !over {
+			break
 		}
+		if _, alone := cost.OverCap(d.spent.total.Known, worst, limit); !alone && open > 0 {
+			// Only the worst cases of calls in flight beside it leave no room: they settle at
+			// what they cost (usually far less), so the call waits for one rather than parking
+			// the run on a cap it has not reached.
+			if !held {
+				held = true
+				d.j.Emit(api.Event{Type: api.EventCostHeld, StepKey: key, Message: fmt.Sprintf(
+					"the next call (%s, %s) may be billed up to $%s: with the worst cases of the calls in flight beside it ($%s) and the $%s spent, the run's $%s cap has no room for it yet, so it waits for one of them to settle",
+					key, modelID, worst, open, d.spent.total.Known, limit)})
+			}
+			var err error
+			if d.j.Outside(func() {
+				select {
+				case <-settled:
+				case <-ctx.Done():
+					err = fmt.Errorf("call %s waiting for the calls in flight to settle: %w", key, ctx.Err())
+				}
+			}) {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		msg := fmt.Sprintf("the next call (%s, %s) may be billed up to $%s and the run has spent $%s of its $%s cap: raise the cap to at least $%s (agentrun runs raise-cap %s %s)",
+			key, modelID, worst, d.spent.total.Known, limit, needed, d.run.Metadata.Name, needed)
+		d.status.Phase, d.status.Reason, d.status.Message = api.PhaseWaiting, api.ReasonMaxCostReached, msg
+		d.status.WaitingOn = &api.WaitingOn{Kind: "cost", StepKey: key, Detail: msg}
+		d.updateCost(&needed)
+		return d.park(ctx, &api.Event{Type: api.EventRunWaiting, StepKey: key, Message: "cap reached: " + msg})
 	}
+	d.resMu.Lock()
+	d.reserved[key] = reservation{amount: worst, priced: priced, open: priced}
+	d.resMu.Unlock()
 	res, err := d.e.Store.ReserveCredits(ctx, d.j.Lease(), store.Reservation{Run: d.run.Metadata.Name, StepKey: key, Attempt: d.j.NextAttempt(key), Amount: int64(worst)})
 	if err != nil {
 		return err
@@ -264,10 +285,34 @@ func (d *drive) bills(key string) bool {
 func (d *drive) settle(key string) {
 	d.resMu.Lock()
 	defer d.resMu.Unlock()
-	if r, ok := d.reserved[key]; ok {
+	if r, ok := d.reserved[key]; ok && r.open {
 		r.open = false
 		d.reserved[key] = r
+		if d.settled != nil {
+			close(d.settled)
+			d.settled = nil
+		}
 	}
+}
+
+// openReservations is the sum of the worst cases of the calls other than key still in flight,
+// and a channel closed when one of them settles.
+func (d *drive) openReservations(key string) (cost.Micros, <-chan struct{}) {
+	d.resMu.Lock()
+	defer d.resMu.Unlock()
+	if d.reserved == nil {
+		d.reserved = map[string]reservation{}
+	}
+	if d.settled == nil {
+		d.settled = make(chan struct{})
+	}
+	var open cost.Micros
+	for k, r := range d.reserved {
+		if r.open && k != key {
+			open += r.amount
+		}
+	}
+	return open, d.settled
 }
 
 // callCost prices the response of the call of step key: what the run records (billed on the

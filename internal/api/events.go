@@ -42,6 +42,7 @@ const (
 	EventToolCut         EventType = "tool.cut"
 	EventTurnRouted      EventType = "turn.routed"
 	EventCostDiscrepancy EventType = "cost.discrepancy"
+	EventCostHeld        EventType = "cost.held"
 
 	EventFolderRestored    EventType = "folder.restored"
 	EventComputerPreparing EventType = "computer.preparing"
@@ -112,6 +113,7 @@ var EventTypes = []EventTypeInfo{
 	{EventToolCut, "a tool's result was cut at its size limit (web_fetch's maxBytes: code FetchCut)"},
 	{EventTurnRouted, "the router chose the turn's model"},
 	{EventCostDiscrepancy, "a vendor reported usage beyond what the call could spend"},
+	{EventCostHeld, "a model call waits for calls in flight beside it (a map's items) to settle: with their worst cases the run's cap has no room for it yet"},
 	{EventFolderRestored, "the run folder was restored from the store"},
 	{EventComputerPreparing, "the run waits for its computer's provider"},
 	{EventComputerPrepared, "the computer's provider is ready"},

@@ -453,6 +453,19 @@ func (j *Journal) Locked(f func()) {
 	f()
 }
 
+// Outside runs f without the gate, from a caller holding it (a step that waits for its
+// siblings' effects to finish): it reports false, and does not run f, when there is no gate,
+// since then nothing else can run meanwhile.
+func (j *Journal) Outside(f func()) bool {
+	if j.gate == nil {
+		return false
+	}
+	j.gate.Unlock()
+	defer j.gate.Lock()
+	f()
+	return true
+}
+
 // effect runs fn, outside the gate when there is one.
 func (j *Journal) effect(ctx context.Context, concurrent bool, fn func(ctx context.Context) (any, *int64, error)) (any, *int64, error) {
 	if j.gate == nil || !concurrent {

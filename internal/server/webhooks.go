@@ -56,7 +56,7 @@ func (s *Server) webhooks() resource[api.Webhook] {
 			return &wh, nil
 		},
 		check: func(_ context.Context, wh *api.Webhook) error { return s.checkWebhook(wh) },
-		get:   s.Store.GetWebhook, list: s.Store.ListWebhooks, create: s.Store.CreateWebhook, update: s.Store.UpdateWebhook, delete: s.Store.DeleteWebhook,
+		get:   s.Store.GetWebhook, list: allOf(s.Store.ListWebhooks), create: s.Store.CreateWebhook, update: s.Store.UpdateWebhook, delete: only(s.Store.DeleteWebhook),
 		viewer: func(ctx context.Context, read bool) (func(*api.Webhook) (*api.Webhook, error), error) {
 			var pending map[string]int
 			if read {

@@ -130,8 +130,13 @@ func checkSource(t *api.Trigger, now time.Time) (map[string]any, error) {
 		}
 		if len(s.TestPayload) > 0 {
 			var p map[string]any
-			if err := json.Unmarshal(s.TestPayload, &p); err != nil {
-				errs.Add(api.Invalid(testPayload, "a GitHub test payload is a JSON object, as GitHub sends: %v", err))
+			if err := json.Unmarshal(s.TestPayload, &p); err != nil || p == nil {
+				// null decodes into a nil map without an error: it is no object either.
+				why := "null"
+				if err != nil {
+					why = err.Error()
+				}
+				errs.Add(api.Invalid(testPayload, "a GitHub test payload is a JSON object, as GitHub sends: %s", why))
 			} else {
 				ev := "pull_request"
 				if len(g.Events) > 0 {

@@ -23,3 +23,17 @@ func TestDefaultAndValidateEveryMistake(t *testing.T) {
 		}
 	}
 }
+
+// A GitHub trigger's testPayload of null (or any JSON that is not an object) is refused at its
+// field; it used to reach a type assertion and panic.
+func TestGitHubTestPayloadNotAnObject(t *testing.T) {
+	for _, payload := range []string{`null`, `[1]`, `"x"`} {
+		tr := &api.Trigger{Metadata: api.ObjectMeta{Name: "prs"}, Spec: api.TriggerSpec{
+			Agent: "reviewer", Input: "review {{ .pull_request.number }}",
+			GitHub: &api.TriggerGitHub{SecretRef: "gh"}, TestPayload: []byte(payload)}}
+		e, ok := api.AsError(DefaultAndValidate(tr, time.Now()))
+		if !ok || e.Field != "spec.testPayload" || e.Code != api.CodeInvalid {
+			t.Errorf("testPayload %s: got %v, want Invalid at spec.testPayload", payload, e)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -10,10 +12,17 @@ import (
 // Tools is a list of tool definitions encoded once for every request that carries it. A drive
 // makes one per list it sends and sets it on each Request (Request.Encoded): the definitions (the
 // default tools alone are ~7 kB of schemas, which encoding/json re-validates byte by byte) are
-// then encoded once per drive instead of twice per call (the journal's hash, the vendor's body).
+// then not encoded again for each call, twice (the journal's hash, the vendor's body). The
+// encodings are shared by every drive of the process offering the same definitions (sharedTools),
+// so a thousand runs waiting on the model hold one copy, not one each.
 type Tools struct {
 	defs []ToolDef
+	once sync.Once
+	enc  *toolsEncoding
+}
 
+// toolsEncoding is one list's encodings, each made on first use.
+type toolsEncoding struct {
 	neutralOnce sync.Once
 	neutral     []byte
 	neutralErr  error
@@ -41,16 +50,70 @@ func (t *Tools) of(defs []ToolDef) bool {
 	return t != nil && len(t.defs) == len(defs) && len(defs) > 0 && &t.defs[0] == &defs[0]
 }
 
+// encoding is the shared encodings of t's definitions.
+func (t *Tools) encoding() *toolsEncoding {
+	t.once.Do(func() { t.enc = sharedTools.get(t.defs) })
+	return t.enc
+}
+
 // neutralJSON is json.Marshal(defs), once.
 func (t *Tools) neutralJSON() ([]byte, error) {
-	t.neutralOnce.Do(func() { t.neutral, t.neutralErr = json.Marshal(t.defs) })
-	return t.neutral, t.neutralErr
+	e := t.encoding()
+	e.neutralOnce.Do(func() { e.neutral, e.neutralErr = json.Marshal(t.defs) })
+	return e.neutral, e.neutralErr
 }
 
 // anthropicJSON is the Messages API's tools array for defs, once.
 func (t *Tools) anthropicJSON() ([]byte, error) {
-	t.antOnce.Do(func() { t.ant, t.antErr = json.Marshal(antTools(t.defs)) })
-	return t.ant, t.antErr
+	e := t.encoding()
+	e.antOnce.Do(func() { e.ant, e.antErr = json.Marshal(antTools(t.defs)) })
+	return e.ant, e.antErr
+}
+
+// toolsCacheMax bounds the distinct tool lists whose encodings the process keeps.
+const toolsCacheMax = 256
+
+// sharedTools are the encodings of the tool lists drives offered, by a hash of every field of
+// every definition: two lists with the same hash encode to the same bytes.
+var sharedTools toolsCache
+
+type toolsCache struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]*toolsEncoding
+}
+
+func (c *toolsCache) get(defs []ToolDef) *toolsEncoding {
+	h := sha256.New()
+	var n [8]byte
+	field := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	for _, d := range defs {
+		field([]byte(d.Name))
+		field([]byte(d.Description))
+		// A nil schema encodes as null, an empty one fails: they are not the same list.
+		if d.InputSchema == nil {
+			h.Write([]byte{0})
+		} else {
+			h.Write([]byte{1})
+		}
+		field(d.InputSchema)
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[key]; e != nil {
+		return e
+	}
+	if c.m == nil || len(c.m) >= toolsCacheMax {
+		c.m = map[[sha256.Size]byte]*toolsEncoding{}
+	}
+	e := &toolsEncoding{}
+	c.m[key] = e
+	return e
 }
 
 // MarshalRequest returns exactly json.Marshal(req)'s bytes (the journal hashes them: a change of

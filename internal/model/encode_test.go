@@ -125,3 +125,30 @@ func BenchmarkMarshalRequest(b *testing.B) {
 		})
 	}
 }
+
+// Drives offering the same definitions share one encoding (a waiting run holds no copy of its
+// own); a list that differs in any field, or only in a nil against an empty schema, does not.
+func TestToolsEncodingShared(t *testing.T) {
+	defs := encodeCases()[0].Tools
+	same := append([]ToolDef(nil), defs...)
+	a, b := EncodeTools(defs), EncodeTools(same)
+	ja, _ := a.neutralJSON()
+	jb, _ := b.neutralJSON()
+	if &ja[0] != &jb[0] {
+		t.Error("two drives with the same tools hold two encodings")
+	}
+	for _, change := range []func(d []ToolDef){
+		func(d []ToolDef) { d[1].Name = "lsx" },
+		func(d []ToolDef) { d[1].Description = "List!" },
+		func(d []ToolDef) { d[0].InputSchema = json.RawMessage(`{"type":"object"}`) },
+		func(d []ToolDef) { d[1].InputSchema = json.RawMessage{} },
+	} {
+		other := append([]ToolDef(nil), defs...)
+		change(other)
+		want, wantErr := json.Marshal(other)
+		got, err := EncodeTools(other).neutralJSON()
+		if !bytes.Equal(got, want) || (err == nil) != (wantErr == nil) {
+			t.Errorf("a changed list encodes as %s (%v), want %s (%v)", got, err, want, wantErr)
+		}
+	}
+}

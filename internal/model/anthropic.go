@@ -140,14 +140,15 @@ type antError struct {
 }
 
 func (a *anthropic) Complete(ctx context.Context, req *Request) (*Response, error) {
-	body, err := marshalAnthropic(a.wireRequest(req), req)
+	body, err := anthropicBody(a.wireRequest(req), req)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encode request: %w", err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+"/v1/messages", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+"/v1/messages", http.NoBody)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: build request: %w", err)
 	}
+	bodyOf(hreq, body)
 	hreq.Header.Set("content-type", "application/json")
 	hreq.Header.Set("anthropic-version", anthropicVersion)
 	if a.key != "" {

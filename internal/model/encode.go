@@ -5,6 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -161,45 +165,64 @@ func MarshalRequest(req *Request) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// marshalAnthropic is json.Marshal(w)'s bytes, with w's tools taken from enc when it encodes req's.
-func marshalAnthropic(w *antRequest, req *Request) ([]byte, error) {
+// anthropicBody is json.Marshal(w)'s bytes in parts, with w's tools taken from req.Encoded when it
+// encodes req's: the middle part is then the encoding every drive with these tools shares, so a
+// call waiting on its reply keeps only its own messages (net/http keeps the body for a retry).
+func anthropicBody(w *antRequest, req *Request) ([][]byte, error) {
 	if !req.Encoded.of(req.Tools) {
-		return json.Marshal(w)
+		b, err := json.Marshal(w)
+		return [][]byte{b}, err
 	}
 	tools, err := req.Encoded.anthropicJSON()
 	if err != nil {
 		return nil, err
 	}
 	// The fields in antRequest's order, each with its tag's name and omitempty rule.
-	b := make([]byte, 0, len(tools)+512)
-	b = append(b, `{"model":`...)
-	if b, err = appendJSON(b, w.Model); err != nil {
+	msgs, err := json.Marshal(w.Messages)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	head := make([]byte, 0, len(msgs)+len(w.Model)+len(w.System)+64)
+	head = append(head, `{"model":`...)
+	if head, err = appendJSON(head, w.Model); err != nil {
 		return nil, err
 	}
-	b = append(b, `,"max_tokens":`...)
-	b = strconv.AppendInt(b, int64(w.MaxTokens), 10)
+	head = append(head, `,"max_tokens":`...)
+	head = strconv.AppendInt(head, int64(w.MaxTokens), 10)
 	if w.System != "" {
-		b = append(b, `,"system":`...)
-		if b, err = appendJSON(b, w.System); err != nil {
+		head = append(head, `,"system":`...)
+		if head, err = appendJSON(head, w.System); err != nil {
 			return nil, err
 		}
 	}
-	b = append(b, `,"messages":`...)
-	if b, err = appendJSON(b, w.Messages); err != nil {
-		return nil, err
-	}
-	b = append(b, `,"tools":`...)
-	b = append(b, tools...)
+	head = append(head, `,"messages":`...)
+	head = append(head, msgs...)
+	head = append(head, `,"tools":`...)
+	var tail []byte
 	if w.Stream {
-		b = append(b, `,"stream":true`...)
+		tail = append(tail, `,"stream":true`...)
 	}
 	if w.ToolChoice != nil {
-		b = append(b, `,"tool_choice":`...)
-		if b, err = appendJSON(b, w.ToolChoice); err != nil {
+		tail = append(tail, `,"tool_choice":`...)
+		if tail, err = appendJSON(tail, w.ToolChoice); err != nil {
 			return nil, err
 		}
 	}
-	return append(b, '}'), nil
+	return [][]byte{head, tools, append(tail, '}')}, nil
+}
+
+// bodyOf makes parts hreq's body, readable again for a retry.
+func bodyOf(hreq *http.Request, parts [][]byte) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	hreq.ContentLength = int64(n)
+	hreq.GetBody = func() (io.ReadCloser, error) {
+		b := net.Buffers(slices.Clone(parts)) // reading consumes the list, not the bytes
+		return io.NopCloser(&b), nil
+	}
+	hreq.Body, _ = hreq.GetBody()
 }
 
 func appendJSON(b []byte, v any) ([]byte, error) {

@@ -2,7 +2,11 @@ package model
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 )
@@ -83,24 +87,25 @@ func TestAnthropicBodyWithEncodedTools(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Encoded = EncodeTools(req.Tools)
-		got, err := marshalAnthropic(a.wireRequest(req), req)
+		parts, err := anthropicBody(a.wireRequest(req), req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		got := bytes.Join(parts, nil)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want)
 		}
 	}
 }
 
-// MarshalRequest and marshalAnthropic write each field by hand: a field added to either struct
+// MarshalRequest and anthropicBody write each field by hand: a field added to either struct
 // must be added there too.
 func TestEncodedFieldsKnown(t *testing.T) {
 	if n := reflect.TypeFor[Request]().NumField(); n != 8 {
 		t.Errorf("model.Request has %d fields; MarshalRequest writes 7 (and skips Encoded): update it and this count", n)
 	}
 	if n := reflect.TypeFor[antRequest]().NumField(); n != 7 {
-		t.Errorf("antRequest has %d fields; marshalAnthropic writes 7: update it and this count", n)
+		t.Errorf("antRequest has %d fields; anthropicBody writes 7: update it and this count", n)
 	}
 }
 
@@ -118,7 +123,7 @@ func BenchmarkMarshalRequest(b *testing.B) {
 				if _, err := MarshalRequest(req); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := marshalAnthropic(a.wireRequest(req), req); err != nil {
+				if _, err := anthropicBody(a.wireRequest(req), req); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -150,5 +155,37 @@ func TestToolsEncodingShared(t *testing.T) {
 		if !bytes.Equal(got, want) || (err == nil) != (wantErr == nil) {
 			t.Errorf("a changed list encodes as %s (%v), want %s (%v)", got, err, want, wantErr)
 		}
+	}
+}
+
+// A request with encoded tools reaches the vendor as the same bytes, with its length, and a retry
+// on a new connection (GetBody) sends them again.
+func TestAnthropicSendsEncodedBody(t *testing.T) {
+	req := encodeCases()[1]
+	req.Stream = false
+	want, _ := json.Marshal((&anthropic{}).wireRequest(req))
+	var got [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.ContentLength != int64(len(b)) {
+			t.Errorf("Content-Length %d for a body of %d bytes", r.ContentLength, len(b))
+		}
+		got = append(got, b)
+		w.Header().Set("content-type", "application/json")
+		io.WriteString(w, `{"id":"m","type":"message","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+	}))
+	defer srv.Close()
+	req.Encoded = EncodeTools(req.Tools)
+	if _, err := NewAnthropic(srv.URL, "k", srv.Client()).Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	hreq, _ := http.NewRequest(http.MethodPost, srv.URL, http.NoBody)
+	parts, _ := anthropicBody((&anthropic{}).wireRequest(req), req)
+	bodyOf(hreq, parts)
+	first, _ := io.ReadAll(hreq.Body)
+	again, _ := hreq.GetBody()
+	second, _ := io.ReadAll(again)
+	if len(got) != 1 || !bytes.Equal(got[0], want) || !bytes.Equal(first, want) || !bytes.Equal(second, want) {
+		t.Errorf("sent %q, read %q then %q; want %s", got, first, second, want)
 	}
 }

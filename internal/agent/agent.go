@@ -785,27 +785,40 @@ func (d *drive) toolStep(ctx context.Context, key, next string, call model.Block
 	} else if !ok {
 		return result(refusal, true), nil
 	}
+	if rt.kind == toolUnknown {
+		return result(fmt.Sprintf("tool %q is not available on this server", call.Name), true), nil
+	}
+	out, err := d.execute(ctx, key, rt, call, in)
+	if err != nil {
+		return model.Block{}, err
+	}
+	return d.toolOutcome(key, out, result)
+}
+
+// execute runs (or replays) a resolved, decoded and approved call as its journal step, by its
+// kind's handler; toolStep turns the outcome into the result the model reads, in one place.
+func (d *drive) execute(ctx context.Context, key string, rt resolvedTool, call model.Block, in catalog.Input) (journal.Outcome, error) {
 	switch rt.kind {
 	case toolServer:
 		switch call.Name {
 		case catalog.WebFetchName:
-			return d.webFetch(ctx, key, call, in, result)
+			return d.webFetch(ctx, key, call, in)
 		case catalog.SkillName:
-			return d.readSkill(ctx, key, call, in, result)
+			return d.readSkill(ctx, key, call, in)
 		}
-		return d.readNote(ctx, key, call, in, result)
+		return d.readNote(ctx, key, call, in)
 	case toolMCP:
-		return d.mcpCall(ctx, key, rt.mcp, call, in, result)
+		return d.mcpCall(ctx, key, rt.mcp, call, in)
 	case toolComputer:
-		return d.computerCall(ctx, key, rt.computer, call, in, result)
+		return d.computerCall(ctx, key, rt.computer, call, in)
 	case toolBuiltin:
-		return d.builtinCall(ctx, key, rt.builtin, call, in, result)
+		return d.builtinCall(ctx, key, rt.builtin, call, in)
 	}
-	return result(fmt.Sprintf("tool %q is not available on this server", call.Name), true), nil
+	return journal.Outcome{}, fmt.Errorf("tool %q: no handler for its kind %d", call.Name, rt.kind)
 }
 
 // builtinCall runs (or replays) a call of a tool of internal/tools on the run folder.
-func (d *drive) builtinCall(ctx context.Context, key string, tool tools.Tool, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+func (d *drive) builtinCall(ctx context.Context, key string, tool tools.Tool, call model.Block, in catalog.Input) (journal.Outcome, error) {
 	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly(), Concurrent: true}
 	if !tool.ReadOnly() {
 		spec.Files = d.filesOf(key)
@@ -819,9 +832,9 @@ func (d *drive) builtinCall(ctx context.Context, key string, tool tools.Tool, ca
 			return r, nil, nil
 		})
 	if err != nil {
-		return model.Block{}, err
+		return journal.Outcome{}, err
 	}
-	return toolOutcome(key, out, result)
+	return out, nil
 }
 
 // refused puts a tool call that was answered without running (the model is told why) on the
@@ -869,8 +882,9 @@ func (d *drive) folderChangesOf(key string) ([]store.FileWrite, error) {
 	return writes, nil
 }
 
-// toolOutcome turns a tool step's outcome into the tool_result the model reads.
-func toolOutcome(key string, out journal.Outcome, result func(string, bool) model.Block) (model.Block, error) {
+// toolOutcome turns a tool step's outcome into the tool_result the model reads, with the
+// pictures a computer tool's result names loaded from the run folder.
+func (d *drive) toolOutcome(key string, out journal.Outcome, result func(string, bool) model.Block) (model.Block, error) {
 	if out.Skipped {
 		return result("this call was interrupted by a crash and a person chose to skip it: it may or may not have taken effect; check before relying on it", true), nil
 	}
@@ -878,7 +892,11 @@ func toolOutcome(key string, out journal.Outcome, result func(string, bool) mode
 	if err := json.Unmarshal(out.Result, &r); err != nil {
 		return model.Block{}, fmt.Errorf("decode %s result: %w", key, err)
 	}
-	return result(r.Content, r.IsError), nil
+	b := result(r.Content, r.IsError)
+	if len(r.Images) > 0 {
+		b.Images, b.Content = d.loadImages(r.Images, b.Content)
+	}
+	return b, nil
 }
 
 // summarize is the text that names a call on its journal step, from its decoded input.

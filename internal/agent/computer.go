@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -178,7 +177,7 @@ type computerResult struct {
 }
 
 // computerCall runs (or replays) one call of a computer tool as a journal step.
-func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDef, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDef, call model.Block, in catalog.Input) (journal.Outcome, error) {
 	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly || td.Repeatable, Concurrent: true}
 	if !td.ReadOnly {
 		spec.Files = d.filesOf(key)
@@ -187,7 +186,7 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 		// Make the computer (its own step) before the call's step starts, so the journal reads
 		// in the order things happened.
 		if _, err := d.ensureComputer(ctx); err != nil {
-			return model.Block{}, err
+			return journal.Outcome{}, err
 		}
 	}
 	out, err := d.j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
@@ -229,18 +228,9 @@ func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDe
 		return computerResult{Result: tools.Result{Content: r.Content, IsError: r.IsError, Images: r.Images}, Exec: r.Exec}, nil, nil
 	})
 	if err != nil {
-		return model.Block{}, err
+		return journal.Outcome{}, err
 	}
-	b, err := toolOutcome(key, out, result)
-	if err != nil || out.Skipped {
-		return b, err
-	}
-	var r tools.Result
-	if err := json.Unmarshal(out.Result, &r); err != nil {
-		return model.Block{}, fmt.Errorf("decode %s result: %w", key, err)
-	}
-	b.Images, b.Content = d.loadImages(r.Images, b.Content)
-	return b, nil
+	return out, nil
 }
 
 // loadImages reads a tool result's pictures from the run folder for the model. One that is gone

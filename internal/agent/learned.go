@@ -68,7 +68,7 @@ func (d *drive) learnedWorkflow(name string) *learning.Workflow {
 func (d *drive) runLearnedWorkflow(ctx context.Context, key string, call model.Block, w *learning.Workflow, result func(string, bool) model.Block) (model.Block, error) {
 	spec := journal.Spec{Key: key, Kind: "tool", Title: "workflow " + w.Tool + " (" + w.Path + ")", Args: map[string]any{"tool": call.Name, "input": call.Input}}
 	if st, ok := d.j.Lookup(key); ok && st.State == api.StepCompleted {
-		return toolOutcome(key, journal.Outcome{Result: st.Result, Replayed: true}, result)
+		return d.toolOutcome(key, journal.Outcome{Result: st.Result, Replayed: true}, result)
 	}
 	var res tools.Result
 	var in map[string]any
@@ -103,7 +103,7 @@ func (d *drive) runLearnedWorkflow(ctx context.Context, key string, call model.B
 	if err != nil {
 		return model.Block{}, err
 	}
-	return toolOutcome(key, journal.Outcome{Result: raw}, result)
+	return d.toolOutcome(key, journal.Outcome{Result: raw}, result)
 }
 
 // keyedHost puts a workflow's step keys under a tool call's: node wf/check of the workflow called

@@ -183,10 +183,10 @@ func (d *drive) learnedSystem() string {
 }
 
 // readNote answers a note call with the note's whole text, from the commit the run started from.
-func (d *drive) readNote(ctx context.Context, key string, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+func (d *drive) readNote(ctx context.Context, key string, call model.Block, in catalog.Input) (journal.Outcome, error) {
 	n, ok := in.Value.(*catalog.Note)
 	if !ok {
-		return model.Block{}, fmt.Errorf("note: input is a %T", in.Value)
+		return journal.Outcome{}, fmt.Errorf("note: input is a %T", in.Value)
 	}
 	var found *learning.File
 	if d.learn != nil {
@@ -206,13 +206,13 @@ func (d *drive) readNote(ctx context.Context, key string, call model.Block, in c
 		return tools.Result{Content: found.Content}, nil, nil
 	})
 	if err != nil {
-		return model.Block{}, err
+		return journal.Outcome{}, err
 	}
 	if !out.Replayed && found != nil {
 		d.j.Emit(api.Event{Type: api.EventLearningOpened, StepKey: key, Message: "opened note " + found.Path,
 			Data: mustRaw(map[string]string{"note": found.Path, "etag": found.ETag})})
 	}
-	return toolOutcome(key, out, result)
+	return out, nil
 }
 
 // proposeShape describes the proposal's items, for both ways of asking for it.

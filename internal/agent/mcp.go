@@ -152,7 +152,7 @@ func (d *drive) closeMCP() {
 // mcpCall runs (or replays) one MCP tool call as a journal step: safe to repeat after a crash
 // when the server marks the tool readOnlyHint or idempotentHint, otherwise uncertain (a crash
 // mid-call parks the run for a person to resolve).
-func (d *drive) mcpCall(ctx context.Context, key string, e catalog.Entry, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+func (d *drive) mcpCall(ctx context.Context, key string, e catalog.Entry, call model.Block, in catalog.Input) (journal.Outcome, error) {
 	server, tool, _ := catalog.SplitMCPName(call.Name)
 	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in),
 		Args: map[string]any{"tool": call.Name, "input": call.Input, "mcpServer": server}, Safe: e.ReadOnly || e.Repeatable, Concurrent: true}
@@ -206,7 +206,7 @@ func (d *drive) mcpCall(ctx context.Context, key string, e catalog.Entry, call m
 		return tools.Result{Content: content, IsError: r.IsError}, nil, nil
 	})
 	if err != nil {
-		return model.Block{}, err
+		return journal.Outcome{}, err
 	}
-	return toolOutcome(key, out, result)
+	return out, nil
 }

@@ -53,10 +53,10 @@ func noNetwork(c *api.ComputerSpec) string {
 
 // webFetch runs (or replays) a web_fetch call as a safe step: a completed fetch is replayed from
 // the journal, never fetched again; one cut off by a crash is a GET or HEAD, fetched again.
-func (d *drive) webFetch(ctx context.Context, key string, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+func (d *drive) webFetch(ctx context.Context, key string, call model.Block, in catalog.Input) (journal.Outcome, error) {
 	wf, ok := in.Value.(*catalog.WebFetch)
 	if !ok {
-		return model.Block{}, fmt.Errorf("web_fetch: input is a %T", in.Value)
+		return journal.Outcome{}, fmt.Errorf("web_fetch: input is a %T", in.Value)
 	}
 	f := d.e.Fetch
 	if f == nil {
@@ -82,9 +82,9 @@ func (d *drive) webFetch(ctx context.Context, key string, call model.Block, in c
 		return tools.Result{Content: r.Content, IsError: r.IsError}, nil, nil
 	})
 	if err != nil {
-		return model.Block{}, err
+		return journal.Outcome{}, err
 	}
-	return toolOutcome(key, out, result)
+	return out, nil
 }
 
 // redirectAllowed decides a redirect's URL as the approvals would decide a web_fetch of it: a
@@ -209,10 +209,10 @@ func (h *hostRun) openHarnessSkill(input json.RawMessage) (bool, string, error) 
 
 // readSkill answers a skill call with the skill's SKILL.md or one of its files, as a safe step;
 // the timeline says which skill the run opened.
-func (d *drive) readSkill(ctx context.Context, key string, call model.Block, in catalog.Input, result func(string, bool) model.Block) (model.Block, error) {
+func (d *drive) readSkill(ctx context.Context, key string, call model.Block, in catalog.Input) (journal.Outcome, error) {
 	sk, ok := in.Value.(*catalog.Skill)
 	if !ok {
-		return model.Block{}, fmt.Errorf("skill: input is a %T", in.Value)
+		return journal.Outcome{}, fmt.Errorf("skill: input is a %T", in.Value)
 	}
 	s := d.skills[sk.Name]
 	file := api.SkillFileName
@@ -246,11 +246,11 @@ func (d *drive) readSkill(ctx context.Context, key string, call model.Block, in 
 		return tools.Result{Content: text}, nil, nil
 	})
 	if err != nil {
-		return model.Block{}, err
+		return journal.Outcome{}, err
 	}
 	if !out.Replayed && s != nil {
 		d.j.Emit(api.Event{Type: api.EventSkillOpened, StepKey: key, Message: fmt.Sprintf("opened skill %s (%s)", d.skillRef(s), file),
 			Data: mustRaw(map[string]string{"skill": s.Metadata.Name, "ref": d.skillRef(s), "file": file})})
 	}
-	return toolOutcome(key, out, result)
+	return out, nil
 }

@@ -61,7 +61,7 @@ func (e *Interrupted) Unwrap() error { return e.Err }
 // Spec describes a step.
 type Spec struct {
 	Key   string
-	Kind  string // model, tool, question, message, ...
+	Kind  api.StepKind
 	Title string
 	// Args are recorded with the step; their hash must match on replay.
 	Args any
@@ -373,7 +373,7 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	}
 	res, cost, err := j.effect(ectx, spec.Concurrent, fn)
 	observed(res, cost, err)
-	metrics.StepSeconds.Since(effectStart, spec.Kind)
+	metrics.StepSeconds.Since(effectStart, string(spec.Kind))
 	if err != nil && errors.Is(err, ErrStopped) && ctx.Err() == nil {
 		st := started
 		st.State, st.Error = api.StepInterrupted, err.Error()

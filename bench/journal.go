@@ -200,12 +200,12 @@ func longRun(c config, root string) (*LongRun, error) {
 			lr.ModelSteps++
 		}
 		if s.CompletedAt != nil {
-			durs[s.Kind] = append(durs[s.Kind], s.CompletedAt.Sub(s.StartedAt))
+			durs[string(s.Kind)] = append(durs[string(s.Kind)], s.CompletedAt.Sub(s.StartedAt))
 		}
 		if i > 0 && steps[i-1].CompletedAt != nil {
 			g := s.StartedAt.Sub(*steps[i-1].CompletedAt)
 			gaps = append(gaps, g)
-			tr := steps[i-1].Kind + "→" + s.Kind
+			tr := string(steps[i-1].Kind + "→" + s.Kind)
 			byTrans[tr] = append(byTrans[tr], g)
 		}
 	}

@@ -226,7 +226,7 @@ func TestStructuredHarnessLearning(t *testing.T) {
 	kinds := map[string]string{}
 	for _, st := range e.Steps("hs") {
 		if strings.HasPrefix(st.Key, "learn/") {
-			kinds[st.Key] = st.Kind
+			kinds[st.Key] = string(st.Kind)
 			if st.Key == "learn/propose/structure" && (st.CostMicros == nil || *st.CostMicros <= 0) {
 				t.Errorf("the structuring call is not billed: %+v", st)
 			}

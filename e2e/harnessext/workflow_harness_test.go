@@ -65,7 +65,7 @@ func TestWorkflowAgentNodeOnClaude(t *testing.T) {
 	}
 	keys := map[string]string{}
 	for _, s := range e.Steps(run.Metadata.Name) {
-		keys[s.Key] = s.Kind + " " + s.Title
+		keys[s.Key] = string(s.Kind) + " " + s.Title
 	}
 	for _, k := range []string{"wf/research/t0/model", "wf/research/t0/tool/0", "wf/research/t1/model", "wf/triage"} {
 		if _, ok := keys[k]; !ok {

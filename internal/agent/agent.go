@@ -566,7 +566,7 @@ func (d *drive) modelStep(ctx context.Context, key, title string, provider model
 		add(mr, c)
 		return nil
 	}
-	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: title,
+	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: api.StepKindModel, Title: title,
 		Args: map[string]any{"provider": provider.Name(), "model": req.Model, "messages": messages}, HashOf: journal.Encoded(reqJSON),
 		// A call on the server's own key is safe to repeat; on the user's own key it is not.
 		Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(key), Concurrent: true,
@@ -717,7 +717,7 @@ func (d *drive) nextMessage(ctx context.Context, n int, waiting string) (string,
 		return "", d.park(ctx, &api.Event{Type: api.EventRunWaiting, Message: "waiting for a message"})
 	}
 	m := msgs[0]
-	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "message", Title: "message received: " + api.FirstLine(m.Payload, 80), Args: map[string]int64{"after": d.lastMsg}}, m); err != nil {
+	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: api.StepKindMessage, Title: "message received: " + api.FirstLine(m.Payload, 80), Args: map[string]int64{"after": d.lastMsg}}, m); err != nil {
 		return "", err
 	}
 	d.lastMsg = m.Seq
@@ -819,7 +819,7 @@ func (d *drive) execute(ctx context.Context, key string, rt resolvedTool, call m
 
 // builtinCall runs (or replays) a call of a tool of internal/tools on the run folder.
 func (d *drive) builtinCall(ctx context.Context, key string, tool tools.Tool, call model.Block, in catalog.Input) (journal.Outcome, error) {
-	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly(), Concurrent: true}
+	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly(), Concurrent: true}
 	if !tool.ReadOnly() {
 		spec.Files = d.filesOf(key)
 	}
@@ -931,7 +931,7 @@ func (d *drive) askPerson(ctx context.Context, key string, decoded catalog.Input
 		return model.Block{}, d.park(ctx, &api.Event{Type: api.EventRunQuestion, StepKey: key, Message: in.Question})
 	}
 	m := msgs[0]
-	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "question", Title: "asked: " + api.FirstLine(in.Question, 80), Args: map[string]any{"question": in.Question}}, m); err != nil {
+	if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: api.StepKindQuestion, Title: "asked: " + api.FirstLine(in.Question, 80), Args: map[string]any{"question": in.Question}}, m); err != nil {
 		return model.Block{}, err
 	}
 	d.lastMsg = m.Seq

@@ -29,14 +29,14 @@ func (d *drive) approval(ctx context.Context, key string, call model.Block, in c
 		return true, "", nil
 	case policy.Deny:
 		// Journal the refusal so the timeline and steps show it.
-		if _, err := d.j.Record(ctx, journal.Spec{Key: key + "/approval", Kind: "approval", Title: "denied " + call.Name + " by " + dec.Rule,
+		if _, err := d.j.Record(ctx, journal.Spec{Key: key + "/approval", Kind: api.StepKindApproval, Title: "denied " + call.Name + " by " + dec.Rule,
 			Args: map[string]any{"tool": call.Name, "input": call.Input, "reason": d.turnText, "rule": dec.Rule}}, map[string]string{"decision": "deny", "by": dec.Rule}); err != nil {
 			return false, "", err
 		}
 		return false, fmt.Sprintf("%s; the call %s did not run", dec.Explain(), call.Name), nil
 	}
 	args := map[string]any{"tool": call.Name, "input": call.Input, "reason": d.turnText, "rule": dec.Rule, "why": dec.Explain()}
-	out, done, err := d.j.Await(ctx, journal.Spec{Key: key + "/approval", Kind: "approval", Title: "approval for " + call.Name + " " + summarize(in), Args: args})
+	out, done, err := d.j.Await(ctx, journal.Spec{Key: key + "/approval", Kind: api.StepKindApproval, Title: "approval for " + call.Name + " " + summarize(in), Args: args})
 	if err != nil {
 		return false, "", err
 	}

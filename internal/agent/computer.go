@@ -133,7 +133,7 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 		d.j.Emit(api.Event{Type: api.EventComputerRecreated, Message: fmt.Sprintf("%s %s created again around the run folder on runner %s", p.Name(), kind, d.e.RunnerName)})
 		return c, nil
 	}
-	if _, err := d.j.Record(ctx, journal.Spec{Key: "computer", Kind: "computer", Title: fmt.Sprintf("create %s computer (%s)", kind, p.Name()),
+	if _, err := d.j.Record(ctx, journal.Spec{Key: "computer", Kind: api.StepKindComputer, Title: fmt.Sprintf("create %s computer (%s)", kind, p.Name()),
 		Args: map[string]any{"kind": kind, "provider": p.Name()}}, info); err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ type computerResult struct {
 
 // computerCall runs (or replays) one call of a computer tool as a journal step.
 func (d *drive) computerCall(ctx context.Context, key string, td computer.ToolDef, call model.Block, in catalog.Input) (journal.Outcome, error) {
-	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly || td.Repeatable, Concurrent: true}
+	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: td.ReadOnly || td.Repeatable, Concurrent: true}
 	if !td.ReadOnly {
 		spec.Files = d.filesOf(key)
 	}

@@ -37,7 +37,7 @@ func (d *drive) forkMessage(ctx context.Context, n int, c *conversation) error {
 			return nil
 		}
 		m = msgs[0]
-		if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: "message", Title: "message at the fork point: " + api.FirstLine(m.Payload, 80), Args: map[string]int64{"after": d.lastMsg}}, m); err != nil {
+		if _, err := d.j.Record(ctx, journal.Spec{Key: key, Kind: api.StepKindMessage, Title: "message at the fork point: " + api.FirstLine(m.Payload, 80), Args: map[string]int64{"after": d.lastMsg}}, m); err != nil {
 			return err
 		}
 	}

@@ -305,7 +305,7 @@ func (d *drive) notePre(key string, writes []store.FileWrite) error {
 	for i, p := range fresh {
 		paths[i] = p.Path
 	}
-	_, err := d.j.Record(ctx, journal.Spec{Key: key + "/pre", Kind: "turn.pre", Title: fmt.Sprintf("files before %s (kept for a rollback)", key), Args: map[string]any{"paths": paths}}, fresh)
+	_, err := d.j.Record(ctx, journal.Spec{Key: key + "/pre", Kind: api.StepKindTurnPre, Title: fmt.Sprintf("files before %s (kept for a rollback)", key), Args: map[string]any{"paths": paths}}, fresh)
 	return err
 }
 
@@ -315,7 +315,7 @@ func (d *drive) turnPreImages(first string) map[string]*store.File {
 	out := map[string]*store.File{}
 	for _, k := range d.turnSteps(first) {
 		st, ok := d.j.Lookup(k)
-		if !ok || st.Kind != "turn.pre" || st.State != api.StepCompleted {
+		if !ok || st.Kind != api.StepKindTurnPre || st.State != api.StepCompleted {
 			continue
 		}
 		var pres []preImage

@@ -66,7 +66,7 @@ func (d *drive) learnedWorkflow(name string) *learning.Workflow {
 // workflow runs again and every node completed is answered from the journal. A failed node is
 // the call's error result, not the run's failure.
 func (d *drive) runLearnedWorkflow(ctx context.Context, key string, call model.Block, w *learning.Workflow, result func(string, bool) model.Block) (model.Block, error) {
-	spec := journal.Spec{Key: key, Kind: "tool", Title: "workflow " + w.Tool + " (" + w.Path + ")", Args: map[string]any{"tool": call.Name, "input": call.Input}}
+	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: "workflow " + w.Tool + " (" + w.Path + ")", Args: map[string]any{"tool": call.Name, "input": call.Input}}
 	if st, ok := d.j.Lookup(key); ok && st.State == api.StepCompleted {
 		return d.toolOutcome(key, journal.Outcome{Result: st.Result, Replayed: true}, result)
 	}

@@ -40,7 +40,7 @@ func (d *drive) loadLearning(ctx context.Context) error {
 		return nil
 	}
 	agent := d.run.Spec.Agent
-	out, err := d.j.Do(ctx, journal.Spec{Key: "learning/base", Kind: "learning", Title: "start from the learning folder's main", Safe: true},
+	out, err := d.j.Do(ctx, journal.Spec{Key: "learning/base", Kind: api.StepKindLearning, Title: "start from the learning folder's main", Safe: true},
 		func(ctx context.Context) (any, *int64, error) {
 			main, err := d.e.Store.LearningMain(ctx, agent)
 			if err != nil {
@@ -198,7 +198,7 @@ func (d *drive) readNote(ctx context.Context, key string, call model.Block, in c
 			}
 		}
 	}
-	spec := journal.Spec{Key: key, Kind: "tool", Title: "note " + n.Name, Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true}
+	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: "note " + n.Name, Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true}
 	out, err := d.j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
 		if found == nil {
 			return tools.Result{IsError: true, Content: fmt.Sprintf("no note %q in your notes", n.Name)}, nil, nil
@@ -444,7 +444,7 @@ func (d *drive) harnessProposal(ctx context.Context, harnessName string, turn fu
 	if err != nil {
 		return nil, err
 	}
-	out, err := d.j.Record(ctx, journal.Spec{Key: "learn/propose", Kind: "learning", Title: "proposal of what to keep (" + harnessName + "'s last turn)"}, map[string]string{"text": text})
+	out, err := d.j.Record(ctx, journal.Spec{Key: "learn/propose", Kind: api.StepKindLearning, Title: "proposal of what to keep (" + harnessName + "'s last turn)"}, map[string]string{"text": text})
 	if err != nil {
 		return nil, err
 	}
@@ -491,7 +491,7 @@ func itemPaths(items []learning.Item, secrets []string) []string {
 func (d *drive) learnApproval(ctx context.Context, i int, it learning.Item, why string) (bool, error) {
 	key := fmt.Sprintf("learn/approval/%d", i)
 	input, _ := json.Marshal(it)
-	res, done, err := d.j.Await(ctx, journal.Spec{Key: key, Kind: "approval", Title: "approval to keep " + it.Path,
+	res, done, err := d.j.Await(ctx, journal.Spec{Key: key, Kind: api.StepKindApproval, Title: "approval to keep " + it.Path,
 		Args: map[string]any{"tool": "learning", "input": json.RawMessage(input), "reason": why, "rule": "learning: risky change", "why": why}})
 	if err != nil {
 		return false, err
@@ -524,7 +524,7 @@ func (d *drive) learnCommit(ctx context.Context, kept []learning.Item) error {
 		paths = append(paths, it.Action+" "+it.Path)
 	}
 	msg := fmt.Sprintf("run %s kept %s\n\nRun: %s\n", run, strings.Join(paths, ", "), run)
-	out, err := d.j.Do(ctx, journal.Spec{Key: "learn/commit", Kind: "learning", Title: "commit what the run kept", Args: map[string]any{"paths": paths}, Safe: true},
+	out, err := d.j.Do(ctx, journal.Spec{Key: "learn/commit", Kind: api.StepKindLearning, Title: "commit what the run kept", Args: map[string]any{"paths": paths}, Safe: true},
 		func(ctx context.Context) (any, *int64, error) {
 			for attempt := 0; ; attempt++ {
 				repo, err := learning.Open(ctx, d.e.Store, agent)

@@ -154,7 +154,7 @@ func (d *drive) closeMCP() {
 // mid-call parks the run for a person to resolve).
 func (d *drive) mcpCall(ctx context.Context, key string, e catalog.Entry, call model.Block, in catalog.Input) (journal.Outcome, error) {
 	server, tool, _ := catalog.SplitMCPName(call.Name)
-	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in),
+	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: call.Name + " " + summarize(in),
 		Args: map[string]any{"tool": call.Name, "input": call.Input, "mcpServer": server}, Safe: e.ReadOnly || e.Repeatable, Concurrent: true}
 	if !e.ReadOnly {
 		spec.Files = d.filesOf(key) // a stdio server works in the run folder

@@ -414,7 +414,7 @@ func (d *drive) route(ctx context.Context, n int, prompt string) (turnState, err
 	var err error
 	var firstCost cost.Total // a corrected routing call's first call
 	if d.e.Router == RouterRules {
-		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: "route (rules)", Args: map[string]any{"families": allowed, "router": RouterRules}, HashOf: []any{allowed, prompt}, Safe: true},
+		out, err = d.j.Do(ctx, journal.Spec{Key: key, Kind: api.StepKindRoute, Title: "route (rules)", Args: map[string]any{"families": allowed, "router": RouterRules}, HashOf: []any{allowed, prompt}, Safe: true},
 			func(ctx context.Context) (any, *int64, error) {
 				fam, why := model.RulesFamily(prompt, len(d.spec.Tools), allowed)
 				id, _ := model.FamilyModel(d.e.Prices, provider, fam)
@@ -504,7 +504,7 @@ func (d *drive) routeStep(ctx context.Context, key, routerModel string, req *mod
 	if final {
 		title += " (corrective retry)"
 	}
-	return d.j.Do(ctx, journal.Spec{Key: key, Kind: "route", Title: title, Args: map[string]any{"families": allowed, "model": routerModel}, HashOf: req, Safe: true, Bill: d.bills(key)},
+	return d.j.Do(ctx, journal.Spec{Key: key, Kind: api.StepKindRoute, Title: title, Args: map[string]any{"families": allowed, "model": routerModel}, HashOf: req, Safe: true, Bill: d.bills(key)},
 		func(ctx context.Context) (any, *int64, error) {
 			fallback := func(why string) routeResult {
 				id, _ := model.FamilyModel(d.e.Prices, provider, fb)

@@ -62,7 +62,7 @@ func (d *drive) webFetch(ctx context.Context, key string, call model.Block, in c
 	if f == nil {
 		f = &webfetch.Fetcher{}
 	}
-	spec := journal.Spec{Key: key, Kind: "tool", Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true, Concurrent: true}
+	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true, Concurrent: true}
 	out, err := d.j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
 		r, err := f.Fetch(ctx, wf, d.redirectAllowed)
 		if err != nil {
@@ -219,7 +219,7 @@ func (d *drive) readSkill(ctx context.Context, key string, call model.Block, in 
 	if sk.File != nil && *sk.File != "" {
 		file = strings.TrimPrefix(*sk.File, "./")
 	}
-	spec := journal.Spec{Key: key, Kind: "tool", Title: "skill " + sk.Name + " " + file, Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true}
+	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: "skill " + sk.Name + " " + file, Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: true}
 	out, err := d.j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
 		if s == nil {
 			names := d.skillNames()

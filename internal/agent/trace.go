@@ -135,7 +135,7 @@ func (t *driveTracer) Step(ctx context.Context, spec journal.Spec, attempt int) 
 	var attrs []attribute.KeyValue
 	kind := trace.SpanKindInternal
 	switch spec.Kind {
-	case "model", "route":
+	case api.StepKindModel, api.StepKindRoute:
 		m, _ := args["model"].(string)
 		if m == "" {
 			return ctx, func(any, *int64, error) {}
@@ -151,7 +151,7 @@ func (t *driveTracer) Step(ctx context.Context, spec journal.Spec, attempt int) 
 		if h, _ := args["harness"].(string); h != "" {
 			attrs = append(attrs, attribute.String("agentrun.harness", h))
 		}
-	case "tool":
+	case api.StepKindTool:
 		tool, _ := args["tool"].(string)
 		name = "execute_tool " + tool
 		attrs = []attribute.KeyValue{attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", tool),
@@ -167,10 +167,10 @@ func (t *driveTracer) Step(ctx context.Context, spec journal.Spec, attempt int) 
 	}
 	startLazy(ctx)
 	attrs = append(attrs, attribute.String("agentrun.step.key", spec.Key), attribute.Int("agentrun.step.attempt", attempt))
-	if spec.Kind == "route" {
+	if spec.Kind == api.StepKindRoute {
 		attrs = append(attrs, attribute.Bool("agentrun.router", true))
 	}
-	if t.capture && spec.Kind != "tool" {
+	if t.capture && spec.Kind != api.StepKindTool {
 		if req, ok := ctx.Value(modelRequestKey{}).(*model.Request); ok {
 			attrs = append(attrs, attribute.String("gen_ai.input.messages", t.d.redact(inputMessages(req))))
 			if req.System != "" {
@@ -187,7 +187,7 @@ func (t *driveTracer) Step(ctx context.Context, spec journal.Spec, attempt int) 
 			span.SetStatus(codes.Error, err.Error())
 			span.SetAttributes(attribute.String("error.type", errorType(err)))
 		}
-		if spec.Kind == "tool" {
+		if spec.Kind == api.StepKindTool {
 			if t.capture && err == nil {
 				if b, jerr := json.Marshal(res); jerr == nil {
 					span.SetAttributes(attribute.String("gen_ai.tool.call.result", t.d.redact(string(b))))

@@ -20,7 +20,7 @@ import (
 func (h *wfHost) Clock(ctx context.Context, key, title string) (time.Time, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	raw, err := h.d.j.Record(ctx, journal.Spec{Key: key, Kind: "clock", Title: title}, map[string]any{"at": time.Now().UTC()})
+	raw, err := h.d.j.Record(ctx, journal.Spec{Key: key, Kind: api.StepKindClock, Title: title}, map[string]any{"at": time.Now().UTC()})
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -52,10 +52,6 @@ func (m IfBusy) Steers() bool { return m == IfBusyInterrupt || m == IfBusyRollba
 // Running. Waiting (a person, a message, the cap, credits) and NeedsResolution are not busy.
 func Busy(phase Phase) bool { return phase == PhaseRunning || phase == PhaseQueued }
 
-// StepKindStop is the kind of the journal step that records a turn stopped by a message
-// (interrupt or rollback); its result is a TurnStop.
-const StepKindStop = "turn.stop"
-
 // TurnStop is what a stop step records: how the turn in flight was stopped, by which message,
 // at which step, and for a rollback which steps it discarded.
 type TurnStop struct {
@@ -117,7 +113,7 @@ func SteerUnsupported(s *AgentSpec, mode IfBusy) string {
 func QueuedMessages(msgs []Message, steps []Step) []Message {
 	var read int64
 	for _, s := range steps {
-		if (s.Kind != "message" && s.Kind != "question") || s.State != StepCompleted {
+		if (s.Kind != StepKindMessage && s.Kind != StepKindQuestion) || s.State != StepCompleted {
 			continue
 		}
 		var m struct{ Seq int64 }

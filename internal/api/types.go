@@ -360,7 +360,7 @@ type Turn struct {
 type Step struct {
 	Seq         int64           `json:"seq"`
 	Key         string          `json:"key"`
-	Kind        string          `json:"kind"`
+	Kind        StepKind        `json:"kind"`
 	State       StepState       `json:"state"`
 	Title       string          `json:"title,omitempty"`
 	Attempt     int             `json:"attempt"`
@@ -382,6 +382,28 @@ type Step struct {
 	// step replays and is not billed again.
 	CopiedFrom string `json:"copiedFrom,omitempty"`
 }
+
+// StepKind is what a journal step does. The values are stored in journals and shown by the
+// API, so they never change (journals already stored must replay).
+type StepKind string
+
+// The step kinds the journal records.
+const (
+	StepKindModel    StepKind = "model"    // a model call
+	StepKindRoute    StepKind = "route"    // the routing call choosing a turn's model
+	StepKindCount    StepKind = "count"    // a token count a harness asked for
+	StepKindTool     StepKind = "tool"     // a tool call (folder, computer, MCP, skill, note, workflow)
+	StepKindApproval StepKind = "approval" // a person's approval of a tool call or a kept file
+	StepKindQuestion StepKind = "question" // a question to a person and its answer
+	StepKindMessage  StepKind = "message"  // a message the run received
+	StepKindComputer StepKind = "computer" // the run's computer being created
+	StepKindLearning StepKind = "learning" // a learning agent's base, proposal and commit
+	StepKindClock    StepKind = "clock"    // a workflow's reading of the time
+	StepKindTurnPre  StepKind = "turn.pre" // the run folder's files before a turn (for a rollback)
+	// StepKindStop records a turn stopped by a message (interrupt or rollback); its result is a
+	// TurnStop.
+	StepKindStop StepKind = "turn.stop"
+)
 
 // StepState is a journal step's state.
 type StepState string

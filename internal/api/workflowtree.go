@@ -32,7 +32,7 @@ func RunTree(run *AgentRun, spec *AgentSpec, steps []Step, resolve func(name str
 	}
 	ts := make([]workflow.TreeStep, 0, len(steps))
 	for _, s := range steps {
-		ts = append(ts, workflow.TreeStep{Key: s.Key, Kind: s.Kind, State: string(s.State), Title: s.Title, Result: s.Result, CostMicros: s.CostMicros})
+		ts = append(ts, workflow.TreeStep{Key: s.Key, Kind: string(s.Kind), State: string(s.State), Title: s.Title, Result: s.Result, CostMicros: s.CostMicros})
 	}
 	st := workflow.TreeRun{Finished: Finished(run.Status.Phase), FailedKey: run.Status.FailedNode,
 		Completed: run.Status.Phase == PhaseSucceeded && run.Status.Escalation == nil}

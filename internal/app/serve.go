@@ -275,17 +275,20 @@ func listen(host string, port int) (net.Listener, error) {
 	return nil, fmt.Errorf("no free port in 7340-7439: %w", last)
 }
 
+// serveOptions are serve's flags.
+type serveOptions struct {
+	data, host, runnerName, logLevel, listenAddr string
+	publicURL                                    string
+	port                                         int
+	noRunner, metricsPublic, noOpen, noAccounts  bool
+	retention                                    time.Duration
+	ro                                           runnerOptions
+	wo                                           webhookOptions
+	ho                                           server.HTTPOptions
+}
+
 func newServeCmd() *cobra.Command {
-	var (
-		data, host, runnerName, logLevel, listenAddr string
-		publicURL                                    string
-		port                                         int
-		noRunner, metricsPublic, noOpen, noAccounts  bool
-		retention                                    time.Duration
-		ro                                           runnerOptions
-		wo                                           webhookOptions
-		ho                                           server.HTTPOptions
-	)
+	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Start the server (and one runner) on port 7340 or the next free one",
@@ -294,221 +297,280 @@ Everything is kept in the data folder (--data, AGENTRUN_HOME, or ~/.agentrun): t
 token, run folders. Model keys come from the environment: ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL),
 OPENAI_API_KEY (OPENAI_BASE_URL), OPENROUTER_API_KEY (OPENROUTER_BASE_URL).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := ro.validate(); err != nil {
-				return err
-			}
-			if err := checkRetention(retention); err != nil {
-				return err
-			}
-			if err := wo.validate(); err != nil {
-				return err
-			}
-			links, err := checkPublicURL(publicURL)
-			if err != nil {
-				return err
-			}
-			if noAccounts {
-				if err := checkNoAccounts(host, listenAddr, publicURL); err != nil {
-					return err
-				}
-			}
-			dir, log, err := startProcess(data, logLevel)
-			if err != nil {
-				return err
-			}
-			if err := applyDevHooks(ro.DevHooks, log); err != nil {
-				return err
-			}
-			token, tokenCreated, tokenFromEnv, err := serverToken(dir)
-			if err != nil {
-				return err
-			}
-			st, storeDesc, err := openStore(cmd.Context(), dir)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			var ln net.Listener
-			if listenAddr != "" {
-				ln, err = net.Listen("tcp", listenAddr)
-			} else {
-				ln, err = listen(host, port)
-			}
-			if err != nil {
-				return err
-			}
-			if t, ok := ln.Addr().(*net.TCPAddr); noAccounts && (!ok || !t.IP.IsLoopback()) {
-				ln.Close()
-				return fmt.Errorf("--no-accounts serves this machine only, and %s is not a loopback address: drop --no-accounts to serve other machines, with accounts", ln.Addr())
-			}
-			base := linkURL(ln.Addr())
-			if links == "" {
-				links = base
-			}
-			models := model.ConfigFromEnv(os.Getenv, &http.Client{Timeout: 10 * time.Minute})
-			moneyDesc, err := ro.loadMoney(dir)
-			if err != nil {
-				return err
-			}
-			if err := useStore(cmd.Context(), st, ro.seal, ro.sealFrom, log); err != nil {
-				return err
-			}
-			useStoredModelKeys(models, st, ro.seal)
-
-			available := map[string]bool{tools.AskPersonName: true, catalog.WebFetchName: true}
-			for _, n := range tools.Names() {
-				available[n] = true
-			}
-			var toolNames []string
-			for n := range available {
-				toolNames = append(toolNames, n)
-			}
-			providers := []string{}
-			for name := range models.Providers {
-				providers = append(providers, name)
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			tel, err := startTelemetry(ctx, log)
-			if err != nil {
-				return err
-			}
-			// Deferred after runParts: the spans of the last drives are flushed at stop.
-			defer flushTelemetry(tel, log)
-
-			ro.liveText = liveTextHub(st, true)
-			var r *runner.Runner
-			if !noRunner {
-				if runnerName == "" {
-					runnerName = "local"
-				}
-				r = newRunner(st, models, dir, runnerName, ro, log)
-			}
-			accounts, err := auth.Open(dir)
-			if err != nil {
-				return err
-			}
-			if tokenFromEnv {
-				accounts.AcceptSetupToken(token)
-			}
-			srv := &server.Server{Store: st, Token: token, BaseURL: links, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(secretKeys(st)),
-				Prices: ro.prices, Models: models, Seal: ro.seal, LiveText: ro.liveText,
-				Capabilities: map[string]any{
-					"version": version,
-					// Each harness: available or not, its pinned version, where installed, why not;
-					// looked at on each request, so one installed by hand shows without a restart.
-					"harnesses": func() any { return harness.Capabilities(dir) },
-					"tools":     toolNames,
-					// The tools an agent gets with its computer, listed in spec.tools or not.
-					"computerTools": map[string][]string{
-						"sandbox": agent.ComputerTools(computer.KindSandbox),
-						"desktop": agent.ComputerTools(computer.KindDesktop),
-						"browser": agent.ComputerTools(computer.KindBrowser),
-					},
-					"models": map[string]any{"providers": providers, "defaultProvider": models.DefaultProvider, "defaultModel": models.DefaultModel},
-					"runner": !noRunner,
-					"denied": ro.Deny,
-					// web_fetch reaches public addresses and these.
-					"fetchAllow": ro.FetchAllow,
-					"money":      map[string]any{"router": ro.Router, "pricesVersion": ro.prices.Version, "markup": "server access is billed at cost / 0.875"},
-				}}
-			if r != nil {
-				srv.Interrupt, srv.RunnerReady, srv.Steer = r.Interrupt, r.Ready, r.Steer
-				if eng, ok := r.Driver.(*agent.Engine); ok {
-					// The console shows, and hands over, the browsers this process's runner keeps.
-					srv.Screens, srv.LocalRunner = eng, runnerName
-				}
-			}
-			// The ready-made agent claude-assistant, once per store (see EnsureBuiltinAgents).
-			bctx, bcancel := context.WithTimeout(ctx, 30*time.Second)
-			builtin, err := srv.EnsureBuiltinAgents(bctx)
-			bcancel()
-			if err != nil {
-				log.Warn("the ready-made agent was not made", "agent", api.BuiltinAssistant, "err", err)
-			}
-			controllers := groupControllers(srv, st, log)
-			controllers["trigger scheduler"] = triggerScheduler(srv, st, ro.DevHooks, log)
-			srv.WebhookAllow = wo.allow
-			controllers["webhooks"] = webhookDispatcher(st, ro.seal, wo, retention, log).Run
-			if retention > 0 {
-				controllers["retention"] = retentionPart(st, retention, ro.DevHooks, log)
-			}
-			prof, err := pprofPart()
-			if err != nil {
-				return err
-			}
-			if prof != nil {
-				controllers["pprof"] = prof
-			}
-			srv.TrustProxy = ho.TrustProxy
-			srv.NoAccounts = noAccounts
-			srv.MetricsPublic = metricsPublic
-			hs := server.NewHTTPServer(srv.Handler(), ho)
-			info, _ := json.Marshal(map[string]any{"url": base, "pid": os.Getpid(), "version": version})
-			if err := os.WriteFile(filepath.Join(dir, "server.json"), info, 0o600); err != nil {
-				return fmt.Errorf("write server.json: %w", err)
-			}
-			defer os.Remove(filepath.Join(dir, "server.json"))
-
-			fmt.Fprintf(os.Stderr, "agentrun %s serving at %s\n  console:   %s/\n  API token: %s\n  store:     %s\n", version, base, links, filepath.Join(dir, "token"), storeDesc)
-			if tokenCreated {
-				// Shown once, when made, so a container's first log gives it (later: the token file).
-				fmt.Fprintf(os.Stderr, "  token:     %s  (made now and shown this once; kept in the token file above)\n", token)
-				tokenShown(dir)
-			}
-			fmt.Fprintf(os.Stderr, "  money:     %s\n", moneyDesc)
-			if r != nil {
-				fmt.Fprintf(os.Stderr, "  runner:    %s (in this process)\n", runnerName)
-			}
-			if builtin {
-				fmt.Fprintf(os.Stderr, "  agents:    made the ready-made agent %s (delete it and it stays deleted)\n", api.BuiltinAssistant)
-			}
-			firstStart := accounts.SetupCode() != ""
-			if noAccounts {
-				fmt.Fprintf(os.Stderr, "  accounts:  none (--no-accounts): the console needs no password and answers this machine only\n")
-			} else if code := accounts.SetupCode(); code != "" {
-				fmt.Fprintf(os.Stderr, "  setup code: %s  (first sign-in sets the password: open the console, or run `agentrun login`)\n", code)
-			}
-			if !noOpen && (noAccounts || firstStart) && hasDisplay(os.Getenv) && stdoutIsTerminal() {
-				argv := browserCommand(os.Getenv, links+"/")
-				if err := openBrowser(argv); err != nil {
-					log.Warn("the console was not opened in the browser", "err", err)
-				} else {
-					fmt.Fprintf(os.Stderr, "  browser:   opened %s/ with %s (--no-open not to)\n", links, argv[0])
-				}
-			}
-			if len(providers) == 0 {
-				fmt.Fprintf(os.Stderr, "  models:    none in the environment: paste a key in the console under Settings → Model keys, or set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY\n")
-			} else {
-				fmt.Fprintf(os.Stderr, "  models:    %s (default %s)\n", strings.Join(providers, ", "), models.DefaultProvider)
-			}
-			for _, note := range harness.Notes(dir) {
-				fmt.Fprintf(os.Stderr, "  harness:   %s\n", note)
-			}
-			// Every part runs under runParts, which returns only when all have stopped, in order;
-			// the store closes after it (the deferred Close above).
-			context.AfterFunc(ctx, func() { fmt.Fprintln(os.Stderr, "agentrun: shutting down") })
-			return runParts(ctx, parts{http: hs, ln: ln, runner: r, controllers: controllers, log: log})
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&data, "data", "", "data folder (default $AGENTRUN_HOME or ~/.agentrun)")
-	f.StringVar(&host, "host", "127.0.0.1", "address to listen on")
-	f.IntVar(&port, "port", 0, "port (default 7340 or the next free one)")
-	f.StringVar(&listenAddr, "listen", "", "exact address to listen on, overriding --host and --port (\"127.0.0.1:0\" picks a free port)")
-	f.BoolVar(&noRunner, "no-runner", false, "serve the API only; runners run elsewhere")
-	f.BoolVar(&noOpen, "no-open", false, "do not open the console in the browser (serve opens it on first start, or with --no-accounts, when started from a terminal on a machine with a display)")
-	f.BoolVar(&noAccounts, "no-accounts", false, "a launcher on a laptop: the console needs no password, and the server listens on loopback only (refused on any other address)")
-	f.BoolVar(&metricsPublic, "metrics-public", false, "serve GET /metrics without credentials (by default a scraper sends the API token as a bearer token)")
-	f.DurationVar(&retention, "retention", store.DefaultRetention, "purge a finished run's recorded payloads (steps' arguments and results, events' data, run folder) this long after it ends; 0 keeps them")
-	f.StringVar(&runnerName, "runner-name", "", "name of the in-process runner (default local)")
-	f.StringVar(&publicURL, "public-url", defaultPublicURL(), "the URL people reach this server at, behind a proxy or on a platform (https://agents.example.com): the base of the console link, runs' console_url and webhook URLs (default $AGENTRUN_PUBLIC_URL, else Render's $RENDER_EXTERNAL_URL, else the listening address)")
-	ro.flags(f)
-	wo.flags(f)
-	ho.Flags(f)
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.data, "data", "", "data folder (default $AGENTRUN_HOME or ~/.agentrun)")
+	f.StringVar(&o.host, "host", "127.0.0.1", "address to listen on")
+	f.IntVar(&o.port, "port", 0, "port (default 7340 or the next free one)")
+	f.StringVar(&o.listenAddr, "listen", "", "exact address to listen on, overriding --host and --port (\"127.0.0.1:0\" picks a free port)")
+	f.BoolVar(&o.noRunner, "no-runner", false, "serve the API only; runners run elsewhere")
+	f.BoolVar(&o.noOpen, "no-open", false, "do not open the console in the browser (serve opens it on first start, or with --no-accounts, when started from a terminal on a machine with a display)")
+	f.BoolVar(&o.noAccounts, "no-accounts", false, "a launcher on a laptop: the console needs no password, and the server listens on loopback only (refused on any other address)")
+	f.BoolVar(&o.metricsPublic, "metrics-public", false, "serve GET /metrics without credentials (by default a scraper sends the API token as a bearer token)")
+	f.DurationVar(&o.retention, "retention", store.DefaultRetention, "purge a finished run's recorded payloads (steps' arguments and results, events' data, run folder) this long after it ends; 0 keeps them")
+	f.StringVar(&o.runnerName, "runner-name", "", "name of the in-process runner (default local)")
+	f.StringVar(&o.publicURL, "public-url", defaultPublicURL(), "the URL people reach this server at, behind a proxy or on a platform (https://agents.example.com): the base of the console link, runs' console_url and webhook URLs (default $AGENTRUN_PUBLIC_URL, else Render's $RENDER_EXTERNAL_URL, else the listening address)")
+	o.ro.flags(f)
+	o.wo.flags(f)
+	o.ho.Flags(f)
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
+}
+
+// run is serve: it opens the store, listens, builds the server, its runner and controllers,
+// says where it serves, and runs every part until a signal stops them.
+func (o *serveOptions) run(cmdCtx context.Context) error {
+	links, err := o.check()
+	if err != nil {
+		return err
+	}
+	dir, log, err := startProcess(o.data, o.logLevel)
+	if err != nil {
+		return err
+	}
+	if err := applyDevHooks(o.ro.DevHooks, log); err != nil {
+		return err
+	}
+	token, tokenCreated, tokenFromEnv, err := serverToken(dir)
+	if err != nil {
+		return err
+	}
+	st, storeDesc, err := openStore(cmdCtx, dir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ln, err := o.listen()
+	if err != nil {
+		return err
+	}
+	base := linkURL(ln.Addr())
+	if links == "" {
+		links = base
+	}
+	models := model.ConfigFromEnv(os.Getenv, &http.Client{Timeout: 10 * time.Minute})
+	moneyDesc, err := o.ro.loadMoney(dir)
+	if err != nil {
+		return err
+	}
+	if err := useStore(cmdCtx, st, o.ro.seal, o.ro.sealFrom, log); err != nil {
+		return err
+	}
+	useStoredModelKeys(models, st, o.ro.seal)
+	providers := []string{}
+	for name := range models.Providers {
+		providers = append(providers, name)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tel, err := startTelemetry(ctx, log)
+	if err != nil {
+		return err
+	}
+	// Deferred after runParts: the spans of the last drives are flushed at stop.
+	defer flushTelemetry(tel, log)
+
+	o.ro.liveText = liveTextHub(st, true)
+	var r *runner.Runner
+	if !o.noRunner {
+		if o.runnerName == "" {
+			o.runnerName = "local"
+		}
+		r = newRunner(st, models, dir, o.runnerName, o.ro, log)
+	}
+	accounts, err := auth.Open(dir)
+	if err != nil {
+		return err
+	}
+	if tokenFromEnv {
+		accounts.AcceptSetupToken(token)
+	}
+	srv := o.newServer(st, token, links, dir, log, accounts, models, providers, r)
+	// The ready-made agent claude-assistant, once per store (see EnsureBuiltinAgents).
+	bctx, bcancel := context.WithTimeout(ctx, 30*time.Second)
+	builtin, err := srv.EnsureBuiltinAgents(bctx)
+	bcancel()
+	if err != nil {
+		log.Warn("the ready-made agent was not made", "agent", api.BuiltinAssistant, "err", err)
+	}
+	controllers, err := o.controllers(srv, st, log)
+	if err != nil {
+		return err
+	}
+	hs := server.NewHTTPServer(srv.Handler(), o.ho)
+	info, _ := json.Marshal(map[string]any{"url": base, "pid": os.Getpid(), "version": version})
+	if err := os.WriteFile(filepath.Join(dir, "server.json"), info, 0o600); err != nil {
+		return fmt.Errorf("write server.json: %w", err)
+	}
+	defer os.Remove(filepath.Join(dir, "server.json"))
+
+	o.banner(serveBanner{base: base, links: links, dir: dir, storeDesc: storeDesc, token: token, tokenCreated: tokenCreated,
+		moneyDesc: moneyDesc, runner: r != nil, builtin: builtin, accounts: accounts, models: models, providers: providers, log: log})
+	// Every part runs under runParts, which returns only when all have stopped, in order;
+	// the store closes after it (the deferred Close above).
+	context.AfterFunc(ctx, func() { fmt.Fprintln(os.Stderr, "agentrun: shutting down") })
+	return runParts(ctx, parts{http: hs, ln: ln, runner: r, controllers: controllers, log: log})
+}
+
+// check refuses flags that do not go together before anything starts, and returns the base of
+// the links serve gives (--public-url; empty: the listening address).
+func (o *serveOptions) check() (links string, err error) {
+	if err := o.ro.validate(); err != nil {
+		return "", err
+	}
+	if err := checkRetention(o.retention); err != nil {
+		return "", err
+	}
+	if err := o.wo.validate(); err != nil {
+		return "", err
+	}
+	links, err = checkPublicURL(o.publicURL)
+	if err != nil {
+		return "", err
+	}
+	if o.noAccounts {
+		if err := checkNoAccounts(o.host, o.listenAddr, o.publicURL); err != nil {
+			return "", err
+		}
+	}
+	return links, nil
+}
+
+// listen listens on --listen, else --host and --port (or the next free port); with
+// --no-accounts only on a loopback address.
+func (o *serveOptions) listen() (net.Listener, error) {
+	var ln net.Listener
+	var err error
+	if o.listenAddr != "" {
+		ln, err = net.Listen("tcp", o.listenAddr)
+	} else {
+		ln, err = listen(o.host, o.port)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t, ok := ln.Addr().(*net.TCPAddr); o.noAccounts && (!ok || !t.IP.IsLoopback()) {
+		ln.Close()
+		return nil, fmt.Errorf("--no-accounts serves this machine only, and %s is not a loopback address: drop --no-accounts to serve other machines, with accounts", ln.Addr())
+	}
+	return ln, nil
+}
+
+// newServer builds the HTTP server's state: the store, credentials, models, tools and the
+// capabilities it reports, and the in-process runner's hooks when there is one.
+func (o *serveOptions) newServer(st store.Store, token, links, dir string, log *slog.Logger, accounts *auth.Accounts, models *model.Config, providers []string, r *runner.Runner) *server.Server {
+	available := map[string]bool{tools.AskPersonName: true, catalog.WebFetchName: true}
+	for _, n := range tools.Names() {
+		available[n] = true
+	}
+	var toolNames []string
+	for n := range available {
+		toolNames = append(toolNames, n)
+	}
+	ro := o.ro
+	srv := &server.Server{Store: st, Token: token, BaseURL: links, DataDir: dir, Log: log, Tools: available, Accounts: accounts, Computers: computers.Default(secretKeys(st)),
+		Prices: ro.prices, Models: models, Seal: ro.seal, LiveText: ro.liveText,
+		Capabilities: map[string]any{
+			"version": version,
+			// Each harness: available or not, its pinned version, where installed, why not;
+			// looked at on each request, so one installed by hand shows without a restart.
+			"harnesses": func() any { return harness.Capabilities(dir) },
+			"tools":     toolNames,
+			// The tools an agent gets with its computer, listed in spec.tools or not.
+			"computerTools": map[string][]string{
+				"sandbox": agent.ComputerTools(computer.KindSandbox),
+				"desktop": agent.ComputerTools(computer.KindDesktop),
+				"browser": agent.ComputerTools(computer.KindBrowser),
+			},
+			"models": map[string]any{"providers": providers, "defaultProvider": models.DefaultProvider, "defaultModel": models.DefaultModel},
+			"runner": !o.noRunner,
+			"denied": ro.Deny,
+			// web_fetch reaches public addresses and these.
+			"fetchAllow": ro.FetchAllow,
+			"money":      map[string]any{"router": ro.Router, "pricesVersion": ro.prices.Version, "markup": "server access is billed at cost / 0.875"},
+		}}
+	if r != nil {
+		srv.Interrupt, srv.RunnerReady, srv.Steer = r.Interrupt, r.Ready, r.Steer
+		if eng, ok := r.Driver.(*agent.Engine); ok {
+			// The console shows, and hands over, the browsers this process's runner keeps.
+			srv.Screens, srv.LocalRunner = eng, o.runnerName
+		}
+	}
+	srv.WebhookAllow = o.wo.allow
+	srv.TrustProxy = o.ho.TrustProxy
+	srv.NoAccounts = o.noAccounts
+	srv.MetricsPublic = o.metricsPublic
+	return srv
+}
+
+// controllers are the parts serve runs beside the HTTP server and the runner: groups, the
+// trigger scheduler, webhooks, retention and pprof (when asked for).
+func (o *serveOptions) controllers(srv *server.Server, st store.Store, log *slog.Logger) (map[string]func(context.Context), error) {
+	controllers := groupControllers(srv, st, log)
+	controllers["trigger scheduler"] = triggerScheduler(srv, st, o.ro.DevHooks, log)
+	controllers["webhooks"] = webhookDispatcher(st, o.ro.seal, o.wo, o.retention, log).Run
+	if o.retention > 0 {
+		controllers["retention"] = retentionPart(st, o.retention, o.ro.DevHooks, log)
+	}
+	prof, err := pprofPart()
+	if err != nil {
+		return nil, err
+	}
+	if prof != nil {
+		controllers["pprof"] = prof
+	}
+	return controllers, nil
+}
+
+// serveBanner is what serve says on start.
+type serveBanner struct {
+	base, links, dir, storeDesc, token, moneyDesc string
+	tokenCreated, runner, builtin                 bool
+	accounts                                      *auth.Accounts
+	models                                        *model.Config
+	providers                                     []string
+	log                                           *slog.Logger
+}
+
+// banner tells, on stderr, where serve serves and what it found, and opens the console in the
+// browser on a first start (or with --no-accounts) from a terminal with a display.
+func (o *serveOptions) banner(b serveBanner) {
+	fmt.Fprintf(os.Stderr, "agentrun %s serving at %s\n  console:   %s/\n  API token: %s\n  store:     %s\n", version, b.base, b.links, filepath.Join(b.dir, "token"), b.storeDesc)
+	if b.tokenCreated {
+		// Shown once, when made, so a container's first log gives it (later: the token file).
+		fmt.Fprintf(os.Stderr, "  token:     %s  (made now and shown this once; kept in the token file above)\n", b.token)
+		tokenShown(b.dir)
+	}
+	fmt.Fprintf(os.Stderr, "  money:     %s\n", b.moneyDesc)
+	if b.runner {
+		fmt.Fprintf(os.Stderr, "  runner:    %s (in this process)\n", o.runnerName)
+	}
+	if b.builtin {
+		fmt.Fprintf(os.Stderr, "  agents:    made the ready-made agent %s (delete it and it stays deleted)\n", api.BuiltinAssistant)
+	}
+	firstStart := b.accounts.SetupCode() != ""
+	if o.noAccounts {
+		fmt.Fprintf(os.Stderr, "  accounts:  none (--no-accounts): the console needs no password and answers this machine only\n")
+	} else if code := b.accounts.SetupCode(); code != "" {
+		fmt.Fprintf(os.Stderr, "  setup code: %s  (first sign-in sets the password: open the console, or run `agentrun login`)\n", code)
+	}
+	if !o.noOpen && (o.noAccounts || firstStart) && hasDisplay(os.Getenv) && stdoutIsTerminal() {
+		argv := browserCommand(os.Getenv, b.links+"/")
+		if err := openBrowser(argv); err != nil {
+			b.log.Warn("the console was not opened in the browser", "err", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "  browser:   opened %s/ with %s (--no-open not to)\n", b.links, argv[0])
+		}
+	}
+	if len(b.providers) == 0 {
+		fmt.Fprintf(os.Stderr, "  models:    none in the environment: paste a key in the console under Settings → Model keys, or set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY\n")
+	} else {
+		fmt.Fprintf(os.Stderr, "  models:    %s (default %s)\n", strings.Join(b.providers, ", "), b.models.DefaultProvider)
+	}
+	for _, note := range harness.Notes(b.dir) {
+		fmt.Fprintf(os.Stderr, "  harness:   %s\n", note)
+	}
 }
 
 // newDevCmd is `agentrun dev ...`: developer tools such as the scripted model server.

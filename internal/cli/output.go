@@ -232,7 +232,7 @@ func stepRows(steps []api.Step) [][]string {
 		if s.CopiedFrom != "" {
 			state += "(copied)" // from the run a fork was made of
 		}
-		rows = append(rows, []string{fmt.Sprint(s.Seq), s.Key, s.Kind, state, fmt.Sprint(s.Attempt), truncate(s.Title, 60)})
+		rows = append(rows, []string{fmt.Sprint(s.Seq), s.Key, string(s.Kind), state, fmt.Sprint(s.Attempt), truncate(s.Title, 60)})
 	}
 	return rows
 }

@@ -150,40 +150,15 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	if !c.acquireStream() {
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, "too many live timelines are open on this server; the page retries shortly", http.StatusServiceUnavailable)
+	release, ok := c.admitStream(w, r)
+	if !ok {
 		return
 	}
-	defer c.releaseStream()
-	if c.Follow != nil {
-		release, ok := c.Follow(r)
-		if !ok {
-			w.Header().Set("Retry-After", "5")
-			http.Error(w, "this session already follows as many live timelines as it may: close a tab", http.StatusTooManyRequests)
-			return
-		}
-		defer release()
-	}
-	// The stream outlives the server's WriteTimeout: each write gets its own deadline (and the
-	// read deadline, whose expiry would end the request, is cleared).
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Time{})
-	extend := func() { rc.SetWriteDeadline(time.Now().Add(streamWriteWindow)) }
-	extend()
-	heartbeat := c.heartbeat
-	if heartbeat <= 0 {
-		heartbeat = defaultHeartbeat
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := io.WriteString(w, "retry: 2000\n\n"); err != nil {
+	defer release()
+	s, err := c.openStream(w, flusher)
+	if err != nil {
 		return
 	}
-	flusher.Flush()
 	var texts <-chan livetext.Delta
 	if c.LiveText != nil {
 		ch, cancel := c.LiveText.Subscribe(name)
@@ -191,7 +166,6 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		texts = ch
 	}
 	lastStatus := ""
-	lastWrite := time.Now()
 	for {
 		// Read the status before the events, so every event written before the run finished is
 		// sent before "end".
@@ -223,16 +197,13 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		finished := len(evs) < eventBatch && api.Finished(run.Status.Phase)
 		if finished {
 			fmt.Fprintf(&b, "event: end\ndata: %s\n\n", lastStatus)
-		} else if b.Len() == 0 && time.Since(lastWrite) >= heartbeat {
+		} else if b.Len() == 0 && time.Since(s.lastWrite) >= s.heartbeat {
 			b.WriteString(": heartbeat\n\n")
 		}
 		if b.Len() > 0 {
-			if _, err := io.WriteString(w, b.String()); err != nil {
+			if err := s.write(b.String()); err != nil {
 				return
 			}
-			flusher.Flush()
-			lastWrite = time.Now()
-			extend()
 		}
 		if finished {
 			return
@@ -240,33 +211,98 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		if len(evs) == eventBatch {
 			continue
 		}
-		wait := time.Second
-		if d := heartbeat - time.Since(lastWrite); d < wait {
-			wait = max(d, time.Millisecond)
-		}
-		// Wait for events; the model's text, meanwhile, goes out as it comes.
-		until := time.Now().Add(wait)
-		for {
-			ds := c.waitEvents(ctx, time.Until(until), texts)
-			if len(ds) == 0 {
-				break
-			}
-			var b strings.Builder
-			for _, d := range ds {
-				fmt.Fprintf(&b, "event: text\ndata: %s\n\n", jsonText(liveText{Step: d.Step, Offset: d.Offset, Text: d.Text, Done: d.Done, Cut: d.Cut}))
-			}
-			if _, err := io.WriteString(w, b.String()); err != nil {
-				return
-			}
-			flusher.Flush()
-			lastWrite = time.Now()
-			extend()
-			if !time.Now().Before(until) {
-				break
-			}
-		}
-		if ctx.Err() != nil {
+		if err := c.relayText(ctx, s, texts); err != nil || ctx.Err() != nil {
 			return
+		}
+	}
+}
+
+// admitStream takes one of the server's live timelines and, with Follow, one of the session's;
+// when either is used up it answers the request and reports false.
+func (c *Console) admitStream(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	if !c.acquireStream() {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "too many live timelines are open on this server; the page retries shortly", http.StatusServiceUnavailable)
+		return nil, false
+	}
+	if c.Follow == nil {
+		return c.releaseStream, true
+	}
+	followed, ok := c.Follow(r)
+	if !ok {
+		c.releaseStream()
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "this session already follows as many live timelines as it may: close a tab", http.StatusTooManyRequests)
+		return nil, false
+	}
+	return func() { followed(); c.releaseStream() }, true
+}
+
+// liveStream is an open event stream: each write is flushed and extends the write deadline.
+type liveStream struct {
+	w         http.ResponseWriter
+	flusher   http.Flusher
+	extend    func()
+	heartbeat time.Duration
+	lastWrite time.Time
+}
+
+// openStream starts the event stream's response.
+func (c *Console) openStream(w http.ResponseWriter, flusher http.Flusher) (*liveStream, error) {
+	// The stream outlives the server's WriteTimeout: each write gets its own deadline (and the
+	// read deadline, whose expiry would end the request, is cleared).
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	extend := func() { rc.SetWriteDeadline(time.Now().Add(streamWriteWindow)) }
+	extend()
+	heartbeat := c.heartbeat
+	if heartbeat <= 0 {
+		heartbeat = defaultHeartbeat
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.WriteString(w, "retry: 2000\n\n"); err != nil {
+		return nil, err
+	}
+	flusher.Flush()
+	return &liveStream{w: w, flusher: flusher, extend: extend, heartbeat: heartbeat, lastWrite: time.Now()}, nil
+}
+
+func (s *liveStream) write(text string) error {
+	if _, err := io.WriteString(s.w, text); err != nil {
+		return err
+	}
+	s.flusher.Flush()
+	s.lastWrite = time.Now()
+	s.extend()
+	return nil
+}
+
+// relayText waits for the run's next events, up to a second (less when a heartbeat falls due
+// sooner), sending the model's text meanwhile as it comes.
+func (c *Console) relayText(ctx context.Context, s *liveStream, texts <-chan livetext.Delta) error {
+	wait := time.Second
+	if d := s.heartbeat - time.Since(s.lastWrite); d < wait {
+		wait = max(d, time.Millisecond)
+	}
+	until := time.Now().Add(wait)
+	for {
+		ds := c.waitEvents(ctx, time.Until(until), texts)
+		if len(ds) == 0 {
+			return nil
+		}
+		var b strings.Builder
+		for _, d := range ds {
+			fmt.Fprintf(&b, "event: text\ndata: %s\n\n", jsonText(liveText{Step: d.Step, Offset: d.Offset, Text: d.Text, Done: d.Done, Cut: d.Cut}))
+		}
+		if err := s.write(b.String()); err != nil {
+			return err
+		}
+		if !time.Now().Before(until) {
+			return nil
 		}
 	}
 }

@@ -185,8 +185,8 @@ func stepRows(run *api.AgentRun, steps []api.Step, events []api.Event, now time.
 			}
 		}
 		switch s.Kind {
-		case "approval", "question":
-			r.Mark = s.Kind
+		case api.StepKindApproval, api.StepKindQuestion:
+			r.Mark = string(s.Kind)
 		}
 		rows = append(rows, r)
 	}
@@ -265,10 +265,11 @@ func waterfall(run *api.AgentRun, rows []stepRow, now time.Time) template.HTML {
 }
 
 // kindClass is a step kind as a CSS class part (kinds are lower-case words).
-func kindClass(kind string) string {
+func kindClass(kind api.StepKind) string {
 	switch kind {
-	case "model", "tool", "approval", "question", "message", "computer", "learning", "route":
-		return kind
+	case api.StepKindModel, api.StepKindTool, api.StepKindApproval, api.StepKindQuestion, api.StepKindMessage,
+		api.StepKindComputer, api.StepKindLearning, api.StepKindRoute:
+		return string(kind)
 	}
 	return "other"
 }

@@ -61,7 +61,7 @@ func (e *Interrupted) Unwrap() error { return e.Err }
 // Spec describes a step.
 type Spec struct {
 	Key   string
-	Kind  string // model, tool, question, message, ...
+	Kind  api.StepKind
 	Title string
 	// Args are recorded with the step; their hash must match on replay.
 	Args any
@@ -291,53 +291,100 @@ func (j *Journal) Observe(o Observer) { j.obs = o }
 
 // Do runs a step at most once to completion. fn performs the effect and returns the result to
 // record and its cost (nil: none or unknown — the caller decides what the result says).
+//
+// A step already in the journal is answered from it, finished as a person resolved it, or run
+// again when that is safe (resume). Otherwise the intent is committed (begin), the effect runs
+// (run), and its outcome is committed: a failure or interruption (recordFailure) or the result
+// (complete).
 func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context) (any, *int64, error)) (Outcome, error) {
+	hash := argsHash(&spec)
+	attempt := 1
+	if prev, ok := j.steps[spec.Key]; ok {
+		next, out, err := j.resume(ctx, spec, prev, hash)
+		if next == 0 {
+			return out, err
+		}
+		attempt = next
+	}
+	started, err := j.begin(ctx, spec, attempt, hash)
+	if err != nil {
+		return Outcome{}, err
+	}
+	res, cost, err := j.run(ctx, spec, attempt, fn)
+	if err != nil {
+		return Outcome{}, j.recordFailure(ctx, spec, started, err)
+	}
+	return j.complete(ctx, spec, started, res, cost)
+}
+
+// argsHash is the hash of the step's arguments (HashOf when set, else Args) that must match on
+// replay. It drops HashOf: the hashed value (a model call's whole encoded request) is not needed
+// past here, and dropped it is not kept alive for the whole call (a run waiting on the model held
+// it).
+func argsHash(spec *Spec) string {
 	hashOf := spec.HashOf
 	if hashOf == nil {
 		hashOf = spec.Args
 	}
-	hash := Hash(hashOf)
-	// The hashed value (a model call's whole encoded request) is not needed past here: dropped,
-	// it is not kept alive for the whole call by this frame (a run waiting on the model held it).
-	spec.HashOf, hashOf = nil, nil
-	attempt := 1
-	if prev, ok := j.steps[spec.Key]; ok {
-		if prev.ArgsHash != hash {
-			return Outcome{}, fmt.Errorf("step %s: recorded arguments hash %s, replay has %s: %w", spec.Key, prev.ArgsHash, hash, ErrNondeterminism)
-		}
-		switch prev.State {
-		case api.StepCompleted:
-			metrics.StepsReplayed.Inc()
-			return Outcome{Result: prev.Result, Replayed: true, CostMicros: prev.CostMicros, Skipped: isSkipped(prev.Result), Copied: prev.CopiedFrom != ""}, nil
-		case api.StepStarted, api.StepInterrupted:
-			switch prev.Resolution {
-			case api.ResolveComplete:
-				return j.finishResolved(ctx, prev, prev.ResolutionResult, false)
-			case api.ResolveSkip:
-				return j.finishResolved(ctx, prev, json.RawMessage(`{"skipped":true}`), true)
-			case api.ResolveRetry:
-				j.Emit(api.Event{Type: api.EventStepRetried, StepKey: spec.Key, Message: "retrying " + spec.Key + " as a person asked"})
-			default:
-				if !spec.Safe {
-					if prev.State != api.StepInterrupted {
-						st := *prev
-						st.State = api.StepInterrupted
-						j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; its outcome is uncertain, so it is not repeated without a person", spec.Key)})
-						if _, err := j.commit(ctx, store.Write{Steps: []api.Step{st}}); err != nil {
-							return Outcome{}, err
-						}
-					}
-					metrics.StepsInterrupts.Inc("needs-resolution")
-					return Outcome{}, &NeedsResolution{Step: *j.steps[spec.Key], Cause: "interrupted"}
-				}
-				metrics.StepsInterrupts.Inc("repeated")
-				j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; it is safe to repeat, so it runs again", spec.Key)})
+	spec.HashOf = nil
+	return Hash(hashOf)
+}
+
+// resume handles a step the journal already holds. next is the attempt whose effect is to run
+// now, or 0 when the step is answered without running it (out or err is the answer). A completed
+// step replays; one a person resolved finishes as they said; an interrupted one runs again when
+// it is safe to repeat, and waits for a person when it is not.
+func (j *Journal) resume(ctx context.Context, spec Spec, prev *api.Step, hash string) (next int, out Outcome, err error) {
+	if prev.ArgsHash != hash {
+		return 0, Outcome{}, fmt.Errorf("step %s: recorded arguments hash %s, replay has %s: %w", spec.Key, prev.ArgsHash, hash, ErrNondeterminism)
+	}
+	switch prev.State {
+	case api.StepCompleted:
+		metrics.StepsReplayed.Inc()
+		return 0, Outcome{Result: prev.Result, Replayed: true, CostMicros: prev.CostMicros, Skipped: isSkipped(prev.Result), Copied: prev.CopiedFrom != ""}, nil
+	case api.StepStarted, api.StepInterrupted:
+		switch prev.Resolution {
+		case api.ResolveComplete:
+			out, err := j.finishResolved(ctx, prev, prev.ResolutionResult, false)
+			return 0, out, err
+		case api.ResolveSkip:
+			out, err := j.finishResolved(ctx, prev, json.RawMessage(`{"skipped":true}`), true)
+			return 0, out, err
+		case api.ResolveRetry:
+			j.Emit(api.Event{Type: api.EventStepRetried, StepKey: spec.Key, Message: "retrying " + spec.Key + " as a person asked"})
+		default:
+			if !spec.Safe {
+				return 0, Outcome{}, j.awaitPerson(ctx, spec, prev)
 			}
-			attempt = prev.Attempt + 1
+			metrics.StepsInterrupts.Inc("repeated")
+			j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; it is safe to repeat, so it runs again", spec.Key)})
+		}
+		return prev.Attempt + 1, Outcome{}, nil
+	}
+	return 1, Outcome{}, nil // a failed step runs again as a first attempt
+}
+
+// awaitPerson marks a step a crash interrupted, whose effect is not safe to repeat, Interrupted
+// (once) and returns the NeedsResolution that stops the drive until a person resolves it.
+func (j *Journal) awaitPerson(ctx context.Context, spec Spec, prev *api.Step) error {
+	if prev.State != api.StepInterrupted {
+		st := *prev
+		st.State = api.StepInterrupted
+		j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted by a crash; its outcome is uncertain, so it is not repeated without a person", spec.Key)})
+		if _, err := j.commit(ctx, store.Write{Steps: []api.Step{st}}); err != nil {
+			return err
 		}
 	}
+	metrics.StepsInterrupts.Inc("needs-resolution")
+	return &NeedsResolution{Step: *j.steps[spec.Key], Cause: "interrupted"}
+}
+
+// begin commits the step's intent (Started, with its arguments) and returns it, once nothing
+// stops the effect from starting: a released or frozen drive, the lease's deadline, a
+// cancellation.
+func (j *Journal) begin(ctx context.Context, spec Spec, attempt int, hash string) (api.Step, error) {
 	if j.gate != nil && j.released {
-		return Outcome{}, fmt.Errorf("step %s: %w", spec.Key, ErrReleased)
+		return api.Step{}, fmt.Errorf("step %s: %w", spec.Key, ErrReleased)
 	}
 	for j.gate != nil && j.frozen {
 		j.idle.Wait() // a dev pause: the process is about to be killed
@@ -347,25 +394,30 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	// intent, so a late drive leaves no Started step behind, and again after it, right before
 	// the effect, since the commit itself may have taken the drive past the deadline.
 	if err := store.CheckLease(ctx); err != nil {
-		return Outcome{}, fmt.Errorf("step %s: %w", spec.Key, err)
+		return api.Step{}, fmt.Errorf("step %s: %w", spec.Key, err)
 	}
 	argsJSON, _ := json.Marshal(spec.Args)
 	started := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: attempt, ArgsHash: hash, Args: argsJSON, StartedAt: j.now()}
 	j.Emit(api.Event{Type: api.EventStepStarted, StepKey: spec.Key, Message: spec.Title})
 	sig, err := j.commit(ctx, store.Write{Steps: []api.Step{started}})
 	if err != nil {
-		return Outcome{}, err
+		return api.Step{}, err
 	}
 	if sig.CancelRequested {
-		return Outcome{}, ErrCancelled
+		return api.Step{}, ErrCancelled
 	}
 	if err := ctx.Err(); err != nil {
-		return Outcome{}, err
+		return api.Step{}, err
 	}
 	if err := store.CheckLease(ctx); err != nil {
-		return Outcome{}, fmt.Errorf("step %s: %w", spec.Key, err)
+		return api.Step{}, fmt.Errorf("step %s: %w", spec.Key, err)
 	}
 	j.pauseAt("after-intent", spec.Key)
+	return started, nil
+}
+
+// run performs the step's effect, told to the observer and timed.
+func (j *Journal) run(ctx context.Context, spec Spec, attempt int, fn func(ctx context.Context) (any, *int64, error)) (any, *int64, error) {
 	effectStart := time.Now()
 	ectx, observed := ctx, func(any, *int64, error) {}
 	if j.obs != nil {
@@ -373,41 +425,53 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 	}
 	res, cost, err := j.effect(ectx, spec.Concurrent, fn)
 	observed(res, cost, err)
-	metrics.StepSeconds.Since(effectStart, spec.Kind)
-	if err != nil && errors.Is(err, ErrStopped) && ctx.Err() == nil {
+	metrics.StepSeconds.Since(effectStart, string(spec.Kind))
+	return res, cost, err
+}
+
+// recordFailure commits what an effect's error means for the started step and returns the error
+// Do returns: a stop (ErrStopped) leaves it Interrupted; an interruption (Interrupted) leaves it
+// Interrupted for a person to resolve; any other failure is recorded as Failed. When ctx is done,
+// nothing is recorded (the drive is going away; the step stays Started).
+func (j *Journal) recordFailure(ctx context.Context, spec Spec, started api.Step, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	if errors.Is(err, ErrStopped) {
 		st := started
 		st.State, st.Error = api.StepInterrupted, err.Error()
 		j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was stopped: %v", spec.Key, err)})
 		if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{st}}); cerr != nil {
-			return Outcome{}, errors.Join(err, cerr)
+			return errors.Join(err, cerr)
 		}
-		return Outcome{}, err
+		return err
 	}
 	var cut *Interrupted
-	if err != nil && errors.As(err, &cut) && ctx.Err() == nil {
+	if errors.As(err, &cut) {
 		st := started
 		st.State, st.Error = api.StepInterrupted, err.Error()
 		j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted (%v); its outcome is uncertain, so it is not repeated without a person", spec.Key, cut.Err)})
 		if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{st}}); cerr != nil {
-			return Outcome{}, errors.Join(err, cerr)
+			return errors.Join(err, cerr)
 		}
 		metrics.StepsInterrupts.Inc("needs-resolution")
-		return Outcome{}, &NeedsResolution{Step: *j.steps[spec.Key], Cause: err.Error()}
+		return &NeedsResolution{Step: *j.steps[spec.Key], Cause: err.Error()}
 	}
-	if err != nil {
-		if ctx.Err() == nil {
-			// A definite failure (not an interruption): record it so the journal says what happened.
-			failed := started
-			failed.State, failed.Error = api.StepFailed, err.Error()
-			t := j.now()
-			failed.CompletedAt = &t
-			j.Emit(api.Event{Type: api.EventStepFailed, StepKey: spec.Key, Message: err.Error()})
-			if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{failed}}); cerr != nil {
-				return Outcome{}, errors.Join(err, cerr)
-			}
-		}
-		return Outcome{}, err
+	// A definite failure (not an interruption): record it so the journal says what happened.
+	failed := started
+	failed.State, failed.Error = api.StepFailed, err.Error()
+	t := j.now()
+	failed.CompletedAt = &t
+	j.Emit(api.Event{Type: api.EventStepFailed, StepKey: spec.Key, Message: err.Error()})
+	if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{failed}}); cerr != nil {
+		return errors.Join(err, cerr)
 	}
+	return err
+}
+
+// complete commits the step's result with what goes in the same transaction: the run folder's
+// changes (Files), the charge (Bill) and the status that follows from the result (Status).
+func (j *Journal) complete(ctx context.Context, spec Spec, started api.Step, res any, cost *int64) (Outcome, error) {
 	out, err := json.Marshal(res)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("step %s: encode result: %w", spec.Key, err)

@@ -220,30 +220,12 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 			reject(code, "path %q: %s", it.Path, why)
 			continue
 		}
-		texts := []string{it.Content}
-		n := 1
+		var texts []string
+		var n int
+		var passed bool
 		switch it.Kind {
 		case "note":
-			if !strings.HasPrefix(it.Path, "notes/") || !strings.HasSuffix(it.Path, ".md") || strings.Count(it.Path, "/") != 1 {
-				reject("PathOutsideFolder", "a note's path is notes/NAME.md, not %q", it.Path)
-				continue
-			}
-			switch it.Action {
-			case "retire":
-				texts, n = nil, 1
-			case "add", "change":
-				if len(it.Content) > MaxNote {
-					reject("TooLarge", "the note is %d bytes, over the %d-byte limit", len(it.Content), MaxNote)
-					continue
-				}
-				if _, err := ParseNote(it.Content); err != nil {
-					reject("InvalidFrontMatter", "%v", err)
-					continue
-				}
-			default:
-				reject("InvalidValue", "a note's action is add, change or retire, not %q", it.Action)
-				continue
-			}
+			texts, n, passed = checkNote(it, reject)
 		case "skill":
 			if !succeeded {
 				reject("SkillNeedsSuccess", "only a run that Succeeded may write a skill")
@@ -253,63 +235,14 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 				reject("TooMany", "a proposal holds at most one skill")
 				continue
 			}
-			if !strings.HasPrefix(it.Path, "skills/") || strings.Count(it.Path, "/") != 1 {
-				reject("PathOutsideFolder", "a skill's path is its folder skills/NAME, not %q", it.Path)
-				continue
-			}
-			size, bad, badWhy, hasSkill := 0, "", "", false
-			texts, n = nil, len(it.Files)
-			for _, f := range it.Files {
-				if why := PathProblem(it.Path + "/" + f.Path); why != "" && bad == "" {
-					bad, badWhy = f.Path, why
-				}
-				hasSkill = hasSkill || f.Path == api.SkillFileName
-				size += len(f.Content)
-				texts = append(texts, f.Content)
-			}
-			if bad != "" {
-				reject("PathOutsideFolder", "the skill's file %q: %s", bad, badWhy)
-				continue
-			}
-			if size > MaxSkill {
-				reject("TooLarge", "the skill is %d bytes, over the %d-byte limit", size, MaxSkill)
-				continue
-			}
-			if !hasSkill {
-				reject("InvalidFrontMatter", "a skill holds a SKILL.md")
-				continue
-			}
-			for _, f := range it.Files {
-				if f.Path == api.SkillFileName {
-					if fm, e := api.ParseSkillFrontMatter([]byte(f.Content)); e != nil {
-						reject("InvalidFrontMatter", "%s", e.Message)
-						bad = "x"
-					} else if folder := strings.TrimPrefix(it.Path, "skills/"); fm.Name != folder {
-						// A run is offered the skill by its folder's name, which SKILL.md states.
-						reject("InvalidFrontMatter", "SKILL.md names the skill %q, not its folder's name %q", fm.Name, folder)
-						bad = "x"
-					}
-				}
-			}
-			if bad != "" {
-				continue
-			}
+			texts, n, passed = checkSkill(it, reject)
 		case "workflow":
-			if !strings.HasPrefix(it.Path, "workflows/") || strings.Count(it.Path, "/") != 1 || !(strings.HasSuffix(it.Path, ".yaml") || strings.HasSuffix(it.Path, ".json")) {
-				reject("PathOutsideFolder", "a workflow's path is workflows/NAME.json (or .yaml), not %q", it.Path)
-				continue
-			}
-			if len(it.Content) > MaxWorkflow {
-				reject("TooLarge", "the workflow is %d bytes, over the %d-byte limit", len(it.Content), MaxWorkflow)
-				continue
-			}
-			// The workflow engine's own validation: what it would refuse to load is not kept.
-			if _, errs := workflow.Validate([]byte(it.Content), workflow.Options{}); len(errs) > 0 {
-				reject("InvalidWorkflow", "the workflow is not valid: %s", errs[0].Message)
-				continue
-			}
+			texts, n, passed = checkWorkflow(it, reject)
 		default:
 			reject("InvalidValue", "kind %q is not note, skill or workflow", it.Kind)
+			continue
+		}
+		if !passed {
 			continue
 		}
 		if files+n > MaxFiles {
@@ -324,6 +257,97 @@ func Check(p Proposal, secrets []string, succeeded bool) (ok []int, refused []Re
 		ok = append(ok, i)
 	}
 	return ok, refused
+}
+
+// rejectFunc records a refusal of the item being checked.
+type rejectFunc func(code, format string, args ...any)
+
+// checkNote checks a note (notes/NAME.md: its action, size and front matter). passed is false
+// when it was refused; texts are what is checked for secrets and n the files it writes.
+func checkNote(it Item, reject rejectFunc) (texts []string, n int, passed bool) {
+	if !strings.HasPrefix(it.Path, "notes/") || !strings.HasSuffix(it.Path, ".md") || strings.Count(it.Path, "/") != 1 {
+		reject("PathOutsideFolder", "a note's path is notes/NAME.md, not %q", it.Path)
+		return nil, 0, false
+	}
+	switch it.Action {
+	case "retire":
+		return nil, 1, true
+	case "add", "change":
+		if len(it.Content) > MaxNote {
+			reject("TooLarge", "the note is %d bytes, over the %d-byte limit", len(it.Content), MaxNote)
+			return nil, 0, false
+		}
+		if _, err := ParseNote(it.Content); err != nil {
+			reject("InvalidFrontMatter", "%v", err)
+			return nil, 0, false
+		}
+		return []string{it.Content}, 1, true
+	}
+	reject("InvalidValue", "a note's action is add, change or retire, not %q", it.Action)
+	return nil, 0, false
+}
+
+// checkSkill checks a skill folder (skills/NAME: its files' paths, its size, a SKILL.md naming
+// the folder), as checkNote does a note.
+func checkSkill(it Item, reject rejectFunc) (texts []string, n int, passed bool) {
+	if !strings.HasPrefix(it.Path, "skills/") || strings.Count(it.Path, "/") != 1 {
+		reject("PathOutsideFolder", "a skill's path is its folder skills/NAME, not %q", it.Path)
+		return nil, 0, false
+	}
+	size, bad, badWhy, hasSkill := 0, "", "", false
+	for _, f := range it.Files {
+		if why := PathProblem(it.Path + "/" + f.Path); why != "" && bad == "" {
+			bad, badWhy = f.Path, why
+		}
+		hasSkill = hasSkill || f.Path == api.SkillFileName
+		size += len(f.Content)
+		texts = append(texts, f.Content)
+	}
+	if bad != "" {
+		reject("PathOutsideFolder", "the skill's file %q: %s", bad, badWhy)
+		return nil, 0, false
+	}
+	if size > MaxSkill {
+		reject("TooLarge", "the skill is %d bytes, over the %d-byte limit", size, MaxSkill)
+		return nil, 0, false
+	}
+	if !hasSkill {
+		reject("InvalidFrontMatter", "a skill holds a SKILL.md")
+		return nil, 0, false
+	}
+	passed = true
+	for _, f := range it.Files {
+		if f.Path == api.SkillFileName {
+			if fm, e := api.ParseSkillFrontMatter([]byte(f.Content)); e != nil {
+				reject("InvalidFrontMatter", "%s", e.Message)
+				passed = false
+			} else if folder := strings.TrimPrefix(it.Path, "skills/"); fm.Name != folder {
+				// A run is offered the skill by its folder's name, which SKILL.md states.
+				reject("InvalidFrontMatter", "SKILL.md names the skill %q, not its folder's name %q", fm.Name, folder)
+				passed = false
+			}
+		}
+	}
+	return texts, len(it.Files), passed
+}
+
+// checkWorkflow checks a workflow (workflows/NAME.json or .yaml: its size, and that the workflow
+// engine would load it), as checkNote does a note.
+func checkWorkflow(it Item, reject rejectFunc) (texts []string, n int, passed bool) {
+	if !strings.HasPrefix(it.Path, "workflows/") || strings.Count(it.Path, "/") != 1 || !(strings.HasSuffix(it.Path, ".yaml") || strings.HasSuffix(it.Path, ".json")) {
+		reject("PathOutsideFolder", "a workflow's path is workflows/NAME.json (or .yaml), not %q", it.Path)
+		return nil, 0, false
+	}
+	if len(it.Content) > MaxWorkflow {
+		reject("TooLarge", "the workflow is %d bytes, over the %d-byte limit", len(it.Content), MaxWorkflow)
+		return nil, 0, false
+	}
+	// The workflow engine's own validation: what it would refuse to load is not kept.
+	if _, errs := workflow.Validate([]byte(it.Content), workflow.Options{}); len(errs) > 0 {
+		reject("InvalidWorkflow", "the workflow is not valid: %s", errs[0].Message)
+		return nil, 0, false
+	}
+	return []string{it.Content}, 1, true
 }
 
 // keyPatterns are well-known key and token formats.

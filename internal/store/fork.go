@@ -79,7 +79,7 @@ func PlanFork(source string, st api.AgentRunStatus, steps []api.Step, at string)
 			continue
 		}
 		p.Origins = append(p.Origins, s.Seq)
-		if s.Kind == "message" || s.Kind == "question" {
+		if s.Kind == api.StepKindMessage || s.Kind == api.StepKindQuestion {
 			var m api.Message
 			if json.Unmarshal(s.Result, &m) == nil && m.Seq > p.LastMessage {
 				p.LastMessage = m.Seq

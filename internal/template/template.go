@@ -188,6 +188,43 @@ func Load(fsys fs.FS, opt Options) (*Template, error) {
 	if opt.Now.IsZero() {
 		opt.Now = time.Now()
 	}
+	files, names, err := readFiles(fsys)
+	if err != nil {
+		return nil, err
+	}
+	m, err := fillParams(files, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkManifest(m); err != nil {
+		return nil, err
+	}
+	t := &Template{Manifest: m, Readme: string(files[ReadmeFile]), Files: names}
+	if t.Readme == "" {
+		return nil, &Error{File: ReadmeFile, Err: api.E(api.CodeRequired, "", "a template needs a README.md saying what it does and what it needs")}
+	}
+	agentName := opt.Name
+	if agentName == "" {
+		agentName = m.Name
+	}
+	if err := api.ValidName("metadata.name", agentName); err != nil {
+		return nil, fmt.Errorf("--name: %w", err)
+	}
+	if err := t.loadAgent(files, agentName); err != nil {
+		return nil, err
+	}
+	if err := t.loadTriggers(files, agentName, opt.Now); err != nil {
+		return nil, err
+	}
+	if err := t.loadCases(files); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// readFiles reads every regular file of the template folder (.git left out), at most
+// maxTemplateBytes in all, and returns them with their sorted paths.
+func readFiles(fsys fs.FS) (map[string][]byte, []string, error) {
 	files := map[string][]byte{}
 	var names []string
 	total := 0
@@ -216,25 +253,30 @@ func Load(fsys fs.FS, opt Options) (*Template, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sort.Strings(names)
+	return files, names, nil
+}
+
+// fillParams replaces $(KEY) in every text file with the parameter's value (--set, else its
+// default; $(AGENT) is the agent's name) and returns the manifest read again from the result.
+// --set names must be declared.
+func fillParams(files map[string][]byte, opt Options) (Manifest, error) {
 	raw, ok := files[ManifestFile]
 	if !ok {
-		return nil, &Error{File: ManifestFile, Err: api.E(api.CodeRequired, "", "a template folder needs %s (name, description, agent)", ManifestFile)}
+		return Manifest{}, &Error{File: ManifestFile, Err: api.E(api.CodeRequired, "", "a template folder needs %s (name, description, agent)", ManifestFile)}
 	}
 	var m Manifest
 	if err := decodeYAML(raw, &m); err != nil {
-		return nil, fileErr(ManifestFile, err, "", "")
+		return Manifest{}, fileErr(ManifestFile, err, "", "")
 	}
-	// Params: --set names must be declared; $(KEY) is replaced in every text file.
 	values := map[string]string{}
 	for k, p := range m.Params {
 		values[k] = p.Default
 	}
-	// $(AGENT) is the agent's name (--name, or the template's).
 	if _, ok := m.Params["AGENT"]; ok {
-		return nil, &Error{File: ManifestFile, Err: api.Invalid("params.AGENT", "AGENT is the agent's name, filled in by apply; name the parameter otherwise")}
+		return Manifest{}, &Error{File: ManifestFile, Err: api.Invalid("params.AGENT", "AGENT is the agent's name, filled in by apply; name the parameter otherwise")}
 	}
 	values["AGENT"] = opt.Name
 	if values["AGENT"] == "" {
@@ -242,7 +284,7 @@ func Load(fsys fs.FS, opt Options) (*Template, error) {
 	}
 	for k, v := range opt.Set {
 		if _, ok := m.Params[k]; !ok {
-			return nil, &Error{File: ManifestFile, Err: api.Invalid("params", "--set %s: the template has no parameter %q (it has: %s)", k, k, paramNames(m.Params))}
+			return Manifest{}, &Error{File: ManifestFile, Err: api.Invalid("params", "--set %s: the template has no parameter %q (it has: %s)", k, k, paramNames(m.Params))}
 		}
 		values[k] = v
 	}
@@ -257,78 +299,99 @@ func Load(fsys fs.FS, opt Options) (*Template, error) {
 			return v
 		})
 		if bad != "" {
-			return nil, &Error{File: p, Err: api.Invalid("", "$(%s) names no parameter of the template (params in %s: %s)", bad, ManifestFile, paramNames(m.Params))}
+			return Manifest{}, &Error{File: p, Err: api.Invalid("", "$(%s) names no parameter of the template (params in %s: %s)", bad, ManifestFile, paramNames(m.Params))}
 		}
 		files[p] = []byte(out)
 	}
-	if raw = files[ManifestFile]; true {
-		m = Manifest{}
-		if err := decodeYAML(raw, &m); err != nil {
-			return nil, fileErr(ManifestFile, err, "", "")
-		}
+	m = Manifest{}
+	if err := decodeYAML(files[ManifestFile], &m); err != nil {
+		return Manifest{}, fileErr(ManifestFile, err, "", "")
 	}
+	return m, nil
+}
+
+// checkManifest checks template.yaml's own fields (the agent's are checked with the agent).
+func checkManifest(m Manifest) error {
 	if err := api.ValidName("name", m.Name); err != nil {
-		return nil, fileErr(ManifestFile, err, "", "")
+		return fileErr(ManifestFile, err, "", "")
 	}
 	if m.Name == api.TemplateBuiltin {
-		return nil, &Error{File: ManifestFile, Err: api.Invalid("name", "%q marks the server's own ready-made agent; name the template otherwise", m.Name)}
+		return &Error{File: ManifestFile, Err: api.Invalid("name", "%q marks the server's own ready-made agent; name the template otherwise", m.Name)}
 	}
 	if strings.TrimSpace(m.Description) == "" {
-		return nil, &Error{File: ManifestFile, Err: api.E(api.CodeRequired, "description", "a template needs a description")}
+		return &Error{File: ManifestFile, Err: api.E(api.CodeRequired, "description", "a template needs a description")}
 	}
 	if m.Threshold != nil && (*m.Threshold < 0 || *m.Threshold > 1) {
-		return nil, &Error{File: ManifestFile, Err: api.Invalid("threshold", "threshold is a pass rate between 0 and 1")}
+		return &Error{File: ManifestFile, Err: api.Invalid("threshold", "threshold is a pass rate between 0 and 1")}
 	}
 	for i, n := range m.Needs {
 		if strings.TrimSpace(n.What) == "" {
-			return nil, &Error{File: ManifestFile, Err: api.E(api.CodeRequired, api.NewPath("needs").Index(i).Child("what").String(), "a need says what a person must do")}
+			return &Error{File: ManifestFile, Err: api.E(api.CodeRequired, api.NewPath("needs").Index(i).Child("what").String(), "a need says what a person must do")}
 		}
 	}
-	t := &Template{Manifest: m, Readme: string(files[ReadmeFile]), Files: names}
-	if t.Readme == "" {
-		return nil, &Error{File: ReadmeFile, Err: api.E(api.CodeRequired, "", "a template needs a README.md saying what it does and what it needs")}
-	}
-	agentName := opt.Name
-	if agentName == "" {
-		agentName = m.Name
-	}
-	if err := api.ValidName("metadata.name", agentName); err != nil {
-		return nil, fmt.Errorf("--name: %w", err)
-	}
+	return nil
+}
 
-	// The agent: template.yaml's agent, instructions.md as its system prompt, workflow.json.
+// loadAgent makes t.Apply's agent: template.yaml's agent, instructions.md as its system prompt,
+// workflow.json, and the skills of skills/; checked as the server's apply would without a store.
+func (t *Template) loadAgent(files map[string][]byte, agentName string) error {
+	m := t.Manifest
 	spec := m.Agent
 	if spec.System != "" {
-		return nil, &Error{File: ManifestFile, Err: api.Invalid("agent.system", "a template's instructions are %s, not agent.system", InstructionsFile)}
+		return &Error{File: ManifestFile, Err: api.Invalid("agent.system", "a template's instructions are %s, not agent.system", InstructionsFile)}
 	}
 	if len(spec.Workflow) != 0 {
-		return nil, &Error{File: ManifestFile, Err: api.Invalid("agent.workflow", "a template's workflow is %s, not agent.workflow", WorkflowFile)}
+		return &Error{File: ManifestFile, Err: api.Invalid("agent.workflow", "a template's workflow is %s, not agent.workflow", WorkflowFile)}
 	}
 	instr, ok := files[InstructionsFile]
 	if !ok || strings.TrimSpace(string(instr)) == "" {
-		return nil, &Error{File: InstructionsFile, Err: api.E(api.CodeRequired, "", "a template needs its instructions (the agent's system prompt)")}
+		return &Error{File: InstructionsFile, Err: api.E(api.CodeRequired, "", "a template needs its instructions (the agent's system prompt)")}
 	}
 	spec.System = string(instr)
 	if wf, ok := files[WorkflowFile]; ok {
 		if !json.Valid(wf) {
-			return nil, &Error{File: WorkflowFile, Err: api.Invalid("", "%s is not valid JSON", WorkflowFile)}
+			return &Error{File: WorkflowFile, Err: api.Invalid("", "%s is not valid JSON", WorkflowFile)}
 		}
 		spec.Workflow = json.RawMessage(wf)
 	}
 	// MCP tools are granted nothing until a person ticks them.
 	for i, s := range spec.MCPServers {
 		if len(s.Tools) > 0 {
-			return nil, &Error{File: ManifestFile, Err: api.Invalid(api.NewPath("agent", "mcpServers").Index(i).Child("tools").String(), "a template ticks no MCP tool: a person ticks them after apply (agentrun agents mcp-tools AGENT %s)", s.Name)}
+			return &Error{File: ManifestFile, Err: api.Invalid(api.NewPath("agent", "mcpServers").Index(i).Child("tools").String(), "a template ticks no MCP tool: a person ticks them after apply (agentrun agents mcp-tools AGENT %s)", s.Name)}
 		}
 	}
+	if err := t.loadSkills(files, &spec); err != nil {
+		return err
+	}
+	agent := api.Agent{
+		TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Agent"},
+		Metadata: api.ObjectMeta{Name: agentName, Labels: map[string]string{api.TemplateLabel: m.Name}},
+		Spec:     spec,
+	}
+	// The same checks the server's apply makes that need no store (the server makes the rest:
+	// the computer's provider, skills stored, workflow children).
+	if err := api.DefaultAndValidateAgent(&agent, nil); err != nil {
+		return agentErr(err)
+	}
+	if agent.Spec.Approvals != nil {
+		if field, err := policy.Validate(*agent.Spec.Approvals); err != nil {
+			return &Error{File: ManifestFile, Err: api.Invalid(api.NewPath("agent", "approvals").Join(field), "%v", err)}
+		}
+	}
+	t.Apply.Template = m.Name
+	t.Apply.Agent = agent
+	return nil
+}
 
-	// Skills: skills/NAME/ folders, each named by its SKILL.md; the agent names them all.
+// loadSkills makes a skill of each skills/NAME/ folder (named by its SKILL.md) and names each in
+// spec.Skills unless it already is.
+func (t *Template) loadSkills(files map[string][]byte, spec *api.AgentSpec) error {
 	skillDirs := map[string]bool{}
-	for _, p := range names {
+	for _, p := range t.Files {
 		if rest, ok := strings.CutPrefix(p, SkillsDir+"/"); ok {
 			dir, _, found := strings.Cut(rest, "/")
 			if !found {
-				return nil, &Error{File: p, Err: api.Invalid("", "a skill is a folder skills/NAME/ holding SKILL.md, not a file in skills/")}
+				return &Error{File: p, Err: api.Invalid("", "a skill is a folder skills/NAME/ holding SKILL.md, not a file in skills/")}
 			}
 			skillDirs[dir] = true
 		}
@@ -341,14 +404,14 @@ func Load(fsys fs.FS, opt Options) (*Template, error) {
 	for _, d := range dirs {
 		prefix := SkillsDir + "/" + d + "/"
 		sk := api.Skill{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Skill"}}
-		for _, p := range names {
+		for _, p := range t.Files {
 			if rel, ok := strings.CutPrefix(p, prefix); ok {
 				sk.Spec.Files = append(sk.Spec.Files, api.NewSkillFile(rel, files[p]))
 			}
 		}
 		file := prefix + api.SkillFileName
 		if err := api.DefaultAndValidateSkill(&sk); err != nil {
-			return nil, fileErr(file, err, "", "")
+			return fileErr(file, err, "", "")
 		}
 		t.Apply.Skills = append(t.Apply.Skills, sk)
 		t.SkillFiles = append(t.SkillFiles, file)
@@ -362,44 +425,30 @@ func Load(fsys fs.FS, opt Options) (*Template, error) {
 			spec.Skills = append(spec.Skills, sk.Metadata.Name)
 		}
 	}
+	return nil
+}
 
-	agent := api.Agent{
-		TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Agent"},
-		Metadata: api.ObjectMeta{Name: agentName, Labels: map[string]string{api.TemplateLabel: m.Name}},
-		Spec:     spec,
-	}
-	// The same checks the server's apply makes that need no store (the server makes the rest:
-	// the computer's provider, skills stored, workflow children).
-	if err := api.DefaultAndValidateAgent(&agent, nil); err != nil {
-		return nil, agentErr(err)
-	}
-	if agent.Spec.Approvals != nil {
-		if field, err := policy.Validate(*agent.Spec.Approvals); err != nil {
-			return nil, &Error{File: ManifestFile, Err: api.Invalid(api.NewPath("agent", "approvals").Join(field), "%v", err)}
-		}
-	}
-	t.Apply.Template = m.Name
-	t.Apply.Agent = agent
-
-	// Triggers: triggers/FILE.yaml, each named AGENT-FILE, starting runs of the agent.
-	for _, p := range names {
+// loadTriggers makes a trigger of each triggers/FILE.yaml, named AGENT-FILE, starting runs of
+// the agent.
+func (t *Template) loadTriggers(files map[string][]byte, agentName string, now time.Time) error {
+	for _, p := range t.Files {
 		base, ok := strings.CutPrefix(p, TriggersDir+"/")
 		if !ok {
 			continue
 		}
 		stem, isYAML := strings.CutSuffix(base, ".yaml")
 		if !isYAML || strings.Contains(stem, "/") {
-			return nil, &Error{File: p, Err: api.Invalid("", "a trigger is a file triggers/NAME.yaml")}
+			return &Error{File: p, Err: api.Invalid("", "a trigger is a file triggers/NAME.yaml")}
 		}
 		var tr api.Trigger
 		if err := decodeYAML(files[p], &tr); err != nil {
-			return nil, fileErr(p, err, "", "")
+			return fileErr(p, err, "", "")
 		}
 		if tr.Metadata.Name != "" {
-			return nil, &Error{File: p, Err: api.Invalid("metadata.name", "a template's trigger is named AGENT-%s (the agent's name and the file's); leave metadata.name out", stem)}
+			return &Error{File: p, Err: api.Invalid("metadata.name", "a template's trigger is named AGENT-%s (the agent's name and the file's); leave metadata.name out", stem)}
 		}
 		if tr.Spec.Agent != "" {
-			return nil, &Error{File: p, Err: api.Invalid("spec.agent", "a template's trigger starts runs of the template's agent; leave spec.agent out")}
+			return &Error{File: p, Err: api.Invalid("spec.agent", "a template's trigger starts runs of the template's agent; leave spec.agent out")}
 		}
 		tr.Metadata.Name = agentName + "-" + stem
 		tr.Spec.Agent = agentName
@@ -408,35 +457,38 @@ func Load(fsys fs.FS, opt Options) (*Template, error) {
 			sch := *check.Spec.Schedule
 			check.Spec.Schedule = &sch
 		}
-		if err := trigger.DefaultAndValidate(&check, opt.Now); err != nil {
-			return nil, fileErr(p, err, "", "")
+		if err := trigger.DefaultAndValidate(&check, now); err != nil {
+			return fileErr(p, err, "", "")
 		}
 		// A schedule without a time zone is kept so: the server gives it its own zone.
 		t.Apply.Triggers = append(t.Apply.Triggers, tr)
 		t.TriggerFiles = append(t.TriggerFiles, p)
 	}
+	return nil
+}
 
-	// Eval cases: eval/cases/NAME.yaml.
-	for _, p := range names {
+// loadCases reads the eval cases, eval/cases/NAME.yaml.
+func (t *Template) loadCases(files map[string][]byte) error {
+	for _, p := range t.Files {
 		base, ok := strings.CutPrefix(p, CasesDir+"/")
 		if !ok {
 			continue
 		}
 		stem, isYAML := strings.CutSuffix(base, ".yaml")
 		if !isYAML || strings.Contains(stem, "/") {
-			return nil, &Error{File: p, Err: api.Invalid("", "an eval case is a file eval/cases/NAME.yaml")}
+			return &Error{File: p, Err: api.Invalid("", "an eval case is a file eval/cases/NAME.yaml")}
 		}
 		var c Case
 		if err := decodeYAML(files[p], &c); err != nil {
-			return nil, fileErr(p, err, "", "")
+			return fileErr(p, err, "", "")
 		}
 		c.Name = stem
 		if err := validateCase(c); err != nil {
-			return nil, fileErr(p, err, "", "")
+			return fileErr(p, err, "", "")
 		}
 		t.Cases = append(t.Cases, c)
 	}
-	return t, nil
+	return nil
 }
 
 // agentErr names the file an agent validation error belongs to: the system prompt is

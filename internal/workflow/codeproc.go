@@ -215,6 +215,34 @@ func runChild(ctx context.Context, req codeRequest, serve func(tool string, args
 		return nil, ctx.Err()
 	}
 	defer func() { <-codeSlots }()
+	c, err := startChild(self)
+	if err != nil {
+		return nil, err
+	}
+	// Whatever happens below, the child ends and is waited for before this returns.
+	defer func() {
+		_ = c.cmd.Process.Kill()
+		_ = c.cmd.Wait()
+	}()
+	go func() {
+		// The request (and, below, replies): a child that does not read them is killed anyway.
+		_, _ = c.stdin.Write(append(line, '\n'))
+	}()
+	quit := make(chan struct{})
+	defer close(quit)
+	return c.converse(ctx, c.read(quit), serve)
+}
+
+// child is a started code child process.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	errOut *capped // the start of its stderr, to say how it died
+}
+
+// startChild starts this program (self) as a code child, with none of the server's environment.
+func startChild(self string) (*child, error) {
 	cmd := exec.Command(self, codeChildArg)
 	// Nothing of the server's environment: the child needs none of it (GOMAXPROCS=1: one core
 	// for one interpreter, so a map of code nodes does not take the machine's every thread).
@@ -233,48 +261,54 @@ func runChild(ctx context.Context, req codeRequest, serve func(tool string, args
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("code: start its process: %w", err)
 	}
-	// Whatever happens below, the child ends and is waited for before this returns.
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
+	return &child{cmd: cmd, stdin: stdin, stdout: stdout, errOut: errOut}, nil
+}
+
+// childOutput is what the child writes, as read: ready is closed at its ready byte, then each
+// line is a message, until an error (io.EOF: the output ended).
+type childOutput struct {
+	ready   chan struct{}
+	msgs    chan codeMessage
+	readErr chan error
+}
+
+// read reads the child's output in a goroutine that ends with it, or when quit is closed.
+func (c *child) read(quit <-chan struct{}) childOutput {
+	out := childOutput{ready: make(chan struct{}), msgs: make(chan codeMessage), readErr: make(chan error, 1)}
 	go func() {
-		// The request (and, below, replies): a child that does not read them is killed anyway.
-		_, _ = stdin.Write(append(line, '\n'))
-	}()
-	ready := make(chan struct{})
-	msgs := make(chan codeMessage)
-	readErr := make(chan error, 1)
-	quit := make(chan struct{})
-	defer close(quit)
-	go func() {
-		br := bufio.NewReaderSize(stdout, 64<<10)
+		br := bufio.NewReaderSize(c.stdout, 64<<10)
 		if b, err := br.ReadByte(); err != nil {
-			readErr <- err
+			out.readErr <- err
 			return
 		} else if b != codeReady {
-			readErr <- fmt.Errorf("the code's process answered %q, not its ready byte", b)
+			out.readErr <- fmt.Errorf("the code's process answered %q, not its ready byte", b)
 			return
 		}
-		close(ready)
+		close(out.ready)
 		for {
 			l, err := readCodeLine(br)
 			if err != nil {
-				readErr <- err
+				out.readErr <- err
 				return
 			}
 			var m codeMessage
 			if err := json.Unmarshal(l, &m); err != nil {
-				readErr <- fmt.Errorf("an unreadable line: %v", err)
+				out.readErr <- fmt.Errorf("an unreadable line: %v", err)
 				return
 			}
 			select {
-			case msgs <- m:
+			case out.msgs <- m:
 			case <-quit:
 				return
 			}
 		}
 	}()
+	return out
+}
+
+// converse waits for the child's answer, answering its tool calls with serve, under the time
+// limits.
+func (c *child) converse(ctx context.Context, out childOutput, serve func(tool string, args any) (codeReply, error)) (json.RawMessage, error) {
 	// The time limit runs from the child's ready byte, written as the code starts (starting a
 	// process on a loaded machine takes its own time, which is not the code's), and stops while
 	// the parent answers a tool call.
@@ -285,6 +319,7 @@ func runChild(ctx context.Context, req codeRequest, serve func(tool string, args
 	limit.Stop()
 	defer limit.Stop()
 	var since time.Time
+	ready := out.ready
 	for {
 		select {
 		case <-ctx.Done():
@@ -298,7 +333,7 @@ func runChild(ctx context.Context, req codeRequest, serve func(tool string, args
 			limit.Reset(left)
 		case <-limit.C:
 			return nil, fmt.Errorf("the code ran over its time limit (%s)", CodeTimeout)
-		case m := <-msgs:
+		case m := <-out.msgs:
 			if m.Call == nil {
 				if m.Error != "" {
 					return nil, errors.New(m.Error)
@@ -318,17 +353,17 @@ func runChild(ctx context.Context, req codeRequest, serve func(tool string, args
 			if err != nil {
 				return nil, fmt.Errorf("encode %s's answer: %w", m.Call.Tool, err)
 			}
-			if _, err := stdin.Write(append(b, '\n')); err != nil {
+			if _, err := c.stdin.Write(append(b, '\n')); err != nil {
 				return nil, fmt.Errorf("the code's process stopped reading: %w", err)
 			}
 			since = time.Now()
 			limit.Reset(max(left, 0))
-		case err := <-readErr:
+		case err := <-out.readErr:
 			if !errors.Is(err, io.EOF) {
 				return nil, err
 			}
 			// The child's output ended without an answer: it died; its stderr says how.
-			return nil, childDied(cmd.Wait(), errOut.buf.String())
+			return nil, childDied(c.cmd.Wait(), c.errOut.buf.String())
 		}
 	}
 }

@@ -419,112 +419,24 @@ type reviewFunc func(ctx context.Context, v any) (accepted bool, feedback string
 // answers}], answers}. When the drives are spent the node fails verification_failed naming the
 // reasons: a rejected answer is never accepted silently.
 func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[string]any, drive func(ctx context.Context, dk, feedback string, review reviewFunc) (any, error)) (map[string]any, error) {
-	vf := n.Verify
-	if vf == nil {
+	if n.Verify == nil {
 		v, err := drive(ctx, key, "", nil)
 		if err != nil {
 			return nil, err
 		}
 		return r.write(n, key, state, k, v)
 	}
-	qs, err := r.questionsOf(vf.Out)
+	vr, err := r.newVerifier(n, key, k, state)
 	if err != nil {
 		return nil, err
-	}
-	byID := map[string]question{}
-	ids := make([]string, 0, len(qs))
-	for _, q := range qs {
-		ids, byID[q.id] = append(ids, q.id), q
-	}
-	maxDrives := vf.MaxDrives
-	if maxDrives <= 0 {
-		maxDrives = 2
-	}
-	below := 0.3
-	if vf.Override != nil {
-		below = vf.Override.Below
-	}
-	var (
-		record   []any
-		accepted string // the JSON of the answer the last review accepted
-		last     map[string]any
-	)
-	review := func(ctx context.Context, v any) (bool, string, error) {
-		d := len(record) + 1
-		vk := fmt.Sprintf("%s/$verify#%d", key, d)
-		if d > maxDrives {
-			return false, "", r.fail(n, vk, FailVerify, "the reviewer rejected all %d drives (verify.maxDrives)", maxDrives)
-		}
-		sub, _ := v.(map[string]any)
-		if sub == nil {
-			sub = map[string]any{}
-		}
-		st := cloneMap(state)
-		st["submission"], st[k] = sub, sub
-		view := map[string]any{}
-		if vf.State != nil {
-			iv, err := interpolate(vf.State, st)
-			if err != nil {
-				return false, "", r.fail(n, vk, FailPath, "verify.state: %v", err)
-			}
-			view = iv.(map[string]any)
-		}
-		view["submission"] = sub
-		got, err := r.askEach(ctx, n, vk, "verify", "Review the submission: answer each question of the schema (each property's description is its question) from the state.", view, ids, byID)
-		if err != nil {
-			return false, "", err
-		}
-		var doubted, unmet []string
-		for _, q := range qs {
-			if q.kind != "boolean" {
-				continue
-			}
-			a := got[q.id]
-			if fv, named := sub[q.id]; named {
-				if filled(fv) && a.pYes < below {
-					doubted = append(doubted, q.id)
-				}
-			} else if a.pYes < 0.5 {
-				unmet = append(unmet, q.id)
-			}
-		}
-		ok := len(doubted) == 0 && len(unmet) == 0
-		last = sidecar(qs, got, "")
-		record = append(record, map[string]any{"drive": float64(d), "doubted": anyList(doubted), "unmet": anyList(unmet), "accepted": ok, "answers": last})
-		if ok {
-			b, _ := json.Marshal(v)
-			accepted = string(b)
-			return true, "", nil
-		}
-		if d >= maxDrives {
-			return false, "", r.fail(n, vk, FailVerify, "the reviewer rejected all %d drives (verify.maxDrives); the last: unmet %s, doubted %s", maxDrives, orDash(unmet), orDash(doubted))
-		}
-		line := func(ids []string) string {
-			parts := make([]string, len(ids))
-			for i, id := range ids {
-				parts[i] = id + ": " + strings.Join(strings.Fields(byID[id].desc), " ")
-			}
-			return strings.Join(parts, " | ")
-		}
-		prev, _ := json.Marshal(v)
-		var b strings.Builder
-		fmt.Fprintf(&b, "A reviewer did not accept your answer (drive %d of at most %d):\n%s\n", d, maxDrives, prev)
-		if len(doubted) > 0 {
-			b.WriteString("Not supported by your evidence (remove it, or show what supports it): " + line(doubted) + ".\n")
-		}
-		if len(unmet) > 0 {
-			b.WriteString("Still required: " + line(unmet) + ".\n")
-		}
-		b.WriteString("Answer again.")
-		return false, b.String(), nil
 	}
 	feedback := ""
 	for {
 		dk := key
-		if len(record) > 0 {
-			dk = fmt.Sprintf("%s/drive#%d", key, len(record)+1)
+		if len(vr.record) > 0 {
+			dk = fmt.Sprintf("%s/drive#%d", key, len(vr.record)+1)
 		}
-		v, err := drive(ctx, dk, feedback, review)
+		v, err := drive(ctx, dk, feedback, vr.review)
 		if err != nil {
 			return nil, err
 		}
@@ -534,11 +446,11 @@ func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[s
 			}
 		}
 		b, _ := json.Marshal(v)
-		ok := accepted != "" && accepted == string(b)
+		ok := vr.accepted != "" && vr.accepted == string(b)
 		if !ok {
 			// The host returned an answer no review accepted (it ignored Review): review it here.
 			var fb string
-			if ok, fb, err = review(ctx, v); err != nil {
+			if ok, fb, err = vr.review(ctx, v); err != nil {
 				return nil, err
 			}
 			feedback = "\n\n" + fb
@@ -548,10 +460,127 @@ func (r *runner) drives(ctx context.Context, n *Node, key, k string, state map[s
 			if err != nil {
 				return nil, err
 			}
-			next[k+"$verify"] = map[string]any{"drives": record, "answers": last["answers"]}
+			next[k+"$verify"] = map[string]any{"drives": vr.record, "answers": vr.last["answers"]}
 			return next, nil
 		}
 	}
+}
+
+// verifier reviews a node's answers by its verify question set, one review per drive (see
+// drives), and keeps what the reviews found.
+type verifier struct {
+	r         *runner
+	n         *Node
+	vf        *Verify
+	key, k    string
+	state     map[string]any
+	qs        []question
+	ids       []string
+	byID      map[string]question
+	maxDrives int
+	below     float64 // a filled field whose yes is below this is doubted
+
+	record   []any          // each review: {drive, doubted, unmet, accepted, answers}
+	accepted string         // the JSON of the answer the last review accepted
+	last     map[string]any // the last review's answers
+}
+
+func (r *runner) newVerifier(n *Node, key, k string, state map[string]any) (*verifier, error) {
+	vf := n.Verify
+	qs, err := r.questionsOf(vf.Out)
+	if err != nil {
+		return nil, err
+	}
+	vr := &verifier{r: r, n: n, vf: vf, key: key, k: k, state: state, qs: qs, byID: map[string]question{}, ids: make([]string, 0, len(qs)),
+		maxDrives: vf.MaxDrives, below: 0.3}
+	for _, q := range qs {
+		vr.ids, vr.byID[q.id] = append(vr.ids, q.id), q
+	}
+	if vr.maxDrives <= 0 {
+		vr.maxDrives = 2
+	}
+	if vf.Override != nil {
+		vr.below = vf.Override.Below
+	}
+	return vr, nil
+}
+
+// review is one review of answer v (a reviewFunc): accepted, or the feedback for another drive;
+// an error once the drives are spent.
+func (vr *verifier) review(ctx context.Context, v any) (bool, string, error) {
+	r, n := vr.r, vr.n
+	d := len(vr.record) + 1
+	vk := fmt.Sprintf("%s/$verify#%d", vr.key, d)
+	if d > vr.maxDrives {
+		return false, "", r.fail(n, vk, FailVerify, "the reviewer rejected all %d drives (verify.maxDrives)", vr.maxDrives)
+	}
+	sub, _ := v.(map[string]any)
+	if sub == nil {
+		sub = map[string]any{}
+	}
+	st := cloneMap(vr.state)
+	st["submission"], st[vr.k] = sub, sub
+	view := map[string]any{}
+	if vr.vf.State != nil {
+		iv, err := interpolate(vr.vf.State, st)
+		if err != nil {
+			return false, "", r.fail(n, vk, FailPath, "verify.state: %v", err)
+		}
+		view = iv.(map[string]any)
+	}
+	view["submission"] = sub
+	got, err := r.askEach(ctx, n, vk, "verify", "Review the submission: answer each question of the schema (each property's description is its question) from the state.", view, vr.ids, vr.byID)
+	if err != nil {
+		return false, "", err
+	}
+	var doubted, unmet []string
+	for _, q := range vr.qs {
+		if q.kind != "boolean" {
+			continue
+		}
+		a := got[q.id]
+		if fv, named := sub[q.id]; named {
+			if filled(fv) && a.pYes < vr.below {
+				doubted = append(doubted, q.id)
+			}
+		} else if a.pYes < 0.5 {
+			unmet = append(unmet, q.id)
+		}
+	}
+	ok := len(doubted) == 0 && len(unmet) == 0
+	vr.last = sidecar(vr.qs, got, "")
+	vr.record = append(vr.record, map[string]any{"drive": float64(d), "doubted": anyList(doubted), "unmet": anyList(unmet), "accepted": ok, "answers": vr.last})
+	if ok {
+		b, _ := json.Marshal(v)
+		vr.accepted = string(b)
+		return true, "", nil
+	}
+	if d >= vr.maxDrives {
+		return false, "", r.fail(n, vk, FailVerify, "the reviewer rejected all %d drives (verify.maxDrives); the last: unmet %s, doubted %s", vr.maxDrives, orDash(unmet), orDash(doubted))
+	}
+	return false, vr.feedback(d, v, doubted, unmet), nil
+}
+
+// feedback tells the agent why review d did not accept its answer v.
+func (vr *verifier) feedback(d int, v any, doubted, unmet []string) string {
+	line := func(ids []string) string {
+		parts := make([]string, len(ids))
+		for i, id := range ids {
+			parts[i] = id + ": " + strings.Join(strings.Fields(vr.byID[id].desc), " ")
+		}
+		return strings.Join(parts, " | ")
+	}
+	prev, _ := json.Marshal(v)
+	var b strings.Builder
+	fmt.Fprintf(&b, "A reviewer did not accept your answer (drive %d of at most %d):\n%s\n", d, vr.maxDrives, prev)
+	if len(doubted) > 0 {
+		b.WriteString("Not supported by your evidence (remove it, or show what supports it): " + line(doubted) + ".\n")
+	}
+	if len(unmet) > 0 {
+		b.WriteString("Still required: " + line(unmet) + ".\n")
+	}
+	b.WriteString("Answer again.")
+	return b.String()
 }
 
 var placeholderValue = regexp.MustCompile(`(?i)^(none|null|nil|n/a|na|unknown|not published|not stated|not available|not found|not applicable|-)$`)

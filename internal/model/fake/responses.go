@@ -84,6 +84,27 @@ func parseResponses(body []byte) (*conversation, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("body is not a Responses request: %v", err)
 	}
+	c, err := respConversation(&r)
+	if err != nil {
+		return nil, err
+	}
+	items, err := inputItems(r.Input)
+	if err != nil {
+		return nil, err
+	}
+	w := &respWalk{c: c, calls: map[string]bool{}, inFirst: true}
+	for i, it := range items {
+		if err := w.item(fmt.Sprintf("input[%d]", i), it); err != nil {
+			return nil, err
+		}
+	}
+	c.firstUser, c.hasFirstUser = strings.Join(w.firstTurn, "\n"), len(w.firstTurn) > 0
+	return c, nil
+}
+
+// respConversation checks the request's fields other than input and starts its conversation:
+// the model, the limits, the tools offered and the one forced, the instructions' weight.
+func respConversation(r *respRequest) (*conversation, error) {
 	if r.Model == "" {
 		return nil, fmt.Errorf("model: field required")
 	}
@@ -115,105 +136,120 @@ func parseResponses(body []byte) (*conversation, error) {
 	if s, ok := rawString(r.Instructions); ok {
 		c.chars += len([]rune(s))
 	}
-	items, err := inputItems(r.Input)
-	if err != nil {
-		return nil, err
-	}
-	calls := map[string]bool{} // call_ids of the function_call items so far
-	var firstTurn []string     // user texts before the first assistant item
-	inFirst := true            // no assistant item yet
-	prev := ""                 // "assistant", "output" or "user": what the last conversation item was
-	for i, it := range items {
-		where := fmt.Sprintf("input[%d]", i)
-		typ := it.Type
-		if typ == "" && it.Role != "" {
-			typ = "message" // the short form {"role", "content"}
-		}
-		switch typ {
-		case "message":
-			text, images, err := respContent(where, it.Content)
-			if err != nil {
-				return nil, err
-			}
-			switch it.Role {
-			case "system", "developer":
-				c.chars += len([]rune(text))
-				continue // instructions, not part of the conversation's messages
-			case "assistant":
-				c.chars += len([]rune(text))
-				c.noteImages(images)
-				if prev != "assistant" {
-					c.assistants++
-				}
-				prev, inFirst = "assistant", false
-			case "user":
-				c.noteImages(images)
-				if prev == "output" && len(images) > 0 {
-					c.lastToolImages = append(c.lastToolImages, images...)
-					continue // the tools' pictures, not a user message of the conversation
-				}
-				c.chars += len([]rune(text))
-				if inFirst && text != "" {
-					firstTurn = append(firstTurn, text)
-				}
-				if text != "" {
-					c.lastUser = text
-				}
-				prev = "user"
-			case "":
-				return nil, fmt.Errorf("%s.role: field required", where)
-			default:
-				return nil, fmt.Errorf("%s.role: invalid value %q: supported values are assistant, system, developer and user", where, it.Role)
-			}
-		case "function_call", "custom_tool_call", "local_shell_call":
-			if typ == "function_call" {
-				if it.CallID == "" {
-					return nil, fmt.Errorf("%s.call_id: field required", where)
-				}
-				if it.Name == "" {
-					return nil, fmt.Errorf("%s.name: field required", where)
-				}
-			}
-			calls[it.CallID] = true
-			c.chars += len([]rune(it.Name)) + len([]rune(it.Arguments))
-			if prev != "assistant" {
-				c.assistants++
-			}
-			prev, inFirst = "assistant", false
-		case "reasoning":
-			if prev != "assistant" {
-				c.assistants++
-			}
-			prev, inFirst = "assistant", false
-		case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
-			if it.CallID == "" {
-				return nil, fmt.Errorf("%s.call_id: field required", where)
-			}
-			if !calls[it.CallID] {
-				return nil, fmt.Errorf("%s: no tool call found for function call output with call_id %q", where, it.CallID)
-			}
-			text, images, err := respOutput(where+".output", it.Output)
-			if err != nil {
-				return nil, err
-			}
-			if prev != "output" {
-				c.lastToolImages = nil // a new batch of tool results
-			}
-			c.lastToolImages = append(c.lastToolImages, images...)
-			c.noteImages(images)
-			c.lastToolResult = text
-			c.chars += len([]rune(text))
-			prev = "output"
-		case "":
-			return nil, fmt.Errorf("%s.type: field required", where)
-		default:
-			// Items the server has no use for (web_search_call, item_reference, compaction...) are
-			// accepted, as the vendor takes them, and only weigh on the input estimate.
-			c.chars += len(it.Content) + len(it.Output)
-		}
-	}
-	c.firstUser, c.hasFirstUser = strings.Join(firstTurn, "\n"), len(firstTurn) > 0
 	return c, nil
+}
+
+// respWalk reads input's items in order into its conversation.
+type respWalk struct {
+	c         *conversation
+	calls     map[string]bool // call_ids of the function_call items so far
+	firstTurn []string        // user texts before the first assistant item
+	inFirst   bool            // no assistant item yet
+	prev      string          // "assistant", "output" or "user": what the last conversation item was
+}
+
+// item reads one input item; where names it in errors (input[2]).
+func (w *respWalk) item(where string, it respItem) error {
+	c := w.c
+	typ := it.Type
+	if typ == "" && it.Role != "" {
+		typ = "message" // the short form {"role", "content"}
+	}
+	switch typ {
+	case "message":
+		return w.message(where, it)
+	case "function_call", "custom_tool_call", "local_shell_call":
+		if typ == "function_call" {
+			if it.CallID == "" {
+				return fmt.Errorf("%s.call_id: field required", where)
+			}
+			if it.Name == "" {
+				return fmt.Errorf("%s.name: field required", where)
+			}
+		}
+		w.calls[it.CallID] = true
+		c.chars += len([]rune(it.Name)) + len([]rune(it.Arguments))
+		w.assistant()
+	case "reasoning":
+		w.assistant()
+	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
+		return w.output(where, it)
+	case "":
+		return fmt.Errorf("%s.type: field required", where)
+	default:
+		// Items the server has no use for (web_search_call, item_reference, compaction...) are
+		// accepted, as the vendor takes them, and only weigh on the input estimate.
+		c.chars += len(it.Content) + len(it.Output)
+	}
+	return nil
+}
+
+// assistant notes an assistant item: consecutive ones are one assistant turn.
+func (w *respWalk) assistant() {
+	if w.prev != "assistant" {
+		w.c.assistants++
+	}
+	w.prev, w.inFirst = "assistant", false
+}
+
+// message reads a message item by its role.
+func (w *respWalk) message(where string, it respItem) error {
+	c := w.c
+	text, images, err := respContent(where, it.Content)
+	if err != nil {
+		return err
+	}
+	switch it.Role {
+	case "system", "developer":
+		c.chars += len([]rune(text)) // instructions, not part of the conversation's messages
+	case "assistant":
+		c.chars += len([]rune(text))
+		c.noteImages(images)
+		w.assistant()
+	case "user":
+		c.noteImages(images)
+		if w.prev == "output" && len(images) > 0 {
+			c.lastToolImages = append(c.lastToolImages, images...)
+			return nil // the tools' pictures, not a user message of the conversation
+		}
+		c.chars += len([]rune(text))
+		if w.inFirst && text != "" {
+			w.firstTurn = append(w.firstTurn, text)
+		}
+		if text != "" {
+			c.lastUser = text
+		}
+		w.prev = "user"
+	case "":
+		return fmt.Errorf("%s.role: field required", where)
+	default:
+		return fmt.Errorf("%s.role: invalid value %q: supported values are assistant, system, developer and user", where, it.Role)
+	}
+	return nil
+}
+
+// output reads a tool call's output item, which answers a call made earlier in input.
+func (w *respWalk) output(where string, it respItem) error {
+	c := w.c
+	if it.CallID == "" {
+		return fmt.Errorf("%s.call_id: field required", where)
+	}
+	if !w.calls[it.CallID] {
+		return fmt.Errorf("%s: no tool call found for function call output with call_id %q", where, it.CallID)
+	}
+	text, images, err := respOutput(where+".output", it.Output)
+	if err != nil {
+		return err
+	}
+	if w.prev != "output" {
+		c.lastToolImages = nil // a new batch of tool results
+	}
+	c.lastToolImages = append(c.lastToolImages, images...)
+	c.noteImages(images)
+	c.lastToolResult = text
+	c.chars += len([]rune(text))
+	w.prev = "output"
+	return nil
 }
 
 // inputItems reads input: a string (one user message) or a list of items.

@@ -271,20 +271,58 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 	if err := f.checkLiteral(u); err != nil {
 		return refusedDial(u.String(), err, "; nothing was fetched"), nil
 	}
-	method := http.MethodGet
+	method, maxBytes, refused := fetchOptions(in, u)
+	if refused != nil {
+		return *refused, nil
+	}
+	client, hops := f.client(allowHop)
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		return refuse(api.CodeFetchBadURL, u.String(), "%v", err), nil
+	}
+	req.Header.Set("User-Agent", "agentrun-web_fetch/1")
+	req.Header.Set("Accept", "text/html, text/markdown, text/plain, application/json;q=0.9, */*;q=0.5")
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		via := ""
+		if len(*hops) > 0 {
+			via = " (after redirects to " + strings.Join(*hops, ", ") + ")"
+		}
+		return refusedDial(u.String(), err, via+"; nothing was read"), nil
+	}
+	defer resp.Body.Close()
+	return page(ctx, resp, u, method, *hops, maxBytes)
+}
+
+// fetchOptions are the call's method (GET or HEAD) and body limit, or the refusal of either.
+func fetchOptions(in *catalog.WebFetch, u *url.URL) (method string, maxBytes int64, refused *Result) {
+	method = http.MethodGet
 	if in.Method != nil {
 		method = *in.Method
 	}
 	if method != http.MethodGet && method != http.MethodHead {
-		return refuse(api.CodeInvalid, u.String(), "method %q: use GET or HEAD", method), nil
+		r := refuse(api.CodeInvalid, u.String(), "method %q: use GET or HEAD", method)
+		return "", 0, &r
 	}
-	maxBytes := int64(DefaultMaxBytes)
+	maxBytes = int64(DefaultMaxBytes)
 	if in.MaxBytes != nil {
 		maxBytes = *in.MaxBytes
 	}
 	if maxBytes < 1 || maxBytes > MaxMaxBytes {
-		return refuse(api.CodeInvalid, u.String(), "maxBytes must be between 1 and %d, got %d", MaxMaxBytes, maxBytes), nil
+		r := refuse(api.CodeInvalid, u.String(), "maxBytes must be between 1 and %d, got %d", MaxMaxBytes, maxBytes)
+		return "", 0, &r
 	}
+	return method, maxBytes, nil
+}
+
+// client is the HTTP client of one call: every address dialled is checked (f.check), and each
+// redirect's URL too, by CheckURL, the literal check and allowHop, before it is followed; the
+// redirects followed are appended to hops.
+func (f *Fetcher) client(allowHop func(u string) error) (*http.Client, *[]string) {
 	timeout := f.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -302,8 +340,7 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 		MaxResponseHeaderBytes: 256 << 10,
 		DisableKeepAlives:      true,
 	}
-	defer tr.CloseIdleConnections()
-	var hops []string
+	hops := new([]string)
 	client := &http.Client{Transport: tr, Timeout: timeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > MaxRedirects {
@@ -320,28 +357,15 @@ func (f *Fetcher) Fetch(ctx context.Context, in *catalog.WebFetch, allowHop func
 					return &hopError{api.CodeFetchRedirectNotAllowed, req.URL.String(), fmt.Sprintf("redirected to %s, which is not fetched: %v; call web_fetch on that URL if you need it", req.URL, err)}
 				}
 			}
-			hops = append(hops, req.URL.String())
+			*hops = append(*hops, req.URL.String())
 			return nil
 		}}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
-	if err != nil {
-		return refuse(api.CodeFetchBadURL, u.String(), "%v", err), nil
-	}
-	req.Header.Set("User-Agent", "agentrun-web_fetch/1")
-	req.Header.Set("Accept", "text/html, text/markdown, text/plain, application/json;q=0.9, */*;q=0.5")
-	resp, err := client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return Result{}, ctx.Err()
-		}
-		via := ""
-		if len(hops) > 0 {
-			via = " (after redirects to " + strings.Join(hops, ", ") + ")"
-		}
-		return refusedDial(u.String(), err, via+"; nothing was read"), nil
-	}
-	defer resp.Body.Close()
+	return client, hops
+}
 
+// page is the result of a response to u: its status and headers, then (for GET) its body read up
+// to maxBytes and rendered as text.
+func page(ctx context.Context, resp *http.Response, u *url.URL, method string, hops []string, maxBytes int64) (Result, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "URL: %s\nStatus: %s\n", resp.Request.URL, resp.Status)
 	if len(hops) > 0 {

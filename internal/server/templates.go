@@ -54,21 +54,56 @@ func (s *Server) applyTemplate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, out)
 }
 
+// makeTemplate applies a template as one unit: everything is checked first (every skill's and
+// the agent's mistakes at once, then the agent's and the triggers' names), then written, and the
+// writes undone if one fails.
 func (s *Server) makeTemplate(ctx context.Context, req *api.TemplateApply) (*api.TemplateApplied, error) {
 	a := &req.Agent
-	if req.Template != "" {
-		if err := api.ValidName("template", req.Template); err != nil {
-			return nil, err
-		}
-		if req.Template == api.TemplateBuiltin {
-			return nil, api.Invalid("template", "%q marks the server's own ready-made agent; name the template otherwise", req.Template)
-		}
-		if a.Metadata.Labels == nil {
-			a.Metadata.Labels = map[string]string{}
-		}
-		a.Metadata.Labels[api.TemplateLabel] = req.Template
+	if err := labelTemplate(a, req.Template); err != nil {
+		return nil, err
 	}
-	// 1. Check everything: every skill's mistakes and the agent's are told at once.
+	if err := s.checkTemplate(ctx, req); err != nil {
+		return nil, err
+	}
+	_, gerr := s.Store.GetAgent(ctx, a.Metadata.Name)
+	if err := mustNotExist(gerr, "agent", a.Metadata.Name); err != nil {
+		return nil, under(api.NewPath("agent"), err)
+	}
+	triggers, err := s.checkTemplateTriggers(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.writeTemplate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out.Triggers = triggers
+	return out, nil
+}
+
+// labelTemplate marks the agent with the template it came from.
+func labelTemplate(a *api.Agent, template string) error {
+	if template == "" {
+		return nil
+	}
+	if err := api.ValidName("template", template); err != nil {
+		return err
+	}
+	if template == api.TemplateBuiltin {
+		return api.Invalid("template", "%q marks the server's own ready-made agent; name the template otherwise", template)
+	}
+	if a.Metadata.Labels == nil {
+		a.Metadata.Labels = map[string]string{}
+	}
+	a.Metadata.Labels[api.TemplateLabel] = template
+	return nil
+}
+
+// checkTemplate checks the skills and the agent, telling every mistake at once. The agent's
+// skills that come with the template are stored by writeTemplate; the others must be stored
+// already, as for any agent.
+func (s *Server) checkTemplate(ctx context.Context, req *api.TemplateApply) error {
+	a := &req.Agent
 	var errs api.ErrorList
 	for i := range req.Skills {
 		if err := api.DefaultAndValidateSkill(&req.Skills[i]); err != nil {
@@ -79,8 +114,6 @@ func (s *Server) makeTemplate(ctx context.Context, req *api.TemplateApply) (*api
 	for _, sk := range req.Skills {
 		own[sk.Metadata.Name] = true
 	}
-	// The agent's skills that come with the template are stored in step 2; the others must be
-	// stored already, as for any agent.
 	all := a.Spec.Skills
 	var others []string
 	for _, ref := range all {
@@ -93,15 +126,16 @@ func (s *Server) makeTemplate(ctx context.Context, req *api.TemplateApply) (*api
 	if err := s.validateAgent(ctx, a); err != nil {
 		errs.AddErr(under(api.NewPath("agent"), err))
 	}
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
 	a.Spec.Skills = all
-	_, gerr := s.Store.GetAgent(ctx, a.Metadata.Name)
-	if err := mustNotExist(gerr, "agent", a.Metadata.Name); err != nil {
-		return nil, under(api.NewPath("agent"), err)
-	}
-	out := &api.TemplateApplied{}
+	return errs.Err()
+}
+
+// checkTemplateTriggers checks the template's triggers (each starts runs of the template's agent,
+// once, under a free name; a schedule without a zone takes the server's) and says how each will
+// be: one whose signing secret is not stored yet is made suspended.
+func (s *Server) checkTemplateTriggers(ctx context.Context, req *api.TemplateApply) ([]api.TemplateTrigger, error) {
+	a := &req.Agent
+	var views []api.TemplateTrigger
 	zone := serverZone()
 	seen := map[string]bool{}
 	for i := range req.Triggers {
@@ -137,10 +171,16 @@ func (s *Server) makeTemplate(ctx context.Context, req *api.TemplateApply) (*api
 			view.WebhookURL = strings.TrimRight(s.BaseURL, "/") + "/v2/hooks/" + t.Metadata.Name
 		}
 		view.Suspended = view.Suspended || t.Spec.Suspend
-		out.Triggers = append(out.Triggers, view)
+		views = append(views, view)
 	}
+	return views, nil
+}
 
-	// 2. Write, undoing on failure. A failure here is the store's (or a name taken meanwhile).
+// writeTemplate stores the checked skills, agent and triggers, undoing what it made if a write
+// fails. A failure here is the store's (or a name taken meanwhile).
+func (s *Server) writeTemplate(ctx context.Context, req *api.TemplateApply) (*api.TemplateApplied, error) {
+	a := &req.Agent
+	out := &api.TemplateApplied{}
 	for i := range req.Skills {
 		if _, err := s.Store.PutSkill(ctx, &req.Skills[i]); err != nil {
 			return nil, under(api.NewPath("skills").Index(i), err)

@@ -105,20 +105,31 @@ func labelTemplate(a *api.Agent, template string) error {
 func (s *Server) checkTemplate(ctx context.Context, req *api.TemplateApply) error {
 	a := &req.Agent
 	var errs api.ErrorList
-	for i := range req.Skills {
-		if err := api.DefaultAndValidateSkill(&req.Skills[i]); err != nil {
-			errs.AddErr(under(api.NewPath("skills").Index(i), err))
-		}
-	}
 	own := map[string]bool{}
-	for _, sk := range req.Skills {
+	// unnamed: a skill was refused before its name was known, so no reference of the agent can
+	// be told "not stored": it may be that skill's.
+	unnamed := false
+	for i := range req.Skills {
+		sk := &req.Skills[i]
+		if err := api.DefaultAndValidateSkill(sk); err != nil {
+			errs.AddErr(under(api.NewPath("skills").Index(i), err))
+			name := sk.Metadata.Name
+			if md, ok := sk.File(api.SkillFileName); name == "" && ok {
+				if fm, e := api.ParseSkillFrontMatter(md); e == nil {
+					name = fm.Name
+				}
+			}
+			unnamed = unnamed || name == ""
+			own[name] = true
+			continue
+		}
 		own[sk.Metadata.Name] = true
 	}
 	all := a.Spec.Skills
 	var others []string
 	for _, ref := range all {
 		name, _, _ := strings.Cut(ref, "@")
-		if !own[name] {
+		if !own[name] && !unnamed {
 			others = append(others, ref)
 		}
 	}

@@ -115,7 +115,12 @@ func orRoot(path string) string {
 	return path
 }
 
+// join is the path of key name of the object at path. An empty key is path followed by its dot,
+// as it always was: Path.Child drops an empty name, which would name the object itself.
 func join(path, name string) string {
+	if name == "" && path != "" {
+		return path + "."
+	}
 	return NewPath(path).Child(name).String()
 }
 

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -66,7 +64,7 @@ type hostRun struct {
 	d    *drive
 	ctx  context.Context
 	stop context.CancelCauseFunc
-	wire string
+	wire gateway.Wire
 	name string
 	// prefix puts the steps under a workflow agent node's key ("" for the run's own loop), and
 	// turnCost, when set, is that node's turn cost (the run's loop uses the drive's).
@@ -116,117 +114,6 @@ type divergence struct{ key, why string }
 
 func (e *divergence) Error() string { return "replay diverged at " + e.key + ": " + e.why }
 
-// varying are request fields a harness changes from one start to the next (session and user ids,
-// cache keys): left out of the hash a replay is compared with.
-var varying = []string{"metadata", "prompt_cache_key", "client_metadata", "user", "safety_identifier"}
-
-// systemDate is a date in a system prompt (Claude Code's "Today's date is 2026-12-01.", OpenCode's
-// "Today's date: Tue Dec 01 2026").
-var systemDate = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{2} \d{4}\b`)
-
-// wallTime is the timing line Codex puts before each tool result it gives the model ("Wall time:
-// 0.0124 seconds"): a replayed result takes another time to answer.
-var wallTime = regexp.MustCompile(`Wall time: [0-9.]+ seconds`)
-
-// normalize is the request as the replay check compares it: without the varying fields, without
-// Claude Code's per-session billing header text in the system prompt, with the system prompt's
-// dates and the run folder's path and the harness home's (which differ on another runner's data
-// folder: Claude Code names a skill's folder under its home) as placeholders.
-func normalize(body map[string]json.RawMessage, folder string, homes ...string) []byte {
-	cp := make(map[string]json.RawMessage, len(body))
-	for k, v := range body {
-		cp[k] = v
-	}
-	for _, k := range varying {
-		delete(cp, k)
-	}
-	var sys []map[string]any
-	if json.Unmarshal(cp["system"], &sys) == nil {
-		kept := sys[:0]
-		for _, b := range sys {
-			t, _ := b["text"].(string)
-			if strings.HasPrefix(t, "x-anthropic-billing-header") {
-				continue
-			}
-			if t != "" {
-				b["text"] = systemDate.ReplaceAllString(t, "<date>")
-			}
-			kept = append(kept, b)
-		}
-		cp["system"], _ = json.Marshal(kept)
-	} else if t, ok := unquote(cp["system"]); ok {
-		cp["system"], _ = json.Marshal(systemDate.ReplaceAllString(t, "<date>"))
-	}
-	// Responses input items carry ids the client makes up at each start (Codex: msg_<uuid> on its
-	// own messages), which are not content.
-	var input []map[string]json.RawMessage
-	if json.Unmarshal(cp["input"], &input) == nil && len(input) > 0 {
-		for _, it := range input {
-			delete(it, "id")
-			if o, ok := it["output"]; ok {
-				it["output"] = wallTime.ReplaceAll(o, []byte("Wall time: <t> seconds"))
-			}
-		}
-		cp["input"], _ = json.Marshal(input)
-	}
-	out, _ := json.Marshal(cp)
-	for _, h := range homes {
-		if h != "" {
-			out = bytes.ReplaceAll(out, []byte(h), []byte("<harness home>"))
-		}
-	}
-	if folder != "" {
-		out = bytes.ReplaceAll(out, []byte(folder), []byte("<run folder>"))
-	}
-	return out
-}
-
-func unquote(raw json.RawMessage) (string, bool) {
-	var s string
-	return s, len(raw) > 0 && json.Unmarshal(raw, &s) == nil
-}
-
-// maxTokensField is the output-limit field of each wire's request.
-func maxTokensField(wire string, body map[string]json.RawMessage) string {
-	switch wire {
-	case gateway.WireResponses:
-		return "max_output_tokens"
-	case gateway.WireChat:
-		if _, ok := body["max_completion_tokens"]; ok {
-			return "max_completion_tokens"
-		}
-		if _, ok := body["max_tokens"]; ok {
-			return "max_tokens"
-		}
-		return "max_completion_tokens"
-	}
-	return "max_tokens"
-}
-
-// limitCall puts the turn's model and the agent's output limit into a harness's request body (an
-// output limit above maxTokens, or none, becomes maxTokens), and a Chat Completions stream's
-// usage, and returns the limit it asked for.
-func limitCall(wire string, body map[string]json.RawMessage, model string, maxTokens int) (asked int) {
-	field := maxTokensField(wire, body)
-	if err := json.Unmarshal(body[field], &asked); err != nil {
-		asked = 0 // no limit asked, or not a number: the agent's limit is put in
-	}
-	if asked <= 0 || asked > maxTokens {
-		body[field], _ = json.Marshal(maxTokens)
-	}
-	body["model"], _ = json.Marshal(model)
-	// A Chat Completions stream reports its usage only when asked: without it the call could not
-	// be priced.
-	var stream bool
-	if wire == gateway.WireChat && json.Unmarshal(body["stream"], &stream) == nil && stream {
-		opts := map[string]json.RawMessage{}
-		json.Unmarshal(body["stream_options"], &opts)
-		opts["include_usage"] = json.RawMessage("true")
-		body["stream_options"], _ = json.Marshal(opts)
-	}
-	return asked
-}
-
 // gatewayResult is a harness model step's recorded result: the summary the accounting reads and
 // the vendor's answer as it was, so a replay answers byte for byte.
 type gatewayResult struct {
@@ -236,190 +123,270 @@ type gatewayResult struct {
 	Body        []byte `json:"body"`
 	// Wire is the wire format of Body when it is not the harness's: the gateway translated the
 	// call (a Responses call answered by Anthropic) and translates Body back at every drive.
-	Wire string `json:"wire,omitempty"`
+	Wire gateway.Wire `json:"wire,omitempty"`
+}
+
+// modelCall is one harness model call on its way through ModelCall: shaped for the turn (shape),
+// guarded, made as journal step key (upstream) or replayed from it, accounted and answered (reply).
+type modelCall struct {
+	key, model string
+	maxTokens  int
+	provider   model.Provider
+	// body is the harness's request with the turn's model and limit put in; out is it encoded, as
+	// the harness's wire has it; norm is it as the replay check compares it.
+	body      map[string]json.RawMessage
+	out, norm []byte
+	// fwd and fwdBody are what goes to the vendor, speaking vendorWire: the call as shaped, or
+	// for a Responses call on Anthropic its translation tr (the journal records the vendor's
+	// answer; every drive translates it back).
+	fwd        gateway.Call
+	fwdBody    []byte
+	vendorWire gateway.Wire
+	tr         *translate.Translation
+	// steerable: a message may stop the call (the run's own loop, not a workflow's agent node).
+	steerable bool
+	// made is the result of the call made in this drive (nil for one the journal answers) as it
+	// was built, and text its reply's text: neither is decoded or summarised again. accounted is
+	// set once the step's own commit has accounted it.
+	made      *gatewayResult
+	text      string
+	accounted bool
 }
 
 func (h *hostRun) ModelCall(rctx context.Context, c gateway.Call) (gateway.Reply, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.err != nil {
-		return gateway.Reply{}, h.err
-	}
-	if h.redrive {
+	if h.err == nil && h.redrive {
 		// A call after a rollback's stop would be recorded where the next turn's goes.
 		return gateway.Reply{}, h.fail(errRedrive)
 	}
-	d, ctx := h.d, h.ctx
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(c.Body, &body); err != nil {
-		return gateway.Reply{}, &gateway.BadRequest{Msg: "the body is not a JSON object: " + err.Error()}
+	body, err := h.open(c)
+	if err != nil {
+		return gateway.Reply{}, err
 	}
 	if h.cur == nil {
 		return gateway.Reply{}, &gateway.BadRequest{Msg: "a model call outside a turn"}
 	}
+	d, ctx := h.d, h.ctx
+	// The call ends the tool calls of the one before it and the token counts it allowed.
 	d.promptTools += h.tools
 	h.tools, h.counts = 0, 0
-	key := h.prefix + fmt.Sprintf("t%d/model", h.n)
-	modelName := h.cur.model
-	maxTokens := d.maxTokens()
-	// The turn's model and the agent's output limit, whatever the harness asked for: the cap's
-	// worst case is computed on them.
-	if asked := limitCall(h.wire, body, modelName, maxTokens); asked > maxTokens && !h.clamped && !d.j.Completed(key) {
-		h.clamped = true
-		d.j.Emit(api.Event{Type: api.EventGatewayClamped, StepKey: key, Message: fmt.Sprintf("%s asked for %d output tokens a call; the gateway clamps every call to the agent's maxTokens (%d)", h.name, asked, maxTokens)})
+	mc, err := h.shape(c, body)
+	if err != nil {
+		return gateway.Reply{}, err
 	}
-	out, _ := json.Marshal(body)
-	norm := normalize(body, d.folder, h.home, harnessHome(d.e.DataDir, d.run.Metadata.Name))
-	provider := d.acc.provider
-	// What goes to the vendor: the body as it is, or, for a Responses call on Anthropic, its
-	// translation (the journal records the vendor's answer; every drive translates it back).
-	fwd, fwdBody, vendorWire := c, out, h.wire
-	var tr *translate.Translation
-	if h.wire == gateway.WireResponses && provider.Name() == "anthropic" {
-		var err error
-		if tr, err = translate.Request(out); err != nil {
-			return gateway.Reply{}, &gateway.BadRequest{Msg: err.Error()}
-		}
-		hdr := http.Header{"Content-Type": {"application/json"}}
-		if tr.Stream {
-			hdr.Set("Accept", "text/event-stream")
-		}
-		fwd, fwdBody, vendorWire = gateway.Call{Wire: gateway.WireAnthropic, Path: "/messages", Header: hdr}, tr.Body, gateway.WireAnthropic
-		if _, seen := d.j.Lookup(h.prefix + "t0/model"); !seen && h.n == 0 {
-			msg := fmt.Sprintf("%s speaks the OpenAI Responses API and this run's model access is Anthropic's: the gateway translates each call to the Messages API and each answer back (the journal keeps Anthropic's bytes)", h.name)
-			if len(tr.Dropped) > 0 {
-				msg += "; tools Anthropic does not serve are left out: " + strings.Join(tr.Dropped, ", ")
-			}
-			d.j.Emit(api.Event{Type: api.EventGatewayTranslated, StepKey: key, Message: msg})
-		}
-	}
-	// A message may stop the turn here (the run's own loop only, not a workflow's agent node).
-	steerable := h.prefix == "" && !h.proposal
-	if steerable {
-		ts, fresh, err := d.stopAt(ctx, h.n, key, !d.j.Completed(key))
+	if mc.steerable {
+		ts, fresh, err := d.stopAt(ctx, h.n, mc.key, !d.j.Completed(mc.key))
 		if err != nil {
 			return gateway.Reply{}, h.fail(err)
 		}
 		if ts != nil {
-			return h.stopCall(ctx, rctx, key, ts, fresh, body, out)
+			return h.stopCall(ctx, rctx, mc.key, ts, fresh, mc.body, mc.out)
 		}
 	}
-	req := &model.Request{Model: modelName, MaxTokens: maxTokens}
-	if err := d.guard(ctx, key, req, fwdBody, modelName); err != nil {
+	if err := d.guard(ctx, mc.key, &model.Request{Model: mc.model, MaxTokens: mc.maxTokens}, mc.fwdBody, mc.model); err != nil {
 		return gateway.Reply{}, h.fail(err)
 	}
-	defer d.settle(key)
-	var mr modelResult
-	accounted := false
-	// A call made now keeps what it built (its result and its text): only a replayed one is
-	// decoded and summarised again from the journal.
-	var made *gatewayResult
-	var madeText string
-	account := func(result json.RawMessage, c *int64, copied bool) error {
-		if err := json.Unmarshal(result, &mr); err != nil {
-			return fmt.Errorf("decode %s result: %w", key, err)
-		}
-		if copied {
-			mr.VendorMicros = new(int64) // a fork's copied call cost this run nothing
-		}
-		accounted = true
-		tc := h.turnCost
-		if tc == nil {
-			tc = &d.turnCost
-		}
-		d.accountTurn(h.cur.index, tc, mr, c)
-		return nil
-	}
-	res, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s via %s, call %d)", modelName, h.name, h.n+1),
-		Args:   harnessCallArgs(h.name, provider.Name(), modelName, len(out), tr != nil),
-		HashOf: journal.Encoded(norm), Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(key), Concurrent: true,
-		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
-			if err := account(result, c, false); err != nil {
-				return nil, err
-			}
-			return &d.status, nil
-		}},
-		func(ctx context.Context) (any, *int64, error) {
-			ctx, done := d.liveText(ctx, key)
-			defer done()
-			forward := func(ctx context.Context) (int, string, []byte, error) { return d.forward(ctx, provider, fwd, fwdBody) }
-			if steerable {
-				forward = func(ctx context.Context) (int, string, []byte, error) {
-					return d.steerForward(ctx, vendorWire, func(ctx context.Context) (int, string, []byte, error) {
-						return d.forward(ctx, provider, fwd, fwdBody)
-					})
-				}
-			}
-			status, ctype, data, err := forward(ctx)
-			if err != nil {
-				return nil, nil, err
-			}
-			sum := gateway.Summarize(vendorWire, data)
-			resp := model.Response{Model: sum.Model, StopReason: sum.StopReason, Usage: sum.Usage}
-			if sum.Text != "" {
-				// The reply's text, for people reading the step (a workflow tree's value preview).
-				resp.Content = []model.Block{{Type: model.BlockText, Text: sum.Text}}
-			}
-			recorded, vendor := d.callCost(&resp, modelName, key)
-			gr := gatewayResult{modelResult: modelResult{Response: resp, VendorMicros: vendor}, HTTPStatus: status, ContentType: ctype, Body: data}
-			if vendorWire != h.wire {
-				gr.Wire = vendorWire
-			}
-			made, madeText = &gr, sum.Text
-			return gr, recorded, nil
-		})
+	defer d.settle(mc.key)
+	res, err := h.step(mc)
 	if errors.Is(err, journal.ErrNondeterminism) {
-		return gateway.Reply{}, h.fail(&divergence{key: key, why: "the harness sent a different request than the one recorded (beyond session ids, metadata and cache keys)"})
+		return gateway.Reply{}, h.fail(&divergence{key: mc.key, why: "the harness sent a different request than the one recorded (beyond session ids, metadata and cache keys)"})
 	}
 	if errors.Is(err, journal.ErrStopped) {
-		ts, fresh, serr := d.stopAt(ctx, h.n, key, true)
+		// A message stopped the call while the vendor answered it.
+		ts, fresh, serr := d.stopAt(ctx, h.n, mc.key, true)
 		if serr != nil {
 			return gateway.Reply{}, h.fail(serr)
 		}
 		if ts == nil {
 			return gateway.Reply{}, h.fail(&failure{api.ReasonInternalError, "a model call was stopped for a message the run does not have"})
 		}
-		return h.stopCall(ctx, rctx, key, ts, fresh, body, out)
+		return h.stopCall(ctx, rctx, mc.key, ts, fresh, mc.body, mc.out)
 	}
 	if err != nil {
 		return gateway.Reply{}, h.fail(err)
 	}
-	if !accounted {
-		if err := account(res.Result, res.CostMicros, res.Copied); err != nil {
-			return gateway.Reply{}, h.fail(err)
+	gr, err := h.recorded(mc, res)
+	if err != nil {
+		return gateway.Reply{}, h.fail(err)
+	}
+	h.n++
+	return h.reply(mc, gr)
+}
+
+// open begins a model call or a token count: the run still goes on in this drive (else the error
+// that stopped it) and the body is a JSON object (else the harness's 400).
+func (h *hostRun) open(c gateway.Call) (map[string]json.RawMessage, error) {
+	if h.err != nil {
+		return nil, h.err
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(c.Body, &body); err != nil {
+		return nil, &gateway.BadRequest{Msg: "the body is not a JSON object: " + err.Error()}
+	}
+	return body, nil
+}
+
+// encode is body as it goes on (out) and as the replay check compares it (norm), with the run
+// folder and this run's harness homes as placeholders.
+func (h *hostRun) encode(body map[string]json.RawMessage) (out, norm []byte) {
+	d := h.d
+	out, _ = json.Marshal(body)
+	return out, gateway.Normalize(body, d.folder, h.home, harnessHome(d.e.DataDir, d.run.Metadata.Name))
+}
+
+// shape makes c, whose body is body, the turn's call: the turn's model and the agent's output
+// limit, whatever the harness asked for (the cap's worst case is computed on them), and for a
+// Responses call on Anthropic its translation.
+func (h *hostRun) shape(c gateway.Call, body map[string]json.RawMessage) (*modelCall, error) {
+	d := h.d
+	mc := &modelCall{key: h.prefix + fmt.Sprintf("t%d/model", h.n), model: h.cur.model, maxTokens: d.maxTokens(),
+		provider: d.acc.provider, body: body, steerable: h.prefix == "" && !h.proposal}
+	if asked := gateway.LimitCall(h.wire, body, mc.model, mc.maxTokens); asked > mc.maxTokens && !h.clamped && !d.j.Completed(mc.key) {
+		h.clamped = true
+		d.j.Emit(api.Event{Type: api.EventGatewayClamped, StepKey: mc.key, Message: fmt.Sprintf("%s asked for %d output tokens a call; the gateway clamps every call to the agent's maxTokens (%d)", h.name, asked, mc.maxTokens)})
+	}
+	mc.out, mc.norm = h.encode(body)
+	mc.fwd, mc.fwdBody, mc.vendorWire = c, mc.out, h.wire
+	if h.wire == gateway.WireResponses && mc.provider.Name() == "anthropic" {
+		if err := h.translateCall(mc); err != nil {
+			return nil, err
 		}
+	}
+	return mc, nil
+}
+
+// translateCall has mc go to Anthropic as a Messages call, and says so at the run's first call.
+func (h *hostRun) translateCall(mc *modelCall) error {
+	d := h.d
+	tr, err := translate.Request(mc.out)
+	if err != nil {
+		return &gateway.BadRequest{Msg: err.Error()}
+	}
+	hdr := http.Header{"Content-Type": {"application/json"}}
+	if tr.Stream {
+		hdr.Set("Accept", "text/event-stream")
+	}
+	mc.tr = tr
+	mc.fwd, mc.fwdBody, mc.vendorWire = gateway.Call{Wire: gateway.WireAnthropic, Path: "/messages", Header: hdr}, tr.Body, gateway.WireAnthropic
+	if _, seen := d.j.Lookup(h.prefix + "t0/model"); !seen && h.n == 0 {
+		msg := fmt.Sprintf("%s speaks the OpenAI Responses API and this run's model access is Anthropic's: the gateway translates each call to the Messages API and each answer back (the journal keeps Anthropic's bytes)", h.name)
+		if len(tr.Dropped) > 0 {
+			msg += "; tools Anthropic does not serve are left out: " + strings.Join(tr.Dropped, ", ")
+		}
+		d.j.Emit(api.Event{Type: api.EventGatewayTranslated, StepKey: mc.key, Message: msg})
+	}
+	return nil
+}
+
+// step is mc's journal step: the call made now (upstream), accounted in the step's own commit,
+// or answered from the journal.
+func (h *hostRun) step(mc *modelCall) (journal.Outcome, error) {
+	d := h.d
+	return d.j.Do(h.ctx, journal.Spec{Key: mc.key, Kind: "model", Title: fmt.Sprintf("model call (%s via %s, call %d)", mc.model, h.name, h.n+1),
+		Args:   harnessCallArgs(h.name, mc.provider.Name(), mc.model, len(mc.out), mc.tr != nil),
+		HashOf: journal.Encoded(mc.norm), Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(mc.key), Concurrent: true,
+		Status: func(_ json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
+			// The result is the one upstream just built: accounted as it is, not decoded again.
+			h.account(mc.made.modelResult, c, false)
+			mc.accounted = true
+			return &d.status, nil
+		}},
+		func(ctx context.Context) (any, *int64, error) { return h.upstream(ctx, mc) })
+}
+
+// upstream is mc's effect: the call forwarded to the vendor (under a context a message cancels,
+// when it may stop the call), and its answer summarised once for the step and priced.
+func (h *hostRun) upstream(ctx context.Context, mc *modelCall) (any, *int64, error) {
+	d := h.d
+	ctx, done := d.liveText(ctx, mc.key)
+	defer done()
+	forward := func(ctx context.Context) (int, string, []byte, error) {
+		return d.forward(ctx, mc.provider, mc.fwd, mc.fwdBody)
+	}
+	var status int
+	var ctype string
+	var data []byte
+	var err error
+	if mc.steerable {
+		status, ctype, data, err = d.steerForward(ctx, mc.vendorWire, forward)
+	} else {
+		status, ctype, data, err = forward(ctx)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	sum := gateway.Summarize(mc.vendorWire, data)
+	resp := model.Response{Model: sum.Model, StopReason: sum.StopReason, Usage: sum.Usage}
+	if sum.Text != "" {
+		// The reply's text, for people reading the step (a workflow tree's value preview).
+		resp.Content = []model.Block{{Type: model.BlockText, Text: sum.Text}}
+	}
+	recorded, vendor := d.callCost(&resp, mc.model, mc.key)
+	gr := gatewayResult{modelResult: modelResult{Response: resp, VendorMicros: vendor}, HTTPStatus: status, ContentType: ctype, Body: data}
+	if mc.vendorWire != h.wire {
+		gr.Wire = mc.vendorWire
+	}
+	mc.made, mc.text = &gr, sum.Text
+	return gr, recorded, nil
+}
+
+// recorded is mc's result: the one made now, or the journal's decoded once, then accounted when
+// the step's commit did not (a replayed step, one a person resolved).
+func (h *hostRun) recorded(mc *modelCall, res journal.Outcome) (*gatewayResult, error) {
+	gr := mc.made
+	if gr == nil {
+		gr = new(gatewayResult)
+		if err := json.Unmarshal(res.Result, gr); err != nil {
+			return nil, fmt.Errorf("decode %s result: %w", mc.key, err)
+		}
+	}
+	if !mc.accounted {
+		h.account(gr.modelResult, res.CostMicros, res.Copied)
 		if !res.Replayed {
-			if _, err := d.j.Commit(ctx, &d.status, false, nil); err != nil {
-				return gateway.Reply{}, h.fail(err)
+			if _, err := h.d.j.Commit(h.ctx, &h.d.status, false, nil); err != nil {
+				return nil, err
 			}
 		}
 	}
-	var gr gatewayResult
-	if made != nil && !res.Replayed {
-		gr = *made
-	} else if err := json.Unmarshal(res.Result, &gr); err != nil {
-		return gateway.Reply{}, h.fail(fmt.Errorf("decode %s result: %w", key, err))
+	return gr, nil
+}
+
+// account adds a call's usage and cost c to the turn (a workflow node's turn cost for a node) and
+// the run's totals; a fork's copied call cost this run nothing.
+func (h *hostRun) account(mr modelResult, c *int64, copied bool) {
+	if copied {
+		mr.VendorMicros = new(int64)
 	}
-	h.n++
+	tc := h.turnCost
+	if tc == nil {
+		tc = &h.d.turnCost
+	}
+	h.d.accountTurn(h.cur.index, tc, mr, c)
+}
+
+// reply is the harness's answer to mc from its result gr: the vendor's bytes as recorded,
+// translated back when they are of another wire than the harness's.
+func (h *hostRun) reply(mc *modelCall, gr *gatewayResult) (gateway.Reply, error) {
 	recWire := h.wire
 	if gr.Wire != "" {
 		recWire = gr.Wire
 	}
 	// The model's text in this call is the reason an approval of the tool calls it asks for shows.
-	if made != nil && !res.Replayed {
-		d.turnText = madeText
+	if mc.made != nil {
+		h.d.turnText = mc.text
 	} else {
-		d.turnText = gateway.Summarize(recWire, gr.Body).Text
+		h.d.turnText = gateway.Summarize(recWire, gr.Body).Text
 	}
 	if recWire == h.wire {
 		return gateway.Reply{Status: gr.HTTPStatus, ContentType: gr.ContentType, Body: gr.Body}, nil
 	}
-	if tr == nil {
-		return gateway.Reply{}, h.fail(&failure{api.ReasonModelError, fmt.Sprintf("step %s recorded a %s answer, which this drive cannot translate for %s (the run's provider changed?)", key, recWire, h.name)})
+	if mc.tr == nil {
+		return gateway.Reply{}, h.fail(&failure{api.ReasonModelError, fmt.Sprintf("step %s recorded a %s answer, which this drive cannot translate for %s (the run's provider changed?)", mc.key, recWire, h.name)})
 	}
-	translated, ctype, err := tr.Response(gr.Body)
+	translated, ctype, err := mc.tr.Response(gr.Body)
 	if err != nil {
-		return gateway.Reply{}, h.fail(&failure{api.ReasonModelError, fmt.Sprintf("step %s: %v", key, err)})
+		return gateway.Reply{}, h.fail(&failure{api.ReasonModelError, fmt.Sprintf("step %s: %v", mc.key, err)})
 	}
 	return gateway.Reply{Status: gr.HTTPStatus, ContentType: ctype, Body: translated}, nil
 }
@@ -552,14 +519,11 @@ type countResult struct {
 func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.err != nil {
-		return gateway.Reply{}, h.err
+	body, err := h.open(c)
+	if err != nil {
+		return gateway.Reply{}, err
 	}
 	d, ctx := h.d, h.ctx
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(c.Body, &body); err != nil {
-		return gateway.Reply{}, &gateway.BadRequest{Msg: "the body is not a JSON object: " + err.Error()}
-	}
 	// Counted for the model the call would go to, as a model call's model is the turn's.
 	modelName := d.acc.model
 	if h.cur != nil {
@@ -568,8 +532,7 @@ func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply,
 	if modelName != "" {
 		body["model"], _ = json.Marshal(modelName)
 	}
-	out, _ := json.Marshal(body)
-	norm := normalize(body, d.folder, h.home, harnessHome(d.e.DataDir, d.run.Metadata.Name))
+	out, norm := h.encode(body)
 	sum := sha256.Sum256(norm)
 	key := "count/" + hex.EncodeToString(sum[:6])
 	// A count the journal answers costs the vendor nothing; one the vendor answers is a call the
@@ -584,36 +547,7 @@ func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply,
 	provider := d.acc.provider
 	res, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "count", Title: fmt.Sprintf("token count (%s via %s)", modelName, h.name),
 		Args: map[string]any{"harness": h.name, "provider": provider.Name(), "model": modelName, "bytes": len(out)}, HashOf: journal.Encoded(norm), Safe: true},
-		func(ctx context.Context) (any, *int64, error) {
-			fw, ok := provider.(model.Forwarder)
-			if !ok {
-				return nil, nil, &failure{api.ReasonModelError, "provider " + provider.Name() + " cannot forward harness calls"}
-			}
-			start := time.Now()
-			resp, err := fw.Forward(ctx, c.Path, c.Header, out)
-			var data []byte
-			if err == nil {
-				data, err = io.ReadAll(resp.Body)
-				resp.Body.Close()
-			}
-			metrics.ModelSeconds.Since(start, provider.Name())
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
-			}
-			if err != nil {
-				msg, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": "count_tokens: " + provider.Name() + ": " + err.Error()}})
-				return countResult{HTTPStatus: http.StatusBadGateway, ContentType: "application/json", Body: msg}, nil, nil
-			}
-			cr := countResult{HTTPStatus: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: data}
-			if resp.StatusCode/100 == 2 {
-				var n struct {
-					InputTokens int64 `json:"input_tokens"`
-				}
-				json.Unmarshal(data, &n)
-				cr.InputTokens = n.InputTokens
-			}
-			return cr, nil, nil
-		})
+		func(ctx context.Context) (any, *int64, error) { return countUpstream(ctx, provider, c, out) })
 	if errors.Is(err, journal.ErrNondeterminism) {
 		// Not reachable by a harness (the key is the request's hash), but said plainly if it is.
 		return gateway.Reply{}, h.fail(&divergence{key: key, why: "a token count's request differs from the one recorded under its hash"})
@@ -631,6 +565,39 @@ func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply,
 	}
 	metrics.GatewayCounts.Inc(provider.Name(), outcome)
 	return gateway.Reply{Status: cr.HTTPStatus, ContentType: cr.ContentType, Body: cr.Body}, nil
+}
+
+// countUpstream asks provider for the token count c with body out. A failure to reach it is the
+// harness's 502 answer (recorded: it estimates the count then), not an error of the run.
+func countUpstream(ctx context.Context, provider model.Provider, c gateway.Call, out []byte) (any, *int64, error) {
+	fw, ok := provider.(model.Forwarder)
+	if !ok {
+		return nil, nil, &failure{api.ReasonModelError, "provider " + provider.Name() + " cannot forward harness calls"}
+	}
+	start := time.Now()
+	resp, err := fw.Forward(ctx, c.Path, c.Header, out)
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	metrics.ModelSeconds.Since(start, provider.Name())
+	if ctx.Err() != nil {
+		return nil, nil, ctx.Err()
+	}
+	if err != nil {
+		msg, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": "count_tokens: " + provider.Name() + ": " + err.Error()}})
+		return countResult{HTTPStatus: http.StatusBadGateway, ContentType: "application/json", Body: msg}, nil, nil
+	}
+	cr := countResult{HTTPStatus: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: data}
+	if resp.StatusCode/100 == 2 {
+		var n struct {
+			InputTokens int64 `json:"input_tokens"`
+		}
+		json.Unmarshal(data, &n)
+		cr.InputTokens = n.InputTokens
+	}
+	return cr, nil, nil
 }
 
 // CallTool is one of the run's tools called over MCP: the built-in loop's toolCall (strict decode,
@@ -845,17 +812,17 @@ func (d *drive) harnessDriver() (harness.Driver, error) {
 // Messages API only; OpenAI's Chat Completions (what the built-in loop calls, so an
 // OpenAI-compatible server given as OPENAI_BASE_URL serves it too) and Responses; OpenRouter's
 // both and an Anthropic-compatible Messages API.
-var providerWires = map[string][]harness.Wire{
-	"anthropic":  {harness.WireAnthropic},
-	"openai":     {harness.WireChat, harness.WireResponses},
-	"openrouter": {harness.WireChat, harness.WireResponses, harness.WireAnthropic},
+var providerWires = map[string][]gateway.Wire{
+	"anthropic":  {gateway.WireAnthropic},
+	"openai":     {gateway.WireChat, gateway.WireResponses},
+	"openrouter": {gateway.WireChat, gateway.WireResponses, gateway.WireAnthropic},
 }
 
 // harnessWire is the wire drv's model calls speak on provider: the first the provider serves that
 // drv can be configured for, so a call is forwarded as the harness sent it; else Responses on
 // Anthropic, which the gateway translates to Messages (codex); else a failure saying which
 // providers would do. A provider not listed gets the harness's own first wire.
-func harnessWire(drv harness.Driver, provider string) (harness.Wire, error) {
+func harnessWire(drv harness.Driver, provider string) (gateway.Wire, error) {
 	if w, ok := pickWire(drv.Wires(), provider); ok {
 		return w, nil
 	}
@@ -869,7 +836,7 @@ func harnessWire(drv harness.Driver, provider string) (harness.Wire, error) {
 		drv.Name(), wireList(drv.Wires()), provider, wireList(providerWires[provider]), strings.Join(would, " or "))}
 }
 
-func pickWire(speaks []harness.Wire, provider string) (harness.Wire, bool) {
+func pickWire(speaks []gateway.Wire, provider string) (gateway.Wire, bool) {
 	served, known := providerWires[provider]
 	if !known {
 		return speaks[0], true
@@ -879,18 +846,17 @@ func pickWire(speaks []harness.Wire, provider string) (harness.Wire, bool) {
 			return w, true
 		}
 	}
-	if provider == "anthropic" && slices.Contains(speaks, harness.WireResponses) {
-		return harness.WireResponses, true
+	if provider == "anthropic" && slices.Contains(speaks, gateway.WireResponses) {
+		return gateway.WireResponses, true
 	}
 	return "", false
 }
 
 // wireList names wires as people know the APIs.
-func wireList(ws []harness.Wire) string {
-	names := map[harness.Wire]string{harness.WireAnthropic: "Anthropic Messages", harness.WireChat: "OpenAI Chat Completions", harness.WireResponses: "OpenAI Responses"}
+func wireList(ws []gateway.Wire) string {
 	out := make([]string, len(ws))
 	for i, w := range ws {
-		out[i] = names[w]
+		out[i] = w.Title()
 	}
 	return strings.Join(out, ", ")
 }
@@ -930,7 +896,7 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	}
 	run := d.run.Metadata.Name
 	hctx, stop := context.WithCancelCause(ctx)
-	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: string(wire), name: drv.Name(), mu: mu, cur: cur}
+	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: wire, name: drv.Name(), mu: mu, cur: cur}
 	hr := &harnessRun{h: h}
 	undo := []func(){func() { stop(nil) }}
 	hr.stop = func() {
@@ -973,10 +939,6 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 		return nil, fmt.Errorf("harness home: %w", err)
 	}
 	hr.home = home
-	base := gw.URL() + "/v2/gateway/anthropic"
-	if h.wire != gateway.WireAnthropic {
-		base = gw.URL() + "/v2/gateway/openai/v1"
-	}
 	maxTokens := d.maxTokens()
 	askModel := d.acc.model
 	if askModel == "" {
@@ -985,7 +947,7 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	// The instructions are the built-in loop's system prompt: the agent's skills (its own and the
 	// learned ones) and a learning run's notes index; the harness opens a skill or a note with the
 	// run's skill and note tools, served over MCP like the other tools.
-	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: base, Token: token, Wire: wire,
+	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: wire.BaseURL(gw.URL()), Token: token, Wire: wire,
 		Headers: map[string]string{gateway.RunHeader: run}, MCPURL: gw.URL() + "/v2/gateway/runs/" + run + "/mcp", MCPName: mcpName,
 		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.system(), Skills: d.harnessSkills(),
 		Env: harness.BaseEnv(os.Getenv("PATH"), home), Permit: h.permit}

@@ -64,6 +64,10 @@ type modelCall struct {
 	accounted bool
 }
 
+// ModelCall is one model call of the harness, in the order a reader follows it: open (the run
+// goes on, the body is an object), shape (the turn's model and limit, a translation), a message's
+// stop, guard (the cap), step (the journal: upstream makes the call, or the journal answers it),
+// recorded (accounted) and reply.
 func (h *hostRun) ModelCall(rctx context.Context, c gateway.Call) (gateway.Reply, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -76,6 +76,8 @@ type Engine struct {
 	Fetch *webfetch.Fetcher
 	// gw is the gateway external harnesses call (harness.go).
 	gw harnessGateway
+	// wfs are the workflows earlier drives validated (wfcache.go).
+	wfs wfCache
 }
 
 // RunFolder is where a run's files live.
@@ -131,6 +133,8 @@ type drive struct {
 	// inWorkflow is set while a learned workflow runs as a tool call (one does not call another).
 	offered    []model.ToolDef
 	inWorkflow bool
+	// tools encodes the built-in loop's tool list once for all its model calls (model.Tools).
+	tools *model.Tools
 	// forkChecked is set once a fork looked for its message at the fork point (fork.go).
 	forkChecked bool
 	// secretDetector finds the secrets the drive opened (its own model key) in content it puts on
@@ -297,6 +301,7 @@ func (d *drive) loop(ctx context.Context) error {
 	if d.onHarness() {
 		return d.harnessLoop(ctx, c.prompt, c.msgN, defs)
 	}
+	d.tools = model.EncodeTools(defs)
 	for n := 0; ; n++ {
 		done, err := d.turn(ctx, n, c, defs)
 		if err != nil || done {
@@ -521,10 +526,11 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 	modelName := cur.model
 	// Every call bounds its output, so its worst case is bounded too.
 	maxTokens := d.maxTokens()
-	req := &model.Request{Model: modelName, System: d.system(), Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
+	req := &model.Request{Model: modelName, System: d.system(), Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true,
+		Encoded: d.tools}
 	key := fmt.Sprintf("t%d/model", n)
 	// Encoded once for the cost guard's bound and the journal's hash.
-	reqJSON, _ := json.Marshal(req)
+	reqJSON, _ := model.MarshalRequest(req)
 	if err := d.guard(ctx, key, req, reqJSON, modelName); err != nil {
 		return nil, err
 	}

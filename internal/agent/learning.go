@@ -236,7 +236,7 @@ const gradePrompt = `You grade what an agent proposed to keep in its learning fo
 // learnCall is one model call of the learning turn (the proposal or the grade): billed to the
 // run and held to its cap like any other, its cost added to the run's.
 func (d *drive) learnCall(ctx context.Context, key, title string, req *model.Request) (*model.Response, error) {
-	reqJSON, _ := json.Marshal(req)
+	reqJSON, _ := model.MarshalRequest(req)
 	if err := d.guard(ctx, key, req, reqJSON, req.Model); err != nil {
 		return nil, err
 	}

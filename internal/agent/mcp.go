@@ -38,7 +38,7 @@ func (d *drive) mcpOpen() mcpclient.OpenSecret {
 	return d.e.Secrets.Open
 }
 
-func mcpField(i int) string { return fmt.Sprintf("spec.mcpServers[%d]", i) }
+func mcpField(i int) string { return api.NewPath("spec", "mcpServers").Index(i).String() }
 
 // startMCP connects to every server the agent names and takes the definitions of its ticked
 // tools. A server that fails is noted on the timeline; its ticked tools are still offered (with

@@ -19,7 +19,6 @@ import (
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/model"
-	"agentrun.dev/agentrun/internal/store"
 	"agentrun.dev/agentrun/internal/telemetry"
 	"agentrun.dev/agentrun/internal/workflow"
 )
@@ -30,7 +29,7 @@ import (
 // again from the start and every completed effect is answered from the journal.
 func (d *drive) workflowLoop(ctx context.Context, defs []model.ToolDef) error {
 	// Children named by string run at the revisions pinned when this revision was saved.
-	w, errs := workflow.Validate(d.spec.Workflow, workflow.Options{Runnable: true, Resolve: store.PinnedWorkflows(ctx, d.e.Store, d.spec.WorkflowChildren)})
+	w, errs := d.e.wfs.validate(ctx, d.e.Store, d.spec.Workflow, d.spec.WorkflowChildren)
 	if len(errs) > 0 {
 		return &failure{api.ReasonWorkflowFailed, "spec.workflow: " + errs.Error()}
 	}
@@ -41,7 +40,7 @@ func (d *drive) workflowLoop(ctx context.Context, defs []model.ToolDef) error {
 	d.status.Turns = d.status.Turns[:0]
 	d.spent = spend{}
 	d.updateCost(nil)
-	h := &wfHost{d: d, defs: defs}
+	h := &wfHost{d: d, defs: defs, tools: model.EncodeTools(defs)}
 	ctx, span := telemetry.Tracer().Start(ctx, "invoke_workflow "+d.run.Spec.Agent, trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "invoke_workflow"), attribute.String("gen_ai.agent.name", d.run.Spec.Agent),
 		attribute.String("gen_ai.conversation.id", d.run.Metadata.Name)))
@@ -81,7 +80,9 @@ func (d *drive) workflowLoop(ctx context.Context, defs []model.ToolDef) error {
 type wfHost struct {
 	d    *drive
 	defs []model.ToolDef
-	mu   sync.Mutex
+	// tools encodes defs once for every agent node's model calls (model.Tools).
+	tools *model.Tools
+	mu    sync.Mutex
 }
 
 // run runs w with the journal gated on the host's lock.
@@ -274,7 +275,7 @@ func (h *wfHost) Ask(ctx context.Context, key string, q workflow.Question) (work
 // usage and cost accounted on a turn of its own (chosenBy "workflow").
 func (h *wfHost) modelCall(ctx context.Context, key, title string, req *model.Request) (*model.Response, error) {
 	d := h.d
-	reqJSON, _ := json.Marshal(req)
+	reqJSON, _ := model.MarshalRequest(req)
 	if err := d.guard(ctx, key, req, reqJSON, req.Model); err != nil {
 		return nil, err
 	}
@@ -301,7 +302,7 @@ func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (_ stri
 		attribute.String("gen_ai.agent.name", h.d.run.Spec.Agent), attribute.String("agentrun.workflow.node", key))
 	defer func() { end(err) }()
 	d := h.d
-	defs := h.defs
+	defs, tools := h.defs, h.tools
 	if len(t.Tools) > 0 {
 		defs = nil
 		for _, def := range h.defs {
@@ -309,6 +310,7 @@ func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (_ stri
 				defs = append(defs, def)
 			}
 		}
+		tools = model.EncodeTools(defs) // once for the node's turns
 	}
 	state, _ := json.MarshalIndent(t.State, "", "  ")
 	conv := []model.Message{userText(fmt.Sprintf("%s\n\nThe workflow's state:\n```json\n%s\n```", t.Instructions, state))}
@@ -324,7 +326,7 @@ func (h *wfHost) Agent(ctx context.Context, key string, t workflow.Task) (_ stri
 	}
 	calls := 0
 	for turn := 0; ; turn++ {
-		req := &model.Request{Model: modelID, System: d.system(), Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true}
+		req := &model.Request{Model: modelID, System: d.system(), Messages: lastImages(conv, maxImages), Tools: defs, MaxTokens: maxTokens, Stream: true, Encoded: tools}
 		resp, err := h.modelCall(ctx, fmt.Sprintf("%s/t%d/model", key, turn), fmt.Sprintf("model call (%s, %s turn %d)", modelID, t.Node, turn+1), req)
 		if err != nil {
 			return "", err

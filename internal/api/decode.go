@@ -116,10 +116,7 @@ func orRoot(path string) string {
 }
 
 func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
+	return NewPath(path).Child(name).String()
 }
 
 // checkShape walks a decoded JSON value against a Go type.
@@ -173,7 +170,7 @@ func checkShape(v any, t reflect.Type, path string) error {
 			return wrongType(path, "a list", v)
 		}
 		for i, e := range arr {
-			if err := checkShape(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := checkShape(e, t.Elem(), NewPath(path).Index(i).String()); err != nil {
 				return err
 			}
 		}

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 )
 
 // CheckDuplicateKeys refuses a JSON value in which an object names a key twice, with an error
@@ -38,7 +37,7 @@ func (s *dupScan) path() string {
 	p := ""
 	for _, st := range s.at {
 		if st.index >= 0 {
-			p = fmt.Sprintf("%s[%d]", p, st.index)
+			p = NewPath(p).Index(st.index).String()
 		} else {
 			p = keyPath(p, st.key)
 		}

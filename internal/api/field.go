@@ -109,3 +109,44 @@ func describeList(errs []FieldError) string {
 	}
 	return strings.TrimSuffix(b.String(), ";")
 }
+
+// Join is the path of field (a path as an error names it) below p: a field of a batch's item or
+// of a template's part (NewPath("items").Index(2).Join("spec.input") is items[2].spec.input). An
+// empty field is p itself.
+func (p Path) Join(field string) string {
+	switch {
+	case field == "":
+		return p.s
+	case p.s == "":
+		return field
+	case field[0] == '[':
+		return p.s + field
+	}
+	return p.s + "." + field
+}
+
+// Under is e with its field, and every field of its list, nested under prefix: an error about a
+// batch's item or a template's part as the whole document names it. e itself is not changed.
+func (e *Error) Under(prefix Path) *Error {
+	c := *e
+	c.Field = prefix.Join(e.Field)
+	if len(e.Errors) > 0 {
+		c.Errors = make([]FieldError, len(e.Errors))
+		for i, fe := range e.Errors {
+			fe.Field = prefix.Join(fe.Field)
+			c.Errors[i] = fe
+		}
+	}
+	return &c
+}
+
+// Has reports whether a problem of the list is at field: a later check of the same field (one
+// that compares it with a stored value, say) has nothing to add once its value was refused.
+func (l ErrorList) Has(field string) bool {
+	for _, e := range l {
+		if e.Field == field {
+			return true
+		}
+	}
+	return false
+}

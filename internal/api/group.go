@@ -222,26 +222,23 @@ type EvalCase struct {
 	GradedAt *time.Time `json:"gradedAt,omitempty"`
 }
 
-// DefaultAndValidateGroup fills defaults and checks a group as a user submitted it.
+// DefaultAndValidateGroup fills defaults and checks a group as a user submitted it, reporting
+// every problem it finds (ErrorList), the first as the error's own code and field.
 func DefaultAndValidateGroup(g *AgentGroup) error {
-	if err := checkTypeMeta(&g.TypeMeta, "AgentGroup"); err != nil {
-		return err
-	}
-	if err := ValidName("metadata.name", g.Metadata.Name); err != nil {
-		return err
-	}
-	if err := ValidLabels("metadata.labels", g.Metadata.Labels); err != nil {
-		return err
-	}
+	var errs ErrorList
+	errs.AddErr(checkTypeMeta(&g.TypeMeta, "AgentGroup"))
+	errs.AddErr(ValidName("metadata.name", g.Metadata.Name))
+	errs.AddErr(ValidLabels("metadata.labels", g.Metadata.Labels))
 	s := &g.Spec
-	if err := ValidName("spec.agent", s.Agent); err != nil {
-		return err
-	}
+	spec := NewPath("spec")
+	limits := spec.Child("limits")
+	errs.AddErr(ValidName(spec.Child("agent").String(), s.Agent))
 	if s.MaxCostUSD != "" {
 		if s.Limits.MaxCostUSD != "" && s.Limits.MaxCostUSD != s.MaxCostUSD {
-			return Invalid("spec.maxCostUSD", "spec.maxCostUSD and spec.limits.maxCostUSD differ; give one")
+			errs.Add(Invalid(spec.Child("maxCostUSD").String(), "spec.maxCostUSD and spec.limits.maxCostUSD differ; give one"))
+		} else {
+			s.Limits.MaxCostUSD, s.MaxCostUSD = s.MaxCostUSD, ""
 		}
-		s.Limits.MaxCostUSD, s.MaxCostUSD = s.MaxCostUSD, ""
 	}
 	// A limit left out is 0 here and takes its default; an explicit 0 was refused when decoded
 	// (see GroupLimits.UnmarshalJSON).
@@ -249,51 +246,56 @@ func DefaultAndValidateGroup(g *AgentGroup) error {
 		s.Limits.MaxActive = DefaultMaxActive
 	}
 	if s.Limits.MaxActive < 1 || s.Limits.MaxActive > MaxMaxActive {
-		return Invalid("spec.limits.maxActive", "maxActive must be between 1 and %d, not %d", MaxMaxActive, s.Limits.MaxActive)
+		errs.Add(Invalid(limits.Child("maxActive").String(), "maxActive must be between 1 and %d, not %d", MaxMaxActive, s.Limits.MaxActive))
 	}
 	if s.Limits.MaxPending == 0 {
 		s.Limits.MaxPending = DefaultMaxPending
 	}
 	if s.Limits.MaxPending < 1 || s.Limits.MaxPending > DefaultMaxPending {
-		return Invalid("spec.limits.maxPending", "maxPending must be between 1 and %d, not %d", DefaultMaxPending, s.Limits.MaxPending)
+		errs.Add(Invalid(limits.Child("maxPending").String(), "maxPending must be between 1 and %d, not %d", DefaultMaxPending, s.Limits.MaxPending))
 	}
-	if s.Limits.MaxCostUSD != "" {
-		m, err := cost.ParseUSDStrict(s.Limits.MaxCostUSD)
-		if err != nil {
-			return Invalid("spec.limits.maxCostUSD", "%v", err)
+	if s.Limits.MaxCostUSD != "" && s.MaxCostUSD == "" {
+		if m, err := cost.ParseUSDStrict(s.Limits.MaxCostUSD); err != nil {
+			errs.Add(Invalid(limits.Child("maxCostUSD").String(), "%v", err))
+		} else {
+			s.Limits.MaxCostUSD = m.String()
 		}
-		s.Limits.MaxCostUSD = m.String()
 	}
 	if e := s.Evaluation; e != nil {
-		if e.Environment == "" {
-			return E(CodeRequired, "spec.evaluation.environment", "an evaluation names its environment as NAME@VERSION")
-		}
-		if _, _, ok := SplitEnvRef(e.Environment); !ok {
-			return Invalid("spec.evaluation.environment", "environment %q: give an explicit version, NAME@VERSION", e.Environment)
-		}
-		if e.Split == "" {
-			e.Split = "test"
-		}
-		if e.Repetitions == 0 {
-			e.Repetitions = 1
-		}
-		if e.Repetitions < 1 || e.Tasks < 0 {
-			return Invalid("spec.evaluation", "tasks and repetitions must be positive")
-		}
-		if e.Tasks*e.Repetitions > MaxEvalCases {
-			return Invalid("spec.evaluation.tasks", "%d tasks x %d repetitions is %d cases; an evaluation batch is at most %d", e.Tasks, e.Repetitions, e.Tasks*e.Repetitions, MaxEvalCases)
-		}
-		if e.Timeout == "" {
-			e.Timeout = DefaultEvalTimeout.String()
-		}
-		d, err := time.ParseDuration(e.Timeout)
-		if err != nil || d < MinEvalTimeout || d > MaxEvalTimeout {
-			return Invalid("spec.evaluation.timeout", "timeout %q: a duration from 1m to 24h", e.Timeout)
-		}
+		errs.AddErr(defaultAndValidateEvaluation(e, spec.Child("evaluation")))
 		// An evaluation generates its own runs and seals itself.
 		s.Sealed = true
 	}
-	return nil
+	return errs.Err()
+}
+
+// defaultAndValidateEvaluation fills an evaluation's defaults and checks it (at p).
+func defaultAndValidateEvaluation(e *EvaluationSpec, p Path) error {
+	var errs ErrorList
+	env := p.Child("environment").String()
+	if e.Environment == "" {
+		errs.Add(E(CodeRequired, env, "an evaluation names its environment as NAME@VERSION"))
+	} else if _, _, ok := SplitEnvRef(e.Environment); !ok {
+		errs.Add(Invalid(env, "environment %q: give an explicit version, NAME@VERSION", e.Environment))
+	}
+	if e.Split == "" {
+		e.Split = "test"
+	}
+	if e.Repetitions == 0 {
+		e.Repetitions = 1
+	}
+	if e.Repetitions < 1 || e.Tasks < 0 {
+		errs.Add(Invalid(p.String(), "tasks and repetitions must be positive"))
+	} else if e.Tasks*e.Repetitions > MaxEvalCases {
+		errs.Add(Invalid(p.Child("tasks").String(), "%d tasks x %d repetitions is %d cases; an evaluation batch is at most %d", e.Tasks, e.Repetitions, e.Tasks*e.Repetitions, MaxEvalCases))
+	}
+	if e.Timeout == "" {
+		e.Timeout = DefaultEvalTimeout.String()
+	}
+	if d, err := time.ParseDuration(e.Timeout); err != nil || d < MinEvalTimeout || d > MaxEvalTimeout {
+		errs.Add(Invalid(p.Child("timeout").String(), "timeout %q: a duration from 1m to 24h", e.Timeout))
+	}
+	return errs.Err()
 }
 
 // SplitEnvRef splits NAME@VERSION.
@@ -311,29 +313,30 @@ func SplitEnvRef(ref string) (name, version string, ok bool) {
 // sealing cannot be undone, and the cost cap can only rise (a group created without a cap keeps
 // having none: a cap added later could already be below what it spent).
 func ValidateGroupUpdate(old, new *AgentGroupSpec) error {
+	var errs ErrorList
 	if new.Agent != old.Agent {
-		return Invalid("spec.agent", "a group's agent cannot change (it is %q)", old.Agent)
+		errs.Add(Invalid("spec.agent", "a group's agent cannot change (it is %q)", old.Agent))
 	}
 	if !sameEval(old.Evaluation, new.Evaluation) {
-		return Invalid("spec.evaluation", "a group's evaluation cannot change")
+		errs.Add(Invalid("spec.evaluation", "a group's evaluation cannot change"))
 	}
 	if old.Sealed && !new.Sealed {
-		return Invalid("spec.sealed", "a sealed group cannot be unsealed")
+		errs.Add(Invalid("spec.sealed", "a sealed group cannot be unsealed"))
 	}
 	if old.Limits.MaxCostUSD != new.Limits.MaxCostUSD {
-		if old.Limits.MaxCostUSD == "" {
-			return Invalid("spec.limits.maxCostUSD", "a group created without a cost cap cannot get one later")
-		}
-		if new.Limits.MaxCostUSD == "" {
-			return Invalid("spec.limits.maxCostUSD", "the cost cap cannot be removed; it can only be raised")
-		}
+		const field = "spec.limits.maxCostUSD"
 		o, _ := cost.ParseUSD(old.Limits.MaxCostUSD)
 		n, _ := cost.ParseUSD(new.Limits.MaxCostUSD)
-		if n < o {
-			return Invalid("spec.limits.maxCostUSD", "the cost cap can only be raised (it is %s)", old.Limits.MaxCostUSD)
+		switch {
+		case old.Limits.MaxCostUSD == "":
+			errs.Add(Invalid(field, "a group created without a cost cap cannot get one later"))
+		case new.Limits.MaxCostUSD == "":
+			errs.Add(Invalid(field, "the cost cap cannot be removed; it can only be raised"))
+		case n < o:
+			errs.Add(Invalid(field, "the cost cap can only be raised (it is %s)", old.Limits.MaxCostUSD))
 		}
 	}
-	return nil
+	return errs.Err()
 }
 
 func sameEval(a, b *EvaluationSpec) bool {
@@ -344,47 +347,47 @@ func sameEval(a, b *EvaluationSpec) bool {
 }
 
 // validateMember checks the group fields of a run (the store checks them against the group):
-// the name defaults to GROUP-TASKKEY and must be exactly that.
+// the name defaults to GROUP-TASKKEY and must be exactly that. Every problem is told
+// (ErrorList).
 func validateMember(r *AgentRun) error {
+	var errs ErrorList
 	if _, ok := r.Metadata.Labels[EvalLabel]; ok {
-		return Invalid("metadata.labels", "label %s is reserved for the runs evaluation groups create", EvalLabel)
+		errs.Add(Invalid("metadata.labels", "label %s is reserved for the runs evaluation groups create", EvalLabel))
 	}
 	s := &r.Spec
 	if s.Group == "" {
 		if s.TaskKey != "" {
-			return Invalid("spec.taskKey", "a task key needs spec.group")
+			errs.Add(Invalid("spec.taskKey", "a task key needs spec.group"))
 		}
 		if len(s.DependsOn) > 0 {
-			return Invalid("spec.dependsOn", "dependencies need spec.group")
+			errs.Add(Invalid("spec.dependsOn", "dependencies need spec.group"))
 		}
-		return nil
+		return errs.Err()
 	}
-	if err := ValidName("spec.group", s.Group); err != nil {
-		return err
-	}
-	if err := ValidName("spec.taskKey", s.TaskKey); err != nil {
-		return err
-	}
-	want := s.Group + "-" + s.TaskKey
-	if r.Metadata.Name == "" {
-		r.Metadata.Name = want
-	}
-	if r.Metadata.Name != want {
-		return Invalid("metadata.name", "a run of group %q with task key %q is named %q; leave metadata.name out or set exactly that", s.Group, s.TaskKey, want)
+	gerr, terr := ValidName("spec.group", s.Group), ValidName("spec.taskKey", s.TaskKey)
+	errs.AddErr(gerr)
+	errs.AddErr(terr)
+	if gerr == nil && terr == nil {
+		want := s.Group + "-" + s.TaskKey
+		if r.Metadata.Name == "" {
+			r.Metadata.Name = want
+		}
+		if r.Metadata.Name != want {
+			errs.Add(Invalid("metadata.name", "a run of group %q with task key %q is named %q; leave metadata.name out or set exactly that", s.Group, s.TaskKey, want))
+		}
 	}
 	seen := map[string]bool{}
 	for i, d := range s.DependsOn {
 		f := NewPath("spec", "dependsOn").Index(i).String()
-		if err := ValidName(f, d); err != nil {
-			return err
-		}
-		if d == s.TaskKey {
-			return Invalid(f, "a run cannot depend on itself")
-		}
-		if seen[d] {
-			return Invalid(f, "task %q is listed twice", d)
+		switch {
+		case ValidName(f, d) != nil:
+			errs.AddErr(ValidName(f, d))
+		case d == s.TaskKey:
+			errs.Add(Invalid(f, "a run cannot depend on itself"))
+		case seen[d]:
+			errs.Add(Invalid(f, "task %q is listed twice", d))
 		}
 		seen[d] = true
 	}
-	return nil
+	return errs.Err()
 }

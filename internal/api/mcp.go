@@ -175,12 +175,12 @@ func MCPSecretRefs(at string, m MCPServer) map[string]string {
 	out := map[string]string{}
 	for k, v := range m.Env {
 		if name, _, ok, err := ParseSecretRef(v); ok && err == nil {
-			out[at+".env."+k] = name
+			out[NewPath(at).Child("env", k).String()] = name
 		}
 	}
 	for k, v := range m.Headers {
 		if name, _, ok, err := ParseSecretRef(v); ok && err == nil {
-			out[at+".headers."+k] = name
+			out[NewPath(at).Child("headers", k).String()] = name
 		}
 	}
 	return out

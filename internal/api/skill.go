@@ -161,57 +161,44 @@ func cutLine(b []byte, want string) ([]byte, bool) {
 // matter, the size) and fills in its name, description and digest; the store assigns the
 // version. The files are sorted by path.
 func DefaultAndValidateSkill(s *Skill) error {
-	if err := checkTypeMeta(&s.TypeMeta, "Skill"); err != nil {
-		return err
-	}
+	var errs ErrorList
+	errs.AddErr(checkTypeMeta(&s.TypeMeta, "Skill"))
 	if s.Spec.Version != 0 {
-		return Invalid("spec.version", "the server numbers a skill's versions; leave version out")
+		errs.Add(Invalid("spec.version", "the server numbers a skill's versions; leave version out"))
 	}
-	if len(s.Spec.Files) == 0 {
-		return E(CodeRequired, "spec.files", "a skill needs its files, SKILL.md at least")
+	files := NewPath("spec", "files")
+	before := len(errs)
+	switch {
+	case len(s.Spec.Files) == 0:
+		errs.Add(E(CodeRequired, files.String(), "a skill needs its files, SKILL.md at least"))
+	case len(s.Spec.Files) > maxSkillFiles:
+		errs.Add(E(CodeTooLarge, files.String(), "a skill has at most %d files, got %d", maxSkillFiles, len(s.Spec.Files)))
+	default:
+		errs.AddErr(checkSkillFiles(s.Spec.Files, files))
 	}
-	if len(s.Spec.Files) > maxSkillFiles {
-		return E(CodeTooLarge, "spec.files", "a skill has at most %d files, got %d", maxSkillFiles, len(s.Spec.Files))
-	}
-	total, seen := 0, map[string]bool{}
-	for i, f := range s.Spec.Files {
-		at := NewPath("spec", "files").Index(i)
-		field := at.Child("path").String()
-		clean := path.Clean(f.Path)
-		if f.Path == "" || clean != f.Path || path.IsAbs(f.Path) || clean == "." || strings.HasPrefix(clean, "../") || clean == ".." || strings.Contains(f.Path, "\\") {
-			return Invalid(field, "file path %q: want a clean path relative to the skill's folder", f.Path)
-		}
-		if seen[f.Path] {
-			return Invalid(field, "file %q is given twice", f.Path)
-		}
-		seen[f.Path] = true
-		b, err := f.Bytes()
-		if err != nil {
-			return Invalid(at.Child("content").String(), "file %q: base64 content does not decode: %v", f.Path, err)
-		}
-		total += len(b)
-	}
-	if total > MaxSkillBytes {
-		return E(CodeTooLarge, "spec.files", "the skill's files hold %d bytes; a skill is at most %d (1 MiB) in all", total, MaxSkillBytes)
+	if len(errs) > before {
+		// SKILL.md and the digest are read from files that are all there and well formed.
+		errs.AddErr(ValidLabels("metadata.labels", s.Metadata.Labels))
+		return errs.Err()
 	}
 	md, ok := s.File(SkillFileName)
 	if !ok {
-		return E(CodeRequired, "spec.files", "a skill needs a SKILL.md at the top of its folder")
+		errs.Add(E(CodeRequired, files.String(), "a skill needs a SKILL.md at the top of its folder"))
+	} else if fm, e := ParseSkillFrontMatter(md); e != nil {
+		errs.Add(e)
+	} else {
+		if s.Metadata.Name == "" {
+			s.Metadata.Name = fm.Name
+		}
+		if s.Metadata.Name != fm.Name {
+			errs.Add(Invalid("metadata.name", "metadata.name %q differs from SKILL.md's name %q", s.Metadata.Name, fm.Name))
+		}
+		s.Spec.Description = fm.Description
 	}
-	fm, e := ParseSkillFrontMatter(md)
-	if e != nil {
-		return e
+	errs.AddErr(ValidLabels("metadata.labels", s.Metadata.Labels))
+	if len(errs) > 0 {
+		return errs.Err()
 	}
-	if s.Metadata.Name == "" {
-		s.Metadata.Name = fm.Name
-	}
-	if s.Metadata.Name != fm.Name {
-		return Invalid("metadata.name", "metadata.name %q differs from SKILL.md's name %q", s.Metadata.Name, fm.Name)
-	}
-	if err := ValidLabels("metadata.labels", s.Metadata.Labels); err != nil {
-		return err
-	}
-	s.Spec.Description = fm.Description
 	sort.Slice(s.Spec.Files, func(i, j int) bool { return s.Spec.Files[i].Path < s.Spec.Files[j].Path })
 	h := sha256.New()
 	for _, f := range s.Spec.Files {
@@ -222,6 +209,32 @@ func DefaultAndValidateSkill(s *Skill) error {
 	}
 	s.Spec.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	return nil
+}
+
+// checkSkillFiles checks each file's path and content (at files) and the size of them all.
+func checkSkillFiles(fs []SkillFile, files Path) error {
+	var errs ErrorList
+	total, seen := 0, map[string]bool{}
+	for i, f := range fs {
+		at := files.Index(i)
+		field := at.Child("path").String()
+		clean := path.Clean(f.Path)
+		if f.Path == "" || clean != f.Path || path.IsAbs(f.Path) || clean == "." || strings.HasPrefix(clean, "../") || clean == ".." || strings.Contains(f.Path, "\\") {
+			errs.Add(Invalid(field, "file path %q: want a clean path relative to the skill's folder", f.Path))
+		} else if seen[f.Path] {
+			errs.Add(Invalid(field, "file %q is given twice", f.Path))
+		}
+		seen[f.Path] = true
+		b, err := f.Bytes()
+		if err != nil {
+			errs.Add(Invalid(at.Child("content").String(), "file %q: base64 content does not decode: %v", f.Path, err))
+		}
+		total += len(b)
+	}
+	if total > MaxSkillBytes {
+		errs.Add(E(CodeTooLarge, files.String(), "the skill's files hold %d bytes; a skill is at most %d (1 MiB) in all", total, MaxSkillBytes))
+	}
+	return errs.Err()
 }
 
 // ParseSkillRef splits "name" or "name@version" (version 0: the latest).

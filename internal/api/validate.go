@@ -184,45 +184,42 @@ func WorkflowInvalid(errs workflow.Invalid) error {
 	return Invalid("spec.workflow"+errs[0].Pointer, "%s", strings.TrimSuffix(b.String(), ";"))
 }
 
-// DefaultAndValidateRun checks a run as a user submitted it (before the agent is looked up).
+// DefaultAndValidateRun checks a run as a user submitted it (before the agent is looked up),
+// reporting every problem it finds (ErrorList), the first as the error's own code and field.
 // now resolves a relative deadline.
 func DefaultAndValidateRun(r *AgentRun, now time.Time) error {
-	if err := checkTypeMeta(&r.TypeMeta, "AgentRun"); err != nil {
-		return err
+	var errs ErrorList
+	errs.AddErr(checkTypeMeta(&r.TypeMeta, "AgentRun"))
+	errs.AddErr(validateMember(r))
+	// A member's name is checked against its group and task key there (and left empty when
+	// they are not valid names).
+	if !errs.Has("metadata.name") && (r.Spec.Group == "" || r.Metadata.Name != "") {
+		errs.AddErr(ValidName("metadata.name", r.Metadata.Name))
 	}
-	if err := validateMember(r); err != nil {
-		return err
-	}
-	if err := ValidName("metadata.name", r.Metadata.Name); err != nil {
-		return err
-	}
-	if err := ValidLabels("metadata.labels", r.Metadata.Labels); err != nil {
-		return err
-	}
+	errs.AddErr(ValidLabels("metadata.labels", r.Metadata.Labels))
 	s := &r.Spec
+	spec := NewPath("spec")
 	if s.Agent == "" {
-		return E(CodeRequired, "spec.agent", "spec.agent is required")
+		errs.Add(E(CodeRequired, spec.Child("agent").String(), "spec.agent is required"))
+	} else {
+		errs.AddErr(ValidName(spec.Child("agent").String(), s.Agent))
 	}
-	if err := ValidName("spec.agent", s.Agent); err != nil {
-		return err
-	}
+	input := spec.Child("input").String()
 	if len(s.Input) > MaxInputBytes {
-		return E(CodeTooLarge, "spec.input", "input is %d bytes; the limit is %d (256 KiB)", len(s.Input), MaxInputBytes)
-	}
-	if strings.TrimSpace(s.Input) == "" && !s.KeepAlive {
-		return E(CodeRequired, "spec.input", "spec.input is required (a run without input must set keepAlive and receive messages)")
+		errs.Add(E(CodeTooLarge, input, "input is %d bytes; the limit is %d (256 KiB)", len(s.Input), MaxInputBytes))
+	} else if strings.TrimSpace(s.Input) == "" && !s.KeepAlive {
+		errs.Add(E(CodeRequired, input, "spec.input is required (a run without input must set keepAlive and receive messages)"))
 	}
 	if s.MaxCostUSD != "" {
 		if _, err := cost.ParseUSDStrict(s.MaxCostUSD); err != nil {
-			return Invalid("spec.maxCostUSD", "%v", err)
+			errs.Add(Invalid(spec.Child("maxCostUSD").String(), "%v", err))
 		}
 	}
 	if s.Deadline != "" {
-		if _, err := ResolveDeadline(s.Deadline, now); err != nil {
-			return err
-		}
+		_, err := ResolveDeadline(s.Deadline, now)
+		errs.AddErr(err)
 	}
-	return nil
+	return errs.Err()
 }
 
 // ResolveDeadline turns spec.deadline into an absolute time.

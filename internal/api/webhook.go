@@ -121,55 +121,46 @@ func KnownWebhookEvent(t string) bool {
 }
 
 // DefaultAndValidateWebhook fills a webhook's defaults and checks it as a user submitted it, with
-// no I/O (whether its address may be reached is the server's to check). Every error names its
-// field.
+// no I/O (whether its address may be reached is the server's to check). Every problem is told
+// (ErrorList), each naming its field.
 func DefaultAndValidateWebhook(w *Webhook) error {
-	if w.APIVersion != "" && w.APIVersion != APIVersion && w.APIVersion != AltAPIVersion {
-		return Invalid("apiVersion", "apiVersion %q is not served; use %s", w.APIVersion, APIVersion)
-	}
-	if w.Kind != "" && w.Kind != "Webhook" {
-		return Invalid("kind", "kind is %q, expected Webhook", w.Kind)
-	}
-	w.APIVersion, w.Kind = APIVersion, "Webhook"
-	if err := ValidName("metadata.name", w.Metadata.Name); err != nil {
-		return err
-	}
-	if err := ValidLabels("metadata.labels", w.Metadata.Labels); err != nil {
-		return err
-	}
+	var errs ErrorList
+	errs.AddErr(checkTypeMeta(&w.TypeMeta, "Webhook"))
+	errs.AddErr(ValidName("metadata.name", w.Metadata.Name))
+	errs.AddErr(ValidLabels("metadata.labels", w.Metadata.Labels))
 	s := &w.Spec
-	if err := CheckWebhookURL("spec.url", s.URL); err != nil {
-		return err
-	}
+	spec := NewPath("spec")
+	errs.AddErr(CheckWebhookURL(spec.Child("url").String(), s.URL))
 	if len(s.Events) == 0 {
-		return E(CodeRequired, "spec.events", "spec.events is required: one or more of %s", webhookEventNames())
+		errs.Add(E(CodeRequired, spec.Child("events").String(), "spec.events is required: one or more of %s", webhookEventNames()))
 	}
 	seen := map[string]bool{}
 	for i, e := range s.Events {
-		field := NewPath("spec", "events").Index(i).String()
-		if !KnownWebhookEvent(e) {
-			return E(CodeUnknownWebhookEvent, field, "%q is not a webhook event; use %s", e, webhookEventNames())
-		}
-		if seen[e] {
-			return Invalid(field, "%q is listed twice", e)
+		field := spec.Child("events").Index(i).String()
+		switch {
+		case !KnownWebhookEvent(e):
+			errs.Add(E(CodeUnknownWebhookEvent, field, "%q is not a webhook event; use %s", e, webhookEventNames()))
+		case seen[e]:
+			errs.Add(Invalid(field, "%q is listed twice", e))
 		}
 		seen[e] = true
 	}
 	if len(s.Agents) > MaxWebhookAgents {
-		return Invalid("spec.agents", "%d agents; at most %d", len(s.Agents), MaxWebhookAgents)
-	}
-	seen = map[string]bool{}
-	for i, a := range s.Agents {
-		field := NewPath("spec", "agents").Index(i).String()
-		if err := ValidName(field, a); err != nil {
-			return err
+		errs.Add(Invalid(spec.Child("agents").String(), "%d agents; at most %d", len(s.Agents), MaxWebhookAgents))
+	} else {
+		seen = map[string]bool{}
+		for i, a := range s.Agents {
+			field := spec.Child("agents").Index(i).String()
+			if err := ValidName(field, a); err != nil {
+				errs.AddErr(err)
+			} else if seen[a] {
+				errs.Add(Invalid(field, "%q is listed twice", a))
+			}
+			seen[a] = true
 		}
-		if seen[a] {
-			return Invalid(field, "%q is listed twice", a)
-		}
-		seen[a] = true
 	}
-	return ValidName("spec.secretRef", s.SecretRef)
+	errs.AddErr(ValidName(spec.Child("secretRef").String(), s.SecretRef))
+	return errs.Err()
 }
 
 // CheckWebhookURL checks a webhook URL's form: http or https, a host, no user name or password,

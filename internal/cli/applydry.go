@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -71,7 +70,7 @@ func (s applySet) judge(t applyTarget, err error) error {
 		}
 		for i, d := range deps {
 			if !s.tasks[group][str(d)] {
-				return api.Invalid(fmt.Sprintf("spec.dependsOn[%d]", i), "task %q is not in group %q: create the runs a run depends on first (earlier in the same file)", str(d), group)
+				return api.Invalid(api.NewPath("spec", "dependsOn").Index(i).String(), "task %q is not in group %q: create the runs a run depends on first (earlier in the same file)", str(d), group)
 			}
 		}
 		return nil

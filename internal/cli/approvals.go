@@ -6,42 +6,22 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"agentrun.dev/agentrun/client"
 	"agentrun.dev/agentrun/internal/humanjson"
 )
 
 func approvalsCmd() *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
-		Use:   "approvals RUN",
-		Short: "List a run's tool calls that asked for approval, with their exact arguments",
-		Long: `List a run's tool calls that asked for approval or were refused by a rule: the exact
+	return listVerb[client.Approval]{use: "approvals RUN",
+		short: "List a run's tool calls that asked for approval, with their exact arguments",
+		long: `List a run's tool calls that asked for approval or were refused by a rule: the exact
 arguments, the agent's stated reason (REASON), who decided (DECIDED BY: a person, or the rule that
 refused the call) and the note given with the decision (NOTE: runs deny RUN ID --reason ...).`,
-		Args: exactArgs(1, "the run's name"),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "", "json", "yaml"); err != nil {
-				return err
-			}
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			as, err := c.Approvals(ctxOf(cmd), args[0])
-			if err != nil {
-				return failure(err)
-			}
-			if output != "" {
-				return writeValue(cmd.OutOrStdout(), map[string]any{"items": as}, output)
-			}
-			rows := make([][]string, 0, len(as))
-			for _, a := range as {
-				rows = append(rows, []string{fmt.Sprint(a.ID), a.State, a.Tool, truncate(humanjson.String(a.Input), 80), truncate(a.Reason, 50), a.DecidedBy, truncate(a.Note, 50)})
-			}
-			return writeTable(cmd.OutOrStdout(), []string{"ID", "STATE", "TOOL", "ARGUMENTS", "REASON", "DECIDED BY", "NOTE"}, rows)
+		arg: "the run's name", of: (*client.Client).Approvals,
+		header: []string{"ID", "STATE", "TOOL", "ARGUMENTS", "REASON", "DECIDED BY", "NOTE"},
+		rows: rowEach(func(a client.Approval) []string {
+			return []string{fmt.Sprint(a.ID), a.State, a.Tool, truncate(humanjson.String(a.Input), 80), truncate(a.Reason, 50), a.DecidedBy, truncate(a.Note, 50)}
 		}),
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml (default a table)")
-	return cmd
+		value: func(as []client.Approval) any { return map[string]any{"items": as} }}.cmd()
 }
 
 func decideCmd(decision string) *cobra.Command {

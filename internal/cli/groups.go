@@ -169,44 +169,22 @@ func envCmd() *cobra.Command {
 }
 
 func envListCmd() *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the built-in and loaded environments",
-		Args:  exactArgs(0, "no arguments"),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "", "json", "yaml"); err != nil {
-				return err
+	return listVerb[client.Environment]{use: "list", short: "List the built-in and loaded environments",
+		fetch:  (*client.Client).ListEnvironments,
+		header: []string{"ENVIRONMENT", "GRADER", "SPLITS", "SOURCE"},
+		rows: rowEach(func(e client.Environment) []string {
+			var splits []string
+			for s, n := range e.Status.Tasks {
+				splits = append(splits, fmt.Sprintf("%s=%d", s, n))
 			}
-			c, err := newClient()
-			if err != nil {
-				return err
+			sort.Strings(splits)
+			src := "loaded"
+			if e.Status.Builtin {
+				src = "built in"
 			}
-			envs, err := c.ListEnvironments(ctxOf(cmd))
-			if err != nil {
-				return err
-			}
-			if output != "" {
-				return writeValue(cmd.OutOrStdout(), envs, output)
-			}
-			var rows [][]string
-			for _, e := range envs {
-				var splits []string
-				for s, n := range e.Status.Tasks {
-					splits = append(splits, fmt.Sprintf("%s=%d", s, n))
-				}
-				sort.Strings(splits)
-				src := "loaded"
-				if e.Status.Builtin {
-					src = "built in"
-				}
-				rows = append(rows, []string{e.Metadata.Name + "@" + e.Spec.Version, e.Spec.Grader.Kind, strings.Join(splits, ","), src})
-			}
-			return writeTable(cmd.OutOrStdout(), []string{"ENVIRONMENT", "GRADER", "SPLITS", "SOURCE"}, rows)
+			return []string{e.Metadata.Name + "@" + e.Spec.Version, e.Spec.Grader.Kind, strings.Join(splits, ","), src}
 		}),
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output: json or yaml (default: a table)")
-	return cmd
+		value: func(envs []client.Environment) any { return envs }}.cmd()
 }
 
 func envLoadCmd() *cobra.Command {

@@ -11,12 +11,18 @@ import (
 )
 
 // listVerb is the one shape of a list command (`agentrun triggers list`, `skills list`,
-// `runners`): fetch the items, print a table, a row each, or with -o the items as JSON or YAML.
+// `runners`, `env list`, `runs approvals RUN`): fetch the items, print a table, a row each, or
+// with -o the items as JSON or YAML.
 type listVerb[T any] struct {
-	use, short string
-	fetch      func(c *client.Client, ctx context.Context) ([]T, error)
-	header     []string
-	rows       func([]T) [][]string
+	use, short, long string
+	// fetch gets the items of a command without arguments.
+	fetch func(c *client.Client, ctx context.Context) ([]T, error)
+	// arg, when set, says what the command's one argument is ("the run's name"), and of gets the
+	// items of the one it names (fetch is then unset).
+	arg    string
+	of     func(c *client.Client, ctx context.Context, name string) ([]T, error)
+	header []string
+	rows   func([]T) [][]string
 	// value, when set, is what -o json|yaml prints of the items; without it the command has no
 	// -o flag (what it prints is the table alone).
 	value func([]T) any
@@ -35,10 +41,15 @@ func rowEach[T any](row func(T) []string) func([]T) [][]string {
 
 func (v listVerb[T]) cmd() *cobra.Command {
 	var output string
+	n, what := 0, "no arguments"
+	if v.arg != "" {
+		n, what = 1, v.arg
+	}
 	cmd := &cobra.Command{
 		Use:   v.use,
 		Short: v.short,
-		Args:  exactArgs(0, "no arguments"),
+		Long:  v.long,
+		Args:  exactArgs(n, what),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "", "json", "yaml"); err != nil {
 				return err
@@ -47,7 +58,12 @@ func (v listVerb[T]) cmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			items, err := v.fetch(c, ctxOf(cmd))
+			var items []T
+			if v.arg != "" {
+				items, err = v.of(c, ctxOf(cmd), args[0])
+			} else {
+				items, err = v.fetch(c, ctxOf(cmd))
+			}
 			if err != nil {
 				return err
 			}

@@ -140,14 +140,15 @@ type antError struct {
 }
 
 func (a *anthropic) Complete(ctx context.Context, req *Request) (*Response, error) {
-	body, err := json.Marshal(a.wireRequest(req))
+	body, err := anthropicBody(a.wireRequest(req), req)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encode request: %w", err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+"/v1/messages", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+"/v1/messages", http.NoBody)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: build request: %w", err)
 	}
+	bodyOf(hreq, body)
 	hreq.Header.Set("content-type", "application/json")
 	hreq.Header.Set("anthropic-version", anthropicVersion)
 	if a.key != "" {
@@ -215,14 +216,24 @@ func (a *anthropic) wireRequest(req *Request) *antRequest {
 		}
 		w.Messages = append(w.Messages, am)
 	}
-	for _, t := range req.Tools {
+	if !req.Encoded.of(req.Tools) {
+		// Otherwise marshalAnthropic takes them encoded from req.Encoded.
+		w.Tools = antTools(req.Tools)
+	}
+	return w
+}
+
+// antTools is the Messages API's form of defs (nil for none).
+func antTools(defs []ToolDef) []antTool {
+	var out []antTool
+	for _, t := range defs {
 		schema := t.InputSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		w.Tools = append(w.Tools, antTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		out = append(out, antTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
-	return w
+	return out
 }
 
 // antToolResultContent is a tool_result's content: the text as a string (absent when empty), or, when

@@ -84,6 +84,10 @@ type Request struct {
 	// {"type": "tool"}, OpenAI {"type": "function"}): how a structured answer is asked for
 	// (Structured).
 	ToolChoice string `json:"toolChoice,omitempty"`
+	// Encoded, when it encodes Tools (EncodeTools(Tools)), gives their encodings so that a
+	// drive's calls do not encode the same definitions again (MarshalRequest, the providers'
+	// bodies); otherwise it is ignored. Not part of the request's JSON.
+	Encoded *Tools `json:"-"`
 }
 
 // Usage counts tokens the way Anthropic bills them: InputTokens are the uncached input tokens, and the

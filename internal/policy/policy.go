@@ -85,7 +85,7 @@ func Check(s *Spec) error {
 		return nil
 	}
 	if field, err := Validate(*s); err != nil {
-		return api.Invalid("spec.approvals."+field, "%v", err)
+		return api.Invalid(api.NewPath("spec", "approvals").Join(field), "%v", err)
 	}
 	return nil
 }
@@ -97,10 +97,10 @@ func Validate(s Spec) (field string, err error) {
 	}
 	for i, r := range s.Rules {
 		if r.Action != Allow && r.Action != Ask && r.Action != Deny {
-			return fmt.Sprintf("rules[%d].action", i), fmt.Errorf("action %q: use allow, ask or deny", r.Action)
+			return api.NewPath("rules").Index(i).Child("action").String(), fmt.Errorf("action %q: use allow, ask or deny", r.Action)
 		}
 		if _, err := Parse(r.Match); err != nil {
-			return fmt.Sprintf("rules[%d].match", i), err
+			return api.NewPath("rules").Index(i).Child("match").String(), err
 		}
 	}
 	// neverAsk turns every ask into allow: an ask written beside it would never ask (a merge
@@ -112,7 +112,7 @@ func Validate(s Spec) (field string, err error) {
 		}
 		for i, r := range s.Rules {
 			if r.Action == Ask {
-				return fmt.Sprintf("rules[%d].action", i), fmt.Errorf("rule %d (%s) asks, and %s", i, r.Match, why)
+				return api.NewPath("rules").Index(i).Child("action").String(), fmt.Errorf("rule %d (%s) asks, and %s", i, r.Match, why)
 			}
 		}
 	}

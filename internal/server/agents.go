@@ -106,26 +106,15 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, withTools(a))
 }
 
-func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
-	a, err := s.Store.GetAgent(r.Context(), r.PathValue("name"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, withTools(a))
-}
-
-func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
-	as, err := s.Store.ListAgents(r.Context())
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	items := make([]api.Agent, 0, len(as))
-	for _, a := range as {
-		items = append(items, *withTools(a))
-	}
-	writeJSON(w, http.StatusOK, api.List[api.Agent]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentList"}, Items: items})
+// agents is the agent resource's list, get and delete (its writes are the handlers here: every
+// change of a spec is a new revision).
+func (s *Server) agents() resource[api.Agent] {
+	return resource[api.Agent]{kind: "agent", listKind: "AgentList",
+		meta: func(a *api.Agent) *api.ObjectMeta { return &a.Metadata },
+		get:  s.Store.GetAgent, list: allOf(s.Store.ListAgents), delete: only(s.Store.DeleteAgent),
+		viewer: func(context.Context, bool) (func(*api.Agent) (*api.Agent, error), error) {
+			return func(a *api.Agent) (*api.Agent, error) { return withTools(a), nil }, nil
+		}}
 }
 
 // applyAgent is server-side create-or-update (kubectl apply).
@@ -327,14 +316,6 @@ func merge(target, patch any) any {
 		t[k] = merge(t[k], v)
 	}
 	return t
-}
-
-func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {
-	if err := s.Store.DeleteAgent(r.Context(), r.PathValue("name")); err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "deleted", "name": r.PathValue("name")})
 }
 
 // EnsureBuiltinAgents makes the ready-made assistant (api.BuiltinAssistant, "claude-assistant")

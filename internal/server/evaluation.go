@@ -111,7 +111,7 @@ func (s *Server) groupResults(w http.ResponseWriter, r *http.Request) {
 	if items == nil {
 		items = []api.EvalCase{}
 	}
-	v, err := s.withStatus(r, g)
+	v, err := s.withStatus(r.Context(), g)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -17,12 +17,13 @@ import (
 
 // groupRoutes registers /v2/agentgroups.
 func (s *Server) groupRoutes(v2 *http.ServeMux) {
-	v2.HandleFunc("GET /v2/agentgroups", s.listGroups)
+	groups := s.groups()
+	v2.HandleFunc("GET /v2/agentgroups", groups.listAll)
 	v2.HandleFunc("POST /v2/agentgroups", s.createGroup)
-	v2.HandleFunc("GET /v2/agentgroups/{name}", s.getGroup)
+	v2.HandleFunc("GET /v2/agentgroups/{name}", groups.getOne)
 	v2.HandleFunc("PUT /v2/agentgroups/{name}", s.applyGroup)
 	v2.HandleFunc("PATCH /v2/agentgroups/{name}", s.patchGroup)
-	v2.HandleFunc("DELETE /v2/agentgroups/{name}", s.deleteGroup)
+	v2.HandleFunc("DELETE /v2/agentgroups/{name}", groups.deleteOne)
 	v2.HandleFunc("POST /v2/agentgroups/{name}/cancel", s.cancelGroup)
 	v2.HandleFunc("GET /v2/agentgroups/{name}/results", s.groupResults)
 	v2.HandleFunc("GET /v2/environments", s.listEnvironments)
@@ -50,8 +51,8 @@ func (s *Server) kickGroups() {
 }
 
 // withStatus fills a group's derived status from its members.
-func (s *Server) withStatus(r *http.Request, g *api.AgentGroup) (*api.AgentGroup, error) {
-	ms, err := s.Store.GroupMembers(r.Context(), g.Metadata.Name)
+func (s *Server) withStatus(ctx context.Context, g *api.AgentGroup) (*api.AgentGroup, error) {
+	ms, err := s.Store.GroupMembers(ctx, g.Metadata.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -69,33 +70,18 @@ func (s *Server) getGroupView(r *http.Request, name string) (*api.AgentGroup, er
 	if err != nil {
 		return nil, err
 	}
-	return s.withStatus(r, g)
+	return s.withStatus(r.Context(), g)
 }
 
-func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) {
-	gs, err := s.Store.ListGroups(r.Context())
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	items := make([]api.AgentGroup, 0, len(gs))
-	for _, g := range gs {
-		if _, err := s.withStatus(r, g); err != nil {
-			writeErr(w, err)
-			return
-		}
-		items = append(items, *g)
-	}
-	writeJSON(w, http.StatusOK, api.List[api.AgentGroup]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentGroupList"}, Items: items})
-}
-
-func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) {
-	g, err := s.getGroupView(r, r.PathValue("name"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, g)
+// groups is the group resource's list, get and delete, each group with the status its members
+// give it (its writes are the handlers here: a live group's changes are checked against it).
+func (s *Server) groups() resource[api.AgentGroup] {
+	return resource[api.AgentGroup]{kind: "group", listKind: "AgentGroupList",
+		meta: func(g *api.AgentGroup) *api.ObjectMeta { return &g.Metadata },
+		get:  s.Store.GetGroup, list: allOf(s.Store.ListGroups), delete: s.deleteGroup,
+		viewer: func(ctx context.Context, _ bool) (func(*api.AgentGroup) (*api.AgentGroup, error), error) {
+			return func(g *api.AgentGroup) (*api.AgentGroup, error) { return s.withStatus(ctx, g) }, nil
+		}}
 }
 
 func decodeGroup(body []byte) (*api.AgentGroup, error) {
@@ -198,7 +184,19 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, g *api.Agen
 		// sealed: false is refused: sealing cannot be undone).
 		g.Spec.Sealed = true
 	}
-	if err := api.DefaultAndValidateGroup(g); err != nil {
+	// The new spec's mistakes and what it may not change of the stored one are told together;
+	// a field refused on its own has nothing to add from the comparison. The store checks the
+	// change again, against the group as it is when written.
+	var errs api.ErrorList
+	errs.AddErr(api.DefaultAndValidateGroup(g))
+	var changes api.ErrorList
+	changes.AddErr(api.ValidateGroupUpdate(&cur.Spec, &g.Spec))
+	for _, e := range changes {
+		if !errs.Has(e.Field) {
+			errs.Add(e)
+		}
+	}
+	if err := errs.Err(); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -208,10 +206,6 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, g *api.Agen
 		return
 	}
 	if dry {
-		if err := api.ValidateGroupUpdate(&cur.Spec, &g.Spec); err != nil {
-			writeErr(w, err)
-			return
-		}
 		result := "configured"
 		if sameJSON(g.Spec, cur.Spec) && sameJSON(g.Metadata.Labels, cur.Metadata.Labels) {
 			result = "unchanged"
@@ -221,7 +215,7 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, g *api.Agen
 	}
 	if apply && sameJSON(g.Spec, cur.Spec) && sameJSON(g.Metadata.Labels, cur.Metadata.Labels) {
 		w.Header().Set("X-Agentrun-Apply", "unchanged")
-		out, err := s.withStatus(r, cur)
+		out, err := s.withStatus(r.Context(), cur)
 		if err != nil {
 			writeErr(w, err)
 			return
@@ -240,7 +234,7 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, g *api.Agen
 	if apply {
 		w.Header().Set("X-Agentrun-Apply", "configured")
 	}
-	out, err := s.withStatus(r, g)
+	out, err := s.withStatus(r.Context(), g)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -302,12 +296,12 @@ func (s *Server) patchGroup(w http.ResponseWriter, r *http.Request) {
 	s.updateGroup(w, r, g, cur, false)
 }
 
-func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	runs, err := s.Store.DeleteGroup(r.Context(), name)
+// deleteGroup deletes a group and its runs (each stopped if it is driven in this process, its
+// folder removed) and its evaluation's state; the answer counts the runs.
+func (s *Server) deleteGroup(ctx context.Context, name string) (map[string]any, error) {
+	runs, err := s.Store.DeleteGroup(ctx, name)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	for _, run := range runs {
 		if s.Interrupt != nil {
@@ -316,9 +310,9 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) {
 		os.RemoveAll(runfolder.Path(s.DataDir, run))
 	}
 	if s.Eval != nil {
-		s.Eval.Delete(r.Context(), name)
+		s.Eval.Delete(ctx, name)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "deleted", "name": name, "runsDeleted": len(runs)})
+	return map[string]any{"runsDeleted": len(runs)}, nil
 }
 
 func (s *Server) cancelGroup(w http.ResponseWriter, r *http.Request) {
@@ -344,8 +338,16 @@ func (s *Server) cancelGroup(w http.ResponseWriter, r *http.Request) {
 
 // ---- batch creation ----
 
+// fieldErrors is e's list of problems (itself, for an error that is one).
+func fieldErrors(e *api.Error) []api.FieldError {
+	if len(e.Errors) > 0 {
+		return e.Errors
+	}
+	return []api.FieldError{{Code: e.Code, Message: e.Message, Field: e.Field}}
+}
+
 // itemErr turns an error about item i of a batch into an API error naming items[i].
-func itemErr(i int, err error) error {
+func itemErr(i int, err error) *api.Error {
 	var ie *store.ItemError
 	if errors.As(err, &ie) {
 		i, err = ie.Index, ie.Err
@@ -354,14 +356,10 @@ func itemErr(i int, err error) error {
 	if !ok {
 		e = storeErr(err)
 	}
-	out := *e
-	if out.Field != "" {
-		out.Field = "items[" + itoa(i) + "]." + out.Field
-	} else {
-		out.Field = "items[" + itoa(i) + "]"
-	}
-	out.Message = "items[" + itoa(i) + "]: " + out.Message + " (nothing in the batch was created)"
-	return &out
+	at := api.NewPath("items").Index(i)
+	out := e.Under(at)
+	out.Message = at.String() + ": " + out.Message + " (nothing in the batch was created)"
+	return out
 }
 
 // createRunList is POST /v2/agentruns with an AgentRunList: up to 100 runs created all or
@@ -416,11 +414,21 @@ func (s *Server) createRunList(w http.ResponseWriter, r *http.Request, body []by
 			return
 		}
 	}
+	// Every item's mistakes are told at once, the first item's first as the error itself.
+	var bad *api.Error
 	for i, run := range runs {
 		if err := s.prepareRun(r, run); err != nil {
-			writeErr(w, itemErr(i, err))
-			return
+			e := itemErr(i, err)
+			if bad == nil {
+				bad = e
+				continue
+			}
+			bad.Errors = append(fieldErrors(bad), fieldErrors(e)...)
 		}
+	}
+	if bad != nil {
+		writeErr(w, bad)
+		return
 	}
 	out, replayed, err := s.Store.CreateRuns(r.Context(), runs, key, hash)
 	if err != nil {

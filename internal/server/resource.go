@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"agentrun.dev/agentrun/internal/api"
@@ -12,7 +13,9 @@ import (
 
 // resource is what the one set of handlers for a resource stored by name (list, get, create,
 // apply, merge patch, delete, each with the same dry run and X-Agentrun-Apply result) needs to
-// know of one kind: triggers and webhooks so far. Each kind's file registers the handlers (with
+// know of one kind. Triggers and webhooks use them all; agents, runs and groups list, get and
+// delete through them (their writes keep handlers of their own: revisions, batches, members),
+// and leave the fields only writes read unset. Each kind's file registers the handlers (with
 // literal patterns, which the OpenAPI test reads) beside its own routes (fires, test, rotate).
 type resource[T any] struct {
 	// kind names one in messages ("trigger"); listKind is the list's kind ("TriggerList").
@@ -23,23 +26,46 @@ type resource[T any] struct {
 	// decode reads a body strictly, the derived status cleared (it is never stored).
 	decode func(body []byte) (*T, error)
 	// check validates a resource and what it names; nothing is stored when it fails.
-	check          func(ctx context.Context, t *T) error
-	get            func(ctx context.Context, name string) (*T, error)
-	list           func(ctx context.Context) ([]*T, error)
+	check func(ctx context.Context, t *T) error
+	get   func(ctx context.Context, name string) (*T, error)
+	// list reads the list's query (a filter, such as runs' fieldSelector); allOf makes one of a
+	// store's list that takes none.
+	list           func(ctx context.Context, q url.Values) ([]*T, error)
 	create, update func(ctx context.Context, t *T) error
-	delete         func(ctx context.Context, name string) error
+	// delete removes the named resource and answers what the answer says beside its status and
+	// name (a group's runsDeleted); only makes one of a store's delete that has nothing to add.
+	delete func(ctx context.Context, name string) (map[string]any, error)
 	// viewer returns the function that fills a resource's derived status for an answer: read says
-	// it is a read (list or get) rather than the answer to a write.
+	// it is a read (list or get) rather than the answer to a write. Nil: answered as stored.
 	viewer func(ctx context.Context, read bool) (func(*T) (*T, error), error)
 }
 
+// allOf is a resource's list for a store's list that takes no query (any query is ignored, as
+// it always was).
+func allOf[T any](list func(ctx context.Context) ([]*T, error)) func(context.Context, url.Values) ([]*T, error) {
+	return func(ctx context.Context, _ url.Values) ([]*T, error) { return list(ctx) }
+}
+
+// only is a resource's delete for a store's delete whose answer is its status and name alone.
+func only(del func(ctx context.Context, name string) error) func(context.Context, string) (map[string]any, error) {
+	return func(ctx context.Context, name string) (map[string]any, error) { return nil, del(ctx, name) }
+}
+
+// view is the viewer's function, or the identity when the kind has no derived status to fill.
+func (rs resource[T]) view(ctx context.Context, read bool) (func(*T) (*T, error), error) {
+	if rs.viewer == nil {
+		return func(t *T) (*T, error) { return t, nil }, nil
+	}
+	return rs.viewer(ctx, read)
+}
+
 func (rs resource[T]) listAll(w http.ResponseWriter, r *http.Request) {
-	all, err := rs.list(r.Context())
+	all, err := rs.list(r.Context(), r.URL.Query())
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	view, err := rs.viewer(r.Context(), true)
+	view, err := rs.view(r.Context(), true)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -67,7 +93,7 @@ func (rs resource[T]) getOne(w http.ResponseWriter, r *http.Request) {
 
 // answer writes t with its derived status.
 func (rs resource[T]) answer(w http.ResponseWriter, r *http.Request, status int, t *T, read bool) {
-	view, err := rs.viewer(r.Context(), read)
+	view, err := rs.view(r.Context(), read)
 	if err == nil {
 		t, err = view(t)
 	}
@@ -207,11 +233,16 @@ func (rs resource[T]) write(w http.ResponseWriter, r *http.Request, t, cur *T, m
 
 func (rs resource[T]) deleteOne(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if err := rs.delete(r.Context(), name); err != nil {
+	more, err := rs.delete(r.Context(), name)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "deleted", "name": name})
+	answer := map[string]any{"status": "deleted", "name": name}
+	for k, v := range more {
+		answer[k] = v
+	}
+	writeJSON(w, http.StatusOK, answer)
 }
 
 // history is a resource's history route (a trigger's fires, a webhook's deliveries): the named

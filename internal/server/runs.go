@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"strings"
@@ -239,17 +240,17 @@ func (s *Server) patchRun(w http.ResponseWriter, r *http.Request) {
 	s.raiseCap(w, r)
 }
 
-func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
-	run, err := s.Store.GetRun(r.Context(), r.PathValue("name"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, run)
+// runs is the run resource's list, get and delete (a run is made by its own handlers: a single
+// run, a batch, a fork).
+func (s *Server) runs() resource[api.AgentRun] {
+	return resource[api.AgentRun]{kind: "run", listKind: "AgentRunList",
+		meta: func(run *api.AgentRun) *api.ObjectMeta { return &run.Metadata },
+		get:  s.Store.GetRun, list: s.listRuns, delete: s.deleteRun}
 }
 
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+// listRuns lists the runs ?agent=, ?phase= and ?fieldSelector= (spec.agent, status.phase,
+// spec.group) select.
+func (s *Server) listRuns(ctx context.Context, q url.Values) ([]*api.AgentRun, error) {
 	f := store.RunFilter{Agent: q.Get("agent"), Phase: api.Phase(q.Get("phase"))}
 	for _, sel := range strings.Split(q.Get("fieldSelector"), ",") {
 		if sel == "" {
@@ -264,33 +265,22 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		case ok && k == "spec.group":
 			f.Group = v
 		default:
-			writeErr(w, api.Invalid("fieldSelector", "unsupported field selector %q (supported: spec.agent, status.phase, spec.group)", sel))
-			return
+			return nil, api.Invalid("fieldSelector", "unsupported field selector %q (supported: spec.agent, status.phase, spec.group)", sel)
 		}
 	}
-	runs, err := s.Store.ListRuns(r.Context(), f)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	items := make([]api.AgentRun, 0, len(runs))
-	for _, run := range runs {
-		items = append(items, *run)
-	}
-	writeJSON(w, http.StatusOK, api.List[api.AgentRun]{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentRunList"}, Items: items})
+	return s.Store.ListRuns(ctx, f)
 }
 
-func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if err := s.Store.DeleteRun(r.Context(), name); err != nil {
-		writeErr(w, err)
-		return
+// deleteRun deletes a run, stops it if it is driven in this process and removes its folder.
+func (s *Server) deleteRun(ctx context.Context, name string) (map[string]any, error) {
+	if err := s.Store.DeleteRun(ctx, name); err != nil {
+		return nil, err
 	}
 	if s.Interrupt != nil {
 		s.Interrupt(name)
 	}
 	os.RemoveAll(runfolder.Path(s.DataDir, name))
-	writeJSON(w, http.StatusOK, map[string]string{"status": "deleted", "name": name})
+	return nil, nil
 }
 
 type messageBody struct {

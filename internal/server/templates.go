@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -26,18 +25,14 @@ func (s *Server) templateRoutes(v2 *http.ServeMux) {
 // maxTemplateBody bounds a template's body: its skills' files (1 MiB each at most) and the rest.
 const maxTemplateBody = 8 << 20
 
-func under(prefix string, err error) error {
+// under is err as an API error with its fields nested under prefix (a store error named as the
+// API names it).
+func under(prefix api.Path, err error) error {
 	e, ok := api.AsError(err)
 	if !ok {
-		e = storeErr(err) // a store error, named as the API names it
+		e = storeErr(err)
 	}
-	c := *e
-	if c.Field == "" {
-		c.Field = prefix
-	} else {
-		c.Field = prefix + "." + c.Field
-	}
-	return &c
+	return e.Under(prefix)
 }
 
 func (s *Server) applyTemplate(w http.ResponseWriter, r *http.Request) {
@@ -73,10 +68,11 @@ func (s *Server) makeTemplate(ctx context.Context, req *api.TemplateApply) (*api
 		}
 		a.Metadata.Labels[api.TemplateLabel] = req.Template
 	}
-	// 1. Check everything.
+	// 1. Check everything: every skill's mistakes and the agent's are told at once.
+	var errs api.ErrorList
 	for i := range req.Skills {
 		if err := api.DefaultAndValidateSkill(&req.Skills[i]); err != nil {
-			return nil, under(fmt.Sprintf("skills[%d]", i), err)
+			errs.AddErr(under(api.NewPath("skills").Index(i), err))
 		}
 	}
 	own := map[string]bool{}
@@ -95,26 +91,29 @@ func (s *Server) makeTemplate(ctx context.Context, req *api.TemplateApply) (*api
 	}
 	a.Spec.Skills = others
 	if err := s.validateAgent(ctx, a); err != nil {
-		return nil, under("agent", err)
+		errs.AddErr(under(api.NewPath("agent"), err))
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
 	}
 	a.Spec.Skills = all
 	_, gerr := s.Store.GetAgent(ctx, a.Metadata.Name)
 	if err := mustNotExist(gerr, "agent", a.Metadata.Name); err != nil {
-		return nil, under("agent", err)
+		return nil, under(api.NewPath("agent"), err)
 	}
 	out := &api.TemplateApplied{}
 	zone := serverZone()
 	seen := map[string]bool{}
 	for i := range req.Triggers {
 		t := &req.Triggers[i]
-		f := fmt.Sprintf("triggers[%d]", i)
+		f := api.NewPath("triggers").Index(i)
 		if seen[t.Metadata.Name] {
 			// Caught here, before anything is stored, not by the second write's conflict.
-			return nil, api.Invalid(f+".metadata.name", "the template names the trigger %q twice", t.Metadata.Name)
+			return nil, api.Invalid(f.Child("metadata", "name").String(), "the template names the trigger %q twice", t.Metadata.Name)
 		}
 		seen[t.Metadata.Name] = true
 		if t.Spec.Agent != a.Metadata.Name {
-			return nil, api.Invalid(f+".spec.agent", "a template's trigger starts runs of its agent %q, not %q", a.Metadata.Name, t.Spec.Agent)
+			return nil, api.Invalid(f.Child("spec", "agent").String(), "a template's trigger starts runs of its agent %q, not %q", a.Metadata.Name, t.Spec.Agent)
 		}
 		if t.Spec.Schedule != nil && t.Spec.Schedule.TimeZone == "" {
 			t.Spec.Schedule.TimeZone = zone // a template's schedule is in the server's time zone
@@ -144,15 +143,15 @@ func (s *Server) makeTemplate(ctx context.Context, req *api.TemplateApply) (*api
 	// 2. Write, undoing on failure. A failure here is the store's (or a name taken meanwhile).
 	for i := range req.Skills {
 		if _, err := s.Store.PutSkill(ctx, &req.Skills[i]); err != nil {
-			return nil, under(fmt.Sprintf("skills[%d]", i), err)
+			return nil, under(api.NewPath("skills").Index(i), err)
 		}
 		out.Skills = append(out.Skills, req.Skills[i].Ref())
 	}
 	if err := s.resolveSkills(ctx, a); err != nil {
-		return nil, under("agent", err)
+		return nil, under(api.NewPath("agent"), err)
 	}
 	if err := s.Store.CreateAgent(ctx, a); err != nil {
-		return nil, under("agent", err)
+		return nil, under(api.NewPath("agent"), err)
 	}
 	var made []string
 	undo := func() {
@@ -171,7 +170,7 @@ func (s *Server) makeTemplate(ctx context.Context, req *api.TemplateApply) (*api
 	for i := range req.Triggers {
 		if err := s.Store.CreateTrigger(ctx, &req.Triggers[i]); err != nil {
 			undo()
-			return nil, under(fmt.Sprintf("triggers[%d]", i), err)
+			return nil, under(api.NewPath("triggers").Index(i), err)
 		}
 		made = append(made, req.Triggers[i].Metadata.Name)
 	}

@@ -78,7 +78,7 @@ func (s *Server) triggers() resource[api.Trigger] {
 		meta:   func(t *api.Trigger) *api.ObjectMeta { return &t.Metadata },
 		spec:   func(t *api.Trigger) any { return t.Spec },
 		decode: decodeTrigger, check: s.checkTrigger,
-		get: s.Store.GetTrigger, list: s.Store.ListTriggers, create: s.Store.CreateTrigger, update: s.Store.UpdateTrigger, delete: s.Store.DeleteTrigger,
+		get: s.Store.GetTrigger, list: allOf(s.Store.ListTriggers), create: s.Store.CreateTrigger, update: s.Store.UpdateTrigger, delete: only(s.Store.DeleteTrigger),
 		viewer: func(ctx context.Context, read bool) (func(*api.Trigger) (*api.Trigger, error), error) {
 			return func(t *api.Trigger) (*api.Trigger, error) { return s.triggerView(ctx, t) }, nil
 		}}

@@ -56,7 +56,7 @@ func (s *Server) webhooks() resource[api.Webhook] {
 			return &wh, nil
 		},
 		check: func(_ context.Context, wh *api.Webhook) error { return s.checkWebhook(wh) },
-		get:   s.Store.GetWebhook, list: s.Store.ListWebhooks, create: s.Store.CreateWebhook, update: s.Store.UpdateWebhook, delete: s.Store.DeleteWebhook,
+		get:   s.Store.GetWebhook, list: allOf(s.Store.ListWebhooks), create: s.Store.CreateWebhook, update: s.Store.UpdateWebhook, delete: only(s.Store.DeleteWebhook),
 		viewer: func(ctx context.Context, read bool) (func(*api.Webhook) (*api.Webhook, error), error) {
 			var pending map[string]int
 			if read {
@@ -72,17 +72,18 @@ func (s *Server) webhooks() resource[api.Webhook] {
 // checkWebhook validates a webhook, and refuses a URL whose host is an address literal the
 // dispatcher would not reach (a name is checked where it is dialled, after DNS).
 func (s *Server) checkWebhook(wh *api.Webhook) error {
-	if err := api.DefaultAndValidateWebhook(wh); err != nil {
-		return err
+	var errs api.ErrorList
+	errs.AddErr(api.DefaultAndValidateWebhook(wh))
+	if errs.Has("spec.url") {
+		return errs.Err()
 	}
-	u, err := url.Parse(wh.Spec.URL)
-	if err != nil {
-		return api.Invalid("spec.url", "%q is not a URL", wh.Spec.URL)
+	// A well-formed URL's address is told with the document's other mistakes.
+	if u, err := url.Parse(wh.Spec.URL); err != nil {
+		errs.Add(api.Invalid("spec.url", "%q is not a URL", wh.Spec.URL))
+	} else if err := webhook.CheckLiteral(s.WebhookAllow, u); err != nil {
+		errs.Add(api.E(api.CodeWebhookBlocked, "spec.url", "%v", err))
 	}
-	if err := webhook.CheckLiteral(s.WebhookAllow, u); err != nil {
-		return api.E(api.CodeWebhookBlocked, "spec.url", "%v", err)
-	}
-	return nil
+	return errs.Err()
 }
 
 // testWebhook queues a webhook.test delivery to this webhook alone; the dispatcher sends it as

@@ -247,7 +247,7 @@ func CheckMember(g *api.AgentGroup, r *api.AgentRun, unfinished int, keys map[st
 	}
 	for i, d := range r.Spec.DependsOn {
 		if !keys[d] {
-			return refuse(RefusedInvalid, api.CodeInvalid, fmt.Sprintf("spec.dependsOn[%d]", i), "task %q is not in group %q yet: create the runs a run depends on first (earlier in the same file or batch works)", d, g.Metadata.Name)
+			return refuse(RefusedInvalid, api.CodeInvalid, api.NewPath("spec", "dependsOn").Index(i).String(), "task %q is not in group %q yet: create the runs a run depends on first (earlier in the same file or batch works)", d, g.Metadata.Name)
 		}
 	}
 	return nil

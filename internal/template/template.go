@@ -114,9 +114,17 @@ func fileErr(file string, err error, from, to string) error {
 		ae = api.Invalid("", "%v", err)
 	}
 	c := *ae
-	if from != "" && (c.Field == from || strings.HasPrefix(c.Field, from+".") || strings.HasPrefix(c.Field, from+"[")) {
-		c.Field = to + strings.TrimPrefix(c.Field, from)
-		c.Field = strings.TrimPrefix(c.Field, ".")
+	move := func(field string) string {
+		if from != "" && (field == from || strings.HasPrefix(field, from+".") || strings.HasPrefix(field, from+"[")) {
+			return strings.TrimPrefix(to+strings.TrimPrefix(field, from), ".")
+		}
+		return field
+	}
+	c.Field = move(c.Field)
+	// Every problem of the list is moved too, not only the first.
+	c.Errors = append([]api.FieldError(nil), ae.Errors...)
+	for i := range c.Errors {
+		c.Errors[i].Field = move(c.Errors[i].Field)
 	}
 	return &Error{File: file, Err: &c}
 }
@@ -273,7 +281,7 @@ func Load(fsys fs.FS, opt Options) (*Template, error) {
 	}
 	for i, n := range m.Needs {
 		if strings.TrimSpace(n.What) == "" {
-			return nil, &Error{File: ManifestFile, Err: api.E(api.CodeRequired, fmt.Sprintf("needs[%d].what", i), "a need says what a person must do")}
+			return nil, &Error{File: ManifestFile, Err: api.E(api.CodeRequired, api.NewPath("needs").Index(i).Child("what").String(), "a need says what a person must do")}
 		}
 	}
 	t := &Template{Manifest: m, Readme: string(files[ReadmeFile]), Files: names}
@@ -310,7 +318,7 @@ func Load(fsys fs.FS, opt Options) (*Template, error) {
 	// MCP tools are granted nothing until a person ticks them.
 	for i, s := range spec.MCPServers {
 		if len(s.Tools) > 0 {
-			return nil, &Error{File: ManifestFile, Err: api.Invalid(fmt.Sprintf("agent.mcpServers[%d].tools", i), "a template ticks no MCP tool: a person ticks them after apply (agentrun agents mcp-tools AGENT %s)", s.Name)}
+			return nil, &Error{File: ManifestFile, Err: api.Invalid(api.NewPath("agent", "mcpServers").Index(i).Child("tools").String(), "a template ticks no MCP tool: a person ticks them after apply (agentrun agents mcp-tools AGENT %s)", s.Name)}
 		}
 	}
 
@@ -367,7 +375,7 @@ func Load(fsys fs.FS, opt Options) (*Template, error) {
 	}
 	if agent.Spec.Approvals != nil {
 		if field, err := policy.Validate(*agent.Spec.Approvals); err != nil {
-			return nil, &Error{File: ManifestFile, Err: api.Invalid("agent.approvals."+field, "%v", err)}
+			return nil, &Error{File: ManifestFile, Err: api.Invalid(api.NewPath("agent", "approvals").Join(field), "%v", err)}
 		}
 	}
 	t.Apply.Template = m.Name

@@ -257,14 +257,13 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 // Completed step must have a row) aborts the transaction; the batch is then committed again one
 // write at a time, so only the write that failed it fails.
 func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store.Signals, error) {
-	req := &commitReq{ctx: ctx, l: l, w: w}
+	req := &commitReq{ctx: ctx, l: l, w: w, fencedWrite: true}
 	if err := s.submit(ctx, req); err != nil {
 		if isCode(err, errFencedCode) {
 			err = store.ErrFenced
 		}
 		return req.sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, err)
 	}
-	s.afterCommit(req)
 	return req.sig, nil
 }
 

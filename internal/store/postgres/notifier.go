@@ -28,10 +28,12 @@ func newEventNotifier(s *Store) *eventNotifier {
 	return n
 }
 
-// add queues a notification for run.
-func (n *eventNotifier) add(run string) {
+// add queues a notification for each run.
+func (n *eventNotifier) add(runs ...string) {
 	n.mu.Lock()
-	n.pending[run] = true
+	for _, r := range runs {
+		n.pending[r] = true
+	}
 	n.mu.Unlock()
 	select {
 	case n.kick <- struct{}{}:

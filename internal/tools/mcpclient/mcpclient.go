@@ -73,28 +73,28 @@ func (e *SecretError) Error() string {
 }
 func (e *SecretError) Unwrap() error { return e.Err }
 
-// resolve opens every secret reference among vals; the field of each is at+"."+key.
+// resolve opens every secret reference among vals; the field of each is the key below at.
 func resolve(ctx context.Context, at string, vals map[string]string, open OpenSecret, red *redactor) (map[string]string, error) {
 	out := make(map[string]string, len(vals))
 	for k, v := range vals {
 		name, key, ok, err := api.ParseSecretRef(v)
 		if err != nil {
-			return nil, &SecretError{Field: at + "." + k, Err: err}
+			return nil, &SecretError{Field: api.NewPath(at).Child(k).String(), Err: err}
 		}
 		if !ok {
 			out[k] = v
 			continue
 		}
 		if open == nil {
-			return nil, &SecretError{Field: at + "." + k, Secret: name, Err: errors.New("this process cannot open secrets (no seal key)")}
+			return nil, &SecretError{Field: api.NewPath(at).Child(k).String(), Secret: name, Err: errors.New("this process cannot open secrets (no seal key)")}
 		}
 		m, err := open(ctx, name)
 		if err != nil {
-			return nil, &SecretError{Field: at + "." + k, Secret: name, Err: err}
+			return nil, &SecretError{Field: api.NewPath(at).Child(k).String(), Secret: name, Err: err}
 		}
 		val, ok := m[key]
 		if !ok {
-			return nil, &SecretError{Field: at + "." + k, Secret: name, Err: fmt.Errorf("the secret has no key %q", key)}
+			return nil, &SecretError{Field: api.NewPath(at).Child(k).String(), Secret: name, Err: fmt.Errorf("the secret has no key %q", key)}
 		}
 		out[k] = val
 		red.d.Add(v, val)
@@ -199,7 +199,7 @@ func connect(ctx context.Context, at string, srv api.MCPServer, open OpenSecret,
 	var stderr *tail
 	var red redactor
 	if srv.Command != "" {
-		env, err := resolve(ctx, at+".env", srv.Env, open, &red)
+		env, err := resolve(ctx, api.NewPath(at).Child("env").String(), srv.Env, open, &red)
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +217,7 @@ func connect(ctx context.Context, at string, srv api.MCPServer, open OpenSecret,
 			return nil, err
 		}
 	} else {
-		headers, err := resolve(ctx, at+".headers", srv.Headers, open, &red)
+		headers, err := resolve(ctx, api.NewPath(at).Child("headers").String(), srv.Headers, open, &red)
 		if err != nil {
 			return nil, err
 		}

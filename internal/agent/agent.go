@@ -5,11 +5,11 @@
 // run (releasing its lease) whenever it waits on someone: a message, an answer, a resolution.
 //
 // It is more than the built-in loop: Engine is the runner's Driver for every run, so this package
-// also hosts external harnesses (harness.go: their model calls through internal/gateway, their
-// tools over MCP) and workflows (workflow.go: the engine's effects as journal steps), and owns
-// what all three share: the tool path (catalog, policy, journal, computer), the cap guard and
-// credits (money.go), the run's computer and its folder (docs/architecture.md, "A run's life",
-// "Tool calls").
+// also hosts external harnesses (harness.go, harness_call.go: their model calls through
+// internal/gateway, their tools over MCP) and workflows (workflow.go: the engine's effects as
+// journal steps), and owns what all three share: the tool path (catalog, policy, journal,
+// computer), the cap guard and credits (money.go), the run's computer and its folder
+// (docs/architecture.md, "A run's life", "Tool calls").
 package agent
 
 import (

@@ -1,31 +1,23 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/cost"
 	"agentrun.dev/agentrun/internal/gateway"
-	"agentrun.dev/agentrun/internal/gateway/translate"
 	"agentrun.dev/agentrun/internal/harness"
-	"agentrun.dev/agentrun/internal/journal"
-	"agentrun.dev/agentrun/internal/metrics"
 	"agentrun.dev/agentrun/internal/model"
 )
 
@@ -66,7 +58,7 @@ type hostRun struct {
 	d    *drive
 	ctx  context.Context
 	stop context.CancelCauseFunc
-	wire string
+	wire gateway.Wire
 	name string
 	// prefix puts the steps under a workflow agent node's key ("" for the run's own loop), and
 	// turnCost, when set, is that node's turn cost (the run's loop uses the drive's).
@@ -115,523 +107,6 @@ func (h *hostRun) fail(err error) error {
 type divergence struct{ key, why string }
 
 func (e *divergence) Error() string { return "replay diverged at " + e.key + ": " + e.why }
-
-// varying are request fields a harness changes from one start to the next (session and user ids,
-// cache keys): left out of the hash a replay is compared with.
-var varying = []string{"metadata", "prompt_cache_key", "client_metadata", "user", "safety_identifier"}
-
-// systemDate is a date in a system prompt (Claude Code's "Today's date is 2026-12-01.", OpenCode's
-// "Today's date: Tue Dec 01 2026").
-var systemDate = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{2} \d{4}\b`)
-
-// wallTime is the timing line Codex puts before each tool result it gives the model ("Wall time:
-// 0.0124 seconds"): a replayed result takes another time to answer.
-var wallTime = regexp.MustCompile(`Wall time: [0-9.]+ seconds`)
-
-// normalize is the request as the replay check compares it: without the varying fields, without
-// Claude Code's per-session billing header text in the system prompt, with the system prompt's
-// dates and the run folder's path and the harness home's (which differ on another runner's data
-// folder: Claude Code names a skill's folder under its home) as placeholders.
-func normalize(body map[string]json.RawMessage, folder string, homes ...string) []byte {
-	cp := make(map[string]json.RawMessage, len(body))
-	for k, v := range body {
-		cp[k] = v
-	}
-	for _, k := range varying {
-		delete(cp, k)
-	}
-	var sys []map[string]any
-	if json.Unmarshal(cp["system"], &sys) == nil {
-		kept := sys[:0]
-		for _, b := range sys {
-			t, _ := b["text"].(string)
-			if strings.HasPrefix(t, "x-anthropic-billing-header") {
-				continue
-			}
-			if t != "" {
-				b["text"] = systemDate.ReplaceAllString(t, "<date>")
-			}
-			kept = append(kept, b)
-		}
-		cp["system"], _ = json.Marshal(kept)
-	} else if t, ok := unquote(cp["system"]); ok {
-		cp["system"], _ = json.Marshal(systemDate.ReplaceAllString(t, "<date>"))
-	}
-	// Responses input items carry ids the client makes up at each start (Codex: msg_<uuid> on its
-	// own messages), which are not content.
-	var input []map[string]json.RawMessage
-	if json.Unmarshal(cp["input"], &input) == nil && len(input) > 0 {
-		for _, it := range input {
-			delete(it, "id")
-			if o, ok := it["output"]; ok {
-				it["output"] = wallTime.ReplaceAll(o, []byte("Wall time: <t> seconds"))
-			}
-		}
-		cp["input"], _ = json.Marshal(input)
-	}
-	out, _ := json.Marshal(cp)
-	for _, h := range homes {
-		if h != "" {
-			out = bytes.ReplaceAll(out, []byte(h), []byte("<harness home>"))
-		}
-	}
-	if folder != "" {
-		out = bytes.ReplaceAll(out, []byte(folder), []byte("<run folder>"))
-	}
-	return out
-}
-
-func unquote(raw json.RawMessage) (string, bool) {
-	var s string
-	return s, len(raw) > 0 && json.Unmarshal(raw, &s) == nil
-}
-
-// maxTokensField is the output-limit field of each wire's request.
-func maxTokensField(wire string, body map[string]json.RawMessage) string {
-	switch wire {
-	case gateway.WireResponses:
-		return "max_output_tokens"
-	case gateway.WireChat:
-		if _, ok := body["max_completion_tokens"]; ok {
-			return "max_completion_tokens"
-		}
-		if _, ok := body["max_tokens"]; ok {
-			return "max_tokens"
-		}
-		return "max_completion_tokens"
-	}
-	return "max_tokens"
-}
-
-// limitCall puts the turn's model and the agent's output limit into a harness's request body (an
-// output limit above maxTokens, or none, becomes maxTokens), and a Chat Completions stream's
-// usage, and returns the limit it asked for.
-func limitCall(wire string, body map[string]json.RawMessage, model string, maxTokens int) (asked int) {
-	field := maxTokensField(wire, body)
-	if err := json.Unmarshal(body[field], &asked); err != nil {
-		asked = 0 // no limit asked, or not a number: the agent's limit is put in
-	}
-	if asked <= 0 || asked > maxTokens {
-		body[field], _ = json.Marshal(maxTokens)
-	}
-	body["model"], _ = json.Marshal(model)
-	// A Chat Completions stream reports its usage only when asked: without it the call could not
-	// be priced.
-	var stream bool
-	if wire == gateway.WireChat && json.Unmarshal(body["stream"], &stream) == nil && stream {
-		opts := map[string]json.RawMessage{}
-		json.Unmarshal(body["stream_options"], &opts)
-		opts["include_usage"] = json.RawMessage("true")
-		body["stream_options"], _ = json.Marshal(opts)
-	}
-	return asked
-}
-
-// gatewayResult is a harness model step's recorded result: the summary the accounting reads and
-// the vendor's answer as it was, so a replay answers byte for byte.
-type gatewayResult struct {
-	modelResult
-	HTTPStatus  int    `json:"httpStatus"`
-	ContentType string `json:"contentType,omitempty"`
-	Body        []byte `json:"body"`
-	// Wire is the wire format of Body when it is not the harness's: the gateway translated the
-	// call (a Responses call answered by Anthropic) and translates Body back at every drive.
-	Wire string `json:"wire,omitempty"`
-}
-
-func (h *hostRun) ModelCall(rctx context.Context, c gateway.Call) (gateway.Reply, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.err != nil {
-		return gateway.Reply{}, h.err
-	}
-	if h.redrive {
-		// A call after a rollback's stop would be recorded where the next turn's goes.
-		return gateway.Reply{}, h.fail(errRedrive)
-	}
-	d, ctx := h.d, h.ctx
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(c.Body, &body); err != nil {
-		return gateway.Reply{}, &gateway.BadRequest{Msg: "the body is not a JSON object: " + err.Error()}
-	}
-	if h.cur == nil {
-		return gateway.Reply{}, &gateway.BadRequest{Msg: "a model call outside a turn"}
-	}
-	d.promptTools += h.tools
-	h.tools, h.counts = 0, 0
-	key := h.prefix + fmt.Sprintf("t%d/model", h.n)
-	modelName := h.cur.model
-	maxTokens := d.maxTokens()
-	// The turn's model and the agent's output limit, whatever the harness asked for: the cap's
-	// worst case is computed on them.
-	if asked := limitCall(h.wire, body, modelName, maxTokens); asked > maxTokens && !h.clamped && !d.j.Completed(key) {
-		h.clamped = true
-		d.j.Emit(api.Event{Type: api.EventGatewayClamped, StepKey: key, Message: fmt.Sprintf("%s asked for %d output tokens a call; the gateway clamps every call to the agent's maxTokens (%d)", h.name, asked, maxTokens)})
-	}
-	out, _ := json.Marshal(body)
-	norm := normalize(body, d.folder, h.home, harnessHome(d.e.DataDir, d.run.Metadata.Name))
-	provider := d.acc.provider
-	// What goes to the vendor: the body as it is, or, for a Responses call on Anthropic, its
-	// translation (the journal records the vendor's answer; every drive translates it back).
-	fwd, fwdBody, vendorWire := c, out, h.wire
-	var tr *translate.Translation
-	if h.wire == gateway.WireResponses && provider.Name() == "anthropic" {
-		var err error
-		if tr, err = translate.Request(out); err != nil {
-			return gateway.Reply{}, &gateway.BadRequest{Msg: err.Error()}
-		}
-		hdr := http.Header{"Content-Type": {"application/json"}}
-		if tr.Stream {
-			hdr.Set("Accept", "text/event-stream")
-		}
-		fwd, fwdBody, vendorWire = gateway.Call{Wire: gateway.WireAnthropic, Path: "/messages", Header: hdr}, tr.Body, gateway.WireAnthropic
-		if _, seen := d.j.Lookup(h.prefix + "t0/model"); !seen && h.n == 0 {
-			msg := fmt.Sprintf("%s speaks the OpenAI Responses API and this run's model access is Anthropic's: the gateway translates each call to the Messages API and each answer back (the journal keeps Anthropic's bytes)", h.name)
-			if len(tr.Dropped) > 0 {
-				msg += "; tools Anthropic does not serve are left out: " + strings.Join(tr.Dropped, ", ")
-			}
-			d.j.Emit(api.Event{Type: api.EventGatewayTranslated, StepKey: key, Message: msg})
-		}
-	}
-	// A message may stop the turn here (the run's own loop only, not a workflow's agent node).
-	steerable := h.prefix == "" && !h.proposal
-	if steerable {
-		ts, fresh, err := d.stopAt(ctx, h.n, key, !d.j.Completed(key))
-		if err != nil {
-			return gateway.Reply{}, h.fail(err)
-		}
-		if ts != nil {
-			return h.stopCall(ctx, rctx, key, ts, fresh, body, out)
-		}
-	}
-	req := &model.Request{Model: modelName, MaxTokens: maxTokens}
-	if err := d.guard(ctx, key, req, fwdBody, modelName); err != nil {
-		return gateway.Reply{}, h.fail(err)
-	}
-	defer d.settle(key)
-	var mr modelResult
-	accounted := false
-	// A call made now keeps what it built (its result and its text): only a replayed one is
-	// decoded and summarised again from the journal.
-	var made *gatewayResult
-	var madeText string
-	account := func(result json.RawMessage, c *int64, copied bool) error {
-		if err := json.Unmarshal(result, &mr); err != nil {
-			return fmt.Errorf("decode %s result: %w", key, err)
-		}
-		if copied {
-			mr.VendorMicros = new(int64) // a fork's copied call cost this run nothing
-		}
-		accounted = true
-		tc := h.turnCost
-		if tc == nil {
-			tc = &d.turnCost
-		}
-		d.accountTurn(h.cur.index, tc, mr, c)
-		return nil
-	}
-	res, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "model", Title: fmt.Sprintf("model call (%s via %s, call %d)", modelName, h.name, h.n+1),
-		Args:   harnessCallArgs(h.name, provider.Name(), modelName, len(out), tr != nil),
-		HashOf: journal.Encoded(norm), Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(key), Concurrent: true,
-		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
-			if err := account(result, c, false); err != nil {
-				return nil, err
-			}
-			return &d.status, nil
-		}},
-		func(ctx context.Context) (any, *int64, error) {
-			ctx, done := d.liveText(ctx, key)
-			defer done()
-			forward := func(ctx context.Context) (int, string, []byte, error) { return d.forward(ctx, provider, fwd, fwdBody) }
-			if steerable {
-				forward = func(ctx context.Context) (int, string, []byte, error) {
-					return d.steerForward(ctx, vendorWire, func(ctx context.Context) (int, string, []byte, error) {
-						return d.forward(ctx, provider, fwd, fwdBody)
-					})
-				}
-			}
-			status, ctype, data, err := forward(ctx)
-			if err != nil {
-				return nil, nil, err
-			}
-			sum := gateway.Summarize(vendorWire, data)
-			resp := model.Response{Model: sum.Model, StopReason: sum.StopReason, Usage: sum.Usage}
-			if sum.Text != "" {
-				// The reply's text, for people reading the step (a workflow tree's value preview).
-				resp.Content = []model.Block{{Type: model.BlockText, Text: sum.Text}}
-			}
-			recorded, vendor := d.callCost(&resp, modelName, key)
-			gr := gatewayResult{modelResult: modelResult{Response: resp, VendorMicros: vendor}, HTTPStatus: status, ContentType: ctype, Body: data}
-			if vendorWire != h.wire {
-				gr.Wire = vendorWire
-			}
-			made, madeText = &gr, sum.Text
-			return gr, recorded, nil
-		})
-	if errors.Is(err, journal.ErrNondeterminism) {
-		return gateway.Reply{}, h.fail(&divergence{key: key, why: "the harness sent a different request than the one recorded (beyond session ids, metadata and cache keys)"})
-	}
-	if errors.Is(err, journal.ErrStopped) {
-		ts, fresh, serr := d.stopAt(ctx, h.n, key, true)
-		if serr != nil {
-			return gateway.Reply{}, h.fail(serr)
-		}
-		if ts == nil {
-			return gateway.Reply{}, h.fail(&failure{api.ReasonInternalError, "a model call was stopped for a message the run does not have"})
-		}
-		return h.stopCall(ctx, rctx, key, ts, fresh, body, out)
-	}
-	if err != nil {
-		return gateway.Reply{}, h.fail(err)
-	}
-	if !accounted {
-		if err := account(res.Result, res.CostMicros, res.Copied); err != nil {
-			return gateway.Reply{}, h.fail(err)
-		}
-		if !res.Replayed {
-			if _, err := d.j.Commit(ctx, &d.status, false, nil); err != nil {
-				return gateway.Reply{}, h.fail(err)
-			}
-		}
-	}
-	var gr gatewayResult
-	if made != nil && !res.Replayed {
-		gr = *made
-	} else if err := json.Unmarshal(res.Result, &gr); err != nil {
-		return gateway.Reply{}, h.fail(fmt.Errorf("decode %s result: %w", key, err))
-	}
-	h.n++
-	recWire := h.wire
-	if gr.Wire != "" {
-		recWire = gr.Wire
-	}
-	// The model's text in this call is the reason an approval of the tool calls it asks for shows.
-	if made != nil && !res.Replayed {
-		d.turnText = madeText
-	} else {
-		d.turnText = gateway.Summarize(recWire, gr.Body).Text
-	}
-	if recWire == h.wire {
-		return gateway.Reply{Status: gr.HTTPStatus, ContentType: gr.ContentType, Body: gr.Body}, nil
-	}
-	if tr == nil {
-		return gateway.Reply{}, h.fail(&failure{api.ReasonModelError, fmt.Sprintf("step %s recorded a %s answer, which this drive cannot translate for %s (the run's provider changed?)", key, recWire, h.name)})
-	}
-	translated, ctype, err := tr.Response(gr.Body)
-	if err != nil {
-		return gateway.Reply{}, h.fail(&failure{api.ReasonModelError, fmt.Sprintf("step %s: %v", key, err)})
-	}
-	return gateway.Reply{Status: gr.HTTPStatus, ContentType: ctype, Body: translated}, nil
-}
-
-// Refused stops the drive when the gateway refuses one of the harness's model calls (it asked the
-// vendor to act on its own): the run fails HarnessError saying what and where.
-func (h *hostRun) Refused(msg string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.fail(&failure{api.ReasonHarnessError, fmt.Sprintf("harness %s sent a model call the gateway refuses: %s", h.name, msg)})
-}
-
-// harnessCallArgs are a harness model step's arguments, as people see them.
-func harnessCallArgs(name, provider, model string, bytes int, translated bool) map[string]any {
-	a := map[string]any{"harness": name, "provider": provider, "model": model, "bytes": bytes}
-	if translated {
-		a["translated"] = "openai-responses to anthropic-messages"
-	}
-	return a
-}
-
-// forward sends the harness's request to the vendor as it is (with the turn's model and limit),
-// retrying transient failures as the built-in loop's calls do, and reads the whole answer.
-func (d *drive) forward(ctx context.Context, p model.Provider, c gateway.Call, body []byte) (int, string, []byte, error) {
-	fw, ok := p.(model.Forwarder)
-	if !ok {
-		return 0, "", nil, &failure{api.ReasonModelError, "provider " + p.Name() + " cannot forward harness calls"}
-	}
-	var status int
-	var ctype string
-	var data, cut []byte
-	err := model.Retry(ctx, func(attempt int, err error) {
-		d.log.Warn("harness model call failed; retrying", "attempt", attempt, "err", err)
-	}, func() (bool, error) {
-		start := time.Now()
-		resp, err := fw.Forward(ctx, c.Path, c.Header, body)
-		var read []byte
-		if err == nil {
-			var rd io.Reader = resp.Body
-			if s := model.SinkOf(ctx); s != nil {
-				// People watching the run see the text as the vendor streams it.
-				rd = gateway.StreamText(c.Wire, resp.Body, s.Text)
-			}
-			read, err = io.ReadAll(rd)
-			resp.Body.Close()
-		}
-		metrics.ModelSeconds.Since(start, p.Name())
-		if ctx.Err() != nil {
-			// What was read is returned too: a stop reads the usage the cut stream reported.
-			cut = read
-			return false, ctx.Err()
-		}
-		retry := err != nil
-		if err == nil {
-			if resp.StatusCode/100 == 2 {
-				status, ctype, data = resp.StatusCode, resp.Header.Get("Content-Type"), read
-				return false, nil
-			}
-			retry = resp.StatusCode == 429 || resp.StatusCode >= 500
-			err = fmt.Errorf("%s answered %d: %s", p.Name(), resp.StatusCode, clipText(strings.TrimSpace(string(read)), 500))
-		}
-		return retry, err
-	})
-	if err == nil {
-		return status, ctype, data, nil
-	}
-	if ctx.Err() != nil {
-		return 0, "", cut, ctx.Err()
-	}
-	return 0, "", nil, &failure{api.ReasonModelError, err.Error()}
-}
-
-// accountCall adds a model call's usage and cost to the run's status, as the built-in loop does.
-func (d *drive) accountCall(cur *turnState, mr modelResult, c *int64) {
-	d.accountTurn(cur.index, &d.turnCost, mr, c)
-}
-
-// accountTurn adds a model call's usage and cost to turn idx (whose running cost is turnCost)
-// and to the run's totals: the one place a call's tokens and cost reach the status.
-func (d *drive) accountTurn(idx int, turnCost *cost.Total, mr modelResult, c *int64) {
-	d.spent.total.Add(micros(c))
-	d.spent.vendor.Add(micros(mr.VendorMicros))
-	turnCost.Add(micros(c))
-	t := &d.status.Turns[idx]
-	t.ModelCalls++
-	if mr.Response.Model != "" {
-		t.Model = mr.Response.Model
-	}
-	u := mr.Response.Usage
-	t.InputTokens += u.InputTokens
-	t.OutputTokens += u.OutputTokens
-	t.CacheReadTokens += u.CacheReadInputTokens
-	t.CacheWriteTokens += u.CacheCreationInputTokens
-	t.CacheWrite1hTokens += u.CacheCreation1hInputTokens
-	t.ReasoningTokens += u.ReasoningTokens
-	t.CostUSD = turnCost.String()
-	d.updateCost(nil)
-}
-
-// MaxCountsPerModelCall bounds the token counts (count_tokens) a harness may have the vendor
-// answer between two model calls of its run: they are not billed, and without a bound a harness
-// could make any number of vendor calls the run's cap never sees. Claude Code asks for a few.
-const MaxCountsPerModelCall = 16
-
-// countLimitReply is the refusal of a count past MaxCountsPerModelCall, in both shapes a client
-// reads (the vendor's error object and ours), as the gateway's own refusals are.
-func countLimitReply() gateway.Reply {
-	msg := fmt.Sprintf("this run has asked for %d token counts since its last model call, the most it may (count_tokens is not billed): estimate the count, or make the model call", MaxCountsPerModelCall)
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "rate_limit_error", "message": msg},
-		"code": api.CodeTokenCountLimit, "message": msg})
-	return gateway.Reply{Status: http.StatusTooManyRequests, ContentType: "application/json", Body: b}
-}
-
-// countResult is a token count step's recorded result: the vendor's answer as it was.
-type countResult struct {
-	HTTPStatus  int    `json:"httpStatus"`
-	ContentType string `json:"contentType,omitempty"`
-	Body        []byte `json:"body"`
-	// InputTokens is the count the answer gave (0 for a refusal), shown with the step.
-	InputTokens int64 `json:"inputTokens"`
-}
-
-// CountTokens is a token count (Anthropic's count_tokens) as a journal step: keyed by the request
-// (count/HASH of it normalized as a model call's replay check is), so a harness started again
-// after a crash, which asks the same count again, is answered from the journal and the vendor is
-// not asked twice. It is safe (no effect: an interrupted count is asked again), never billed and
-// not a turn's model call; the agentrun_gateway_counts_total metric counts it. The vendor's answer
-// goes back as it is, a refusal too (a harness estimates the count itself then): the run has not
-// stopped, so it is not the 503 of a model call that could not be made.
-func (h *hostRun) CountTokens(_ context.Context, c gateway.Call) (gateway.Reply, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.err != nil {
-		return gateway.Reply{}, h.err
-	}
-	d, ctx := h.d, h.ctx
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(c.Body, &body); err != nil {
-		return gateway.Reply{}, &gateway.BadRequest{Msg: "the body is not a JSON object: " + err.Error()}
-	}
-	// Counted for the model the call would go to, as a model call's model is the turn's.
-	modelName := d.acc.model
-	if h.cur != nil {
-		modelName = h.cur.model
-	}
-	if modelName != "" {
-		body["model"], _ = json.Marshal(modelName)
-	}
-	out, _ := json.Marshal(body)
-	norm := normalize(body, d.folder, h.home, harnessHome(d.e.DataDir, d.run.Metadata.Name))
-	sum := sha256.Sum256(norm)
-	key := "count/" + hex.EncodeToString(sum[:6])
-	// A count the journal answers costs the vendor nothing; one the vendor answers is a call the
-	// cap does not see, so a run has at most MaxCountsPerModelCall of them before its next model
-	// call (which the cap does see). Past that the harness is refused and estimates itself.
-	if !d.j.Completed(key) {
-		if h.counts >= MaxCountsPerModelCall {
-			return countLimitReply(), nil
-		}
-		h.counts++
-	}
-	provider := d.acc.provider
-	res, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: "count", Title: fmt.Sprintf("token count (%s via %s)", modelName, h.name),
-		Args: map[string]any{"harness": h.name, "provider": provider.Name(), "model": modelName, "bytes": len(out)}, HashOf: journal.Encoded(norm), Safe: true},
-		func(ctx context.Context) (any, *int64, error) {
-			fw, ok := provider.(model.Forwarder)
-			if !ok {
-				return nil, nil, &failure{api.ReasonModelError, "provider " + provider.Name() + " cannot forward harness calls"}
-			}
-			start := time.Now()
-			resp, err := fw.Forward(ctx, c.Path, c.Header, out)
-			var data []byte
-			if err == nil {
-				data, err = io.ReadAll(resp.Body)
-				resp.Body.Close()
-			}
-			metrics.ModelSeconds.Since(start, provider.Name())
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
-			}
-			if err != nil {
-				msg, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": "count_tokens: " + provider.Name() + ": " + err.Error()}})
-				return countResult{HTTPStatus: http.StatusBadGateway, ContentType: "application/json", Body: msg}, nil, nil
-			}
-			cr := countResult{HTTPStatus: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: data}
-			if resp.StatusCode/100 == 2 {
-				var n struct {
-					InputTokens int64 `json:"input_tokens"`
-				}
-				json.Unmarshal(data, &n)
-				cr.InputTokens = n.InputTokens
-			}
-			return cr, nil, nil
-		})
-	if errors.Is(err, journal.ErrNondeterminism) {
-		// Not reachable by a harness (the key is the request's hash), but said plainly if it is.
-		return gateway.Reply{}, h.fail(&divergence{key: key, why: "a token count's request differs from the one recorded under its hash"})
-	}
-	if err != nil {
-		return gateway.Reply{}, h.fail(err)
-	}
-	var cr countResult
-	if err := json.Unmarshal(res.Result, &cr); err != nil {
-		return gateway.Reply{}, h.fail(fmt.Errorf("decode %s result: %w", key, err))
-	}
-	outcome := "vendor"
-	if res.Replayed {
-		outcome = "journal"
-	}
-	metrics.GatewayCounts.Inc(provider.Name(), outcome)
-	return gateway.Reply{Status: cr.HTTPStatus, ContentType: cr.ContentType, Body: cr.Body}, nil
-}
 
 // CallTool is one of the run's tools called over MCP: the built-in loop's toolCall (strict decode,
 // approvals and the server's deny set, ask_person, the journal, the computer).
@@ -714,8 +189,7 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 	if err != nil {
 		return err
 	}
-	h, proc, hctx := hr.h, hr.proc, hr.h.ctx
-	run, home := d.run.Metadata.Name, hr.home
+	home := hr.home
 	defer func() {
 		// Kept while the run waits (the next drive reuses it); gone once the run is over.
 		if api.Finished(d.status.Phase) {
@@ -723,92 +197,112 @@ func (d *drive) harnessLoop(ctx context.Context, prompt string, msgN int, defs [
 		}
 	}()
 	defer hr.stop()
-	// cur names the prompt of the next turn, for a rollback; skips are the turns rollbacks
-	// discarded, which the harness is not given again.
-	skips := d.rolledBackTurns()
-	cur := "input"
+	ht := &harnessTurns{d: d, h: hr.h, proc: hr.proc, skips: d.rolledBackTurns(), cur: "input"}
 	if strings.TrimSpace(d.run.Spec.Input) == "" {
-		cur = fmt.Sprintf("m%d", msgN-1)
-	}
-	// turn is one user turn of the harness: its final text, or why the drive stops. A turn a
-	// rollback discarded is not given to the harness (skipTurn).
-	turn := func(prompt string) (string, error) {
-		if err := h.beginTurn(prompt); err != nil {
-			return "", err
-		}
-		h.mu.Lock()
-		h.beginRollbackTurn(cur)
-		cur = ""
-		skip, skipped := skips[h.turn]
-		var skipErr error
-		if skipped && h.turn != "" {
-			skipErr = h.skipTurn(skip.ts, skip.stop)
-		}
-		h.mu.Unlock()
-		if skipped && h.turn != "" {
-			return "", skipErr
-		}
-		text, err := proc.Turn(hctx, prompt)
-		h.mu.Lock()
-		herr := h.err
-		h.mu.Unlock()
-		if err := d.harnessTurnEnd(ctx, herr, err); err != nil {
-			return "", err
-		}
-		return text, nil
+		ht.cur = fmt.Sprintf("m%d", msgN-1)
 	}
 	for {
-		text, err := turn(prompt)
+		text, err := ht.turn(ctx, prompt)
 		if err != nil {
 			return err
 		}
-		h.mu.Lock()
-		stopped, redrive := h.stopped, h.redrive
-		h.stopped = nil
-		if stopped == nil {
-			d.setAnswer(text)
-		}
-		h.mu.Unlock()
+		stopped, redrive := ht.end(text)
 		if redrive {
 			// The harness's history holds the discarded turn: it starts again from the journal.
 			return errRedrive
 		}
-		if stopped != nil {
+		why := "the turn is done; waiting for your next message"
+		if stopped {
 			// A message stopped the turn: it (after any queued before it) is the next turn.
-			next, err := d.nextMessage(ctx, msgN, "waiting for the message that stopped the turn")
-			if err != nil {
-				return err
-			}
-			cur = fmt.Sprintf("m%d", msgN)
-			msgN++
-			prompt = next
-			continue
+			why = "waiting for the message that stopped the turn"
+		} else if done, err := ht.finish(ctx); done || err != nil {
+			return err
 		}
-		pending, err := d.e.Store.ListMessages(ctx, run, d.lastMsg)
+		next, err := d.nextMessage(ctx, msgN, why)
 		if err != nil {
 			return err
 		}
-		if len(pending) == 0 && !d.run.Spec.KeepAlive {
-			// A learning agent's run proposes what to keep in the harness's next user turn: its
-			// model calls are the run's, through the gateway under the cap, as every other turn's.
-			if err := d.learnFrom(ctx, true, func(ctx context.Context, fresh *bool) (json.RawMessage, error) {
-				h.mu.Lock()
-				h.proposal = true
-				h.mu.Unlock()
-				return d.harnessProposal(ctx, h.name, turn, fresh)
-			}); err != nil {
-				return err
-			}
-			return d.finishAnswer(ctx)
-		}
-		next, err := d.nextMessage(ctx, msgN, "the turn is done; waiting for your next message")
-		if err != nil {
-			return err
-		}
-		cur = fmt.Sprintf("m%d", msgN)
+		ht.cur = fmt.Sprintf("m%d", msgN)
 		msgN++
 		prompt = next
 	}
+}
+
+// harnessTurns gives the run's harness its user turns. cur names the prompt of the next turn,
+// for a rollback; skips are the turns rollbacks discarded, which the harness is not given again.
+type harnessTurns struct {
+	d     *drive
+	h     *hostRun
+	proc  harness.Process
+	skips map[string]rolledBack
+	cur   string
+}
+
+// turn is one user turn of the harness: its final text, or why the drive stops. A turn a
+// rollback discarded is not given to the harness (skipTurn).
+func (t *harnessTurns) turn(ctx context.Context, prompt string) (string, error) {
+	h := t.h
+	if err := h.beginTurn(prompt); err != nil {
+		return "", err
+	}
+	h.mu.Lock()
+	h.beginRollbackTurn(t.cur)
+	t.cur = ""
+	skip, skipped := t.skips[h.turn]
+	var skipErr error
+	if skipped && h.turn != "" {
+		skipErr = h.skipTurn(skip.ts, skip.stop)
+	}
+	h.mu.Unlock()
+	if skipped && h.turn != "" {
+		return "", skipErr
+	}
+	text, err := t.proc.Turn(h.ctx, prompt)
+	h.mu.Lock()
+	herr := h.err
+	h.mu.Unlock()
+	if err := t.d.harnessTurnEnd(ctx, herr, err); err != nil {
+		return "", err
+	}
+	return text, nil
+}
+
+// end closes a turn whose final text is text: the run's answer, unless a message stopped the turn
+// (stopped), or rolled it back (redrive).
+func (t *harnessTurns) end(text string) (stopped, redrive bool) {
+	h := t.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	stopped, redrive = h.stopped != nil, h.redrive
+	h.stopped = nil
+	if !stopped {
+		t.d.setAnswer(text)
+	}
+	return stopped, redrive
+}
+
+// finish ends the run after a turn when no message waits and the run is not kept alive (done),
+// after a learning agent's proposal: its model calls are the run's, through the gateway under the
+// cap, in the harness's next user turn.
+func (t *harnessTurns) finish(ctx context.Context) (done bool, err error) {
+	d, h := t.d, t.h
+	pending, err := d.e.Store.ListMessages(ctx, d.run.Metadata.Name, d.lastMsg)
+	if err != nil {
+		return true, err
+	}
+	if len(pending) > 0 || d.run.Spec.KeepAlive {
+		return false, nil
+	}
+	turn := func(prompt string) (string, error) { return t.turn(ctx, prompt) }
+	if err := d.learnFrom(ctx, true, func(ctx context.Context, fresh *bool) (json.RawMessage, error) {
+		h.mu.Lock()
+		h.proposal = true
+		h.mu.Unlock()
+		return d.harnessProposal(ctx, h.name, turn, fresh)
+	}); err != nil {
+		return true, err
+	}
+	return true, d.finishAnswer(ctx)
 }
 
 // harnessTurnEnd is why a harness turn stops the drive, or nil: herr is what the host's calls
@@ -845,17 +339,17 @@ func (d *drive) harnessDriver() (harness.Driver, error) {
 // Messages API only; OpenAI's Chat Completions (what the built-in loop calls, so an
 // OpenAI-compatible server given as OPENAI_BASE_URL serves it too) and Responses; OpenRouter's
 // both and an Anthropic-compatible Messages API.
-var providerWires = map[string][]harness.Wire{
-	"anthropic":  {harness.WireAnthropic},
-	"openai":     {harness.WireChat, harness.WireResponses},
-	"openrouter": {harness.WireChat, harness.WireResponses, harness.WireAnthropic},
+var providerWires = map[string][]gateway.Wire{
+	"anthropic":  {gateway.WireAnthropic},
+	"openai":     {gateway.WireChat, gateway.WireResponses},
+	"openrouter": {gateway.WireChat, gateway.WireResponses, gateway.WireAnthropic},
 }
 
 // harnessWire is the wire drv's model calls speak on provider: the first the provider serves that
 // drv can be configured for, so a call is forwarded as the harness sent it; else Responses on
 // Anthropic, which the gateway translates to Messages (codex); else a failure saying which
 // providers would do. A provider not listed gets the harness's own first wire.
-func harnessWire(drv harness.Driver, provider string) (harness.Wire, error) {
+func harnessWire(drv harness.Driver, provider string) (gateway.Wire, error) {
 	if w, ok := pickWire(drv.Wires(), provider); ok {
 		return w, nil
 	}
@@ -869,7 +363,7 @@ func harnessWire(drv harness.Driver, provider string) (harness.Wire, error) {
 		drv.Name(), wireList(drv.Wires()), provider, wireList(providerWires[provider]), strings.Join(would, " or "))}
 }
 
-func pickWire(speaks []harness.Wire, provider string) (harness.Wire, bool) {
+func pickWire(speaks []gateway.Wire, provider string) (gateway.Wire, bool) {
 	served, known := providerWires[provider]
 	if !known {
 		return speaks[0], true
@@ -879,18 +373,17 @@ func pickWire(speaks []harness.Wire, provider string) (harness.Wire, bool) {
 			return w, true
 		}
 	}
-	if provider == "anthropic" && slices.Contains(speaks, harness.WireResponses) {
-		return harness.WireResponses, true
+	if provider == "anthropic" && slices.Contains(speaks, gateway.WireResponses) {
+		return gateway.WireResponses, true
 	}
 	return "", false
 }
 
 // wireList names wires as people know the APIs.
-func wireList(ws []harness.Wire) string {
-	names := map[harness.Wire]string{harness.WireAnthropic: "Anthropic Messages", harness.WireChat: "OpenAI Chat Completions", harness.WireResponses: "OpenAI Responses"}
+func wireList(ws []gateway.Wire) string {
 	out := make([]string, len(ws))
 	for i, w := range ws {
-		out[i] = names[w]
+		out[i] = w.Title()
 	}
 	return strings.Join(out, ", ")
 }
@@ -900,8 +393,16 @@ type harnessRun struct {
 	h    *hostRun
 	proc harness.Process
 	home string
-	// stop stops the process, releases its gateway token and ends its context.
-	stop func()
+	// undo is what stop does, last first: stop the process, release its home slot and its gateway
+	// token, end its context.
+	undo []func()
+}
+
+// stop stops the process, releases its gateway token and ends its context.
+func (hr *harnessRun) stop() {
+	for i := len(hr.undo) - 1; i >= 0; i-- {
+		hr.undo[i]()
+	}
 }
 
 // startHarness installs drv and starts it with the run's gateway token and the tools defs, its
@@ -910,15 +411,9 @@ type harnessRun struct {
 // is the run's own loop, whose turns begin with each prompt.
 func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []model.ToolDef, node string, mu *sync.Mutex, cur *turnState) (*harnessRun, error) {
 	pkg := drv.Package()
-	bin, err := harness.Install(ctx, d.e.DataDir, pkg, func(msg string) {
-		d.j.Emit(api.Event{Type: api.EventHarnessInstall, Message: msg})
-		d.j.Commit(ctx, &d.status, false, nil)
-	})
+	bin, err := d.installHarness(ctx, pkg)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &failure{api.ReasonHarnessUnavailable, err.Error()}
+		return nil, err
 	}
 	gw, err := d.e.gateway()
 	if err != nil {
@@ -928,16 +423,9 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	if err != nil {
 		return nil, err
 	}
-	run := d.run.Metadata.Name
 	hctx, stop := context.WithCancelCause(ctx)
-	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: string(wire), name: drv.Name(), mu: mu, cur: cur}
-	hr := &harnessRun{h: h}
-	undo := []func(){func() { stop(nil) }}
-	hr.stop = func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-	}
+	h := &hostRun{d: d, ctx: hctx, stop: stop, wire: wire, name: drv.Name(), mu: mu, cur: cur}
+	hr := &harnessRun{h: h, undo: []func(){func() { stop(nil) }}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -947,69 +435,19 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	if node != "" {
 		h.prefix, h.turnCost = node+"/", &cost.Total{}
 	}
-	var tools []gateway.Tool
-	var htools []harness.Tool
-	for _, t := range defs {
-		tools = append(tools, gateway.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
-		htools = append(htools, harness.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	tools, htools := harnessTools(defs)
+	token, release := gw.Register(d.run.Metadata.Name, wire, h, tools)
+	hr.undo = append(hr.undo, release) // the token dies with the drive (or the node)
+	if err := d.harnessHomeOf(ctx, hr, node, mu); err != nil {
+		return nil, err
 	}
-	token, release := gw.Register(run, h.wire, h, tools)
-	undo = append(undo, release) // the token dies with the drive (or the node)
-	home := harnessHome(d.e.DataDir, run)
-	if node != "" && d.runsInComputer() {
-		// An agent node's harness has a home of its own (nodes of a map run at once): inside the
-		// computer one of the slots guarded there.
-		slotHome, release, err := d.takeNodeHome(ctx, node, mu)
-		if err != nil {
-			return nil, err
-		}
-		undo = append(undo, release)
-		home, h.home = slotHome, slotHome
-	} else if node != "" {
-		sum := sha256.Sum256([]byte(node))
-		home = filepath.Join(home, "nodes", hex.EncodeToString(sum[:8]))
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return nil, fmt.Errorf("harness home: %w", err)
-	}
-	hr.home = home
-	base := gw.URL() + "/v2/gateway/anthropic"
-	if h.wire != gateway.WireAnthropic {
-		base = gw.URL() + "/v2/gateway/openai/v1"
-	}
-	maxTokens := d.maxTokens()
-	askModel := d.acc.model
-	if askModel == "" {
-		askModel, _ = familyModel(d.e.Prices, d.acc.provider.Name(), "sonnet")
-	}
-	// The instructions are the built-in loop's system prompt: the agent's skills (its own and the
-	// learned ones) and a learning run's notes index; the harness opens a skill or a note with the
-	// run's skill and note tools, served over MCP like the other tools.
-	sess := harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: base, Token: token, Wire: wire,
-		Headers: map[string]string{gateway.RunHeader: run}, MCPURL: gw.URL() + "/v2/gateway/runs/" + run + "/mcp", MCPName: mcpName,
-		Tools: htools, Model: askModel, MaxTokens: maxTokens, Instructions: d.system(), Skills: d.harnessSkills(),
-		Env: harness.BaseEnv(os.Getenv("PATH"), home), Permit: h.permit}
+	sess := d.harnessSession(h, gw, bin, hr.home, token, htools)
 	where, err := d.harnessInComputer(hctx, &sess, gw)
 	if err != nil {
 		return nil, &failure{api.ReasonHarnessUnavailable, err.Error()}
 	}
-	if node != "" {
-		// A node's harness may call the gateway while it starts, and those calls take mu.
-		mu.Unlock()
-	}
-	proc, err := drv.Start(hctx, sess)
-	if node != "" {
-		mu.Lock()
-	}
-	if err != nil {
-		return nil, d.harnessFailed(err)
-	}
-	undo = append(undo, proc.Stop)
-	hr.proc = proc
-	if node == "" {
-		mu.Lock()
-		h.proc = proc
-		mu.Unlock()
+	if err := d.startProcess(hr, drv, sess, node); err != nil {
+		return nil, err
 	}
 	ok = true
 	what := ""
@@ -1018,6 +456,98 @@ func (d *drive) startHarness(ctx context.Context, drv harness.Driver, defs []mod
 	}
 	d.j.Emit(api.Event{Type: api.EventHarnessStarted, Message: fmt.Sprintf("started %s (%s) %s%s; its model calls and tools go through this runner's gateway", drv.Name(), pkg.Spec(), where, what)})
 	return hr, nil
+}
+
+// installHarness installs pkg if it is not yet (each step of it on the run's timeline) and
+// returns its executable.
+func (d *drive) installHarness(ctx context.Context, pkg harness.Package) (string, error) {
+	bin, err := harness.Install(ctx, d.e.DataDir, pkg, func(msg string) {
+		d.j.Emit(api.Event{Type: api.EventHarnessInstall, Message: msg})
+		d.j.Commit(ctx, &d.status, false, nil)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", &failure{api.ReasonHarnessUnavailable, err.Error()}
+	}
+	return bin, nil
+}
+
+// harnessTools are the tools defs as the gateway serves them over MCP and as the driver is told
+// of them.
+func harnessTools(defs []model.ToolDef) ([]gateway.Tool, []harness.Tool) {
+	var tools []gateway.Tool
+	var htools []harness.Tool
+	for _, t := range defs {
+		tools = append(tools, gateway.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		htools = append(htools, harness.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	return tools, htools
+}
+
+// harnessHomeOf makes hr's home: the run's harness home for its own loop; for a workflow agent
+// node ("" is none) one of its own, since nodes of a map run at once: inside the computer one of
+// the slots guarded there (let go with hr), else a folder under the run's named by the node.
+func (d *drive) harnessHomeOf(ctx context.Context, hr *harnessRun, node string, mu *sync.Mutex) error {
+	home := harnessHome(d.e.DataDir, d.run.Metadata.Name)
+	if node != "" && d.runsInComputer() {
+		slotHome, release, err := d.takeNodeHome(ctx, node, mu)
+		if err != nil {
+			return err
+		}
+		hr.undo = append(hr.undo, release)
+		home, hr.h.home = slotHome, slotHome
+	} else if node != "" {
+		sum := sha256.Sum256([]byte(node))
+		home = filepath.Join(home, "nodes", hex.EncodeToString(sum[:8]))
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("harness home: %w", err)
+	}
+	hr.home = home
+	return nil
+}
+
+// harnessSession is what h's harness is started with: the gateway endpoint of its wire and its
+// token, the run's tools over MCP, the model to ask for and the agent's limit and instructions.
+func (d *drive) harnessSession(h *hostRun, gw *gateway.Gateway, bin, home, token string, tools []harness.Tool) harness.Session {
+	run := d.run.Metadata.Name
+	askModel := d.acc.model
+	if askModel == "" {
+		askModel, _ = familyModel(d.e.Prices, d.acc.provider.Name(), "sonnet")
+	}
+	// The instructions are the built-in loop's system prompt: the agent's skills (its own and the
+	// learned ones) and a learning run's notes index; the harness opens a skill or a note with the
+	// run's skill and note tools, served over MCP like the other tools.
+	return harness.Session{Run: run, Bin: bin, Dir: d.folder, Home: home, GatewayURL: h.wire.BaseURL(gw.URL()), Token: token, Wire: h.wire,
+		Headers: map[string]string{gateway.RunHeader: run}, MCPURL: gw.URL() + "/v2/gateway/runs/" + run + "/mcp", MCPName: mcpName,
+		Tools: tools, Model: askModel, MaxTokens: d.maxTokens(), Instructions: d.system(), Skills: d.harnessSkills(),
+		Env: harness.BaseEnv(os.Getenv("PATH"), home), Permit: h.permit}
+}
+
+// startProcess starts hr's harness with sess. A node's harness may call the gateway while it
+// starts, and those calls take the node's mu, which its caller holds: it is let go meanwhile.
+func (d *drive) startProcess(hr *harnessRun, drv harness.Driver, sess harness.Session, node string) error {
+	h := hr.h
+	if node != "" {
+		h.mu.Unlock()
+	}
+	proc, err := drv.Start(h.ctx, sess)
+	if node != "" {
+		h.mu.Lock()
+	}
+	if err != nil {
+		return d.harnessFailed(err)
+	}
+	hr.undo = append(hr.undo, proc.Stop)
+	hr.proc = proc
+	if node == "" {
+		h.mu.Lock()
+		h.proc = proc
+		h.mu.Unlock()
+	}
+	return nil
 }
 
 // dropHarnessHome removes a finished run's harness home (its config, with the dead token, and the

@@ -1,10 +1,10 @@
 package agent
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
+	"agentrun.dev/agentrun/internal/gateway"
 	"agentrun.dev/agentrun/internal/harness"
 )
 
@@ -12,11 +12,11 @@ import (
 // Anthropic the Responses API the gateway translates, and Claude Code on OpenAI nothing: a
 // HarnessUnavailable failure that names the providers that would run it.
 func TestHarnessWire(t *testing.T) {
-	want := map[string]map[string]harness.Wire{
-		"claude-agent": {"anthropic": harness.WireAnthropic, "openrouter": harness.WireAnthropic, "openai": ""},
-		"codex":        {"anthropic": harness.WireResponses, "openrouter": harness.WireResponses, "openai": harness.WireResponses},
-		"pi":           {"anthropic": harness.WireAnthropic, "openrouter": harness.WireChat, "openai": harness.WireChat},
-		"opencode":     {"anthropic": harness.WireAnthropic, "openrouter": harness.WireChat, "openai": harness.WireChat},
+	want := map[string]map[string]gateway.Wire{
+		"claude-agent": {"anthropic": gateway.WireAnthropic, "openrouter": gateway.WireAnthropic, "openai": ""},
+		"codex":        {"anthropic": gateway.WireResponses, "openrouter": gateway.WireResponses, "openai": gateway.WireResponses},
+		"pi":           {"anthropic": gateway.WireAnthropic, "openrouter": gateway.WireChat, "openai": gateway.WireChat},
+		"opencode":     {"anthropic": gateway.WireAnthropic, "openrouter": gateway.WireChat, "openai": gateway.WireChat},
 	}
 	for name, byProvider := range want {
 		drv, ok := harness.Lookup(name)
@@ -35,23 +35,6 @@ func TestHarnessWire(t *testing.T) {
 			if err != nil || got != w {
 				t.Errorf("%s on %s: %q, %v; want %q", name, provider, got, err, w)
 			}
-		}
-	}
-}
-
-// A streamed Chat Completions call always asks for its usage (else it could not be priced),
-// keeping the stream options it had; a call that does not stream is left alone.
-func TestHarnessLimitCallChatUsage(t *testing.T) {
-	for body, want := range map[string]string{
-		`{"stream":true}`: `{"include_usage":true}`,
-		`{"stream":true,"stream_options":{"include_usage":false,"x":1}}`: `{"include_usage":true,"x":1}`,
-		`{"stream":false}`: ``,
-	} {
-		var b map[string]json.RawMessage
-		json.Unmarshal([]byte(body), &b)
-		limitCall("openai-chat", b, "gpt-4.1", 100)
-		if string(b["stream_options"]) != want {
-			t.Errorf("%s: stream_options %s, want %s", body, b["stream_options"], want)
 		}
 	}
 }

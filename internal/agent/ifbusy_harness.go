@@ -289,7 +289,7 @@ func anthropicText(id, model, text string, stream bool) []byte {
 
 // steerForward is forward under a context a steering message cancels (journal.ErrStopped); the
 // usage the cut stream of wire had reported is kept for the stop step.
-func (d *drive) steerForward(ctx context.Context, wire string, fwd func(context.Context) (int, string, []byte, error)) (int, string, []byte, error) {
+func (d *drive) steerForward(ctx context.Context, wire gateway.Wire, fwd func(context.Context) (int, string, []byte, error)) (int, string, []byte, error) {
 	cctx, release := d.steer.steerable(ctx)
 	defer release()
 	status, ctype, data, err := fwd(cctx)

@@ -39,13 +39,6 @@ import (
 	"agentrun.dev/agentrun/internal/httpserve"
 )
 
-// Wire formats, as harness.Wire spells them.
-const (
-	WireAnthropic = "anthropic"
-	WireResponses = "openai-responses"
-	WireChat      = "openai-chat"
-)
-
 // MaxBody bounds a model call's request body (harnesses send whole conversations: Claude Code's
 // first call is ~50-85 KB); larger is 413.
 const MaxBody = 32 << 20
@@ -55,7 +48,7 @@ const RunHeader = "X-Agentrun-Run"
 
 // Call is one model call as the harness sent it.
 type Call struct {
-	Wire string
+	Wire Wire
 	// Path is the endpoint under the wire's /v1 ("/messages", "/responses", "/chat/completions").
 	Path   string
 	Header http.Header
@@ -97,7 +90,7 @@ type Refuser interface {
 
 type entry struct {
 	run  string
-	wire string
+	wire Wire
 	r    Run
 	mcp  http.Handler
 }
@@ -241,7 +234,7 @@ func (g *Gateway) Close() error {
 
 // Register mints a token for run's calls on wire and its MCP endpoint, serving tools. release
 // makes the token dead (the run's drive ended).
-func (g *Gateway) Register(run, wire string, r Run, tools []Tool) (token string, release func()) {
+func (g *Gateway) Register(run string, wire Wire, r Run, tools []Tool) (token string, release func()) {
 	var b [32]byte
 	rand.Read(b[:])
 	token = "agr_" + base64.RawURLEncoding.EncodeToString(b[:])
@@ -282,10 +275,11 @@ func (g *Gateway) Register(run, wire string, r Run, tools []Tool) (token string,
 // Handler serves /v2/gateway/...
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v2/gateway/anthropic/v1/messages", g.model(WireAnthropic, "/messages"))
-	mux.HandleFunc("POST /v2/gateway/anthropic/v1/messages/count_tokens", g.model(WireAnthropic, "/messages/count_tokens"))
-	mux.HandleFunc("POST /v2/gateway/openai/v1/responses", g.model(WireResponses, "/responses"))
-	mux.HandleFunc("POST /v2/gateway/openai/v1/chat/completions", g.model(WireChat, "/chat/completions"))
+	model := func(w Wire, path string) { mux.HandleFunc("POST "+w.APIPath()+path, g.model(w, path)) }
+	model(WireAnthropic, "/messages")
+	model(WireAnthropic, "/messages/count_tokens")
+	model(WireResponses, "/responses")
+	model(WireChat, "/chat/completions")
 	mux.HandleFunc("/v2/gateway/runs/{run}/mcp", g.mcp)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, api.CodeNotFound, "no gateway endpoint "+r.Method+" "+r.URL.Path)
@@ -307,7 +301,7 @@ func tokenOf(r *http.Request) string {
 // auth finds the request's run: 401 without a live token, 403 for a token of another run (the
 // request names a run) or of another wire. The token is looked up by its SHA-256 and compared in
 // constant time, so its bytes are never compared as they are.
-func (g *Gateway) auth(w http.ResponseWriter, r *http.Request, run, wire string) *entry {
+func (g *Gateway) auth(w http.ResponseWriter, r *http.Request, run string, wire Wire) *entry {
 	tok := tokenOf(r)
 	if tok == "" {
 		fail(w, http.StatusUnauthorized, api.CodeUnauthorized, "a gateway call needs the run's token (x-api-key or Authorization: Bearer)")
@@ -334,7 +328,7 @@ func (g *Gateway) auth(w http.ResponseWriter, r *http.Request, run, wire string)
 		return nil
 	}
 	if wire != "" && wire != e.wire {
-		fail(w, http.StatusForbidden, api.CodeForbidden, "this token is for the "+e.wire+" endpoint, not "+wire)
+		fail(w, http.StatusForbidden, api.CodeForbidden, "this token is for the "+string(e.wire)+" endpoint, not "+string(wire))
 		return nil
 	}
 	return e
@@ -360,7 +354,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return body, true
 }
 
-func (g *Gateway) model(wire, path string) http.HandlerFunc {
+func (g *Gateway) model(wire Wire, path string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		e := g.auth(w, r, "", wire)
 		if e == nil {

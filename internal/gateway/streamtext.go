@@ -12,12 +12,12 @@ const maxLine = 1 << 20
 // StreamText returns a reader of body, a vendor's answer of wire, that tells text each piece of
 // the model's text as the bytes go by (the SSE events Summarize reads for the reply's text), so
 // people can watch a harness's call while it streams. The bytes read are body's, unchanged.
-func StreamText(wire string, body io.Reader, text func(string)) io.Reader {
+func StreamText(wire Wire, body io.Reader, text func(string)) io.Reader {
 	return &textTee{wire: wire, r: body, text: text}
 }
 
 type textTee struct {
-	wire string
+	wire Wire
 	r    io.Reader
 	text func(string)
 	line []byte

@@ -8,7 +8,7 @@ import (
 )
 
 func TestStreamTextSeesEachWiresText(t *testing.T) {
-	for wire, body := range map[string]string{
+	for wire, body := range map[Wire]string{
 		WireAnthropic: "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\n" +
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hel\"}}\n\n" +
 			"event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"lo\"}}\r\n\r\n" +

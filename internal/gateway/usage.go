@@ -19,7 +19,7 @@ type Summary struct {
 }
 
 // Summarize reads a response body of wire, an SSE stream or one JSON object.
-func Summarize(wire string, body []byte) Summary {
+func Summarize(wire Wire, body []byte) Summary {
 	var s Summary
 	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
 		sc := bufio.NewScanner(bytes.NewReader(body))
@@ -100,7 +100,7 @@ func (u *oaiUsage) neutral() model.Usage {
 	return model.Usage{InputTokens: max(in-cached, 0), CacheReadInputTokens: cached, OutputTokens: out, ReasoningTokens: reason}
 }
 
-func (s *Summary) event(wire string, data []byte) {
+func (s *Summary) event(wire Wire, data []byte) {
 	switch wire {
 	case WireAnthropic:
 		var ev struct {
@@ -188,7 +188,7 @@ func (s *Summary) event(wire string, data []byte) {
 	}
 }
 
-func (s *Summary) object(wire string, body []byte) {
+func (s *Summary) object(wire Wire, body []byte) {
 	switch wire {
 	case WireAnthropic:
 		var r struct {

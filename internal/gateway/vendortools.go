@@ -21,7 +21,7 @@ import (
 // runs, which the vendor only describes to the model. Anthropic's own typed client tools are
 // matched by prefix (bash_20250124, text_editor_..., computer_..., memory_..., and its tool
 // search, which searches the request's own tools). Anything else is a tool the vendor runs.
-var clientTools = map[string][]string{
+var clientTools = map[Wire][]string{
 	WireAnthropic: {"", "custom", "bash_", "text_editor_", "computer_", "memory_", "tool_search_tool_"},
 	WireResponses: {"function", "custom", "namespace", "local_shell", "shell", "apply_patch", "computer_use_preview"},
 	WireChat:      {"function", "custom"},
@@ -29,7 +29,7 @@ var clientTools = map[string][]string{
 
 // vendorFields are top-level request fields that have the vendor reach out on its own: Anthropic's
 // MCP connector, Chat Completions' web search, OpenRouter's plugins (web search among them).
-var vendorFields = map[string][]string{
+var vendorFields = map[Wire][]string{
 	WireAnthropic: {"mcp_servers"},
 	WireChat:      {"web_search_options", "plugins"},
 	WireResponses: {},
@@ -37,7 +37,7 @@ var vendorFields = map[string][]string{
 
 // vendorSide says what in a model call of wire the vendor would do on its own side ("" when
 // nothing): the field path and why.
-func vendorSide(wire string, body []byte) string {
+func vendorSide(wire Wire, body []byte) string {
 	var req map[string]any
 	if json.Unmarshal(body, &req) != nil {
 		return "" // not an object: the run refuses it as malformed
@@ -59,7 +59,7 @@ func vendorSide(wire string, body []byte) string {
 }
 
 // vendorTools finds a tool the vendor runs in tools (a Responses namespace's tools included).
-func vendorTools(wire, path string, tools any) string {
+func vendorTools(wire Wire, path string, tools any) string {
 	list, _ := tools.([]any)
 	for i, t := range list {
 		tool, _ := t.(map[string]any)
@@ -77,7 +77,7 @@ func vendorTools(wire, path string, tools any) string {
 	return ""
 }
 
-func isClientTool(wire, typ string) bool {
+func isClientTool(wire Wire, typ string) bool {
 	for _, c := range clientTools[wire] {
 		if typ == c || (strings.HasSuffix(c, "_") && strings.HasPrefix(typ, c)) {
 			return true

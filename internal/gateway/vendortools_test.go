@@ -56,11 +56,11 @@ func TestGatewayRefusesVendorSideTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	endpoint := map[string]string{WireAnthropic: "/v2/gateway/anthropic/v1/messages", WireResponses: "/v2/gateway/openai/v1/responses", WireChat: "/v2/gateway/openai/v1/chat/completions"}
-	tokens, runs := map[string]string{}, map[string]*vendorRun{}
+	endpoint := map[Wire]string{WireAnthropic: "/v2/gateway/anthropic/v1/messages", WireResponses: "/v2/gateway/openai/v1/responses", WireChat: "/v2/gateway/openai/v1/chat/completions"}
+	tokens, runs := map[Wire]string{}, map[Wire]*vendorRun{}
 	for wire := range endpoint {
 		runs[wire] = &vendorRun{base: url}
-		tok, release := g.Register("run-"+wire, wire, runs[wire], nil)
+		tok, release := g.Register("run-"+string(wire), wire, runs[wire], nil)
 		defer release()
 		tokens[wire] = tok
 	}
@@ -83,7 +83,8 @@ func TestGatewayRefusesVendorSideTools(t *testing.T) {
 		return `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},` + content + `]}]}`
 	}
 	for _, c := range []struct {
-		wire, body, field string // field: "" when the call goes through
+		wire        Wire
+		body, field string // field: "" when the call goes through
 	}{
 		{WireAnthropic, ant(user + `,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":5}]`), "tools[0].type"},
 		{WireAnthropic, ant(user + `,"tools":[{"name":"write","input_schema":{"type":"object"}},{"type":"web_fetch_20250910","name":"web_fetch"}]`), "tools[1].type"},

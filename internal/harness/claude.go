@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"agentrun.dev/agentrun/internal/gateway"
 )
 
 // claude is Claude Code (`claude -p` over stream-json on stdio, research/harnesses.md 4.1): its
@@ -47,8 +49,8 @@ func (claude) configPaths() []ConfigPath {
 	return ps
 }
 
-func (claude) Name() string  { return "claude-agent" }
-func (claude) Wires() []Wire { return []Wire{WireAnthropic} }
+func (claude) Name() string          { return "claude-agent" }
+func (claude) Wires() []gateway.Wire { return []gateway.Wire{gateway.WireAnthropic} }
 func (claude) Package() Package {
 	return Package{NPM: "@anthropic-ai/claude-code", Version: ClaudeVersion, Bin: "claude"}
 }

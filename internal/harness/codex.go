@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"agentrun.dev/agentrun/internal/gateway"
 )
 
 // codex is OpenAI's Codex CLI run as `codex app-server` (JSON-RPC 2.0, one JSON a line on stdio;
@@ -32,8 +34,8 @@ func (codex) configPaths() []ConfigPath {
 		{Rel: "codex/AGENTS.override.md"}, {Rel: "codex/rules", Dir: true}, {Rel: "codex/skills", Dir: true}}
 }
 
-func (codex) Name() string  { return "codex" }
-func (codex) Wires() []Wire { return []Wire{WireResponses} }
+func (codex) Name() string          { return "codex" }
+func (codex) Wires() []gateway.Wire { return []gateway.Wire{gateway.WireResponses} }
 func (codex) Package() Package {
 	return Package{NPM: "@openai/codex", Version: CodexVersion, Bin: "codex"}
 }

@@ -20,8 +20,8 @@
 // To add a driver:
 //
 //  1. Write NAME.go with a type implementing Driver. Start builds the command line and environment
-//     from the Session: point the harness's model endpoint, speaking Session.Wire, at Session.GatewayURL (the wire's base:
-//     .../v2/gateway/anthropic or .../v2/gateway/openai/v1) with Session.Token as its API key, give it
+//     from the Session: point the harness's model endpoint, speaking Session.Wire, at Session.GatewayURL (the wire's base,
+//     gateway.Wire.BaseURL: .../v2/gateway/anthropic or .../v2/gateway/openai/v1) with Session.Token as its API key, give it
 //     the MCP server at Session.MCPURL (header "Authorization: Bearer TOKEN") as its only tools, turn
 //     its own built-in tools off, set its output limit to Session.MaxTokens, run it with Session.Dir
 //     as its working directory and Session.Home as its HOME, and turn off every other network

@@ -8,18 +8,7 @@ import (
 	"strings"
 
 	"agentrun.dev/agentrun/internal/computer"
-)
-
-// Wire is the wire format a harness's model calls speak: which gateway endpoint it calls.
-type Wire string
-
-const (
-	// WireAnthropic is the Messages API: POST {GatewayURL}/v1/messages (+ /count_tokens).
-	WireAnthropic Wire = "anthropic"
-	// WireResponses is the OpenAI Responses API: POST {GatewayURL}/responses.
-	WireResponses Wire = "openai-responses"
-	// WireChat is OpenAI Chat Completions: POST {GatewayURL}/chat/completions.
-	WireChat Wire = "openai-chat"
+	"agentrun.dev/agentrun/internal/gateway"
 )
 
 // Package is the npm package a driver runs, at a pinned version.
@@ -48,7 +37,7 @@ type Driver interface {
 	Package() Package
 	// Wires are the wire formats its model calls can be configured to speak, preferred first: the
 	// host picks one the run's provider serves and gives it as Session.Wire.
-	Wires() []Wire
+	Wires() []gateway.Wire
 	// Start starts the harness for one drive of a run. It returns once the process runs and is
 	// ready for its first Turn; the process lives until Stop or until ctx ends.
 	Start(ctx context.Context, s Session) (Process, error)
@@ -98,7 +87,7 @@ type Session struct {
 	Headers           map[string]string
 	// Wire is the wire format the harness is to speak, one of its Wires: GatewayURL is that
 	// wire's endpoint.
-	Wire Wire
+	Wire gateway.Wire
 	// MCPURL is the streamable HTTP MCP endpoint with the run's tools (bearer Token); MCPName is the
 	// server name to give it ("agentrun"); Tools are the tools it serves.
 	MCPURL, MCPName string

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"agentrun.dev/agentrun/internal/gateway"
 )
 
 // opencode is OpenCode (opencode-ai, `opencode run --format json`: one process per user turn,
@@ -41,8 +43,10 @@ func (opencode) configPaths() []ConfigPath {
 	return ps
 }
 
-func (opencode) Name() string  { return "opencode" }
-func (opencode) Wires() []Wire { return []Wire{WireAnthropic, WireChat, WireResponses} }
+func (opencode) Name() string { return "opencode" }
+func (opencode) Wires() []gateway.Wire {
+	return []gateway.Wire{gateway.WireAnthropic, gateway.WireChat, gateway.WireResponses}
+}
 func (opencode) Package() Package {
 	return Package{NPM: "opencode-ai", Version: OpenCodeVersion, Bin: "opencode", Manual: true}
 }
@@ -63,7 +67,7 @@ var opencodeTools = []string{"bash", "edit", "write", "read", "grep", "glob", "l
 	"webfetch", "websearch", "codesearch", "task", "skill", "question", "lsp", "multiedit", "apply_patch", "plan_enter", "plan_exit"}
 
 // opencodeSDK is the AI SDK provider package of each wire.
-var opencodeSDK = map[Wire]string{WireAnthropic: "@ai-sdk/anthropic", WireChat: "@ai-sdk/openai-compatible", WireResponses: "@ai-sdk/openai"}
+var opencodeSDK = map[gateway.Wire]string{gateway.WireAnthropic: "@ai-sdk/anthropic", gateway.WireChat: "@ai-sdk/openai-compatible", gateway.WireResponses: "@ai-sdk/openai"}
 
 func (d opencode) Start(ctx context.Context, s Session) (Process, error) {
 	if opencodeSDK[s.Wire] == "" {
@@ -114,9 +118,9 @@ func (d opencode) Start(ctx context.Context, s Session) (Process, error) {
 	// ones are the gateway's .../openai/v1. Chat Completions streams carry no usage unless asked.
 	options := map[string]any{"baseURL": s.GatewayURL, "apiKey": "{env:AGENTRUN_GATEWAY_TOKEN}", "headers": headers}
 	switch s.Wire {
-	case WireAnthropic:
+	case gateway.WireAnthropic:
 		options["baseURL"] = s.GatewayURL + "/v1"
-	case WireChat:
+	case gateway.WireChat:
 		options["includeUsage"] = true
 	}
 	conf := map[string]any{

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"agentrun.dev/agentrun/internal/gateway"
 )
 
 // pi is pi-coding-agent (`pi --mode rpc`: prompt commands on stdin, JSONL events on stdout,
@@ -34,8 +36,10 @@ func (pi) configPaths() []ConfigPath {
 		{Rel: "pi-agent/extensions", Dir: true}, {Rel: "pi-agent/AGENTS.md"}, {Rel: "agentrun-pi.ts"}, {Rel: "agentrun-pi.json"}}
 }
 
-func (pi) Name() string  { return "pi" }
-func (pi) Wires() []Wire { return []Wire{WireAnthropic, WireChat, WireResponses} }
+func (pi) Name() string { return "pi" }
+func (pi) Wires() []gateway.Wire {
+	return []gateway.Wire{gateway.WireAnthropic, gateway.WireChat, gateway.WireResponses}
+}
 func (pi) Package() Package {
 	return Package{NPM: "@mariozechner/pi-coding-agent", Version: PiVersion, Bin: "pi"}
 }
@@ -44,7 +48,7 @@ func (pi) Package() Package {
 const piProvider = "agentrun"
 
 // piAPI is the models.json "api" of each wire.
-var piAPI = map[Wire]string{WireAnthropic: "anthropic-messages", WireChat: "openai-completions", WireResponses: "openai-responses"}
+var piAPI = map[gateway.Wire]string{gateway.WireAnthropic: "anthropic-messages", gateway.WireChat: "openai-completions", gateway.WireResponses: "openai-responses"}
 
 func (d pi) Start(ctx context.Context, s Session) (Process, error) {
 	if piAPI[s.Wire] == "" {

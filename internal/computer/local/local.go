@@ -114,7 +114,11 @@ func (p *Provider) available(ctx context.Context) computer.Availability {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	args := append(baseArgs(computer.DefaultLimits), "--", "/bin/true")
-	out, err := exec.CommandContext(ctx, bw, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, bw, args...)
+	// A child of bubblewrap that outlives it keeps the output pipe open: without a WaitDelay the
+	// timeout kills bwrap but the wait goes on, with every sandbox run queued on p.mu behind it.
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return computer.Availability{Reason: fmt.Sprintf("bubblewrap cannot make a sandbox here (%v): %s",
 			err, strings.TrimSpace(string(out)))}

@@ -1,4 +1,4 @@
-package agent
+package gateway
 
 import (
 	"encoding/json"
@@ -19,12 +19,12 @@ func TestHarnessReplayNormalizeOpenCodeDate(t *testing.T) {
 		return m
 	}
 	const env = "You are OpenCode.\n<env>\n  Working directory: /d/runs/r1\n  Today's date: %s\n</env>"
-	day1 := normalize(body(fmt.Sprintf(env, "Tue Dec 01 2026")), "/d/runs/r1")
-	day2 := normalize(body(fmt.Sprintf(env, "Wed Dec 02 2026")), "/d/runs/r1")
+	day1 := Normalize(body(fmt.Sprintf(env, "Tue Dec 01 2026")), "/d/runs/r1")
+	day2 := Normalize(body(fmt.Sprintf(env, "Wed Dec 02 2026")), "/d/runs/r1")
 	if string(day1) != string(day2) {
 		t.Errorf("the next day's replay diverges:\n%s\n%s", day1, day2)
 	}
-	other := normalize(body(fmt.Sprintf("You are another agent.\n<env>\n  Today's date: %s\n</env>", "Wed Dec 02 2026")), "/d/runs/r1")
+	other := Normalize(body(fmt.Sprintf("You are another agent.\n<env>\n  Today's date: %s\n</env>", "Wed Dec 02 2026")), "/d/runs/r1")
 	if string(day1) == string(other) {
 		t.Errorf("a changed system prompt is not a divergence")
 	}

@@ -1,4 +1,4 @@
-package agent
+package gateway
 
 import (
 	"encoding/json"
@@ -14,12 +14,12 @@ func TestNormalizeHarnessHome(t *testing.T) {
 		b, _ := json.Marshal("Base directory for this skill: " + home + "/.claude/skills/release-notes")
 		return map[string]json.RawMessage{"messages": b}
 	}
-	a := normalize(body("/data-a/harness-home/r1"), "/data-a/runs/r1", "/data-a/harness-home/r1")
-	b := normalize(body("/data-b/harness-home/r1"), "/data-b/runs/r1", "/data-b/harness-home/r1")
+	a := Normalize(body("/data-a/harness-home/r1"), "/data-a/runs/r1", "/data-a/harness-home/r1")
+	b := Normalize(body("/data-b/harness-home/r1"), "/data-b/runs/r1", "/data-b/harness-home/r1")
 	if string(a) != string(b) || !strings.Contains(string(a), "<harness home>/.claude/skills/release-notes") {
 		t.Errorf("normalized: %s and %s", a, b)
 	}
-	if other := normalize(body("/data-a/harness-home/r1"), "/data-a/runs/r1"); string(other) == string(a) {
+	if other := Normalize(body("/data-a/harness-home/r1"), "/data-a/runs/r1"); string(other) == string(a) {
 		t.Error("without the home given, the path is kept")
 	}
 }

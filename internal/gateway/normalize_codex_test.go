@@ -1,4 +1,4 @@
-package agent
+package gateway
 
 import (
 	"encoding/json"
@@ -22,14 +22,14 @@ func TestHarnessReplayNormalizeResponses(t *testing.T) {
 			{"type":"function_call","id":"fc_1","call_id":"call_1","name":"ask_person","namespace":"mcp__agentrun__","arguments":` + args + `},
 			{"type":"function_call_output","call_id":"call_1","output":"Wall time: ` + wall + ` seconds\nOutput:\n` + output + `"}]}`)
 	}
-	first := normalize(req("01a2-aaaa", "0.0124", "Europe", `"{\"question\":\"Which?\"}"`), "")
-	if again := normalize(req("01a2-bbbb", "0.0031", "Europe", `"{\"question\":\"Which?\"}"`), ""); string(first) != string(again) {
+	first := Normalize(req("01a2-aaaa", "0.0124", "Europe", `"{\"question\":\"Which?\"}"`), "")
+	if again := Normalize(req("01a2-bbbb", "0.0031", "Europe", `"{\"question\":\"Which?\"}"`), ""); string(first) != string(again) {
 		t.Errorf("a restart's message ids and wall times make a divergence:\n%s\n%s", first, again)
 	}
-	if other := normalize(req("01a2-bbbb", "0.0031", "Asia", `"{\"question\":\"Which?\"}"`), ""); string(first) == string(other) {
+	if other := Normalize(req("01a2-bbbb", "0.0031", "Asia", `"{\"question\":\"Which?\"}"`), ""); string(first) == string(other) {
 		t.Errorf("another tool result is not a divergence")
 	}
-	if other := normalize(req("01a2-bbbb", "0.0031", "Europe", `"{\"question\":\"Where?\"}"`), ""); string(first) == string(other) {
+	if other := Normalize(req("01a2-bbbb", "0.0031", "Europe", `"{\"question\":\"Where?\"}"`), ""); string(first) == string(other) {
 		t.Errorf("other call arguments are not a divergence")
 	}
 }

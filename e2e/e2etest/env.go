@@ -186,8 +186,8 @@ func (e *Env) StartWith(args []string, extraEnv ...string) {
 	e.T.Fatalf("server did not come up within 60 s:\n%s", e.Stderr.String())
 }
 
-// Kill sends SIGKILL and waits for the process to be gone, and for its docker computers'
-// containers: they end by themselves when the killed server's attach connections close, but
+// Kill sends SIGKILL and waits for the process to be gone, for what it started in its data
+// folder (NoStraysIn), and for its docker computers' containers: they end by themselves when the killed server's attach connections close, but
 // the engine notices a moment later, and until then what runs in them (a harness whose home is
 // bound from the data folder) can still write there, under a TempDir's removal, say.
 func (e *Env) Kill() {
@@ -197,6 +197,7 @@ func (e *Env) Kill() {
 	e.Proc.Process.Signal(syscall.SIGKILL)
 	<-e.Exited
 	e.Proc = nil
+	NoStraysIn(e.T, e.Dir, 5*time.Second)
 	if e.docker {
 		NoContainersOf(e.T, e.Dir, 30*time.Second)
 	}

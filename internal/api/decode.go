@@ -115,14 +115,8 @@ func orRoot(path string) string {
 	return path
 }
 
-// join is the path of key name of the object at path. An empty key is path followed by its dot,
-// as it always was: Path.Child drops an empty name, which would name the object itself.
-func join(path, name string) string {
-	if name == "" && path != "" {
-		return path + "."
-	}
-	return NewPath(path).Child(name).String()
-}
+// join is the path of key name of the object at path (an empty key kept: Path.Member).
+func join(path, name string) string { return NewPath(path).Member(name).String() }
 
 // checkShape walks a decoded JSON value against a Go type.
 func checkShape(v any, t reflect.Type, path string) error {

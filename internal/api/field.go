@@ -33,6 +33,16 @@ func (p Path) Child(name string, more ...string) Path {
 	return Path{s: b.String()}
 }
 
+// Member is the path of key k of the object at p written as a field (spec.env.TOKEN), for a
+// map whose keys are names. Unlike Child it keeps an empty key (spec.env.), so an error names the
+// key that is wrong rather than the object that holds it.
+func (p Path) Member(k string) Path {
+	if p.s == "" {
+		return Path{s: k}
+	}
+	return Path{s: p.s + "." + k}
+}
+
 // Index is the path of item i of the list at p: spec.tools[1].
 func (p Path) Index(i int) Path { return Path{s: p.s + "[" + strconv.Itoa(i) + "]"} }
 

@@ -119,3 +119,21 @@ func TestEveryKindThreeMistakes(t *testing.T) {
 		}
 	}
 }
+
+// Member keeps an empty key (the key that is wrong, not the object that holds it), as the
+// concatenated paths did; Child drops it.
+func TestPathMember(t *testing.T) {
+	for _, c := range []struct {
+		p    Path
+		want string
+	}{
+		{NewPath("data").Member("TOKEN"), "data.TOKEN"},
+		{NewPath("data").Member(""), "data."},
+		{NewPath("").Member("spec"), "spec"},
+		{NewPath("spec", "mcpServers").Index(0).Child("env").Member("KEY"), "spec.mcpServers[0].env.KEY"},
+	} {
+		if got := c.p.String(); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
+}

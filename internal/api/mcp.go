@@ -126,7 +126,7 @@ func validateMCPServers(servers []MCPServer, harness Harness) error {
 				errs.Add(Invalid(at.Child("headers").String(), "headers are for a url server; a command server takes env"))
 			}
 			for k, v := range m.Env {
-				f := at.Child("env", k).String()
+				f := at.Child("env").Member(k).String()
 				if !envVarName.MatchString(k) {
 					errs.Add(Invalid(f, "%q is not an environment variable name", k))
 				} else if _, _, _, err := ParseSecretRef(v); err != nil {
@@ -144,7 +144,7 @@ func validateMCPServers(servers []MCPServer, harness Harness) error {
 				errs.Add(Invalid(at.Child("url").String(), "put credentials in headers (which may name a secret), not in the url"))
 			}
 			for k, v := range m.Headers {
-				f := at.Child("headers", k).String()
+				f := at.Child("headers").Member(k).String()
 				if !headerName.MatchString(k) {
 					errs.Add(Invalid(f, "%q is not an HTTP header name", k))
 				} else if strings.ContainsAny(v, "\r\n") {
@@ -175,12 +175,12 @@ func MCPSecretRefs(at string, m MCPServer) map[string]string {
 	out := map[string]string{}
 	for k, v := range m.Env {
 		if name, _, ok, err := ParseSecretRef(v); ok && err == nil {
-			out[NewPath(at).Child("env", k).String()] = name
+			out[NewPath(at).Child("env").Member(k).String()] = name
 		}
 	}
 	for k, v := range m.Headers {
 		if name, _, ok, err := ParseSecretRef(v); ok && err == nil {
-			out[NewPath(at).Child("headers", k).String()] = name
+			out[NewPath(at).Child("headers").Member(k).String()] = name
 		}
 	}
 	return out

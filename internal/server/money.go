@@ -283,7 +283,7 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) {
 	}
 	for k, v := range b.Data {
 		if err := secret.CheckEntry(k, v); err != nil {
-			writeErr(w, api.Invalid(api.NewPath("data", k).String(), "%s", err.Error()))
+			writeErr(w, api.Invalid(api.NewPath("data").Member(k).String(), "%s", err.Error()))
 			return
 		}
 	}

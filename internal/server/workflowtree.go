@@ -84,7 +84,7 @@ func (s *Server) resolveWorkflowChildren(ctx context.Context, a *api.Agent) erro
 	}
 	for name := range given {
 		if _, ok := pins[name]; !ok {
-			return api.Invalid(api.NewPath("spec", "workflowChildren", name).String(), "the workflow names no child %q", name)
+			return api.Invalid(api.NewPath("spec", "workflowChildren").Member(name).String(), "the workflow names no child %q", name)
 		}
 	}
 	a.Spec.WorkflowChildren = nil

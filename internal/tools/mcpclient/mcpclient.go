@@ -79,22 +79,22 @@ func resolve(ctx context.Context, at string, vals map[string]string, open OpenSe
 	for k, v := range vals {
 		name, key, ok, err := api.ParseSecretRef(v)
 		if err != nil {
-			return nil, &SecretError{Field: api.NewPath(at).Child(k).String(), Err: err}
+			return nil, &SecretError{Field: api.NewPath(at).Member(k).String(), Err: err}
 		}
 		if !ok {
 			out[k] = v
 			continue
 		}
 		if open == nil {
-			return nil, &SecretError{Field: api.NewPath(at).Child(k).String(), Secret: name, Err: errors.New("this process cannot open secrets (no seal key)")}
+			return nil, &SecretError{Field: api.NewPath(at).Member(k).String(), Secret: name, Err: errors.New("this process cannot open secrets (no seal key)")}
 		}
 		m, err := open(ctx, name)
 		if err != nil {
-			return nil, &SecretError{Field: api.NewPath(at).Child(k).String(), Secret: name, Err: err}
+			return nil, &SecretError{Field: api.NewPath(at).Member(k).String(), Secret: name, Err: err}
 		}
 		val, ok := m[key]
 		if !ok {
-			return nil, &SecretError{Field: api.NewPath(at).Child(k).String(), Secret: name, Err: fmt.Errorf("the secret has no key %q", key)}
+			return nil, &SecretError{Field: api.NewPath(at).Member(k).String(), Secret: name, Err: fmt.Errorf("the secret has no key %q", key)}
 		}
 		out[k] = val
 		red.d.Add(v, val)

@@ -27,6 +27,8 @@ type (
 	// Errors every problem a check found (the first being the error itself).
 	Error      = api.Error
 	FieldError = api.FieldError
+	// Path is the path of a field as an error names it (Error.Under takes one).
+	Path = api.Path
 )
 
 // Agents.
@@ -56,6 +58,8 @@ type (
 	// StepState is a step's state (Step*); Resolution a person's decision on a step (Resolve*).
 	StepState  = api.StepState
 	Resolution = api.Resolution
+	// StepKind is what a journal step does (the StepKind* constants).
+	StepKind = api.StepKind
 	// EventType is a timeline event's type (Event*; EventTypes lists them all).
 	EventType      = api.EventType
 	EventTypeInfo  = api.EventTypeInfo
@@ -183,6 +187,22 @@ const (
 	StepCompleted   = api.StepCompleted
 	StepInterrupted = api.StepInterrupted
 	StepFailed      = api.StepFailed
+)
+
+// Step kinds (Step.Kind).
+const (
+	StepKindModel    = api.StepKindModel
+	StepKindRoute    = api.StepKindRoute
+	StepKindCount    = api.StepKindCount
+	StepKindTool     = api.StepKindTool
+	StepKindApproval = api.StepKindApproval
+	StepKindQuestion = api.StepKindQuestion
+	StepKindMessage  = api.StepKindMessage
+	StepKindComputer = api.StepKindComputer
+	StepKindLearning = api.StepKindLearning
+	StepKindClock    = api.StepKindClock
+	StepKindTurnPre  = api.StepKindTurnPre
+	StepKindStop     = api.StepKindStop
 )
 
 // Group phases (AgentGroupStatus.Phase).

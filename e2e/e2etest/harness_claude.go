@@ -40,16 +40,8 @@ func HarnessProcs(dir string) []string {
 // NoHarnessLeft waits until no harness process of the data folder is left.
 func NoHarnessLeft(t *testing.T, dir string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		p := HarnessProcs(dir)
-		if len(p) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("harness processes still running: %v", p)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if p := waitNone(func() []string { return HarnessProcs(dir) }, d); len(p) > 0 {
+		t.Fatalf("harness processes still running: %v", p)
 	}
 }
 

@@ -21,19 +21,24 @@ func NoStraysIn(t *testing.T, dir string, d time.Duration) {
 	if err != nil {
 		return
 	}
+	pids := waitNone(func() []int { return processesIn(dir) }, d)
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if len(pids) > 0 {
+		t.Logf("killed %d processes still working in %s %v after the server", len(pids), dir, d)
+		time.Sleep(100 * time.Millisecond) // the kernel closes their files as they go
+	}
+}
+
+// waitNone calls list every 50 ms until it lists nothing or d has passed, and returns what it
+// listed last.
+func waitNone[T any](list func() []T, d time.Duration) []T {
 	deadline := time.Now().Add(d)
 	for {
-		pids := processesIn(dir)
-		if len(pids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, pid := range pids {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			t.Logf("killed %d processes still working in %s %v after the server", len(pids), dir, d)
-			time.Sleep(100 * time.Millisecond) // the kernel closes their files as they go
-			return
+		left := list()
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -126,7 +126,9 @@ func TestSettingsWebhooksInBrowser(t *testing.T) {
 		}
 		return page, got[n-1]
 	}
-	do("send a test delivery", chromedp.Click(css(`#test-webhook`)), chromedp.WaitVisible(css(`#note`)))
+	// The page it leaves has a #note too (the webhook was just added): wait for the new page's.
+	do("send a test delivery", chromedp.Click(css(`#test-webhook`)),
+		chromedp.WaitVisible(chromedp.Search(`//*[@id="note"][contains(., "test delivery")]`)))
 	page, d1 := waitDelivered("/settings/webhooks/ops-alerts delivered", 1)
 	if !strings.Contains(page, "#1 delivered HTTP 204") || !strings.Contains(string(d1.body), `"type":"webhook.test"`) {
 		t.Errorf("the test delivery's attempt is not shown as delivered (HTTP 204), or its body is not a webhook.test: %s\n%s", d1.body, page)
@@ -139,7 +141,8 @@ func TestSettingsWebhooksInBrowser(t *testing.T) {
 	if secret2 == nil || secret2[1] == secret1[1] || !strings.Contains(rotated, "previous one also signs until") {
 		t.Fatalf("a new signing secret is not shown, or not said to keep the previous one signing:\n%s", rotated)
 	}
-	do("send a second test delivery", chromedp.Click(css(`#test-webhook`)), chromedp.WaitVisible(css(`#note`)))
+	do("send a second test delivery", chromedp.Click(css(`#test-webhook`)),
+		chromedp.WaitVisible(chromedp.Search(`//*[@id="note"][contains(., "test delivery")]`)))
 	_, d2 := waitDelivered("/settings/webhooks/ops-alerts delivered twice", 2)
 	if !signedWith(secret2[1], d2) {
 		t.Errorf("the delivery after the new secret is not signed with it: %q", d2.sig)

@@ -113,14 +113,8 @@ func (s *Server) checkTemplate(ctx context.Context, req *api.TemplateApply) erro
 		sk := &req.Skills[i]
 		if err := api.DefaultAndValidateSkill(sk); err != nil {
 			errs.AddErr(under(api.NewPath("skills").Index(i), err))
-			name := sk.Metadata.Name
-			if md, ok := sk.File(api.SkillFileName); name == "" && ok {
-				if fm, e := api.ParseSkillFrontMatter(md); e == nil {
-					name = fm.Name
-				}
-			}
-			unnamed = unnamed || name == ""
-			own[name] = true
+			unnamed = unnamed || sk.Metadata.Name == ""
+			own[sk.Metadata.Name] = true
 			continue
 		}
 		own[sk.Metadata.Name] = true

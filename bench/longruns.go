@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,8 +50,21 @@ type LongResult struct {
 	// RSSPerActiveKB = (peak - idle) / PeakActive.
 	PeakActive     int     `json:"peakActive"`
 	RSSPerActiveKB float64 `json:"rssPerActiveKB"`
+	// What an active run holds, without the garbage collector's headroom: 8 s or more after the
+	// runs were created and with at least half of them active (LiveSampleActive), r1 is made to
+	// collect and its heap in use and goroutine stacks are read (runtime MemStats; three reads,
+	// the median), less the same read before any run, per active run. The RSS figures above also hold what the
+	// collector lets grow between cycles (GOGC=100: up to the live heap again) and what it has
+	// freed but not yet returned.
+	LiveSampleActive    int     `json:"liveSampleActive,omitempty"`
+	LiveHeapPerActiveKB float64 `json:"liveHeapPerActiveKB,omitempty"`
+	StackPerActiveKB    float64 `json:"stackPerActiveKB,omitempty"`
+	LivePerActiveKB     float64 `json:"livePerActiveKB,omitempty"`
+	GoroutinesPerActive float64 `json:"goroutinesPerActive,omitempty"`
 	// From the runners' logs: runs they stopped because a lease renewal did not come in time
 	// (self-fenced), leases lost to another runner, and times a runner started holding back.
+	// Waits splits a turn's added time by r1's own histograms (one runner only).
+	Waits      *TurnWaits `json:"turnWaits,omitempty"`
 	SelfFenced int        `json:"selfFenced"`
 	LeasesLost int        `json:"leasesLost"`
 	HoldsBack  int        `json:"holdsBack"`
@@ -96,18 +112,29 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	}
 	t0 := time.Now()
 	var procs []*proc
-	var pprofAddr string
+	// r1 always serves the profiler: the live memory per active run is read from it (a forced
+	// GC, then the runtime's MemStats), and with -pprof-dir its profiles are saved.
+	pprofAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	w.runnerEnv = map[string][]string{"r1": {"AGENTRUN_PPROF_ADDR=" + pprofAddr}}
 	if c.pprofDir != "" {
-		a, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		pprofAddr = a
-		w.runnerEnv = map[string][]string{"r1": {"AGENTRUN_PPROF_ADDR=" + a}}
+		// The heap profile attributes what a run holds to within a few kB (the profiling slows
+		// the runner: its run's figures are not comparable).
+		w.runnerEnv["r1"] = append(w.runnerEnv["r1"], "AGENTRUN_PPROF_MEMRATE=4096")
+	}
+	// r1's own histograms say where a turn waits (Waits).
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
 	}
 	for i := 1; i <= k; i++ {
 		// Every run may be active on one runner at once (the default --max-runs is 5,000).
 		args := []string{"--max-runs", strconv.Itoa(max(5000, n))}
+		if i == 1 {
+			args = append(args, "--metrics-addr", metricsAddr)
+		}
 		if c.longMaxLag != "" {
 			args = append(args, "--max-lag", c.longMaxLag)
 		}
@@ -128,6 +155,14 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		return sum
 	}
 	res := &LongResult{Runners: k, Runs: n, ModelCalls: c.longTurns, ToolCalls: c.longTurns - 1, IdleRSSKB: rss("VmRSS")}
+	idleLive, err := liveMemory(pprofAddr)
+	if err != nil {
+		return nil, fmt.Errorf("live memory of r1 before the runs: %w", err)
+	}
+	met0, err := readMetrics(metricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics of r1 before the runs: %w", err)
+	}
 	res.Steps = n * (res.ModelCalls + res.ToolCalls)
 
 	// Sample the runners' RSS while the runs are active (VmHWM would include start-up).
@@ -153,8 +188,37 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	cpu0 := w.cpu()
 	progress("long: %s, creating %d runs of %d model calls (%s each)", w.name, n, c.longTurns, c.longLatency)
 	_, _, err = createRuns(w, "bench-long", n, c.workers, trivialBody("long run"))
-	if err == nil && pprofAddr != "" {
-		// Every run is created and most are waiting on the model: what each active run holds.
+	created := time.Now()
+	var profiled sync.Once
+	profile := func(active int) {
+		// Most runs are in their turns, waiting on the model: what each active run holds. With
+		// more than one runner, how many of the active runs r1 holds is not known: not read.
+		// What is in flight at one instant (a batch of commits, a burst of replies) varies:
+		// three reads 1.5 s apart, and the median of them.
+		if k == 1 {
+			var reads []live
+			for i := 0; i < liveReads; i++ {
+				if i > 0 {
+					time.Sleep(1500 * time.Millisecond)
+				}
+				l, lerr := liveMemory(pprofAddr)
+				if lerr != nil {
+					progress("long: live memory of r1: %v", lerr)
+					return
+				}
+				reads = append(reads, l)
+			}
+			sort.Slice(reads, func(i, j int) bool { return reads[i].heap+reads[i].stack < reads[j].heap+reads[j].stack })
+			live := reads[len(reads)/2]
+			res.LiveSampleActive = active
+			res.LiveHeapPerActiveKB = round1(float64(live.heap-idleLive.heap) / 1024 / float64(active))
+			res.StackPerActiveKB = round1(float64(live.stack-idleLive.stack) / 1024 / float64(active))
+			res.LivePerActiveKB = round1(res.LiveHeapPerActiveKB + res.StackPerActiveKB)
+			res.GoroutinesPerActive = round1(float64(live.goroutines-idleLive.goroutines) / float64(active))
+		}
+		if c.pprofDir == "" {
+			return
+		}
 		base := filepath.Join(c.pprofDir, fmt.Sprintf("long-%d-pg-%d-r1", n, k))
 		for _, kind := range []string{"heap", "goroutine"} {
 			if perr := saveProfile(pprofAddr, kind, base+"."+kind+".pprof", 0); perr != nil {
@@ -165,6 +229,9 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	if err == nil {
 		err = w.waitCounts("long runs", c.timeout, func(m map[string]int) (bool, string) {
 			res.PeakActive = max(res.PeakActive, m[string(api.PhaseRunning)])
+			if a := m[string(api.PhaseRunning)]; time.Since(created) > 8*time.Second && a*2 >= n {
+				profiled.Do(func() { wg.Add(1); go func() { defer wg.Done(); profile(a) }() })
+			}
 			return ended(m) >= n, fmt.Sprintf("%d/%d runs ended, %d running", ended(m), n, m[string(api.PhaseRunning)])
 		})
 	}
@@ -174,6 +241,13 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		return res, err
 	}
 	res.CPU = cpuSince(cpu0, w.cpu())
+	if k == 1 {
+		met1, merr := readMetrics(metricsAddr)
+		if merr != nil {
+			return res, fmt.Errorf("metrics of r1 after the runs: %w", merr)
+		}
+		res.Waits = turnWaits(met0, met1, n*c.longTurns, c.longLatency)
+	}
 	res.PG = samp.finish()
 	res.RSSPerRunKB = round1(float64(res.PeakRSSKB-res.IdleRSSKB) / float64(n))
 	if res.PeakActive > 0 {
@@ -226,6 +300,10 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		}
 	}
 	res.Added = dist(added)
+	if res.Waits != nil {
+		w := res.Waits
+		w.OtherMs = round3(res.Added.Mean - w.CommitsPerTurn*w.CommitMeanMs - w.ToolMeanMs - w.ModelBeyondLatencyMs)
+	}
 	if res.Succeeded != n {
 		return res, fmt.Errorf("%d of %d long runs succeeded; first other: %s", res.Succeeded, n, failMsg)
 	}
@@ -244,8 +322,168 @@ func printLong(rs []LongResult) {
 	for _, r := range rs {
 		fmt.Printf("  %d runs, %d runner(s): runner RSS idle %.1f MB, peak %.1f MB; %d runs self-fenced, %d leases lost, held back %d times\n", r.Runs, r.Runners,
 			float64(r.IdleRSSKB)/1024, float64(r.PeakRSSKB)/1024, r.SelfFenced, r.LeasesLost, r.HoldsBack)
+		if w := r.Waits; w != nil {
+			fmt.Printf("  %d runs, %d runner(s): a turn's added %.1f ms (mean) = %.2f commits x %.1f ms (p99 <= %.0f ms) + tool %.1f ms + model call beyond its latency %.1f ms + the rest %.1f ms (encoding, scheduling, waiting for a CPU)\n",
+				r.Runs, r.Runners, r.Added.Mean, w.CommitsPerTurn, w.CommitMeanMs, w.CommitP99Ms, w.ToolMeanMs, w.ModelBeyondLatencyMs, w.OtherMs)
+		}
+		if r.LiveSampleActive > 0 {
+			fmt.Printf("  %d runs, %d runner(s): r1 holds %.1f kB per active run after a collection (heap %.1f kB, goroutine stacks %.1f kB, %.1f goroutines), read with %d runs active\n",
+				r.Runs, r.Runners, r.LivePerActiveKB, r.LiveHeapPerActiveKB, r.StackPerActiveKB, r.GoroutinesPerActive, r.LiveSampleActive)
+		}
 		if r.PG != nil {
 			fmt.Printf("  PostgreSQL, %d runs, %d runner(s): %s\n", r.Runs, r.Runners, r.PG.summary(r.Runs))
 		}
 	}
+}
+
+// liveReads is how many times the long scenario reads r1's live memory (the median is kept).
+const liveReads = 3
+
+// live is what the runtime of a process says it holds after a collection.
+type live struct{ heap, stack, goroutines int64 }
+
+// liveMemory has the process serving pprof at addr collect (gc=1) and reads its heap in use and
+// goroutine stacks from the heap profile's MemStats, and its goroutine count.
+func liveMemory(addr string) (live, error) {
+	var l live
+	hc := &http.Client{Timeout: 30 * time.Second}
+	get := func(path string) (string, error) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp, err := hc.Get("http://" + addr + "/debug/pprof/" + path)
+			if err != nil {
+				if time.Now().After(deadline) {
+					return "", err
+				}
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("GET %s: %s", path, resp.Status)
+			}
+			return string(b), err
+		}
+	}
+	heap, err := get("heap?gc=1&debug=1")
+	if err != nil {
+		return l, err
+	}
+	for _, line := range strings.Split(heap, "\n") {
+		var v int64
+		if _, err := fmt.Sscanf(line, "# HeapAlloc = %d", &v); err == nil {
+			l.heap = v
+		} else if _, err := fmt.Sscanf(line, "# Stack = %d", &v); err == nil {
+			l.stack = v
+		}
+	}
+	if l.heap == 0 || l.stack == 0 {
+		return l, fmt.Errorf("no HeapAlloc or Stack in the heap profile's MemStats")
+	}
+	gr, err := get("goroutine?debug=1")
+	if err != nil {
+		return l, err
+	}
+	if _, err := fmt.Sscanf(gr, "goroutine profile: total %d", &l.goroutines); err != nil {
+		return l, fmt.Errorf("goroutine profile: %w", err)
+	}
+	return l, nil
+}
+
+// TurnWaits is where a long run's turn spends the time agentrun adds, from the runner's own
+// histograms (agentrun_journal_write_seconds, agentrun_step_seconds{kind="tool"},
+// agentrun_model_call_seconds) over the measurement: the commits a turn makes and how long one
+// takes (from handing the write to the store to its commit; p99 is the upper bound of its
+// histogram bucket), a tool step's effect, and how much longer a model call took than the
+// scripted latency (sending the request, streaming and reading the reply). OtherMs is the mean
+// added time less those: encoding, the runner's own work, and waiting for a CPU.
+type TurnWaits struct {
+	CommitsPerTurn       float64 `json:"commitsPerTurn"`
+	CommitMeanMs         float64 `json:"commitMeanMs"`
+	CommitP99Ms          float64 `json:"commitP99Ms"`
+	ToolMeanMs           float64 `json:"toolMeanMs"`
+	ModelBeyondLatencyMs float64 `json:"modelBeyondLatencyMs"`
+	OtherMs              float64 `json:"otherMs"`
+}
+
+// readMetrics reads a runner's /metrics as series name (with its labels, as written) → value.
+func readMetrics(addr string) (map[string]float64, error) {
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, nil
+}
+
+// turnWaits is TurnWaits from two reads of /metrics around turns model calls of scripted
+// latency (OtherMs is set by the caller, which has the added time).
+func turnWaits(m0, m1 map[string]float64, turns int, latency time.Duration) *TurnWaits {
+	d := func(k string) float64 { return m1[k] - m0[k] }
+	ms := func(sum, count string) float64 {
+		if c := d(count); c > 0 {
+			return d(sum) / c * 1000
+		}
+		return 0
+	}
+	w := &TurnWaits{
+		CommitMeanMs: round3(ms("agentrun_journal_write_seconds_sum", "agentrun_journal_write_seconds_count")),
+		ToolMeanMs:   round3(ms(`agentrun_step_seconds_sum{kind="tool"}`, `agentrun_step_seconds_count{kind="tool"}`)),
+	}
+	if turns > 0 {
+		w.CommitsPerTurn = round3(d("agentrun_journal_write_seconds_count") / float64(turns))
+	}
+	var modelSum, modelCount float64
+	for k := range m1 {
+		switch {
+		case strings.HasPrefix(k, "agentrun_model_call_seconds_sum"):
+			modelSum += d(k)
+		case strings.HasPrefix(k, "agentrun_model_call_seconds_count"):
+			modelCount += d(k)
+		}
+	}
+	if modelCount > 0 {
+		w.ModelBeyondLatencyMs = round3(modelSum/modelCount*1000 - msf(latency))
+	}
+	// p99: the smallest bucket bound holding 99% of the commits.
+	total := d("agentrun_journal_write_seconds_count")
+	var bounds []float64
+	for k := range m1 {
+		if rest, ok := strings.CutPrefix(k, `agentrun_journal_write_seconds_bucket{le="`); ok {
+			if le, err := strconv.ParseFloat(strings.TrimSuffix(rest, `"}`), 64); err == nil {
+				bounds = append(bounds, le)
+			}
+		}
+	}
+	sort.Float64s(bounds)
+	for _, le := range bounds {
+		if total > 0 && d(fmt.Sprintf(`agentrun_journal_write_seconds_bucket{le="%g"}`, le)) >= 0.99*total {
+			w.CommitP99Ms = le * 1000
+			break
+		}
+	}
+	return w
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime"
+	"strconv"
 	"time"
 
 	"agentrun.dev/agentrun/internal/server"
@@ -14,11 +16,20 @@ import (
 
 // pprofPart serves Go's profiler on AGENTRUN_PPROF_ADDR (for example 127.0.0.1:6060) when it is
 // set, so an operator can see where a server or runner spends its time: a part for runParts
-// (nil when unset) that serves until its context ends.
+// (nil when unset) that serves until its context ends. AGENTRUN_PPROF_MEMRATE, with it, sets
+// the heap profile's sampling (runtime.MemProfileRate, bytes; Go's default 524288 attributes
+// little of a heap of a few tens of MB): a smaller rate costs time on every allocation.
 func pprofPart() (func(context.Context), error) {
 	addr := os.Getenv("AGENTRUN_PPROF_ADDR")
 	if addr == "" {
 		return nil, nil
+	}
+	if v := os.Getenv("AGENTRUN_PPROF_MEMRATE"); v != "" {
+		rate, err := strconv.Atoi(v)
+		if err != nil || rate < 1 {
+			return nil, fmt.Errorf("AGENTRUN_PPROF_MEMRATE: %q is not a positive number of bytes", v)
+		}
+		runtime.MemProfileRate = rate
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -819,7 +819,9 @@ func (d *drive) execute(ctx context.Context, key string, rt resolvedTool, call m
 
 // builtinCall runs (or replays) a call of a tool of internal/tools on the run folder.
 func (d *drive) builtinCall(ctx context.Context, key string, tool tools.Tool, call model.Block, in catalog.Input) (journal.Outcome, error) {
-	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly(), Concurrent: true}
+	// A read-only folder tool (read, ls, grep) is quick and safe to repeat: its intent goes in
+	// one commit with its result (journal.Spec.Brief), a turn that uses one commits once less.
+	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly(), Brief: tool.ReadOnly(), Concurrent: true}
 	if !tool.ReadOnly() {
 		spec.Files = d.filesOf(key)
 	}

@@ -70,6 +70,11 @@ type Spec struct {
 	HashOf any
 	// Safe steps are repeated when found interrupted (read-only tools, billed-to-server model calls).
 	Safe bool
+	// Brief, with Safe, is a step whose effect is local and quick (a read-only folder tool): its
+	// intent is not committed on its own but in one write with its outcome, so it costs one commit
+	// instead of two. Killed during its effect, it leaves nothing recorded and runs again (as a
+	// Safe step found interrupted does, from attempt 1); its started event goes out with its end.
+	Brief bool
 	// Files, when set, is called after the effect and returns the run folder changes to save with
 	// the step's completion, in the same transaction.
 	Files func() ([]store.FileWrite, error)
@@ -399,6 +404,11 @@ func (j *Journal) begin(ctx context.Context, spec Spec, attempt int, hash string
 	argsJSON, _ := json.Marshal(spec.Args)
 	started := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: attempt, ArgsHash: hash, Args: argsJSON, StartedAt: j.now()}
 	j.Emit(api.Event{Type: api.EventStepStarted, StepKey: spec.Key, Message: spec.Title})
+	if brief(spec) {
+		// The intent rides with the outcome (complete, recordFailure).
+		j.pauseAt("after-intent", spec.Key)
+		return started, nil
+	}
 	sig, err := j.commit(ctx, store.Write{Steps: []api.Step{started}})
 	if err != nil {
 		return api.Step{}, err
@@ -414,6 +424,18 @@ func (j *Journal) begin(ctx context.Context, spec Spec, attempt int, hash string
 	}
 	j.pauseAt("after-intent", spec.Key)
 	return started, nil
+}
+
+// brief reports whether spec's intent is written with its outcome rather than on its own.
+func brief(spec Spec) bool { return spec.Brief && spec.Safe }
+
+// ended is the steps a write recording a step's end carries: the end, after the intent when the
+// intent was not committed on its own (brief).
+func ended(spec Spec, started, end api.Step) []api.Step {
+	if brief(spec) {
+		return []api.Step{started, end}
+	}
+	return []api.Step{end}
 }
 
 // run performs the step's effect, told to the observer and timed.
@@ -441,7 +463,7 @@ func (j *Journal) recordFailure(ctx context.Context, spec Spec, started api.Step
 		st := started
 		st.State, st.Error = api.StepInterrupted, err.Error()
 		j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was stopped: %v", spec.Key, err)})
-		if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{st}}); cerr != nil {
+		if _, cerr := j.commit(ctx, store.Write{Steps: ended(spec, started, st)}); cerr != nil {
 			return errors.Join(err, cerr)
 		}
 		return err
@@ -451,7 +473,7 @@ func (j *Journal) recordFailure(ctx context.Context, spec Spec, started api.Step
 		st := started
 		st.State, st.Error = api.StepInterrupted, err.Error()
 		j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted (%v); its outcome is uncertain, so it is not repeated without a person", spec.Key, cut.Err)})
-		if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{st}}); cerr != nil {
+		if _, cerr := j.commit(ctx, store.Write{Steps: ended(spec, started, st)}); cerr != nil {
 			return errors.Join(err, cerr)
 		}
 		metrics.StepsInterrupts.Inc("needs-resolution")
@@ -463,7 +485,7 @@ func (j *Journal) recordFailure(ctx context.Context, spec Spec, started api.Step
 	t := j.now()
 	failed.CompletedAt = &t
 	j.Emit(api.Event{Type: api.EventStepFailed, StepKey: spec.Key, Message: err.Error()})
-	if _, cerr := j.commit(ctx, store.Write{Steps: []api.Step{failed}}); cerr != nil {
+	if _, cerr := j.commit(ctx, store.Write{Steps: ended(spec, started, failed)}); cerr != nil {
 		return errors.Join(err, cerr)
 	}
 	return err
@@ -499,7 +521,7 @@ func (j *Journal) complete(ctx context.Context, spec Spec, started api.Step, res
 			return Outcome{}, fmt.Errorf("step %s: %w", spec.Key, err)
 		}
 	}
-	if _, err := j.commit(ctx, store.Write{Steps: []api.Step{done}, Files: files, Charges: charges, Status: status}); err != nil {
+	if _, err := j.commit(ctx, store.Write{Steps: ended(spec, started, done), Files: files, Charges: charges, Status: status}); err != nil {
 		return Outcome{}, err
 	}
 	j.pauseAt("after-result", spec.Key)

@@ -323,7 +323,7 @@ func printLong(rs []LongResult) {
 		fmt.Printf("  %d runs, %d runner(s): runner RSS idle %.1f MB, peak %.1f MB; %d runs self-fenced, %d leases lost, held back %d times\n", r.Runs, r.Runners,
 			float64(r.IdleRSSKB)/1024, float64(r.PeakRSSKB)/1024, r.SelfFenced, r.LeasesLost, r.HoldsBack)
 		if w := r.Waits; w != nil {
-			fmt.Printf("  %d runs, %d runner(s): a turn's added %.1f ms (mean) = %.2f commits x %.1f ms (p99 <= %.0f ms) + tool %.1f ms + model call beyond its latency %.1f ms + the rest %.1f ms (encoding, scheduling, waiting for a CPU)\n",
+			fmt.Printf("  %d runs, %d runner(s): a turn's added %.1f ms (mean) = %.2f commits x %.1f ms (p99 <= %.0f ms) + tool %.1f ms + model call beyond its latency %.1f ms + the rest %.1f ms (encoding, scheduling, waiting for a CPU; below zero when sending the request, which the model call's time holds, began before the arrival the added time counts from)\n",
 				r.Runs, r.Runners, r.Added.Mean, w.CommitsPerTurn, w.CommitMeanMs, w.CommitP99Ms, w.ToolMeanMs, w.ModelBeyondLatencyMs, w.OtherMs)
 		}
 		if r.LiveSampleActive > 0 {
@@ -397,7 +397,9 @@ func liveMemory(addr string) (live, error) {
 // takes (from handing the write to the store to its commit; p99 is the upper bound of its
 // histogram bucket), a tool step's effect, and how much longer a model call took than the
 // scripted latency (sending the request, streaming and reading the reply). OtherMs is the mean
-// added time less those: encoding, the runner's own work, and waiting for a CPU.
+// added time less those: encoding, the runner's own work, and waiting for a CPU (below zero when
+// the request's sending, which the model call's time holds, began before its arrival, from
+// which the added time counts).
 type TurnWaits struct {
 	CommitsPerTurn       float64 `json:"commitsPerTurn"`
 	CommitMeanMs         float64 `json:"commitMeanMs"`

@@ -159,6 +159,7 @@ func Open(ctx context.Context, st Store, lease store.Lease) (*Journal, error) {
 	j := &Journal{st: st, lease: lease, steps: map[string]*api.Step{}, now: time.Now, pause: devPause()}
 	for i := range steps {
 		s := steps[i]
+		s.Args = nil // see Lookup
 		j.steps[s.Key] = &s
 		j.order = append(j.order, s.Key)
 	}
@@ -182,7 +183,8 @@ func (j *Journal) Forked() bool {
 	return j.steps[j.order[0]].CopiedFrom != ""
 }
 
-// Lookup returns a recorded step.
+// Lookup returns a recorded step, without its Args: replay needs only their hash, and the store
+// keeps them for people (a run waiting on the model held every step's arguments).
 func (j *Journal) Lookup(key string) (*api.Step, bool) {
 	s, ok := j.steps[key]
 	return s, ok
@@ -246,6 +248,7 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 	j.staged = nil
 	for _, s := range w.Steps {
 		cp := s
+		cp.Args = nil // see Lookup
 		if _, ok := j.steps[s.Key]; !ok {
 			j.order = append(j.order, s.Key)
 		}

@@ -133,3 +133,54 @@ func TestBriefStepFailureIsRecorded(t *testing.T) {
 		t.Errorf("step %s error %q attempt %d, want Failed %q attempt 1", s.State, s.Error, s.Attempt, boom)
 	}
 }
+
+// A Brief step whose effect ends with its context (a workflow node's deadline) records nothing,
+// and leaves no start on the timeline either: the run's next commit carries no step.started for
+// a step the store does not have.
+func TestBriefStepCutOffLeavesNoStartOnTheTimeline(t *testing.T) {
+	h := newHarness(t)
+	j := h.open(h.lease)
+	spec := journal.Spec{Key: "wf/grep", Kind: api.StepKindTool, Title: "grep TODO", Args: map[string]string{"pattern": "TODO"}, Safe: true, Brief: true}
+	ctx, cancel := context.WithCancel(bg)
+	if _, err := j.Do(ctx, spec, func(ctx context.Context) (any, *int64, error) {
+		cancel() // the node's deadline passes during the effect
+		return nil, nil, ctx.Err()
+	}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do: %v, want context.Canceled", err)
+	}
+	if _, err := j.Commit(bg, &api.AgentRunStatus{Phase: api.PhaseRunning, AgentRevision: 1}, false, nil); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if steps, err := h.st.ListSteps(bg, h.run); err != nil || len(steps) != 0 {
+		t.Errorf("steps %v (%v), want none", steps, err)
+	}
+	if evs := h.events(); slices.Contains(evs, "step.started "+spec.Key) {
+		t.Errorf("events %v carry a start of %s, which the journal does not have", evs, spec.Key)
+	}
+}
+
+// With a status staged (a fresh run's Running, to go out with the next commit before any
+// effect), a Brief step commits its intent first, as any step does: the status is written before
+// the effect and that commit's signals are acted on.
+func TestBriefStepAfterAStagedStatusCommitsItsIntent(t *testing.T) {
+	h := newHarness(t)
+	j, cs := h.openCounting(h.lease)
+	j.Stage(&api.AgentRunStatus{Phase: api.PhaseRunning, AgentRevision: 1})
+	spec := journal.Spec{Key: "t0/tool/0", Kind: api.StepKindTool, Title: "ls .", Args: map[string]string{"path": "."}, Safe: true, Brief: true}
+	var phase api.Phase
+	if _, err := j.Do(bg, spec, func(ctx context.Context) (any, *int64, error) {
+		run, err := h.st.GetRun(ctx, h.run)
+		if err == nil {
+			phase = run.Status.Phase
+		}
+		return "a.txt", nil, err
+	}); err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	if phase != api.PhaseRunning {
+		t.Errorf("the run was %q during the effect, want Running (the staged status written before it)", phase)
+	}
+	if cs.commits != 2 {
+		t.Errorf("%d commits, want 2 (the intent with the staged status, then the result)", cs.commits)
+	}
+}

@@ -74,6 +74,7 @@ type Spec struct {
 	// intent is not committed on its own but in one write with its outcome, so it costs one commit
 	// instead of two. Killed during its effect, it leaves nothing recorded and runs again (as a
 	// Safe step found interrupted does, from attempt 1); its started event goes out with its end.
+	// With a status staged (Stage), its intent is committed first as any step's is.
 	Brief bool
 	// Files, when set, is called after the effect and returns the run folder changes to save with
 	// the step's completion, in the same transaction.
@@ -314,6 +315,11 @@ func (j *Journal) Do(ctx context.Context, spec Spec, fn func(ctx context.Context
 		}
 		attempt = next
 	}
+	if spec.Brief && j.staged != nil {
+		// A staged status (a fresh run's Running) goes out before the effect, with its signals
+		// (a cancellation) acted on there: this step's intent is committed on its own.
+		spec.Brief = false
+	}
 	started, err := j.begin(ctx, spec, attempt, hash)
 	if err != nil {
 		return Outcome{}, err
@@ -406,12 +412,14 @@ func (j *Journal) begin(ctx context.Context, spec Spec, attempt int, hash string
 	}
 	argsJSON, _ := json.Marshal(spec.Args)
 	started := api.Step{Key: spec.Key, Kind: spec.Kind, Title: spec.Title, State: api.StepStarted, Attempt: attempt, ArgsHash: hash, Args: argsJSON, StartedAt: j.now()}
-	j.Emit(api.Event{Type: api.EventStepStarted, StepKey: spec.Key, Message: spec.Title})
 	if brief(spec) {
-		// The intent rides with the outcome (complete, recordFailure).
+		// The intent and its event ride with the outcome (ended): queued now, a sibling's
+		// commit (Gate), or the next one after a drive ended with nothing recorded, would
+		// carry a start of a step the journal does not have.
 		j.pauseAt("after-intent", spec.Key)
 		return started, nil
 	}
+	j.Emit(api.Event{Type: api.EventStepStarted, StepKey: spec.Key, Message: spec.Title})
 	sig, err := j.commit(ctx, store.Write{Steps: []api.Step{started}})
 	if err != nil {
 		return api.Step{}, err
@@ -433,9 +441,11 @@ func (j *Journal) begin(ctx context.Context, spec Spec, attempt int, hash string
 func brief(spec Spec) bool { return spec.Brief && spec.Safe }
 
 // ended is the steps a write recording a step's end carries: the end, after the intent when the
-// intent was not committed on its own (brief).
-func ended(spec Spec, started, end api.Step) []api.Step {
+// intent was not committed on its own (brief), whose started event it queues then: it is called
+// before the end's own event is.
+func (j *Journal) ended(spec Spec, started, end api.Step) []api.Step {
 	if brief(spec) {
+		j.Emit(api.Event{Type: api.EventStepStarted, StepKey: spec.Key, Message: spec.Title})
 		return []api.Step{started, end}
 	}
 	return []api.Step{end}
@@ -465,8 +475,9 @@ func (j *Journal) recordFailure(ctx context.Context, spec Spec, started api.Step
 	if errors.Is(err, ErrStopped) {
 		st := started
 		st.State, st.Error = api.StepInterrupted, err.Error()
+		steps := j.ended(spec, started, st)
 		j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was stopped: %v", spec.Key, err)})
-		if _, cerr := j.commit(ctx, store.Write{Steps: ended(spec, started, st)}); cerr != nil {
+		if _, cerr := j.commit(ctx, store.Write{Steps: steps}); cerr != nil {
 			return errors.Join(err, cerr)
 		}
 		return err
@@ -475,8 +486,9 @@ func (j *Journal) recordFailure(ctx context.Context, spec Spec, started api.Step
 	if errors.As(err, &cut) {
 		st := started
 		st.State, st.Error = api.StepInterrupted, err.Error()
+		steps := j.ended(spec, started, st)
 		j.Emit(api.Event{Type: api.EventStepInterrupted, StepKey: spec.Key, Message: fmt.Sprintf("%s was interrupted (%v); its outcome is uncertain, so it is not repeated without a person", spec.Key, cut.Err)})
-		if _, cerr := j.commit(ctx, store.Write{Steps: ended(spec, started, st)}); cerr != nil {
+		if _, cerr := j.commit(ctx, store.Write{Steps: steps}); cerr != nil {
 			return errors.Join(err, cerr)
 		}
 		metrics.StepsInterrupts.Inc("needs-resolution")
@@ -487,8 +499,9 @@ func (j *Journal) recordFailure(ctx context.Context, spec Spec, started api.Step
 	failed.State, failed.Error = api.StepFailed, err.Error()
 	t := j.now()
 	failed.CompletedAt = &t
+	steps := j.ended(spec, started, failed)
 	j.Emit(api.Event{Type: api.EventStepFailed, StepKey: spec.Key, Message: err.Error()})
-	if _, cerr := j.commit(ctx, store.Write{Steps: ended(spec, started, failed)}); cerr != nil {
+	if _, cerr := j.commit(ctx, store.Write{Steps: steps}); cerr != nil {
 		return errors.Join(err, cerr)
 	}
 	return err
@@ -507,6 +520,7 @@ func (j *Journal) complete(ctx context.Context, spec Spec, started api.Step, res
 	done.CostMicros = cost
 	t := j.now()
 	done.CompletedAt = &t
+	steps := j.ended(spec, started, done)
 	j.Emit(api.Event{Type: api.EventStepCompleted, StepKey: spec.Key, Message: spec.Title})
 	var files []store.FileWrite
 	if spec.Files != nil {
@@ -524,7 +538,7 @@ func (j *Journal) complete(ctx context.Context, spec Spec, started api.Step, res
 			return Outcome{}, fmt.Errorf("step %s: %w", spec.Key, err)
 		}
 	}
-	if _, err := j.commit(ctx, store.Write{Steps: ended(spec, started, done), Files: files, Charges: charges, Status: status}); err != nil {
+	if _, err := j.commit(ctx, store.Write{Steps: steps, Files: files, Charges: charges, Status: status}); err != nil {
 		return Outcome{}, err
 	}
 	j.pauseAt("after-result", spec.Key)

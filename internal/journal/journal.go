@@ -222,9 +222,15 @@ func (j *Journal) Stage(status *api.AgentRunStatus) { j.staged = status }
 
 func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, error) {
 	if j.gate != nil && w.Release {
+		// The events queued for this commit (a park's run.waiting) stay out of the commits of
+		// the effects it waits for: a wait's webhook needs its event and its status in one
+		// write (store.RunOutbox), and the timeline has the wait after those results.
+		held := j.pending
+		j.pending = nil
 		for j.inflight > 0 {
 			j.idle.Wait()
 		}
+		j.pending = append(j.pending, held...)
 	}
 	w.Events = append(w.Events, j.pending...)
 	if w.Status == nil {

@@ -346,25 +346,9 @@ type live struct{ heap, stack, goroutines int64 }
 // goroutine stacks from the heap profile's MemStats, and its goroutine count.
 func liveMemory(addr string) (live, error) {
 	var l live
-	hc := &http.Client{Timeout: 30 * time.Second}
 	get := func(path string) (string, error) {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			resp, err := hc.Get("http://" + addr + "/debug/pprof/" + path)
-			if err != nil {
-				if time.Now().After(deadline) {
-					return "", err
-				}
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err == nil && resp.StatusCode != http.StatusOK {
-				err = fmt.Errorf("GET %s: %s", path, resp.Status)
-			}
-			return string(b), err
-		}
+		b, err := pprofGet(addr, path, 30*time.Second)
+		return string(b), err
 	}
 	heap, err := get("heap?gc=1&debug=1")
 	if err != nil {

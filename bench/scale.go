@@ -249,40 +249,45 @@ func freeAddr() (string, error) {
 }
 
 // saveProfile fetches a CPU profile ("profile") or an execution trace ("trace") of secs seconds,
-// or a snapshot ("heap", "goroutine": secs 0), from the pprof server at addr (retrying until it answers, for up to 10 s) and writes it to path.
+// or a snapshot ("heap", "goroutine": secs 0), from the pprof server at addr and writes it to path.
 func saveProfile(addr, kind, path string, secs int) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	hc := &http.Client{Timeout: time.Duration(secs+30) * time.Second}
+	u := kind
+	if secs > 0 {
+		u += fmt.Sprintf("?seconds=%d", secs)
+	}
+	b, err := pprofGet(addr, u, time.Duration(secs+30)*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return err
+	}
+	progress("scale: %s of r1 saved to %s", kind, path)
+	return nil
+}
+
+// pprofGet is GET /debug/pprof/PATH at addr, retried until the server answers (for up to 10 s:
+// a process just started may not listen yet); timeout bounds each request.
+func pprofGet(addr, path string, timeout time.Duration) ([]byte, error) {
+	hc := &http.Client{Timeout: timeout}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		u := fmt.Sprintf("http://%s/debug/pprof/%s", addr, kind)
-		if secs > 0 {
-			u += fmt.Sprintf("?seconds=%d", secs)
-		}
-		resp, err := hc.Get(u)
+		resp, err := hc.Get("http://" + addr + "/debug/pprof/" + path)
 		if err != nil {
 			if time.Now().After(deadline) {
-				return err
+				return nil, err
 			}
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(resp.Body)
-			return fmt.Errorf("GET %s: %s: %s", kind, resp.Status, b)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET %s: %s: %s", path, resp.Status, b)
 		}
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(f, resp.Body); err != nil {
-			f.Close()
-			return err
-		}
-		progress("scale: %s of r1 saved to %s", kind, path)
-		return f.Close()
+		return b, err
 	}
 }

@@ -172,3 +172,83 @@ func TestCrashMidModelCall(t *testing.T) {
 		}
 	}
 }
+
+// A read in the built-in loop is held for the next model call's intent commit (journal
+// Spec.Held). Killed after its result but before that commit, the server has recorded nothing of
+// it (the timeline has it only after the restart): the read runs again, the run ends as it would have, the model is asked
+// once per turn, and the timeline names the read once, started then completed, with no start
+// left over from before the kill.
+func TestCrashAfterAHeldRead(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t, `
+entries:
+  - name: lister
+    match: "List once"
+    turns:
+      - tool_calls:
+          - name: ls
+            input: {path: "."}
+      - text: "listed: {{last_tool_result}}"
+`)
+	e.Start("AGENTRUN_DEV_PAUSE_AT=after-result:t0/tool/0")
+	if st := e.Do("PUT", "/v2/agents/lister", `{"metadata":{"name":"lister"},"spec":{"tools":["ls"]}}`, nil); st != 201 && st != 200 {
+		t.Fatalf("create agent: HTTP %d", st)
+	}
+	var run api.AgentRun
+	if st := e.Do("POST", "/v2/agents/lister/runs", `{"input":{"content":"List once"}}`, &run); st != 201 {
+		t.Fatalf("start run: HTTP %d", st)
+	}
+	name := run.Metadata.Name
+	e.WaitStderr("AGENTRUN_DEV_PAUSED after-result t0/tool/0", 15*time.Second)
+	e.Kill()
+	e.Start()
+	r := e.WaitPhase(name, 15*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+	listed := e.ToolResults(name)["t0/tool/0"].Content
+	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "listed: "+listed {
+		t.Fatalf("run ended %s/%s (%s) answer %+v, want Succeeded with %q", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer, "listed: "+listed)
+	}
+	for turn := 0; turn < 2; turn++ {
+		completed := 0
+		for _, call := range e.Model.Calls() {
+			if call.Entry == "lister" && call.Turn == turn && call.Completed {
+				completed++
+			}
+		}
+		if completed != 1 {
+			t.Errorf("model turn %d completed %d times, want 1", turn, completed)
+		}
+	}
+	for _, s := range e.Steps(name) {
+		if s.State != api.StepCompleted || s.Attempt != 1 {
+			t.Errorf("step %s ended %s at attempt %d, want Completed at attempt 1", s.Key, s.State, s.Attempt)
+		}
+	}
+	started, completed, resumed := 0, 0, false
+	evs := e.Events(name)
+	for _, ev := range evs {
+		if ev.Type == api.EventRunResumed {
+			resumed = true
+		}
+		if ev.StepKey != "t0/tool/0" {
+			continue
+		}
+		switch ev.Type {
+		case api.EventStepStarted:
+			started++
+			if !resumed {
+				t.Errorf("t0/tool/0 is on the timeline before the restart, but its record was held for a commit the kill prevented")
+			}
+		case api.EventStepCompleted:
+			completed++
+			if started != 1 {
+				t.Errorf("t0/tool/0 completed before it started")
+			}
+		}
+	}
+	if started != 1 || completed != 1 {
+		t.Errorf("the timeline has %d starts and %d completions of t0/tool/0, want 1 and 1: %v", started, completed, evs)
+	}
+	if !HasEvent(evs, "run.resumed", "replaying") {
+		t.Errorf("timeline does not show the restart: %v", evs)
+	}
+}

@@ -123,6 +123,11 @@ type drive struct {
 	settled chan struct{}
 	// promptTools counts the tool calls of the current turn (spec.maxToolCalls bounds them).
 	promptTools int
+	// holdReads is set while the built-in loop runs a turn's tool calls (toolCalls): what runs
+	// next is the next model call, whose intent commit carries the reads' records
+	// (journal.Spec.Held). A harness's or a workflow's tool call is followed by whatever its
+	// caller does next, so its reads commit their own.
+	holdReads bool
 	// skills are the agent revision's skills by name (loadSkills).
 	skills map[string]*api.Skill
 	// learn is a learning agent's folder as the run started from it (loadLearning).
@@ -609,6 +614,8 @@ func (d *drive) modelStep(ctx context.Context, key, title string, provider model
 // Before each call, a message may stop the turn (stopAt): the calls not run are answered so, and
 // the stop is returned.
 func (d *drive) toolCalls(ctx context.Context, n int, calls []model.Block) ([]model.Block, *api.TurnStop, bool, error) {
+	d.holdReads = true
+	defer func() { d.holdReads = false }()
 	results := make([]model.Block, 0, len(calls))
 	for i, call := range calls {
 		key := fmt.Sprintf("t%d/tool/%d", n, i)
@@ -820,9 +827,11 @@ func (d *drive) execute(ctx context.Context, key string, rt resolvedTool, call m
 // builtinCall runs (or replays) a call of a tool of internal/tools on the run folder.
 func (d *drive) builtinCall(ctx context.Context, key string, tool tools.Tool, call model.Block, in catalog.Input) (journal.Outcome, error) {
 	// A read-only folder tool (read, ls, grep) is quick and safe to repeat: its intent goes in
-	// one commit with its result (journal.Spec.Brief), a turn that uses one commits once less.
-	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: tool.ReadOnly(), Brief: tool.ReadOnly(), Concurrent: true}
-	if !tool.ReadOnly() {
+	// one commit with its result (journal.Spec.Brief), a turn that uses one commits once less;
+	// in the built-in loop that commit is the next model call's intent (Held), once less again.
+	ro := tool.ReadOnly()
+	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: ro, Brief: ro, Held: ro && d.holdReads, Concurrent: true}
+	if !ro {
 		spec.Files = d.filesOf(key)
 	}
 	out, err := d.j.Do(ctx, spec,

@@ -76,6 +76,14 @@ type Spec struct {
 	// Safe step found interrupted does, from attempt 1); its started event goes out with its end.
 	// With a status staged (Stage), its intent is committed first as any step's is.
 	Brief bool
+	// Held, with Brief, has the step's record (intent and outcome, completed or failed) wait for
+	// the drive's next commit instead of making one of its own. It is for a caller whose next
+	// step commits at once, with no effect outside the run folder in between: the built-in
+	// loop, where a read's result goes into the next model call's request, whose intent commit
+	// then carries the read too, so nothing outside the run sees the result before the store
+	// has it. Killed before that commit, the step is not recorded and runs again, as a Brief
+	// step killed during its effect does; its events reach the timeline with that commit.
+	Held bool
 	// Files, when set, is called after the effect and returns the run folder changes to save with
 	// the step's completion, in the same transaction.
 	Files func() ([]store.FileWrite, error)
@@ -115,6 +123,9 @@ type Journal struct {
 	order []string
 	// pending events go out with the next commit.
 	pending []api.Event
+	// held are the records of Held steps that ended since the last commit: the next one carries
+	// them, before its own.
+	held []api.Step
 	// staged is a status to write with the next commit that carries none of its own (Stage).
 	staged *api.AgentRunStatus
 	now    func() time.Time
@@ -225,14 +236,17 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 		// The events queued for this commit (a park's run.waiting) stay out of the commits of
 		// the effects it waits for: a wait's webhook needs its event and its status in one
 		// write (store.RunOutbox), and the timeline has the wait after those results.
-		held := j.pending
+		parked := j.pending
 		j.pending = nil
 		for j.inflight > 0 {
 			j.idle.Wait()
 		}
-		j.pending = append(j.pending, held...)
+		j.pending = append(j.pending, parked...)
 	}
 	w.Events = append(w.Events, j.pending...)
+	if len(j.held) > 0 {
+		w.Steps = append(j.held[:len(j.held):len(j.held)], w.Steps...)
+	}
 	if w.Status == nil {
 		w.Status = j.staged
 	}
@@ -253,7 +267,14 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 	}
 	j.pending = nil
 	j.staged = nil
-	for _, s := range w.Steps {
+	j.held = nil
+	j.remember(w.Steps)
+	return sig, nil
+}
+
+// remember puts steps written (or held for the next write) in the journal's view of the run.
+func (j *Journal) remember(steps []api.Step) {
+	for _, s := range steps {
 		cp := s
 		cp.Args = nil // see Lookup
 		if _, ok := j.steps[s.Key]; !ok {
@@ -261,7 +282,19 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 		}
 		j.steps[s.Key] = &cp
 	}
-	return sig, nil
+}
+
+// hold keeps a Held step's record for the next commit (Spec.Held); the drive sees the step
+// recorded at once, as after its own commit.
+func (j *Journal) hold(steps []api.Step) {
+	j.held = append(j.held, steps...)
+	j.remember(steps)
+}
+
+// holds reports whether a step's record, which carries nothing that must be written at once
+// (files, a charge, a status), waits for the next commit (Spec.Held).
+func holds(spec Spec, w store.Write) bool {
+	return spec.Held && brief(spec) && len(w.Files) == 0 && len(w.Charges) == 0 && w.Status == nil
 }
 
 // Encoded is a value already encoded with json.Marshal: Hash hashes its bytes as they are (the
@@ -507,7 +540,9 @@ func (j *Journal) recordFailure(ctx context.Context, spec Spec, started api.Step
 	failed.CompletedAt = &t
 	steps := j.ended(spec, started, failed)
 	j.Emit(api.Event{Type: api.EventStepFailed, StepKey: spec.Key, Message: err.Error()})
-	if _, cerr := j.commit(ctx, store.Write{Steps: steps}); cerr != nil {
+	if w := (store.Write{Steps: steps}); holds(spec, w) {
+		j.hold(steps)
+	} else if _, cerr := j.commit(ctx, w); cerr != nil {
 		return errors.Join(err, cerr)
 	}
 	return err
@@ -544,7 +579,9 @@ func (j *Journal) complete(ctx context.Context, spec Spec, started api.Step, res
 			return Outcome{}, fmt.Errorf("step %s: %w", spec.Key, err)
 		}
 	}
-	if _, err := j.commit(ctx, store.Write{Steps: steps, Files: files, Charges: charges, Status: status}); err != nil {
+	if w := (store.Write{Steps: steps, Files: files, Charges: charges, Status: status}); holds(spec, w) {
+		j.hold(steps)
+	} else if _, err := j.commit(ctx, w); err != nil {
 		return Outcome{}, err
 	}
 	j.pauseAt("after-result", spec.Key)

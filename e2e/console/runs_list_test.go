@@ -146,6 +146,11 @@ func TestConsoleKeyboardOnly(t *testing.T) {
 	if r := e.WaitPhase("kb-count", 20*time.Second, api.PhaseSucceeded, api.PhaseFailed); r.Status.Phase != api.PhaseSucceeded || len(e.Counted()) != 1 {
 		t.Fatalf("after approving by keyboard: %s, %d counts", r.Status.Phase, len(e.Counted()))
 	}
+	// The page reloads itself when the run it shows ends: navigating away before that reload
+	// came would race it (the navigation is aborted), so wait for the finished page first.
+	if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(`#run[data-view="finished"]`))); err != nil {
+		t.Fatalf("the run page never showed the finished run: %v", err)
+	}
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.URL+"/runs/kb-ask"), chromedp.WaitVisible(chromedp.CSS(`#answer-form`))); err != nil {
 		t.Fatal(err)

@@ -36,6 +36,9 @@ type LongResult struct {
 	// latency to the run's next model request: the reply's streaming and commit, one tool step
 	// and the next model step's intent, i.e. what agentrun adds to one turn of two steps.
 	Added Dist `json:"addedPerTurnMs"`
+	// AddedP99ByTurn is Added's p99 over each turn of every run (index 0: from the first model
+	// request to the second): where in a run's life the tail is.
+	AddedP99ByTurn []float64 `json:"addedP99ByTurnMs,omitempty"`
 	// CPU over the whole measurement, and per journal step.
 	CPU                CPU     `json:"cpu"`
 	RunnerCPUPerStepMs float64 `json:"runnerCpuPerStepMs"`
@@ -225,6 +228,14 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 				progress("long: %s of r1: %v", kind, perr)
 			}
 		}
+		// Where r1's CPU goes with the runs active, and an execution trace of a second of it
+		// (what a turn waits on: a CPU, the committer, the network).
+		if perr := saveProfile(pprofAddr, "profile", base+".cpu.pprof", 5); perr != nil {
+			progress("long: CPU profile of r1: %v", perr)
+		}
+		if perr := saveProfile(pprofAddr, "trace", base+".trace", 1); perr != nil {
+			progress("long: trace of r1: %v", perr)
+		}
 	}
 	if err == nil {
 		err = w.waitCounts("long runs", c.timeout, func(m map[string]int) (bool, string) {
@@ -287,6 +298,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		}
 	}
 	var added []time.Duration
+	var byTurn [][]time.Duration
 	for _, m := range byRun {
 		turns := make([]int, 0, len(m))
 		for t := range m {
@@ -295,11 +307,19 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		sort.Ints(turns)
 		for i := 1; i < len(turns); i++ {
 			if turns[i] == turns[i-1]+1 {
-				added = append(added, m[turns[i]].Sub(m[turns[i-1]])-c.longLatency)
+				d := m[turns[i]].Sub(m[turns[i-1]]) - c.longLatency
+				added = append(added, d)
+				for len(byTurn) < turns[i] {
+					byTurn = append(byTurn, nil)
+				}
+				byTurn[turns[i]-1] = append(byTurn[turns[i]-1], d)
 			}
 		}
 	}
 	res.Added = dist(added)
+	for _, ds := range byTurn {
+		res.AddedP99ByTurn = append(res.AddedP99ByTurn, dist(ds).P99)
+	}
 	if res.Waits != nil {
 		w := res.Waits
 		w.OtherMs = round3(res.Added.Mean - w.CommitsPerTurn*w.CommitMeanMs - w.ToolMeanMs - w.ModelBeyondLatencyMs)
@@ -322,6 +342,13 @@ func printLong(rs []LongResult) {
 	for _, r := range rs {
 		fmt.Printf("  %d runs, %d runner(s): runner RSS idle %.1f MB, peak %.1f MB; %d runs self-fenced, %d leases lost, held back %d times\n", r.Runs, r.Runners,
 			float64(r.IdleRSSKB)/1024, float64(r.PeakRSSKB)/1024, r.SelfFenced, r.LeasesLost, r.HoldsBack)
+		if len(r.AddedP99ByTurn) > 0 {
+			parts := make([]string, len(r.AddedP99ByTurn))
+			for i, v := range r.AddedP99ByTurn {
+				parts[i] = fmt.Sprintf("%.0f", v)
+			}
+			fmt.Printf("  %d runs, %d runner(s): added p99 by turn, ms: %s\n", r.Runs, r.Runners, strings.Join(parts, " "))
+		}
 		if w := r.Waits; w != nil {
 			fmt.Printf("  %d runs, %d runner(s): a turn's added %.1f ms (mean) = %.2f commits x %.1f ms (p99 <= %.0f ms) + tool %.1f ms + model call beyond its latency %.1f ms + the rest %.1f ms (encoding, scheduling, waiting for a CPU; below zero when sending the request, which the model call's time holds, began before the arrival the added time counts from)\n",
 				r.Runs, r.Runners, r.Added.Mean, w.CommitsPerTurn, w.CommitMeanMs, w.CommitP99Ms, w.ToolMeanMs, w.ModelBeyondLatencyMs, w.OtherMs)

@@ -571,8 +571,11 @@ func (d *drive) modelStep(ctx context.Context, key, title string, provider model
 		add(mr, c)
 		return nil
 	}
+	// Hashed now: the encoded request is not held while the call waits on the vendor.
+	hash := journal.Hashed(journal.Hash(journal.Encoded(reqJSON)))
+	reqJSON = nil
 	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: api.StepKindModel, Title: title,
-		Args: map[string]any{"provider": provider.Name(), "model": req.Model, "messages": messages}, HashOf: journal.Encoded(reqJSON),
+		Args: map[string]any{"provider": provider.Name(), "model": req.Model, "messages": messages}, HashOf: hash,
 		// A call on the server's own key is safe to repeat; on the user's own key it is not.
 		Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(key), Concurrent: true,
 		// The status with this call's usage and cost is written with its result.

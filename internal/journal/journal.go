@@ -301,8 +301,15 @@ func holds(spec Spec, w store.Write) bool {
 // same hash as the value's), so a caller that needs the encoding anyway encodes only once.
 type Encoded []byte
 
+// Hashed is a hash Hash already returned, given as a step's HashOf: the caller hashed the
+// arguments up front (a model call's encoded request), so they need not live through the call.
+type Hashed string
+
 // Hash is the hash recorded for a step's arguments.
 func Hash(v any) string {
+	if h, ok := v.(Hashed); ok {
+		return string(h)
+	}
 	b, ok := v.(Encoded)
 	if !ok {
 		b, _ = json.Marshal(v)

@@ -140,7 +140,8 @@ type antError struct {
 }
 
 func (a *anthropic) Complete(ctx context.Context, req *Request) (*Response, error) {
-	body, err := anthropicBody(a.wireRequest(req), req)
+	encode := func() ([][]byte, error) { return anthropicBody(a.wireRequest(req), req) }
+	body, err := encode()
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encode request: %w", err)
 	}
@@ -148,7 +149,7 @@ func (a *anthropic) Complete(ctx context.Context, req *Request) (*Response, erro
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: build request: %w", err)
 	}
-	bodyOf(hreq, body)
+	bodyOf(hreq, body, encode)
 	hreq.Header.Set("content-type", "application/json")
 	hreq.Header.Set("anthropic-version", anthropicVersion)
 	if a.key != "" {

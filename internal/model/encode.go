@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 )
@@ -211,18 +210,35 @@ func anthropicBody(w *antRequest, req *Request) ([][]byte, error) {
 	return [][]byte{head, tools, append(tail, '}')}, nil
 }
 
-// bodyOf makes parts hreq's body, readable again for a retry.
-func bodyOf(hreq *http.Request, parts [][]byte) {
+// bodyOf makes parts hreq's body. Once sent, the body holds none of them: a run waits seconds
+// on its call, and every waiting run holding the encoded conversation it sent cost a few kB
+// each. A retry the transport makes itself (a stream refused before it was read) asks for the
+// body again (GetBody), and encode makes it again, as it made parts.
+func bodyOf(hreq *http.Request, parts [][]byte, encode func() ([][]byte, error)) {
 	n := 0
 	for _, p := range parts {
 		n += len(p)
 	}
 	hreq.ContentLength = int64(n)
+	hreq.Body = &sentBody{b: parts}
 	hreq.GetBody = func() (io.ReadCloser, error) {
-		b := net.Buffers(slices.Clone(parts)) // reading consumes the list, not the bytes
-		return io.NopCloser(&b), nil
+		again, err := encode()
+		if err != nil {
+			return nil, err
+		}
+		return &sentBody{b: again}, nil
 	}
-	hreq.Body, _ = hreq.GetBody()
+}
+
+// sentBody reads its parts once, letting go of each as it is read (net.Buffers), and of what is
+// left when closed.
+type sentBody struct{ b net.Buffers }
+
+func (s *sentBody) Read(p []byte) (int, error) { return s.b.Read(p) }
+
+func (s *sentBody) Close() error {
+	s.b = nil
+	return nil
 }
 
 func appendJSON(b []byte, v any) ([]byte, error) {

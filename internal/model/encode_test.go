@@ -181,8 +181,13 @@ func TestAnthropicSendsEncodedBody(t *testing.T) {
 	}
 	hreq, _ := http.NewRequest(http.MethodPost, srv.URL, http.NoBody)
 	parts, _ := anthropicBody((&anthropic{}).wireRequest(req), req)
-	bodyOf(hreq, parts)
+	bodyOf(hreq, parts, func() ([][]byte, error) { return anthropicBody((&anthropic{}).wireRequest(req), req) })
 	first, _ := io.ReadAll(hreq.Body)
+	// Read, the body holds none of what it sent (a run waiting on the reply holds no copy of
+	// its request), and a retry's body is made again.
+	if held := hreq.Body.(*sentBody).b; len(held) != 0 {
+		t.Errorf("the body still holds %d parts once read", len(held))
+	}
 	again, _ := hreq.GetBody()
 	second, _ := io.ReadAll(again)
 	if len(got) != 1 || !bytes.Equal(got[0], want) || !bytes.Equal(first, want) || !bytes.Equal(second, want) {

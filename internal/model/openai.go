@@ -176,14 +176,19 @@ func (e *oaiError) apiError(provider string, status int) *APIError {
 }
 
 func (o *openAI) Complete(ctx context.Context, req *Request) (*Response, error) {
-	body, err := json.Marshal(o.wireRequest(req))
+	encode := func() ([][]byte, error) {
+		b, err := json.Marshal(o.wireRequest(req))
+		return [][]byte{b}, err
+	}
+	body, err := encode()
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode request: %w", o.name, err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, o.base+"/chat/completions", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, o.base+"/chat/completions", http.NoBody)
 	if err != nil {
 		return nil, fmt.Errorf("%s: build request: %w", o.name, err)
 	}
+	bodyOf(hreq, body, encode)
 	hreq.Header.Set("Content-Type", "application/json")
 	if o.key != "" {
 		hreq.Header.Set("Authorization", "Bearer "+o.key)

@@ -70,17 +70,7 @@ func TestCrashMatrix(t *testing.T) {
 			}
 			// Every completed model turn was served exactly once; an interrupted call may have been
 			// made again, but its first attempt never completed.
-			for turn := 0; turn < 2; turn++ {
-				completed := 0
-				for _, call := range e.Model.Calls() {
-					if call.Entry == "crash" && call.Turn == turn && call.Completed {
-						completed++
-					}
-				}
-				if completed != 1 {
-					t.Errorf("model turn %d completed %d times, want 1", turn, completed)
-				}
-			}
+			turnsServedOnce(t, e, "crash", 2)
 			evs := e.Events(name)
 			if !HasEvent(evs, "run.resumed", "replaying") {
 				t.Errorf("timeline does not show the restart: %v", evs)
@@ -207,17 +197,7 @@ entries:
 	if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "listed: "+listed {
 		t.Fatalf("run ended %s/%s (%s) answer %+v, want Succeeded with %q", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer, "listed: "+listed)
 	}
-	for turn := 0; turn < 2; turn++ {
-		completed := 0
-		for _, call := range e.Model.Calls() {
-			if call.Entry == "lister" && call.Turn == turn && call.Completed {
-				completed++
-			}
-		}
-		if completed != 1 {
-			t.Errorf("model turn %d completed %d times, want 1", turn, completed)
-		}
-	}
+	turnsServedOnce(t, e, "lister", 2)
 	for _, s := range e.Steps(name) {
 		if s.State != api.StepCompleted || s.Attempt != 1 {
 			t.Errorf("step %s ended %s at attempt %d, want Completed at attempt 1", s.Key, s.State, s.Attempt)
@@ -250,5 +230,21 @@ entries:
 	}
 	if !HasEvent(evs, "run.resumed", "replaying") {
 		t.Errorf("timeline does not show the restart: %v", evs)
+	}
+}
+
+// turnsServedOnce checks the scripted model completed each of entry's first turns exactly once.
+func turnsServedOnce(t *testing.T, e *Env, entry string, turns int) {
+	t.Helper()
+	for turn := 0; turn < turns; turn++ {
+		completed := 0
+		for _, call := range e.Model.Calls() {
+			if call.Entry == entry && call.Turn == turn && call.Completed {
+				completed++
+			}
+		}
+		if completed != 1 {
+			t.Errorf("model turn %d of %s completed %d times, want 1", turn, entry, completed)
+		}
 	}
 }

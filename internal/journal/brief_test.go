@@ -22,6 +22,20 @@ func (c *countingStore) Commit(ctx context.Context, l store.Lease, w store.Write
 	return c.Store.Commit(ctx, l, w)
 }
 
+// replaysUnrun opens the journal under a new lease and checks spec replays with result want,
+// without its effect running again.
+func (h *harness) replaysUnrun(spec journal.Spec, want string) {
+	h.t.Helper()
+	j := h.open(h.takeOver())
+	again, err := j.Do(bg, spec, func(context.Context) (any, *int64, error) {
+		h.t.Errorf("%s, completed, ran again on replay", spec.Key)
+		return nil, nil, nil
+	})
+	if err != nil || !again.Replayed || string(again.Result) != want {
+		h.t.Errorf("replay of %s: %+v, %v; want %s replayed", spec.Key, again, err, want)
+	}
+}
+
 func (h *harness) openCounting(l store.Lease) (*journal.Journal, *countingStore) {
 	h.t.Helper()
 	cs := &countingStore{Store: h.st}
@@ -76,14 +90,7 @@ func TestBriefStepCommitsItsIntentWithItsOutcome(t *testing.T) {
 				t.Errorf("events %v: want step.started then step.completed for %s", evs, spec.Key)
 			}
 			// Replayed under a new lease, it is not run again.
-			j2 := h.open(h.takeOver())
-			again, err := j2.Do(bg, spec, func(context.Context) (any, *int64, error) {
-				t.Error("a completed step ran again on replay")
-				return nil, nil, nil
-			})
-			if err != nil || !again.Replayed || string(again.Result) != `"a.txt"` {
-				t.Errorf("replay: %+v, %v", again, err)
-			}
+			h.replaysUnrun(spec, `"a.txt"`)
 		})
 	}
 }

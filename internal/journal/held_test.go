@@ -66,14 +66,7 @@ func TestHeldReadRidesWithTheNextCommit(t *testing.T) {
 		t.Errorf("events %v: want the read's start, its end, then t1/model's start", evs)
 	}
 	// Replayed under a new lease, neither runs again.
-	j2 := h.open(h.takeOver())
-	again, err := j2.Do(bg, read, func(context.Context) (any, *int64, error) {
-		t.Error("a held read that was committed ran again on replay")
-		return nil, nil, nil
-	})
-	if err != nil || !again.Replayed || string(again.Result) != `"a.txt"` {
-		t.Errorf("replay: %+v, %v", again, err)
-	}
+	h.replaysUnrun(read, `"a.txt"`)
 }
 
 // Several reads held in a row (one model reply's tool calls) all go in the one next commit, a

@@ -125,8 +125,9 @@ type drive struct {
 	promptTools int
 	// holdReads is set while the built-in loop runs a turn's tool calls (toolCalls): what runs
 	// next is the next model call, whose intent commit carries the reads' records
-	// (journal.Spec.Held). A harness's or a workflow's tool call is followed by whatever its
-	// caller does next, so its reads commit their own.
+	// (journal.Spec.Held). A harness's or a workflow's tool call (a learned workflow's too, run
+	// as one of these calls: inWorkflow) is followed by whatever its caller does next, so its
+	// reads commit their own.
 	holdReads bool
 	// skills are the agent revision's skills by name (loadSkills).
 	skills map[string]*api.Skill
@@ -833,7 +834,7 @@ func (d *drive) builtinCall(ctx context.Context, key string, tool tools.Tool, ca
 	// one commit with its result (journal.Spec.Brief), a turn that uses one commits once less;
 	// in the built-in loop that commit is the next model call's intent (Held), once less again.
 	ro := tool.ReadOnly()
-	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: ro, Brief: ro, Held: ro && d.holdReads, Concurrent: true}
+	spec := journal.Spec{Key: key, Kind: api.StepKindTool, Title: call.Name + " " + summarize(in), Args: map[string]any{"tool": call.Name, "input": call.Input}, Safe: ro, Brief: ro, Held: ro && d.holdReads && !d.inWorkflow, Concurrent: true}
 	if !ro {
 		spec.Files = d.filesOf(key)
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"agentrun.dev/agentrun/internal/api"
 	"agentrun.dev/agentrun/internal/journal"
@@ -164,5 +166,91 @@ func TestHeldOnlyHoldsAPlainBriefRecord(t *testing.T) {
 				t.Errorf("the store holds %s as %q right after Do, want Completed", spec.Key, s.State)
 			}
 		})
+	}
+}
+
+// forkFolderAt forks the harness's run at step at and returns the fork's folder.
+func (h *harness) forkFolderAt(at string) []store.File {
+	h.t.Helper()
+	fk := &api.AgentRun{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "AgentRun"}, Metadata: api.ObjectMeta{Name: "fork-1"},
+		Spec: api.AgentRunSpec{Agent: "agent-a", Input: "hello", MaxCostUSD: "1.00"}, Status: api.AgentRunStatus{Phase: api.PhaseQueued, AgentRevision: 1}}
+	if err := h.st.ForkRun(bg, store.Fork{Run: fk, Source: h.run, AtStep: at}); err != nil {
+		h.t.Fatalf("ForkRun at %s: %v", at, err)
+	}
+	files, err := h.st.ListFiles(bg, "fork-1")
+	if err != nil {
+		h.t.Fatalf("ListFiles: %v", err)
+	}
+	return files
+}
+
+func writeNotes(key string) journal.Spec {
+	return journal.Spec{Key: key, Kind: api.StepKindTool, Title: "write notes.txt", Args: map[string]string{"path": "notes.txt"}, Concurrent: true,
+		Files: func() ([]store.FileWrite, error) {
+			return []store.FileWrite{{Path: "notes.txt", Content: []byte("v1"), Mode: 0o644}}, nil
+		}}
+}
+
+// A commit that carries a held read and saves files (a rollback's stop step restoring the
+// folder) tags the files with its own step, not the read's: a fork at the read has the folder
+// as the read saw it.
+func TestHeldReadLeavesTheFilesTagToTheStepThatSavedThem(t *testing.T) {
+	h := newHarness(t)
+	j := h.open(h.lease)
+	if _, err := j.Do(bg, writeNotes("t0/tool/0"), func(context.Context) (any, *int64, error) { return "ok", nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Do(bg, heldRead("t1/tool/0"), func(context.Context) (any, *int64, error) { return "v1", nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	stop := journal.Spec{Key: "t1/stop", Kind: api.StepKindStop, Title: "turn rolled back", Args: map[string]any{"at": "t1/tool/1"},
+		Files: func() ([]store.FileWrite, error) { return []store.FileWrite{{Path: "notes.txt", Deleted: true}}, nil }}
+	if _, err := j.Record(bg, stop, map[string]string{"at": "t1/tool/1"}); err != nil {
+		t.Fatal(err)
+	}
+	if files := h.forkFolderAt("t1/tool/0"); len(files) != 1 || string(files[0].Content) != "v1" {
+		t.Errorf("a fork at the held read has folder %+v, want notes.txt = v1 (the restore came after the read)", files)
+	}
+}
+
+// Under a gate, a branch's write that completes after a sibling's held read tags its files with
+// its own step: a fork at the write has the file it saved.
+func TestHeldReadOfASiblingLeavesTheWriteItsFiles(t *testing.T) {
+	h := newHarness(t)
+	j := h.open(h.lease)
+	var mu sync.Mutex
+	j.Gate(&mu)
+	readDone := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // a write that ends after the sibling's read
+		defer wg.Done()
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := j.Do(bg, writeNotes("wf/a"), func(context.Context) (any, *int64, error) { <-readDone; return "ok", nil, nil }); err != nil {
+			t.Error(err)
+		}
+	}()
+	go func() { // a held read, once the write's intent is committed
+		defer wg.Done()
+		for {
+			mu.Lock()
+			if _, ok := j.Lookup("wf/a"); ok {
+				break
+			}
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+		defer mu.Unlock()
+		read := heldRead("wf/b")
+		read.Concurrent = true
+		if _, err := j.Do(bg, read, func(context.Context) (any, *int64, error) { return "x", nil, nil }); err != nil {
+			t.Error(err)
+		}
+		close(readDone)
+	}()
+	wg.Wait()
+	if files := h.forkFolderAt("wf/a"); len(files) != 1 || string(files[0].Content) != "v1" {
+		t.Errorf("a fork at the write has folder %+v, want notes.txt = v1, the file it saved", files)
 	}
 }

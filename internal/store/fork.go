@@ -109,11 +109,13 @@ func (p ForkPlan) NewTag(tag int64) int64 {
 
 // HistoryStep is the step whose seq tags a write's files in the folder's history: the step the
 // write completes (or ends), or "" for a save with none (a run parking to be resolved saves what
-// its interrupted step left), which is tagged with the run's highest step seq instead.
+// its interrupted step left), which is tagged with the run's highest step seq instead. It is the
+// last step ended: the records of reads held for this write (journal Spec.Held) come before the
+// step whose files these are.
 func (w Write) HistoryStep() string {
-	for _, s := range w.Steps {
-		if s.State != api.StepStarted {
-			return s.Key
+	for i := len(w.Steps) - 1; i >= 0; i-- {
+		if w.Steps[i].State != api.StepStarted {
+			return w.Steps[i].Key
 		}
 	}
 	return ""

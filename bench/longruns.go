@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,11 @@ type LongResult struct {
 	// AddedP99ByTurn is Added's p99 over each turn of every run (index 0: from the first model
 	// request to the second): where in a run's life the tail is.
 	AddedP99ByTurn []float64 `json:"addedP99ByTurnMs,omitempty"`
+	// AddedP99BySecond is Added's p99 over the turns whose reply was due (request arrival plus
+	// the scripted latency) in each second since the first model request: when in the
+	// measurement the tail is (a lease renewal, a collection, a checkpoint shows as a second
+	// of its own).
+	AddedP99BySecond []float64 `json:"addedP99BySecondMs,omitempty"`
 	// CPU over the whole measurement, and per journal step.
 	CPU                CPU     `json:"cpu"`
 	RunnerCPUPerStepMs float64 `json:"runnerCpuPerStepMs"`
@@ -230,9 +236,13 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		}
 		// Where r1's CPU goes with the runs active, and an execution trace of a second of it
 		// (what a turn waits on: a CPU, the committer, the network).
+		// The bench process (the scripted model server, its TLS) shares the machine's CPUs
+		// with r1 and PostgreSQL: its own profile over the same 5 s says what it takes.
+		stopSelf := selfCPUProfile(filepath.Join(c.pprofDir, fmt.Sprintf("long-%d-pg-%d-bench.cpu.pprof", n, k)))
 		if perr := saveProfile(pprofAddr, "profile", base+".cpu.pprof", 5); perr != nil {
 			progress("long: CPU profile of r1: %v", perr)
 		}
+		stopSelf()
 		if perr := saveProfile(pprofAddr, "trace", base+".trace", 1); perr != nil {
 			progress("long: trace of r1: %v", perr)
 		}
@@ -298,7 +308,15 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		}
 	}
 	var added []time.Duration
-	var byTurn [][]time.Duration
+	var byTurn, bySecond [][]time.Duration
+	var firstCall time.Time
+	for _, m := range byRun {
+		for _, t := range m {
+			if firstCall.IsZero() || t.Before(firstCall) {
+				firstCall = t
+			}
+		}
+	}
 	for _, m := range byRun {
 		turns := make([]int, 0, len(m))
 		for t := range m {
@@ -313,12 +331,20 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 					byTurn = append(byTurn, nil)
 				}
 				byTurn[turns[i]-1] = append(byTurn[turns[i]-1], d)
+				sec := int(m[turns[i-1]].Add(c.longLatency).Sub(firstCall) / time.Second)
+				for len(bySecond) <= sec {
+					bySecond = append(bySecond, nil)
+				}
+				bySecond[sec] = append(bySecond[sec], d)
 			}
 		}
 	}
 	res.Added = dist(added)
 	for _, ds := range byTurn {
 		res.AddedP99ByTurn = append(res.AddedP99ByTurn, dist(ds).P99)
+	}
+	for _, ds := range bySecond {
+		res.AddedP99BySecond = append(res.AddedP99BySecond, dist(ds).P99)
 	}
 	if res.Waits != nil {
 		w := res.Waits
@@ -348,6 +374,13 @@ func printLong(rs []LongResult) {
 				parts[i] = fmt.Sprintf("%.0f", v)
 			}
 			fmt.Printf("  %d runs, %d runner(s): added p99 by turn, ms: %s\n", r.Runs, r.Runners, strings.Join(parts, " "))
+		}
+		if len(r.AddedP99BySecond) > 0 {
+			parts := make([]string, len(r.AddedP99BySecond))
+			for i, v := range r.AddedP99BySecond {
+				parts[i] = fmt.Sprintf("%.0f", v)
+			}
+			fmt.Printf("  %d runs, %d runner(s): added p99 by second of the measurement (reply due), ms: %s\n", r.Runs, r.Runners, strings.Join(parts, " "))
 		}
 		if w := r.Waits; w != nil {
 			fmt.Printf("  %d runs, %d runner(s): a turn's added %.1f ms (mean) = %.2f commits x %.1f ms (p99 <= %.0f ms) + tool %.1f ms + model call beyond its latency %.1f ms + the rest %.1f ms (encoding, scheduling, waiting for a CPU; below zero when sending the request, which the model call's time holds, began before the arrival the added time counts from)\n",
@@ -499,4 +532,23 @@ func turnWaits(m0, m1 map[string]float64, turns int, latency time.Duration) *Tur
 		}
 	}
 	return w
+}
+
+// selfCPUProfile profiles this process's CPU into path until the returned func is called (a
+// failure is reported and profiles nothing).
+func selfCPUProfile(path string) func() {
+	f, err := os.Create(path)
+	if err != nil {
+		progress("bench CPU profile: %v", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		progress("bench CPU profile: %v", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

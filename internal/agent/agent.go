@@ -163,6 +163,13 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) (err error) {
 	if err != nil {
 		return err
 	}
+	// No write of this drive lands after it ends (a step's end sent ahead: journal.Spec.Ahead):
+	// the runner may claim the run again at once.
+	defer func() {
+		if serr := j.Settle(ctx); serr != nil && err == nil {
+			err = serr
+		}
+	}()
 	d := &drive{e: e, j: j, run: run, status: run.Status, folder: RunFolder(e.DataDir, run.Metadata.Name),
 		log: e.Log.With("run", run.Metadata.Name, "generation", lease.Generation)}
 	d.steer.check.Store(true) // a message that stops the turn may have come before this drive
@@ -541,7 +548,9 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 		return nil, err
 	}
 	title := fmt.Sprintf("model call (%s, turn %d)", modelName, n+1)
-	mr, err := d.modelStep(ctx, key, title, provider, req, reqJSON, len(conv), func(mr modelResult, c *int64) {
+	// The built-in loop's call: what follows its reply until the next commit is local (folder
+	// reads, the next request's encoding), so the reply's commit goes ahead without it.
+	mr, err := d.modelStep(ctx, key, title, provider, req, reqJSON, len(conv), true, func(mr modelResult, c *int64) {
 		d.accountCall(cur, mr, c)
 	})
 	if err != nil {
@@ -554,8 +563,9 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 // a learning call, a workflow question): the request, encoded once for the cost guard and the
 // journal's hash, reaches the provider at most once for the step; add puts the recorded usage and
 // cost into the status exactly once, in the commit of the call's result, or after it when the
-// result was replayed or completed by a person.
-func (d *drive) modelStep(ctx context.Context, key, title string, provider model.Provider, req *model.Request, reqJSON []byte, messages int, add func(mr modelResult, c *int64)) (modelResult, error) {
+// result was replayed or completed by a person. ahead: the result's commit need not be waited
+// for (journal.Spec.Ahead), for a caller that does only local work before its next commit.
+func (d *drive) modelStep(ctx context.Context, key, title string, provider model.Provider, req *model.Request, reqJSON []byte, messages int, ahead bool, add func(mr modelResult, c *int64)) (modelResult, error) {
 	defer d.settle(key)
 	ctx = withModelRequest(ctx, req)
 	var mr modelResult
@@ -578,7 +588,7 @@ func (d *drive) modelStep(ctx context.Context, key, title string, provider model
 	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: api.StepKindModel, Title: title,
 		Args: map[string]any{"provider": provider.Name(), "model": req.Model, "messages": messages}, HashOf: hash,
 		// A call on the server's own key is safe to repeat; on the user's own key it is not.
-		Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(key), Concurrent: true,
+		Safe: !d.acc.byok, Bill: !d.acc.byok && d.bills(key), Concurrent: true, Ahead: ahead,
 		// The status with this call's usage and cost is written with its result.
 		Status: func(result json.RawMessage, c *int64) (*api.AgentRunStatus, error) {
 			if err := account(result, c, false); err != nil {

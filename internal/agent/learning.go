@@ -240,7 +240,7 @@ func (d *drive) learnCall(ctx context.Context, key, title string, req *model.Req
 	if err := d.guard(ctx, key, req, reqJSON, req.Model); err != nil {
 		return nil, err
 	}
-	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, reqJSON, len(req.Messages), func(mr modelResult, c *int64) {
+	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, reqJSON, len(req.Messages), false, func(mr modelResult, c *int64) {
 		d.spent.total.Add(micros(c))
 		d.spent.vendor.Add(micros(mr.VendorMicros))
 		d.updateCost(nil)

@@ -281,7 +281,7 @@ func (h *wfHost) modelCall(ctx context.Context, key, title string, req *model.Re
 	}
 	turnCost := cost.Total{}
 	idx := d.newTurn(req.Model, "workflow").index
-	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, reqJSON, len(req.Messages), func(mr modelResult, c *int64) {
+	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, reqJSON, len(req.Messages), false, func(mr modelResult, c *int64) {
 		d.accountTurn(idx, &turnCost, mr, c)
 	})
 	if err != nil {

@@ -84,6 +84,17 @@ type Spec struct {
 	// has it. Killed before that commit, the step is not recorded and runs again, as a Brief
 	// step killed during its effect does; its events reach the timeline with that commit.
 	Held bool
+	// Ahead has the step's completion go to the store without the drive waiting for it, when
+	// the store can (store.Pipeliner): the write is queued at the moment it would have been
+	// committed, the drive goes on at once, and its next commit joins that write while no
+	// committer has taken it (one transaction for both), or else waits for it first. It is for a
+	// caller whose work until its next commit touches nothing outside the run folder: the
+	// built-in loop after a model reply, whose tool calls each commit their intent before
+	// their effect or are folder reads, and whose next call commits its intent before the
+	// request leaves. The reply is durable when it would have been; what changes is that the
+	// drive reads its folder and encodes its next request meanwhile. An end carrying files, a
+	// charge or a status staged for later, and any end under a gate, is committed as usual.
+	Ahead bool
 	// Files, when set, is called after the effect and returns the run folder changes to save with
 	// the step's completion, in the same transaction.
 	Files func() ([]store.FileWrite, error)
@@ -128,6 +139,10 @@ type Journal struct {
 	held []api.Step
 	// staged is a status to write with the next commit that carries none of its own (Stage).
 	staged *api.AgentRunStatus
+	// ahead is a step's end handed to the store without waiting (Spec.Ahead), as aheadW; the
+	// next commit joins or waits for it, and so do Settle and a dev pause.
+	ahead  store.Pending
+	aheadW store.Write
 	now    func() time.Time
 	pause  pausePoint
 	// last is the status most recently written (the drive's own, live): what a run waiting for
@@ -231,6 +246,80 @@ func (j *Journal) CommitFiles(ctx context.Context, status *api.AgentRunStatus, r
 // asked for) are acted on there.
 func (j *Journal) Stage(status *api.AgentRunStatus) { j.staged = status }
 
+// prepare adds to w what the next commit carries besides its own: the queued events, the held
+// steps' records (before its own steps) and a staged status when it has none.
+func (j *Journal) prepare(w store.Write) store.Write {
+	w.Events = append(w.Events, j.pending...)
+	if len(j.held) > 0 {
+		w.Steps = append(j.held[:len(j.held):len(j.held)], w.Steps...)
+	}
+	if w.Status == nil {
+		w.Status = j.staged
+	}
+	return w
+}
+
+// written is the journal's bookkeeping once w is written (or handed to the store ahead).
+func (j *Journal) written(w store.Write) {
+	if w.Status != nil {
+		j.last = w.Status
+	}
+	if w.Release {
+		j.released = true
+	}
+	j.pending = nil
+	j.staged = nil
+	j.held = nil
+	j.remember(w.Steps)
+}
+
+// goesAhead reports whether a step's end, written as w, is handed to the store without waiting
+// (Spec.Ahead).
+func (j *Journal) goesAhead(spec Spec, w store.Write) bool {
+	_, ok := j.st.(store.Pipeliner)
+	return spec.Ahead && ok && j.gate == nil && len(w.Files) == 0 && len(w.Charges) == 0 && !w.Release && j.staged == nil
+}
+
+// commitAhead hands w, with what the next commit would carry, to the store without waiting for
+// it (Spec.Ahead). A write still ahead is joined, or waited for first.
+func (j *Journal) commitAhead(ctx context.Context, w store.Write) error {
+	w = j.prepare(w)
+	if j.ahead != nil {
+		if j.ahead.Join(w) {
+			j.aheadW = j.aheadW.Then(w)
+			j.written(w)
+			return nil
+		}
+		if err := j.settleAhead(ctx); err != nil {
+			return err
+		}
+	}
+	j.ahead, j.aheadW = j.st.(store.Pipeliner).CommitAhead(ctx, j.lease, w), w
+	j.written(w)
+	return nil
+}
+
+// settleAhead waits for the write ahead, if any; one refused for a full disk waits for space as
+// any commit does (waitForSpace).
+func (j *Journal) settleAhead(ctx context.Context) error {
+	p, w := j.ahead, j.aheadW
+	if p == nil {
+		return nil
+	}
+	j.ahead, j.aheadW = nil, store.Write{}
+	start := time.Now()
+	_, err := p.Wait()
+	metrics.JournalSeconds.Since(start)
+	if errors.Is(err, store.ErrStoreFull) {
+		_, err = j.waitForSpace(ctx, w)
+	}
+	return err
+}
+
+// Settle waits for a step's end still on its way to the store (Spec.Ahead): a drive calls it
+// before it ends, so that no write of its lands after it.
+func (j *Journal) Settle(ctx context.Context) error { return j.settleAhead(ctx) }
+
 func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, error) {
 	if j.gate != nil && w.Release {
 		// The events queued for this commit (a park's run.waiting) stay out of the commits of
@@ -243,15 +332,19 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 		}
 		j.pending = append(j.pending, parked...)
 	}
-	w.Events = append(w.Events, j.pending...)
-	if len(j.held) > 0 {
-		w.Steps = append(j.held[:len(j.held):len(j.held)], w.Steps...)
-	}
-	if w.Status == nil {
-		w.Status = j.staged
-	}
+	w = j.prepare(w)
 	start := time.Now()
-	sig, err := j.st.Commit(ctx, j.lease, w)
+	var sig store.Signals
+	var err error
+	if p := j.ahead; p != nil && p.Join(w) {
+		// One transaction for the end ahead and this write: its outcome is both's.
+		j.ahead, w = nil, j.aheadW.Then(w)
+		j.aheadW = store.Write{}
+		sig, err = p.Wait()
+	} else if err = j.settleAhead(ctx); err == nil {
+		start = time.Now()
+		sig, err = j.st.Commit(ctx, j.lease, w)
+	}
 	metrics.JournalSeconds.Since(start)
 	if errors.Is(err, store.ErrStoreFull) {
 		sig, err = j.waitForSpace(ctx, w)
@@ -259,16 +352,7 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 	if err != nil {
 		return sig, err
 	}
-	if w.Status != nil {
-		j.last = w.Status
-	}
-	if w.Release {
-		j.released = true
-	}
-	j.pending = nil
-	j.staged = nil
-	j.held = nil
-	j.remember(w.Steps)
+	j.written(w)
 	return sig, nil
 }
 
@@ -588,6 +672,10 @@ func (j *Journal) complete(ctx context.Context, spec Spec, started api.Step, res
 	}
 	if w := (store.Write{Steps: steps, Files: files, Charges: charges, Status: status}); holds(spec, w) {
 		j.hold(steps)
+	} else if j.goesAhead(spec, w) {
+		if err := j.commitAhead(ctx, w); err != nil {
+			return Outcome{}, err
+		}
 	} else if _, err := j.commit(ctx, w); err != nil {
 		return Outcome{}, err
 	}
@@ -728,6 +816,9 @@ func (j *Journal) pauseAt(point, key string) {
 	if !j.pause.is(point, key) {
 		return
 	}
+	// A step's end on its way to the store (Spec.Ahead) lands first, so that a point names what
+	// the store holds as it did when every end was waited for.
+	_ = j.settleAhead(context.Background())
 	if j.gate != nil {
 		j.frozen = true
 		for j.inflight > 0 {

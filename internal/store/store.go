@@ -86,6 +86,44 @@ type Write struct {
 	Charges []Charge
 }
 
+// Then is w followed by next as one write, for one transaction: next's steps, events, files and
+// charges after w's, next's status when it has one (it is the later), and next's release. A
+// write that releases the lease ends its drive's writes, so w itself never releases.
+func (w Write) Then(next Write) Write {
+	out := Write{
+		Steps:   append(w.Steps[:len(w.Steps):len(w.Steps)], next.Steps...),
+		Events:  append(w.Events[:len(w.Events):len(w.Events)], next.Events...),
+		Status:  w.Status,
+		Release: next.Release,
+		WakeAt:  next.WakeAt,
+		Files:   append(w.Files[:len(w.Files):len(w.Files)], next.Files...),
+		Charges: append(w.Charges[:len(w.Charges):len(w.Charges)], next.Charges...),
+	}
+	if next.Status != nil {
+		out.Status = next.Status
+	}
+	return out
+}
+
+// Pipeliner is a store whose fenced commits can go ahead without their caller waiting for them
+// (PostgreSQL's group committer): a drive hands over a step's end and does local work (a read of
+// its folder) while the write waits for a committer, and the drive's next write, if it comes
+// before a committer took the first, goes in the same transaction.
+type Pipeliner interface {
+	CommitAhead(ctx context.Context, l Lease, w Write) Pending
+}
+
+// Pending is a write CommitAhead handed over.
+type Pending interface {
+	// Join puts next after the pending write, in its transaction, and reports true while no
+	// committer has taken the pending write; false: it has gone to the database, and next must
+	// wait for it (Wait) and be committed on its own.
+	Join(next Write) bool
+	// Wait blocks until the write (and what joined it) committed or failed, and returns its
+	// outcome as Commit does.
+	Wait() (Signals, error)
+}
+
 // Charge is the settled cost of one billed step. Amount nil: the call could not be priced.
 type Charge struct {
 	StepKey string

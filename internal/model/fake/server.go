@@ -434,8 +434,11 @@ func (s *Server) handleModel(format string) http.HandlerFunc {
 		if hook := s.record(call); hook != nil {
 			hook(*call)
 		}
-		if rep.latency > 0 {
-			t := time.NewTimer(rep.latency)
+		// The scripted latency counts from the request's arrival, as a vendor's time to its
+		// first byte does: reading and parsing the request are inside it, not added to it (on a
+		// busy machine they took several milliseconds that a benchmark counted as the client's).
+		if wait := rep.latency - time.Since(call.Time); rep.latency > 0 && wait > 0 {
+			t := time.NewTimer(wait)
 			select {
 			case <-r.Context().Done():
 				t.Stop()

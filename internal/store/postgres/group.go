@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,9 @@ type commitReq struct {
 	// fencedWrite: a runner's Commit, whose waiters the committer tells once the batch committed
 	// (afterBatch).
 	fencedWrite bool
+	// taken is set (under ahead.mu) once a committer took a write CommitAhead queued: from
+	// then on nothing joins it (pending.Join).
+	taken bool
 
 	// Set by the committer before done is closed.
 	sig    store.Signals
@@ -88,17 +92,120 @@ func (s *Store) submit(ctx context.Context, req *commitReq) error {
 	return req.err
 }
 
+// aheadQueue holds the writes CommitAhead queued that no committer has taken yet, oldest first;
+// kick wakes a committer for them.
+type aheadQueue struct {
+	mu   sync.Mutex
+	reqs []*commitReq
+	kick chan struct{}
+}
+
+// CommitAhead queues a fenced write for the group committer and returns at once; the write joins
+// the next batch a committer forms (with the other writes waiting then) and, until one takes it,
+// the drive's next write can join it (store.Pending). Per run a caller has at most one such write
+// in flight and joins or waits for it before its next, so a run's writes keep their order.
+func (s *Store) CommitAhead(ctx context.Context, l store.Lease, w store.Write) store.Pending {
+	req := &commitReq{ctx: ctx, l: l, w: w, fencedWrite: true, done: make(chan struct{})}
+	s.waiting.Add(1)
+	s.ahead.mu.Lock()
+	s.ahead.reqs = append(s.ahead.reqs, req)
+	s.ahead.mu.Unlock()
+	s.kickAhead()
+	return &pending{s: s, req: req}
+}
+
+func (s *Store) kickAhead() {
+	select {
+	case s.ahead.kick <- struct{}{}:
+	default:
+	}
+}
+
+// takeAhead adds to batch, up to maxGroup, the queued CommitAhead writes, oldest first, and marks
+// them taken; one whose caller's context is done is answered with that error and left out, as a
+// Commit given up before a committer took it is. Writes left over (a full batch) wake another
+// committer.
+func (s *Store) takeAhead(batch []*commitReq) []*commitReq {
+	s.ahead.mu.Lock()
+	defer s.ahead.mu.Unlock()
+	n := 0
+	for _, r := range s.ahead.reqs {
+		if len(batch) >= maxGroup {
+			break
+		}
+		n++
+		if r.taken {
+			continue // answered already (the store closed under its waiter)
+		}
+		r.taken = true
+		s.waiting.Add(-1)
+		if s.life.Err() != nil {
+			r.err = errors.New("store closed")
+			close(r.done)
+			continue
+		}
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			close(r.done)
+			continue
+		}
+		batch = append(batch, r)
+	}
+	s.ahead.reqs = s.ahead.reqs[n:]
+	if len(s.ahead.reqs) == 0 {
+		s.ahead.reqs = nil // let the drained backing array go
+	} else {
+		s.kickAhead()
+	}
+	return batch
+}
+
+// pending is a write CommitAhead queued (store.Pending).
+type pending struct {
+	s   *Store
+	req *commitReq
+}
+
+func (p *pending) Join(next store.Write) bool {
+	p.s.ahead.mu.Lock()
+	defer p.s.ahead.mu.Unlock()
+	if p.req.taken {
+		return false
+	}
+	p.req.w = p.req.w.Then(next)
+	return true
+}
+
+func (p *pending) Wait() (store.Signals, error) {
+	select {
+	case <-p.req.done:
+	case <-p.s.life.Done():
+		p.s.ahead.mu.Lock()
+		taken := p.req.taken
+		p.req.taken = true
+		p.s.ahead.mu.Unlock()
+		if !taken {
+			p.s.waiting.Add(-1)
+			return store.Signals{}, fmt.Errorf("commit run %s (generation %d): store closed", p.req.l.Run, p.req.l.Generation)
+		}
+		<-p.req.done // a committer took it: its batch ends before the committer does
+	}
+	return p.req.sig, commitError(p.req)
+}
+
 // commitLoop is one committer; it owns its batches until the store's life ends.
 func (s *Store) commitLoop() {
 	defer s.loops.Done()
 	for {
-		var first *commitReq
+		var batch []*commitReq
 		select {
-		case first = <-s.commits:
+		case first := <-s.commits:
+			batch = append(batch, first)
+		case <-s.ahead.kick:
 		case <-s.life.Done():
 			return
 		}
-		batch := []*commitReq{first}
+		batch = s.takeAhead(batch)
 	drain:
 		for len(batch) < maxGroup {
 			select {
@@ -107,6 +214,9 @@ func (s *Store) commitLoop() {
 			default:
 				break drain
 			}
+		}
+		if len(batch) == 0 {
+			continue // another committer took the queued writes
 		}
 		// Lock the run rows in name order, as RenewLeases does, so that a batch and a renewal
 		// (or two batches) never wait on each other in a cycle: a deadlock is only found after

@@ -259,12 +259,22 @@ func (s *Store) RenewLeases(ctx context.Context, leases []store.Lease, ttl time.
 func (s *Store) Commit(ctx context.Context, l store.Lease, w store.Write) (store.Signals, error) {
 	req := &commitReq{ctx: ctx, l: l, w: w, fencedWrite: true}
 	if err := s.submit(ctx, req); err != nil {
-		if isCode(err, errFencedCode) {
-			err = store.ErrFenced
-		}
-		return req.sig, fmt.Errorf("commit run %s (generation %d): %w", l.Run, l.Generation, err)
+		req.err = err
+		return req.sig, commitError(req)
 	}
 	return req.sig, nil
+}
+
+// commitError is a fenced write's outcome as Commit reports it (nil when it committed).
+func commitError(req *commitReq) error {
+	err := req.err
+	if err == nil {
+		return nil
+	}
+	if isCode(err, errFencedCode) {
+		err = store.ErrFenced
+	}
+	return fmt.Errorf("commit run %s (generation %d): %w", req.l.Run, req.l.Generation, err)
 }
 
 // queueFence queues the statement that takes a commit's fence (see Commit): it advances the

@@ -65,6 +65,7 @@ type Store struct {
 	life     context.Context
 	stopLife context.CancelFunc
 	commits  chan *commitReq
+	ahead    aheadQueue // CommitAhead's writes (group.go)
 	loops    sync.WaitGroup
 	// waiting counts writes waiting for a committer to take them; batches counts the batches
 	// sent (tests read both).
@@ -139,6 +140,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	s.events = newEventNotifier(s)
 	s.life, s.stopLife = context.WithCancel(context.Background())
 	s.commits, s.workKick = make(chan *commitReq), make(chan struct{}, 1)
+	s.ahead.kick = make(chan struct{}, 1)
 	s.loops.Add(1)
 	go s.workNotifyLoop()
 	for range n {

@@ -286,6 +286,31 @@ type AgentRunStatus struct {
 	FailedNode string `json:"failedNode,omitempty"`
 }
 
+// Clone is a copy of s that shares nothing a later change to s reaches (its pointers' values
+// and its turns are copied): a status handed to another goroutine to encode, while its owner
+// goes on changing its own.
+func (s *AgentRunStatus) Clone() *AgentRunStatus {
+	c := *s
+	c.Deadline = clonePtr(s.Deadline)
+	c.WaitingOn = clonePtr(s.WaitingOn)
+	c.Answer = clonePtr(s.Answer)
+	c.Cost = clonePtr(s.Cost)
+	c.Turns = append([]Turn(nil), s.Turns...)
+	c.StartedAt = clonePtr(s.StartedAt)
+	c.FinishedAt = clonePtr(s.FinishedAt)
+	c.PayloadsPurgedAt = clonePtr(s.PayloadsPurgedAt)
+	c.Escalation = clonePtr(s.Escalation)
+	return &c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 // Escalation is what an escalate node stopped a workflow with: its kind, stage, interpolated
 // summary, and the node's label and step key.
 type Escalation struct {

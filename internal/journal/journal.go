@@ -284,6 +284,10 @@ func (j *Journal) goesAhead(spec Spec, w store.Write) bool {
 // it (Spec.Ahead). A write still ahead is joined, or waited for first.
 func (j *Journal) commitAhead(ctx context.Context, w store.Write) error {
 	w = j.prepare(w)
+	if w.Status != nil {
+		// The committer encodes the write later, while the drive goes on changing its status.
+		w.Status = w.Status.Clone()
+	}
 	if j.ahead != nil {
 		if j.ahead.Join(w) {
 			j.aheadW = j.aheadW.Then(w)

@@ -163,13 +163,6 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) (err error) {
 	if err != nil {
 		return err
 	}
-	// No write of this drive lands after it ends (a step's end sent ahead: journal.Spec.Ahead):
-	// the runner may claim the run again at once.
-	defer func() {
-		if serr := j.Settle(ctx); serr != nil && err == nil {
-			err = serr
-		}
-	}()
 	d := &drive{e: e, j: j, run: run, status: run.Status, folder: RunFolder(e.DataDir, run.Metadata.Name),
 		log: e.Log.With("run", run.Metadata.Name, "generation", lease.Generation)}
 	d.steer.check.Store(true) // a message that stops the turn may have come before this drive
@@ -180,6 +173,14 @@ func (e *Engine) Drive(ctx context.Context, lease store.Lease) (err error) {
 	e.driving[run.Metadata.Name] = d
 	e.mu.Unlock()
 	defer d.endDrive()
+	// No write of this drive lands after it ends (a step's end sent ahead: journal.Spec.Ahead),
+	// for the runner may claim the run again at once; and it lands before the drive's MCP
+	// servers and computer go (endDrive).
+	defer func() {
+		if serr := j.Settle(ctx); serr != nil && err == nil {
+			err = serr
+		}
+	}()
 	if api.Finished(d.status.Phase) {
 		_, err := j.Commit(ctx, nil, true, nil)
 		return err

@@ -87,6 +87,11 @@ func (d *drive) ensureComputer(ctx context.Context) (computer.Computer, error) {
 	if d.e.Computers == nil {
 		return nil, &failure{api.ReasonToolError, "this runner has no computer providers"}
 	}
+	// Making a computer is an effect outside the run folder that no intent commit precedes: a
+	// model reply still on its way to the store lands first (journal.Spec.Ahead).
+	if err := d.j.Settle(ctx); err != nil {
+		return nil, err
+	}
 	kind := d.computerKind()
 	provider := ""
 	if d.spec.Computer != nil {

@@ -298,7 +298,10 @@ func (j *Journal) commitAhead(ctx context.Context, w store.Write) error {
 			return err
 		}
 	}
-	j.ahead, j.aheadW = j.st.(store.Pipeliner).CommitAhead(ctx, j.lease, w), w
+	// The write is bounded by the lease's fence and waited for before the drive ends (Settle):
+	// it is not cut short with the step's context (a deadline), which would also fail the
+	// write that joins it (the run's finish, which must go out).
+	j.ahead, j.aheadW = j.st.(store.Pipeliner).CommitAhead(context.WithoutCancel(ctx), j.lease, w), w
 	j.written(w)
 	return nil
 }
@@ -317,11 +320,15 @@ func (j *Journal) settleAhead(ctx context.Context) error {
 	if errors.Is(err, store.ErrStoreFull) {
 		_, err = j.waitForSpace(ctx, w)
 	}
+	if err != nil {
+		j.dropAfterAhead()
+	}
 	return err
 }
 
 // Settle waits for a step's end still on its way to the store (Spec.Ahead): a drive calls it
-// before it ends, so that no write of its lands after it.
+// before it ends, so that no write of its lands after it, and before an effect outside the run
+// folder that no intent commit comes before (making the run's computer).
 func (j *Journal) Settle(ctx context.Context) error { return j.settleAhead(ctx) }
 
 func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, error) {
@@ -336,19 +343,31 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 		}
 		j.pending = append(j.pending, parked...)
 	}
+	if p := j.ahead; p != nil {
+		if full := j.prepare(w); p.Join(full) {
+			// One transaction for the end ahead and this write: its outcome is both's.
+			both := j.aheadW.Then(full)
+			j.ahead, j.aheadW = nil, store.Write{}
+			start := time.Now()
+			sig, err := p.Wait()
+			metrics.JournalSeconds.Since(start)
+			if errors.Is(err, store.ErrStoreFull) {
+				sig, err = j.waitForSpace(ctx, both)
+			}
+			if err != nil {
+				j.dropAfterAhead()
+				return sig, err
+			}
+			j.written(both)
+			return sig, nil
+		}
+		if err := j.settleAhead(ctx); err != nil {
+			return store.Signals{}, err
+		}
+	}
 	w = j.prepare(w)
 	start := time.Now()
-	var sig store.Signals
-	var err error
-	if p := j.ahead; p != nil && p.Join(w) {
-		// One transaction for the end ahead and this write: its outcome is both's.
-		j.ahead, w = nil, j.aheadW.Then(w)
-		j.aheadW = store.Write{}
-		sig, err = p.Wait()
-	} else if err = j.settleAhead(ctx); err == nil {
-		start = time.Now()
-		sig, err = j.st.Commit(ctx, j.lease, w)
-	}
+	sig, err := j.st.Commit(ctx, j.lease, w)
 	metrics.JournalSeconds.Since(start)
 	if errors.Is(err, store.ErrStoreFull) {
 		sig, err = j.waitForSpace(ctx, w)
@@ -358,6 +377,14 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 	}
 	j.written(w)
 	return sig, nil
+}
+
+// dropAfterAhead forgets what the drive recorded after a write sent ahead that failed: the held
+// steps' records and the events queued since came after the step whose end was lost, and would
+// have stopped the drive before they happened had that end been waited for, so no later commit
+// writes them without it. The failure is the error of the commit that found it.
+func (j *Journal) dropAfterAhead() {
+	j.held, j.pending = nil, nil
 }
 
 // remember puts steps written (or held for the next write) in the journal's view of the run.
@@ -822,7 +849,9 @@ func (j *Journal) pauseAt(point, key string) {
 	}
 	// A step's end on its way to the store (Spec.Ahead) lands first, so that a point names what
 	// the store holds as it did when every end was waited for.
-	_ = j.settleAhead(context.Background())
+	if err := j.settleAhead(context.Background()); err != nil {
+		fmt.Fprintf(os.Stderr, "AGENTRUN_DEV_PAUSE %s %s: the write ahead failed: %v\n", point, key, err)
+	}
 	if j.gate != nil {
 		j.frozen = true
 		for j.inflight > 0 {

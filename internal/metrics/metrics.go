@@ -232,7 +232,7 @@ var (
 	RunsActive      = Default.NewGauge("agentrun_runner_active_runs", "Runs this process's runner is driving.")
 	StepSeconds     = Default.NewHistogram("agentrun_step_seconds", "Duration of journal steps (effect included), by kind.", LatencyBuckets, "kind")
 	ModelSeconds    = Default.NewHistogram("agentrun_model_call_seconds", "Duration of model calls, by provider.", LatencyBuckets, "provider")
-	JournalSeconds  = Default.NewHistogram("agentrun_journal_write_seconds", "Duration of fenced journal commits.", LatencyBuckets)
+	JournalSeconds  = Default.NewHistogram("agentrun_journal_write_seconds", "Time a drive waited for its fenced journal commits (a write sent ahead counts once, when it is waited for or joined).", LatencyBuckets)
 	StepsReplayed   = Default.NewCounter("agentrun_steps_replayed_total", "Completed steps answered from the journal on replay.")
 	StepsInterrupts = Default.NewCounter("agentrun_steps_interrupted_total", "Steps found interrupted (after a crash, or their computer died under them), by what happened next.", "outcome")
 	// A vendor reply whose usage prices above the worst case reserved for its call: charged at the

@@ -93,7 +93,13 @@ func TestCommitAheadJoinsTheNextWrite(t *testing.T) {
 			return "done", nil, nil
 		})
 	}()
-	waitFor(t, "the next call's intent joined to the reply's queued write", func() bool { return s.waiting.Load() == 1 })
+	// Joined: the queued write carries the reply's end, the read (intent and outcome) and the
+	// next intent.
+	waitFor(t, "the next call's intent joined to the reply's queued write", func() bool {
+		s.ahead.mu.Lock()
+		defer s.ahead.mu.Unlock()
+		return len(s.ahead.reqs) == 1 && len(s.ahead.reqs[0].w.Steps) == 4
+	})
 	batches := h.release(wg.Wait)
 	if nextErr != nil {
 		t.Fatalf("t1/model: %v", nextErr)

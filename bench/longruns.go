@@ -45,6 +45,15 @@ type LongResult struct {
 	// measurement the tail is (a lease renewal, a collection, a checkpoint shows as a second
 	// of its own).
 	AddedP99BySecond []float64 `json:"addedP99BySecondMs,omitempty"`
+	// RepliesDuePer50ms is how many replies fell due (request arrival plus the scripted
+	// latency) in each 50 ms window of the measurement, as a distribution over the windows
+	// (ms fields hold counts): runs started together with one fixed latency reply together, and a
+	// window far above the mean is a burst the runner works through one reply after another.
+	RepliesDuePer50ms Dist `json:"repliesDuePer50ms"`
+	// RunPositionShare is the share of the turns above the added p90 that fall on the runs
+	// with the highest mean added time (the tenth of the runs): 0.1 if the tail falls on any
+	// run, near 1 if the same runs are always at the back of a burst.
+	RunPositionShare float64 `json:"runPositionShare"`
 	// CPU over the whole measurement, and per journal step.
 	CPU                CPU     `json:"cpu"`
 	RunnerCPUPerStepMs float64 `json:"runnerCpuPerStepMs"`
@@ -340,6 +349,65 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		}
 	}
 	res.Added = dist(added)
+	// Bursts: replies due per 50 ms window, and whether the tail is the same runs each turn.
+	var windows []time.Duration
+	runMeans := map[string]time.Duration{}
+	var runTurns [][]time.Duration
+	var runNames []string
+	for run, m := range byRun {
+		var ds []time.Duration
+		turns := make([]int, 0, len(m))
+		for t := range m {
+			turns = append(turns, t)
+		}
+		sort.Ints(turns)
+		for i, t := range turns {
+			w := int(m[t].Add(c.longLatency).Sub(firstCall) / (50 * time.Millisecond))
+			for len(windows) <= w {
+				windows = append(windows, 0)
+			}
+			windows[w] += time.Millisecond // one reply (Dist's ms fields then hold counts)
+			if i > 0 && t == turns[i-1]+1 {
+				ds = append(ds, m[t].Sub(m[turns[i-1]])-c.longLatency)
+			}
+		}
+		var sum time.Duration
+		for _, d := range ds {
+			sum += d
+		}
+		if len(ds) > 0 {
+			runMeans[run] = sum / time.Duration(len(ds))
+			runTurns = append(runTurns, ds)
+			runNames = append(runNames, run)
+		}
+	}
+	res.RepliesDuePer50ms = dist(windows)
+	if len(runNames) >= 10 {
+		order := make([]int, len(runNames))
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(a, b int) bool { return runMeans[runNames[order[a]]] > runMeans[runNames[order[b]]] })
+		top := map[int]bool{}
+		for _, i := range order[:len(order)/10] {
+			top[i] = true
+		}
+		p90 := time.Duration(res.Added.P90 * float64(time.Millisecond))
+		var tail, inTop int
+		for i, ds := range runTurns {
+			for _, d := range ds {
+				if d > p90 {
+					tail++
+					if top[i] {
+						inTop++
+					}
+				}
+			}
+		}
+		if tail > 0 {
+			res.RunPositionShare = round3(float64(inTop) / float64(tail))
+		}
+	}
 	for _, ds := range byTurn {
 		res.AddedP99ByTurn = append(res.AddedP99ByTurn, dist(ds).P99)
 	}
@@ -375,6 +443,8 @@ func printLong(rs []LongResult) {
 			}
 			fmt.Printf("  %d runs, %d runner(s): added p99 by turn, ms: %s\n", r.Runs, r.Runners, strings.Join(parts, " "))
 		}
+		fmt.Printf("  %d runs, %d runner(s): replies due per 50 ms: mean %.0f, p99 %.0f, most %.0f; the slowest tenth of the runs hold %.0f%% of the turns above the added p90\n",
+			r.Runs, r.Runners, r.RepliesDuePer50ms.Mean, r.RepliesDuePer50ms.P99, r.RepliesDuePer50ms.Max, 100*r.RunPositionShare)
 		if len(r.AddedP99BySecond) > 0 {
 			parts := make([]string, len(r.AddedP99BySecond))
 			for i, v := range r.AddedP99BySecond {

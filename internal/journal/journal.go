@@ -300,8 +300,9 @@ func (j *Journal) commitAhead(ctx context.Context, w store.Write) error {
 	}
 	// The write is bounded by the lease's fence and waited for before the drive ends (Settle):
 	// it is not cut short with the step's context (a deadline), which would also fail the
-	// write that joins it (the run's finish, which must go out).
-	j.ahead, j.aheadW = j.st.(store.Pipeliner).CommitAhead(context.WithoutCancel(ctx), j.lease, w), w
+	// write that joins it (the run's finish, which must go out), and it keeps none of that
+	// context's values (the model request a trace reads) while it waits for a committer.
+	j.ahead, j.aheadW = j.st.(store.Pipeliner).CommitAhead(context.Background(), j.lease, w), w
 	j.written(w)
 	return nil
 }

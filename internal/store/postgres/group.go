@@ -151,6 +151,7 @@ func (s *Store) takeAhead(batch []*commitReq) []*commitReq {
 		}
 		batch = append(batch, r)
 	}
+	clear(s.ahead.reqs[:n]) // the backing array outlives the taken writes: let them go
 	s.ahead.reqs = s.ahead.reqs[n:]
 	if len(s.ahead.reqs) == 0 {
 		s.ahead.reqs = nil // let the drained backing array go

@@ -248,3 +248,55 @@ func turnsServedOnce(t *testing.T, e *Env, entry string, turns int) {
 		}
 	}
 }
+
+// On PostgreSQL a model reply's end goes to the group committer without the drive waiting for
+// it (journal.Spec.Ahead), and a pause point waits for it, so each point names the same state of
+// the store as on SQLite. A runner killed right before the counting tool's intent, or right
+// after it, has the reply in the store: the restarted runner goes on from there, the model is
+// asked once per turn, and the tool runs once (or waits for a person, its intent recorded).
+func TestPGCrashAfterAReplySentAhead(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ pause, resolve string }{
+		{"before-intent:t0/tool/0", ""},
+		{"after-intent:t0/tool/0", "t0/tool/0"},
+	} {
+		t.Run(c.pause, func(t *testing.T) {
+			t.Parallel()
+			cl := NewCluster(t, CrashScript)
+			cl.StartServer()
+			name := StartCrashRun(t, cl.Env, "Count once")
+			extra := cl.Extra
+			cl.Extra = append(append([]string(nil), extra...), "AGENTRUN_DEV_PAUSE_AT="+c.pause)
+			r1 := cl.StartRunner("r1")
+			cl.Extra = extra
+			marker := "AGENTRUN_DEV_PAUSED " + strings.Replace(c.pause, ":", " ", 1)
+			for deadline := time.Now().Add(60 * time.Second); !strings.Contains(r1.Stderr.String(), marker); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the runner never paused at %s:\n%s", c.pause, Tail(r1.Stderr.String(), 3000))
+				}
+			}
+			for _, s := range cl.Steps(name) {
+				if s.Key == "t0/model" && s.State != api.StepCompleted {
+					t.Errorf("paused at %s, the store has t0/model %s, want Completed", c.pause, s.State)
+				}
+			}
+			r1.Kill()
+			cl.StartRunner("r1")
+			if c.resolve != "" {
+				r := cl.WaitPhase(name, 60*time.Second, api.PhaseNeedsResolution)
+				if r.Status.WaitingOn == nil || r.Status.WaitingOn.StepKey != c.resolve {
+					t.Fatalf("NeedsResolution waiting on %+v, want %s", r.Status.WaitingOn, c.resolve)
+				}
+				cl.RetryAsPerson(name)
+			}
+			r := cl.WaitPhase(name, 60*time.Second, api.PhaseSucceeded, api.PhaseFailed)
+			if r.Status.Phase != api.PhaseSucceeded || r.Status.Answer == nil || r.Status.Answer.Preview != "counted: counted c1" {
+				t.Fatalf("run ended %s/%s (%s) answer %+v", r.Status.Phase, r.Status.Reason, r.Status.Message, r.Status.Answer)
+			}
+			if got := cl.Counted(); len(got) != 1 {
+				t.Errorf("the tool ran %d times (%v), want 1", len(got), got)
+			}
+			turnsServedOnce(t, cl.Env, "crash", 2)
+		})
+	}
+}

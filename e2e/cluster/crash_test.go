@@ -275,10 +275,17 @@ func TestPGCrashAfterAReplySentAhead(t *testing.T) {
 					t.Fatalf("the runner never paused at %s:\n%s", c.pause, Tail(r1.Stderr.String(), 3000))
 				}
 			}
+			found := false
 			for _, s := range cl.Steps(name) {
-				if s.Key == "t0/model" && s.State != api.StepCompleted {
-					t.Errorf("paused at %s, the store has t0/model %s, want Completed", c.pause, s.State)
+				if s.Key == "t0/model" {
+					found = true
+					if s.State != api.StepCompleted {
+						t.Errorf("paused at %s, the store has t0/model %s, want Completed", c.pause, s.State)
+					}
 				}
+			}
+			if !found {
+				t.Errorf("paused at %s, the store has no t0/model", c.pause)
 			}
 			r1.Kill()
 			cl.StartRunner("r1")

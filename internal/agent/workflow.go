@@ -93,6 +93,11 @@ func (h *wfHost) run(ctx context.Context, w *workflow.Workflow, in map[string]an
 // runAs is run with the engine calling host, which performs each effect through h (a learned
 // workflow's keyedHost, which puts the step keys under its tool call's).
 func (h *wfHost) runAs(ctx context.Context, w *workflow.Workflow, host workflow.Host, in map[string]any) (*workflow.Result, error) {
+	// A model reply still on its way to the store (journal.Spec.Ahead; a learned workflow runs as
+	// one of its tool calls) lands before the workflow's branches start their effects.
+	if err := h.d.j.Settle(ctx); err != nil {
+		return nil, err
+	}
 	h.mu.Lock()
 	h.d.j.Gate(&h.mu)
 	h.mu.Unlock()

@@ -119,8 +119,9 @@ func TestAheadEndJoinsOrIsWaitedFor(t *testing.T) {
 }
 
 // A reply's end sent ahead that fails (the connection lost) is the error of the commit that
-// finds it, and what came after it (the held read, its events) is dropped with it: the run's
-// next write (its finish) records neither, and the store has the reply Started, to be made again.
+// finds it and of every later one of that journal (its drive's finish too), and what came after
+// it (the held read, its events) is never written: the store has the reply Started, and the
+// next drive makes the call again and goes on.
 func TestAheadEndFailedDropsWhatCameAfter(t *testing.T) {
 	for _, taken := range []bool{false, true} {
 		aheadEndFailed(t, taken)
@@ -148,8 +149,11 @@ func aheadEndFailed(t *testing.T, takenFirst bool) {
 	}); !errors.Is(err, lost) {
 		t.Fatalf("next call: %v, want %v", err, lost)
 	}
-	if _, err := j.Commit(bg, &api.AgentRunStatus{Phase: api.PhaseFailed, AgentRevision: 1}, true, nil); err != nil {
-		t.Fatalf("finish: %v", err)
+	if _, err := j.Commit(bg, &api.AgentRunStatus{Phase: api.PhaseFailed, AgentRevision: 1}, true, nil); !errors.Is(err, lost) {
+		t.Errorf("the drive's finish after the lost end: %v, want %v", err, lost)
+	}
+	if err := j.Settle(bg); !errors.Is(err, lost) {
+		t.Errorf("Settle after the lost end: %v, want %v", err, lost)
 	}
 	steps, err := h.st.ListSteps(bg, h.run)
 	if err != nil {
@@ -163,4 +167,49 @@ func aheadEndFailed(t *testing.T, takenFirst bool) {
 	if evs := h.events(); slices.Contains(evs, "step.started t0/tool/0") || slices.Contains(evs, "step.completed t0/model") {
 		t.Errorf("taken first %v: events %v carry steps the store does not have", takenFirst, evs)
 	}
+	j2 := h.open(h.takeOver())
+	again := &effect{result: "call ls"}
+	if out, err := j2.Do(bg, aheadReply("t0/model"), again.fn); err != nil || again.calls != 1 || string(out.Result) != `"call ls"` {
+		t.Errorf("taken first %v: the next drive's t0/model: %+v, %v after %d calls, want it made again", takenFirst, out, err, again.calls)
+	}
+}
+
+// A commit whose caller gave up (the runner stopping) is not joined to the write ahead: the
+// write goes out alone when the drive settles, and no intent stands for an effect that never
+// started.
+func TestAheadEndNotJoinedByACallerThatGaveUp(t *testing.T) {
+	h := newHarness(t)
+	j, as := h.openAhead()
+	if _, err := j.Do(bg, aheadReply("t0/model"), func(context.Context) (any, *int64, error) { return "call count", nil, nil }); err != nil {
+		t.Fatalf("reply: %v", err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	tool := journal.Spec{Key: "t0/tool/0", Kind: api.StepKindTool, Title: "count", Args: map[string]string{"label": "c1"}}
+	if _, err := j.Do(ctx, tool, func(context.Context) (any, *int64, error) {
+		t.Error("the tool ran for a caller that gave up")
+		return nil, nil, nil
+	}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("tool: %v, want context.Canceled", err)
+	}
+	if err := j.Settle(bg); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	if len(as.q.w.Steps) != 1 {
+		t.Errorf("the write ahead went out with %d steps, want the reply's end alone", len(as.q.w.Steps))
+	}
+	for _, s := range mustSteps(t, h) {
+		if s.Key != "t0/model" || s.State != api.StepCompleted {
+			t.Errorf("the store has %s %s, want only t0/model Completed", s.Key, s.State)
+		}
+	}
+}
+
+func mustSteps(t *testing.T, h *harness) []api.Step {
+	t.Helper()
+	steps, err := h.st.ListSteps(bg, h.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return steps
 }

@@ -143,8 +143,15 @@ type Journal struct {
 	// next commit joins or waits for it, and so do Settle and a dev pause.
 	ahead  store.Pending
 	aheadW store.Write
-	now    func() time.Time
-	pause  pausePoint
+	// aheadErr is how a write sent ahead failed: every later commit of this journal fails with
+	// it, since what the drive did after that write depended on it.
+	aheadErr error
+	// life is the context the journal was opened with (the drive's: its lease and its runner),
+	// which bounds a write sent ahead (not the step's, whose deadline would also fail the writes
+	// that join it).
+	life  context.Context
+	now   func() time.Time
+	pause pausePoint
 	// last is the status most recently written (the drive's own, live): what a run waiting for
 	// store space shows again once the write goes through.
 	last *api.AgentRunStatus
@@ -183,7 +190,7 @@ func Open(ctx context.Context, st Store, lease store.Lease) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open journal of %s: %w", lease.Run, err)
 	}
-	j := &Journal{st: st, lease: lease, steps: map[string]*api.Step{}, now: time.Now, pause: devPause()}
+	j := &Journal{st: st, lease: lease, steps: map[string]*api.Step{}, now: time.Now, pause: devPause(), life: ctx}
 	for i := range steps {
 		s := steps[i]
 		s.Args = nil // see Lookup
@@ -283,6 +290,9 @@ func (j *Journal) goesAhead(spec Spec, w store.Write) bool {
 // commitAhead hands w, with what the next commit would carry, to the store without waiting for
 // it (Spec.Ahead). A write still ahead is joined, or waited for first.
 func (j *Journal) commitAhead(ctx context.Context, w store.Write) error {
+	if j.aheadErr != nil {
+		return j.aheadErr
+	}
 	w = j.prepare(w)
 	if w.Status != nil {
 		// The committer encodes the write later, while the drive goes on changing its status.
@@ -298,11 +308,11 @@ func (j *Journal) commitAhead(ctx context.Context, w store.Write) error {
 			return err
 		}
 	}
-	// The write is bounded by the lease's fence and waited for before the drive ends (Settle):
-	// it is not cut short with the step's context (a deadline), which would also fail the
-	// write that joins it (the run's finish, which must go out), and it keeps none of that
-	// context's values (the model request a trace reads) while it waits for a committer.
-	j.ahead, j.aheadW = j.st.(store.Pipeliner).CommitAhead(context.Background(), j.lease, w), w
+	// The write ends with the drive (its lease lost, its runner stopping), not with the step's
+	// context (a run's deadline), which would also fail the writes that join it (the run's
+	// finish, which must go out); and the step's context, which carries the model request for a
+	// trace, is not kept while the write waits for a committer.
+	j.ahead, j.aheadW = j.st.(store.Pipeliner).CommitAhead(j.life, j.lease, w), w
 	j.written(w)
 	return nil
 }
@@ -322,7 +332,7 @@ func (j *Journal) settleAhead(ctx context.Context) error {
 		_, err = j.waitForSpace(ctx, w)
 	}
 	if err != nil {
-		j.dropAfterAhead()
+		j.dropAfterAhead(err)
 	}
 	return err
 }
@@ -330,7 +340,12 @@ func (j *Journal) settleAhead(ctx context.Context) error {
 // Settle waits for a step's end still on its way to the store (Spec.Ahead): a drive calls it
 // before it ends, so that no write of its lands after it, and before an effect outside the run
 // folder that no intent commit comes before (making the run's computer).
-func (j *Journal) Settle(ctx context.Context) error { return j.settleAhead(ctx) }
+func (j *Journal) Settle(ctx context.Context) error {
+	if j.aheadErr != nil {
+		return j.aheadErr
+	}
+	return j.settleAhead(ctx)
+}
 
 func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, error) {
 	if j.gate != nil && w.Release {
@@ -344,7 +359,16 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 		}
 		j.pending = append(j.pending, parked...)
 	}
+	if j.aheadErr != nil {
+		return store.Signals{}, j.aheadErr
+	}
 	if p := j.ahead; p != nil {
+		// A commit whose caller has given up is not joined to the write ahead (which goes out
+		// anyway, with the drive's context): an intent written then would stand for an effect
+		// that never starts.
+		if err := ctx.Err(); err != nil {
+			return store.Signals{}, err
+		}
 		if full := j.prepare(w); p.Join(full) {
 			// One transaction for the end ahead and this write: its outcome is both's.
 			both := j.aheadW.Then(full)
@@ -356,7 +380,7 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 				sig, err = j.waitForSpace(ctx, both)
 			}
 			if err != nil {
-				j.dropAfterAhead()
+				j.dropAfterAhead(err)
 				return sig, err
 			}
 			j.written(both)
@@ -380,12 +404,13 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 	return sig, nil
 }
 
-// dropAfterAhead forgets what the drive recorded after a write sent ahead that failed: the held
-// steps' records and the events queued since came after the step whose end was lost, and would
-// have stopped the drive before they happened had that end been waited for, so no later commit
-// writes them without it. The failure is the error of the commit that found it.
-func (j *Journal) dropAfterAhead() {
+// dropAfterAhead forgets what the drive recorded after a write sent ahead that failed with err:
+// the held steps' records and the events queued since came after the step whose end was lost,
+// and would have stopped the drive before they happened had that end been waited for. No later
+// commit of this journal writes anything (aheadErr): the next drive replays from the store.
+func (j *Journal) dropAfterAhead(err error) {
 	j.held, j.pending = nil, nil
+	j.aheadErr = fmt.Errorf("a step's end sent ahead was not written: %w", err)
 }
 
 // remember puts steps written (or held for the next write) in the journal's view of the run.

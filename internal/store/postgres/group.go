@@ -177,20 +177,29 @@ func (p *pending) Join(next store.Write) bool {
 	return true
 }
 
+// Wait waits for the write's batch; a write no committer has taken when the store closes or its
+// context ends is given up, as a Commit waiting for a committer is (once taken, a batch ends
+// with its members' contexts or the store's).
 func (p *pending) Wait() (store.Signals, error) {
+	var why error
 	select {
 	case <-p.req.done:
+		return p.req.sig, commitError(p.req)
 	case <-p.s.life.Done():
-		p.s.ahead.mu.Lock()
-		taken := p.req.taken
-		p.req.taken = true
-		p.s.ahead.mu.Unlock()
-		if !taken {
-			p.s.waiting.Add(-1)
-			return store.Signals{}, fmt.Errorf("commit run %s (generation %d): store closed", p.req.l.Run, p.req.l.Generation)
-		}
-		<-p.req.done // a committer took it: its batch ends before the committer does
+		why = errors.New("store closed")
+	case <-p.req.ctx.Done():
+		why = p.req.ctx.Err()
 	}
+	p.s.ahead.mu.Lock()
+	taken := p.req.taken
+	p.req.taken = true
+	p.s.ahead.mu.Unlock()
+	if !taken {
+		p.s.waiting.Add(-1)
+		p.req.err = why
+		return store.Signals{}, commitError(p.req)
+	}
+	<-p.req.done
 	return p.req.sig, commitError(p.req)
 }
 

@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -141,9 +142,13 @@ func textOf(raw json.RawMessage) (string, []antInBlock, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil, nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil, nil
+	// A string or a list of blocks: the first byte says which, so the content is decoded once
+	// (trying it as a string first scanned a whole list of blocks only to fail).
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s, nil, nil
+		}
 	}
 	var blocks []antInBlock
 	if err := json.Unmarshal(raw, &blocks); err != nil {

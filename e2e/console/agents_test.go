@@ -385,7 +385,9 @@ func TestComputersTestInBrowser(t *testing.T) {
 		err = chromedp.Do(ctx, chromedp.Click(css(`#test-local`)), chromedp.WaitVisible(css(`#test-done`)))
 	}
 	if err == nil {
-		result = pageHTML(ctx)
+		// The results page has just loaded after the form's POST: read it once it holds the
+		// summary (one read while the document was still being replaced came back empty).
+		result = waitHTML(ctx, `id="test-done"`, 30*time.Second)
 	}
 	if err != nil {
 		t.Fatalf("browser: %v\ncomputers:\n%s\ntest:\n%s", err, page, result)

@@ -317,24 +317,31 @@ func (j *Journal) commitAhead(ctx context.Context, w store.Write) error {
 	return nil
 }
 
-// settleAhead waits for the write ahead, if any; one refused for a full disk waits for space as
-// any commit does (waitForSpace).
+// settleAhead waits for the write ahead, if any (waitAhead).
 func (j *Journal) settleAhead(ctx context.Context) error {
 	p, w := j.ahead, j.aheadW
 	if p == nil {
 		return nil
 	}
 	j.ahead, j.aheadW = nil, store.Write{}
+	_, err := j.waitAhead(ctx, p, w)
+	return err
+}
+
+// waitAhead waits for the write ahead p, written as w (with what joined it): one refused for a
+// full disk waits for space as any commit does (waitForSpace), and one that failed drops what
+// came after it (dropAfterAhead).
+func (j *Journal) waitAhead(ctx context.Context, p store.Pending, w store.Write) (store.Signals, error) {
 	start := time.Now()
-	_, err := p.Wait()
+	sig, err := p.Wait()
 	metrics.JournalSeconds.Since(start)
 	if errors.Is(err, store.ErrStoreFull) {
-		_, err = j.waitForSpace(ctx, w)
+		sig, err = j.waitForSpace(ctx, w)
 	}
 	if err != nil {
 		j.dropAfterAhead(err)
 	}
-	return err
+	return sig, err
 }
 
 // Settle waits for a step's end still on its way to the store (Spec.Ahead): a drive calls it
@@ -373,14 +380,8 @@ func (j *Journal) commit(ctx context.Context, w store.Write) (store.Signals, err
 			// One transaction for the end ahead and this write: its outcome is both's.
 			both := j.aheadW.Then(full)
 			j.ahead, j.aheadW = nil, store.Write{}
-			start := time.Now()
-			sig, err := p.Wait()
-			metrics.JournalSeconds.Since(start)
-			if errors.Is(err, store.ErrStoreFull) {
-				sig, err = j.waitForSpace(ctx, both)
-			}
+			sig, err := j.waitAhead(ctx, p, both)
 			if err != nil {
-				j.dropAfterAhead(err)
 				return sig, err
 			}
 			j.written(both)

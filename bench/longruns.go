@@ -326,68 +326,57 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 			}
 		}
 	}
+	// One walk over each run's turns: the added times (all, by turn, by second, by run) and the
+	// replies due per 50 ms window (Dist's ms fields then hold counts).
+	var windows []time.Duration
+	var runTurns [][]time.Duration // each run's added times
+	var runMeans []time.Duration
 	for _, m := range byRun {
 		turns := make([]int, 0, len(m))
 		for t := range m {
 			turns = append(turns, t)
 		}
 		sort.Ints(turns)
-		for i := 1; i < len(turns); i++ {
-			if turns[i] == turns[i-1]+1 {
-				d := m[turns[i]].Sub(m[turns[i-1]]) - c.longLatency
-				added = append(added, d)
-				for len(byTurn) < turns[i] {
-					byTurn = append(byTurn, nil)
-				}
-				byTurn[turns[i]-1] = append(byTurn[turns[i]-1], d)
-				sec := int(m[turns[i-1]].Add(c.longLatency).Sub(firstCall) / time.Second)
-				for len(bySecond) <= sec {
-					bySecond = append(bySecond, nil)
-				}
-				bySecond[sec] = append(bySecond[sec], d)
-			}
-		}
-	}
-	res.Added = dist(added)
-	// Bursts: replies due per 50 ms window, and whether the tail is the same runs each turn.
-	var windows []time.Duration
-	runMeans := map[string]time.Duration{}
-	var runTurns [][]time.Duration
-	var runNames []string
-	for run, m := range byRun {
 		var ds []time.Duration
-		turns := make([]int, 0, len(m))
-		for t := range m {
-			turns = append(turns, t)
-		}
-		sort.Ints(turns)
+		var sum time.Duration
 		for i, t := range turns {
-			w := int(m[t].Add(c.longLatency).Sub(firstCall) / (50 * time.Millisecond))
+			due := m[t].Add(c.longLatency).Sub(firstCall)
+			w := int(due / (50 * time.Millisecond))
 			for len(windows) <= w {
 				windows = append(windows, 0)
 			}
-			windows[w] += time.Millisecond // one reply (Dist's ms fields then hold counts)
-			if i > 0 && t == turns[i-1]+1 {
-				ds = append(ds, m[t].Sub(m[turns[i-1]])-c.longLatency)
+			windows[w] += time.Millisecond
+			if i == 0 || t != turns[i-1]+1 {
+				continue
 			}
-		}
-		var sum time.Duration
-		for _, d := range ds {
+			d := m[t].Sub(m[turns[i-1]]) - c.longLatency
+			added = append(added, d)
+			ds = append(ds, d)
 			sum += d
+			for len(byTurn) < t {
+				byTurn = append(byTurn, nil)
+			}
+			byTurn[t-1] = append(byTurn[t-1], d)
+			sec := int(m[turns[i-1]].Add(c.longLatency).Sub(firstCall) / time.Second)
+			for len(bySecond) <= sec {
+				bySecond = append(bySecond, nil)
+			}
+			bySecond[sec] = append(bySecond[sec], d)
 		}
 		if len(ds) > 0 {
-			runMeans[run] = sum / time.Duration(len(ds))
 			runTurns = append(runTurns, ds)
-			runNames = append(runNames, run)
+			runMeans = append(runMeans, sum/time.Duration(len(ds)))
 		}
 	}
+	res.Added = dist(added)
 	res.RepliesDuePer50ms = dist(windows)
-	if len(runNames) >= 10 {
-		order := make([]int, len(runNames))
+	// Whether the tail is the same runs each turn: the share of it on the slowest tenth.
+	if len(runTurns) >= 10 {
+		order := make([]int, len(runTurns))
 		for i := range order {
 			order[i] = i
 		}
-		sort.Slice(order, func(a, b int) bool { return runMeans[runNames[order[a]]] > runMeans[runNames[order[b]]] })
+		sort.Slice(order, func(a, b int) bool { return runMeans[order[a]] > runMeans[order[b]] })
 		top := map[int]bool{}
 		for _, i := range order[:len(order)/10] {
 			top[i] = true

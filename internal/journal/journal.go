@@ -152,8 +152,8 @@ type Journal struct {
 	life  context.Context
 	now   func() time.Time
 	pause pausePoint
-	// last is the status most recently written (the drive's own, live): what a run waiting for
-	// store space shows again once the write goes through.
+	// last is the status most recently written (the drive's own, live, or the copy a write sent
+	// ahead carries): what a run waiting for store space shows again once the write goes through.
 	last *api.AgentRunStatus
 	// gate, when set (Gate), is the lock every caller holds: Do lets it go while the effect runs,
 	// so effects of several goroutines overlap while the journal's and the caller's bookkeeping

@@ -544,14 +544,14 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 		Encoded: d.tools}
 	key := fmt.Sprintf("t%d/model", n)
 	// Encoded once for the cost guard's bound and the journal's hash.
-	reqJSON, _ := model.MarshalRequest(req)
-	if err := d.guard(ctx, key, req, reqJSON, modelName); err != nil {
+	hash, size := digestRequest(req)
+	if err := d.guard(ctx, key, req, size, modelName); err != nil {
 		return nil, err
 	}
 	title := fmt.Sprintf("model call (%s, turn %d)", modelName, n+1)
 	// The built-in loop's call: what follows its reply until the next commit is local (folder
 	// reads, the next request's encoding), so the reply's commit goes ahead without it.
-	mr, err := d.modelStep(ctx, key, title, provider, req, reqJSON, len(conv), true, func(mr modelResult, c *int64) {
+	mr, err := d.modelStep(ctx, key, title, provider, req, hash, len(conv), true, func(mr modelResult, c *int64) {
 		d.accountCall(cur, mr, c)
 	})
 	if err != nil {
@@ -560,13 +560,25 @@ func (d *drive) modelCall(ctx context.Context, n int, cur *turnState, conv []mod
 	return &mr.Response, nil
 }
 
+// digestRequest is what a model call's journal step and cost guard need of its encoded request
+// (model.MarshalRequest's bytes): their hash and their length, or -1 when the request does not
+// encode (the guard then encodes it itself). The encoding is hashed as it is made, never held
+// whole: a run waits seconds on the call, and the tools' encoding is shared by every run.
+func digestRequest(req *model.Request) (journal.Hashed, int64) {
+	h := journal.NewHasher()
+	if err := model.WriteRequest(h, req); err != nil {
+		return journal.Hashed(journal.Hash(journal.Encoded(nil))), -1
+	}
+	return h.Hashed(), h.Len()
+}
+
 // modelStep is one journaled model call, the one way every model call of a run is made (a turn,
-// a learning call, a workflow question): the request, encoded once for the cost guard and the
-// journal's hash, reaches the provider at most once for the step; add puts the recorded usage and
+// a learning call, a workflow question): the request, hashed (digestRequest) with the encoding
+// the cost guard bounds, reaches the provider at most once for the step; add puts the recorded usage and
 // cost into the status exactly once, in the commit of the call's result, or after it when the
 // result was replayed or completed by a person. ahead: the result's commit need not be waited
 // for (journal.Spec.Ahead), for a caller that does only local work before its next commit.
-func (d *drive) modelStep(ctx context.Context, key, title string, provider model.Provider, req *model.Request, reqJSON []byte, messages int, ahead bool, add func(mr modelResult, c *int64)) (modelResult, error) {
+func (d *drive) modelStep(ctx context.Context, key, title string, provider model.Provider, req *model.Request, hash journal.Hashed, messages int, ahead bool, add func(mr modelResult, c *int64)) (modelResult, error) {
 	defer d.settle(key)
 	ctx = withModelRequest(ctx, req)
 	var mr modelResult
@@ -583,9 +595,6 @@ func (d *drive) modelStep(ctx context.Context, key, title string, provider model
 		add(mr, c)
 		return nil
 	}
-	// Hashed now: the encoded request is not held while the call waits on the vendor.
-	hash := journal.Hashed(journal.Hash(journal.Encoded(reqJSON)))
-	reqJSON = nil
 	out, err := d.j.Do(ctx, journal.Spec{Key: key, Kind: api.StepKindModel, Title: title,
 		Args: map[string]any{"provider": provider.Name(), "model": req.Model, "messages": messages}, HashOf: hash,
 		// A call on the server's own key is safe to repeat; on the user's own key it is not.

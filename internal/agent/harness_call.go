@@ -99,7 +99,7 @@ func (h *hostRun) ModelCall(rctx context.Context, c gateway.Call) (gateway.Reply
 			return h.stopCall(ctx, rctx, mc.key, ts, fresh, mc.body, mc.out)
 		}
 	}
-	if err := d.guard(ctx, mc.key, &model.Request{Model: mc.model, MaxTokens: mc.maxTokens}, mc.fwdBody, mc.model); err != nil {
+	if err := d.guard(ctx, mc.key, &model.Request{Model: mc.model, MaxTokens: mc.maxTokens}, sizeOf(mc.fwdBody), mc.model); err != nil {
 		return gateway.Reply{}, h.fail(err)
 	}
 	defer d.settle(mc.key)

@@ -236,11 +236,11 @@ const gradePrompt = `You grade what an agent proposed to keep in its learning fo
 // learnCall is one model call of the learning turn (the proposal or the grade): billed to the
 // run and held to its cap like any other, its cost added to the run's.
 func (d *drive) learnCall(ctx context.Context, key, title string, req *model.Request) (*model.Response, error) {
-	reqJSON, _ := model.MarshalRequest(req)
-	if err := d.guard(ctx, key, req, reqJSON, req.Model); err != nil {
+	hash, size := digestRequest(req)
+	if err := d.guard(ctx, key, req, size, req.Model); err != nil {
 		return nil, err
 	}
-	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, reqJSON, len(req.Messages), false, func(mr modelResult, c *int64) {
+	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, hash, len(req.Messages), false, func(mr modelResult, c *int64) {
 		d.spent.total.Add(micros(c))
 		d.spent.vendor.Add(micros(mr.VendorMicros))
 		d.updateCost(nil)

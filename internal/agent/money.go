@@ -143,29 +143,39 @@ func (d *drive) updateCost(needed *cost.Micros) {
 // the request (system prompt, messages, tool definitions) plus the vendor's framing bound it;
 // pictures count by their size (imageTokens), not their bytes.
 func inputBound(req *model.Request) int64 {
-	return inputBoundOf(req, nil)
+	return inputBoundOf(req, -1)
 }
 
-// inputBoundOf is inputBound with enc, when not nil, json.Marshal(req) already done by the caller
-// (used as is when req has no pictures to leave out).
-func inputBoundOf(req *model.Request, enc []byte) int64 {
+// inputBoundOf is inputBound with size, when not negative, the length of json.Marshal(req) the
+// caller already knows (used as is when req has no pictures to leave out).
+func inputBoundOf(req *model.Request, size int64) int64 {
 	stripped, images := withoutImages(req)
-	if stripped != req || enc == nil {
-		enc, _ = json.Marshal(stripped)
+	if stripped != req || size < 0 {
+		enc, _ := json.Marshal(stripped)
+		size = int64(len(enc))
 	}
-	return int64(len(enc)) + inputOverhead + images
+	return size + inputOverhead + images
+}
+
+// sizeOf is a body's length as the guard takes it: -1 (encode the request) when there is none.
+func sizeOf(body []byte) int64 {
+	if body == nil {
+		return -1
+	}
+	return int64(len(body))
 }
 
 // guard runs before every call on the server's access that is not already recorded: the call's
 // worst case (the whole request as input at the dearest input rate, plus maxTokens of output,
 // with the markup) must fit under what is left of the run's cap, and is reserved from credits
 // (when credits are enforced). Otherwise the run parks: MaxCostReached with the least cap it
-// needs, or Credits with the least it needs added.
-func (d *drive) guard(ctx context.Context, key string, req *model.Request, reqJSON []byte, modelID string) error {
+// needs, or Credits with the least it needs added. size is the length of the request's encoding
+// when the caller knows it, or -1.
+func (d *drive) guard(ctx context.Context, key string, req *model.Request, size int64, modelID string) error {
 	if d.acc.byok || d.j.Completed(key) {
 		return nil
 	}
-	worst, priced := d.e.Prices.WorstCall(modelID, inputBoundOf(req, reqJSON), int64(req.MaxTokens))
+	worst, priced := d.e.Prices.WorstCall(modelID, inputBoundOf(req, size), int64(req.MaxTokens))
 	// What the call may be charged, whatever its reply claims (callCost). Calls in flight at the
 	// same time (a workflow's map items) each count at their worst case until they settle.
 	for held := false; ; {
@@ -493,7 +503,7 @@ type routeRetry struct {
 // answer, so a wrong one falls back for good).
 func (d *drive) routeStep(ctx context.Context, key, routerModel string, req *model.Request, fb string, final bool) (journal.Outcome, error) {
 	allowed, provider := d.acc.families, d.acc.provider.Name()
-	if err := d.guard(ctx, key, req, nil, routerModel); err != nil {
+	if err := d.guard(ctx, key, req, -1, routerModel); err != nil {
 		return journal.Outcome{}, err
 	}
 	// Its reservation stops counting as in flight once the call is recorded (or not made):

@@ -280,13 +280,13 @@ func (h *wfHost) Ask(ctx context.Context, key string, q workflow.Question) (work
 // usage and cost accounted on a turn of its own (chosenBy "workflow").
 func (h *wfHost) modelCall(ctx context.Context, key, title string, req *model.Request) (*model.Response, error) {
 	d := h.d
-	reqJSON, _ := model.MarshalRequest(req)
-	if err := d.guard(ctx, key, req, reqJSON, req.Model); err != nil {
+	hash, size := digestRequest(req)
+	if err := d.guard(ctx, key, req, size, req.Model); err != nil {
 		return nil, err
 	}
 	turnCost := cost.Total{}
 	idx := d.newTurn(req.Model, "workflow").index
-	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, reqJSON, len(req.Messages), false, func(mr modelResult, c *int64) {
+	mr, err := d.modelStep(ctx, key, title, d.acc.provider, req, hash, len(req.Messages), false, func(mr modelResult, c *int64) {
 		d.accountTurn(idx, &turnCost, mr, c)
 	})
 	if err != nil {

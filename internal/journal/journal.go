@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"os"
 	"strings"
 	"sync"
@@ -457,8 +458,37 @@ func Hash(v any) string {
 		b, _ = json.Marshal(v)
 	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+	return hashOfSum(sum)
 }
+
+// hashOfSum is the one rule for what a hash recorded for a step's arguments is: the first 8
+// bytes of the SHA-256 of their encoding, in hex.
+func hashOfSum(sum [sha256.Size]byte) string { return hex.EncodeToString(sum[:8]) }
+
+// Hasher hashes an encoding written to it in parts: Hashed is then Hash(Encoded(what was
+// written)), and Len its length, without the parts ever being joined.
+type Hasher struct {
+	h hash.Hash
+	n int64
+}
+
+// NewHasher returns an empty Hasher.
+func NewHasher() *Hasher { return &Hasher{h: sha256.New()} }
+
+func (h *Hasher) Write(p []byte) (int, error) {
+	h.n += int64(len(p))
+	return h.h.Write(p)
+}
+
+// Hashed is the hash of what was written.
+func (h *Hasher) Hashed() Hashed {
+	var sum [sha256.Size]byte
+	h.h.Sum(sum[:0])
+	return Hashed(hashOfSum(sum))
+}
+
+// Len is how many bytes were written.
+func (h *Hasher) Len() int64 { return h.n }
 
 // NextAttempt is the attempt number Do will record for key if it runs the step now (1 for a new
 // step; the recorded attempt + 1 for one that was interrupted).

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -123,46 +124,111 @@ func (c *toolsCache) get(defs []ToolDef) *toolsEncoding {
 // one byte would make every model call of a run in flight a divergence on replay), with the tools
 // taken from req.Encoded when it encodes req.Tools.
 func MarshalRequest(req *Request) ([]byte, error) {
+	var b bytes.Buffer
+	if err := WriteRequest(&b, req); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteRequest writes MarshalRequest's bytes to w in parts, without joining them: a model call
+// needs only their hash and length (the journal, the cost guard), and joining them copied the
+// shared tools' encoding into every call's own buffer (a fifth of what a long run allocated).
+func WriteRequest(w io.Writer, req *Request) error {
 	if !req.Encoded.of(req.Tools) {
-		return json.Marshal(req)
+		b, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
 	}
 	tools, err := req.Encoded.neutralJSON()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	e := encoders.Get().(*partEncoder)
+	defer e.done()
 	// The fields in Request's order, each with its tag's name and omitempty rule.
-	b := make([]byte, 0, len(tools)+512)
-	b = append(b, `{"model":`...)
-	if b, err = appendJSON(b, req.Model); err != nil {
-		return nil, err
-	}
+	e.raw(`{"model":`)
+	e.value(req.Model)
 	if req.System != "" {
-		b = append(b, `,"system":`...)
-		if b, err = appendJSON(b, req.System); err != nil {
-			return nil, err
+		e.raw(`,"system":`)
+		e.value(req.System)
+	}
+	e.raw(`,"messages":`)
+	e.value(req.Messages)
+	e.raw(`,"tools":`)
+	if e.err == nil {
+		e.flush(w)
+		if _, err := w.Write(tools); err != nil {
+			return err
 		}
 	}
-	b = append(b, `,"messages":`...)
-	if b, err = appendJSON(b, req.Messages); err != nil {
-		return nil, err
-	}
-	b = append(b, `,"tools":`...)
-	b = append(b, tools...)
 	if req.MaxTokens != 0 {
-		b = append(b, `,"maxTokens":`...)
-		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+		e.raw(`,"maxTokens":`)
+		e.buf.Write(strconv.AppendInt(e.num[:0], int64(req.MaxTokens), 10))
 	}
 	if req.Stream {
-		b = append(b, `,"stream":true`...)
+		e.raw(`,"stream":true`)
 	}
 	if req.ToolChoice != "" {
-		b = append(b, `,"toolChoice":`...)
-		if b, err = appendJSON(b, req.ToolChoice); err != nil {
-			return nil, err
-		}
+		e.raw(`,"toolChoice":`)
+		e.value(req.ToolChoice)
 	}
-	return append(b, '}'), nil
+	e.raw("}")
+	if e.err != nil {
+		return fmt.Errorf("encode request: %w", e.err)
+	}
+	return e.flush(w)
 }
+
+// partEncoder encodes a request's parts into one reused buffer, each exactly as json.Marshal
+// encodes it (json.Encoder's output is json.Marshal's with a newline after it).
+type partEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+	num [20]byte
+	err error
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &partEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
+
+func (e *partEncoder) raw(s string) { e.buf.WriteString(s) }
+
+func (e *partEncoder) value(v any) {
+	if e.err != nil {
+		return
+	}
+	if e.err = e.enc.Encode(v); e.err == nil {
+		e.buf.Truncate(e.buf.Len() - 1) // the Encoder's newline
+	}
+}
+
+// flush writes what is buffered to w and empties the buffer.
+func (e *partEncoder) flush(w io.Writer) error {
+	_, err := w.Write(e.buf.Bytes())
+	e.buf.Reset()
+	return err
+}
+
+// done returns e to the pool, empty (a buffer grown past maxPooledPart is let go).
+func (e *partEncoder) done() {
+	e.buf.Reset()
+	if e.buf.Cap() > maxPooledPart {
+		e.buf = bytes.Buffer{}
+	}
+	e.err = nil
+	encoders.Put(e)
+}
+
+// maxPooledPart bounds the buffer a pooled encoder keeps between requests: a conversation of a
+// megabyte is encoded in a buffer of its own, then let go.
+const maxPooledPart = 256 << 10
 
 // anthropicBody is json.Marshal(w)'s bytes in parts, with w's tools taken from req.Encoded when it
 // encodes req's: the middle part is then the encoding every drive with these tools shares, so a
@@ -176,11 +242,14 @@ func anthropicBody(w *antRequest, req *Request) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The fields in antRequest's order, each with its tag's name and omitempty rule.
-	msgs, err := json.Marshal(w.Messages)
-	if err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
+	// The fields in antRequest's order, each with its tag's name and omitempty rule. The messages
+	// are encoded in a pooled buffer and copied once into the head, which is made to size.
+	e := encoders.Get().(*partEncoder)
+	defer e.done()
+	if e.value(w.Messages); e.err != nil {
+		return nil, fmt.Errorf("encode request: %w", e.err)
 	}
+	msgs := e.buf.Bytes()
 	head := make([]byte, 0, len(msgs)+len(w.Model)+len(w.System)+64)
 	head = append(head, `{"model":`...)
 	if head, err = appendJSON(head, w.Model); err != nil {

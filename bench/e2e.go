@@ -145,7 +145,7 @@ func measureLive(c config, w *world, agent string, runs, workers, stepsPerRun in
 	res := &E2EResult{Runs: runs, Workers: workers, StepsPerRun: stepsPerRun}
 	var samp *pgSampler
 	if w.opts.storeURL != "" {
-		samp = startPGSampler(c.pg)
+		samp = startPGSampler(c.pg, c.pgSample)
 	}
 	cpu0 := w.cpu()
 	t0 := time.Now()

@@ -202,7 +202,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 			}
 		}
 	}()
-	samp := startPGSampler(c.pg)
+	samp := startPGSampler(c.pg, c.pgSample)
 	cpu0 := w.cpu()
 	progress("long: %s, creating %d runs of %d model calls (%s each)", w.name, n, c.longTurns, c.longLatency)
 	_, _, err = createRuns(w, "bench-long", n, c.workers, trivialBody("long run"))

@@ -155,7 +155,7 @@ func burnDown(c config, w *world, n int, start func() error) (*Burn, error) {
 	b := &Burn{Runs: n, CreatePerSec: round1(float64(n) / created.Seconds())}
 	var samp *pgSampler
 	if w.opts.storeURL != "" {
-		samp = startPGSampler(c.pg)
+		samp = startPGSampler(c.pg, c.pgSample)
 	}
 	cpu0 := w.cpu()
 	pid0 := w.srv.pid

@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -129,6 +130,33 @@ func BenchmarkMarshalRequest(b *testing.B) {
 			}
 		})
 	}
+}
+
+// What a model call's journal hash costs: the request joined and hashed, against hashed as it
+// is written (WriteRequest), with the tools encoded once in both.
+func BenchmarkHashRequest(b *testing.B) {
+	req := encodeCases()[1]
+	req.Encoded = EncodeTools(req.Tools)
+	b.Run("joined", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			enc, err := MarshalRequest(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sha256.Sum256(enc)
+		}
+	})
+	b.Run("written", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			h := sha256.New()
+			if err := WriteRequest(h, req); err != nil {
+				b.Fatal(err)
+			}
+			h.Sum(nil)
+		}
+	})
 }
 
 // Drives offering the same definitions share one encoding (a waiting run holds no copy of its

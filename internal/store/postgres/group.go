@@ -322,21 +322,18 @@ func queueWrites(b *pgx.Batch, members []*commitReq) {
 			continue
 		}
 		l, w := r.l, r.w
-		// A lone step (started, or its end) rides in the fence statement; several steps (one
-		// recorded started and completed at once) each have a statement of their own, in order.
-		var lone *api.Step
-		if len(w.Steps) == 1 {
-			lone = &w.Steps[0]
-		}
+		// The write's steps ride in the fence statement, unless it records a key twice
+		// (stepWrites): then each record has a statement of its own, in order.
+		steps, inFence := stepWrites(w.Steps)
 		// The lease ends in the fence statement unless statements of the write come after it
-		// (they are conditioned on the lease): more than one step, a charge, or a webhook delivery.
+		// (they are conditioned on the lease): steps of their own, a charge, or a webhook delivery.
 		// The events this write reports to webhooks go to the outbox in the same transaction.
 		outbox := store.RunOutbox(l.Run, l.PokeSeq, w, time.Now())
-		releaseLater[i] = w.Release && (lone == nil && len(w.Steps) > 0 || len(w.Charges) > 0 || len(outbox) > 0)
-		queueFence(b, l, w, lone, w.Release && !releaseLater[i], func(cancel bool, poke int64, ph string) {
+		releaseLater[i] = w.Release && (!inFence || len(w.Charges) > 0 || len(outbox) > 0)
+		queueFence(b, l, w, steps, w.Release && !releaseLater[i], func(cancel bool, poke int64, ph string) {
 			r.sig.CancelRequested, r.sig.PokeSeq, r.phase = cancel, poke, ph
 		}, func() { r.fenced = true })
-		if lone == nil {
+		if !inFence {
 			for _, st := range w.Steps {
 				queueStep(b, l, st)
 			}

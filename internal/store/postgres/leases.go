@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -278,27 +280,29 @@ func commitError(req *commitReq) error {
 }
 
 // queueFence queues the statement that takes a commit's fence (see Commit): it advances the
-// run's event counter (and its step counter for a step started), writes the status and ends the
+// run's event counter (and its step counter for the steps started), writes the status and ends the
 // lease (release), if the write has any of these, or else only locks the row; inserts the
-// write's events numbered after the run's events before the commit, records step (nil: none)
+// write's events numbered after the run's events before the commit, records steps (stepWrites)
 // started or ended, writes the run folder's changes (w.Files), and hands the run's signals and
 // phase (after the write) to got, or calls fenced when the lease is no longer held (then it
 // writes nothing). It always returns one row, so a stale lease is an answer, not an error that
-// would abort the other writes of the batch. The events, the step, the files and the release
+// would abort the other writes of the batch. The events, the steps, the files and the release
 // ride in this statement (each a data-modifying WITH joined to the fenced row r, which runs once
 // whether or not the SELECT reads it) rather than in statements of their own: a trivial run's
 // seven commits are seven statements. release is set only when no statement of the write comes
 // after this one (those are conditioned on the lease, which this one ends).
-func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, release bool, got func(cancel bool, poke int64, phase string), fenced func()) {
+func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, release bool, got func(cancel bool, poke int64, phase string), fenced func()) {
 	var q string
 	args := []any{l.Run, l.Owner, l.Generation}
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	// A step started takes the run's next step number, advanced here under the row lock (so
-	// it is the number as of this transaction, not the statement's snapshot).
-	starts := step != nil && step.State == api.StepStarted
+	// Each step started takes the run's next step number, advanced here under the row lock (so
+	// it is the number as of this transaction, not the statement's snapshot) by the number of
+	// steps the write records for the first time.
+	var fresh []string // newStep of each step inserted, in order (made after $4, the events)
+	starts := slices.ContainsFunc(steps, func(sw stepWrite) bool { return sw.insert })
 	returning := `cancel_requested, poke_seq, phase`
 	switch {
 	case w.Status != nil || len(w.Events) > 0 || starts || release:
@@ -310,7 +314,12 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, rele
 			set += `, status = ` + arg(mustJSON(w.Status)) + `, phase = ` + phase + `, resource_version = resource_version + 1`
 		}
 		if starts {
-			set += `, next_step = next_step + ` + newStep(*step, arg)
+			for _, sw := range steps {
+				if sw.insert {
+					fresh = append(fresh, newStep(sw.st, arg))
+				}
+			}
+			set += `, next_step = next_step + ` + strings.Join(fresh, " + ")
 		}
 		if release {
 			var wake any
@@ -334,14 +343,28 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, step *api.Step, rele
 			FROM r, unnest(` + arg(times) + `::timestamptz[], ` + arg(types) + `::text[], ` + arg(keys) + `::text[], ` + arg(msgs) + `::text[], ` + arg(data) + `::text[])
 				WITH ORDINALITY AS e (time, type, step_key, message, data, ord))`
 	}
-	check := "NULL::boolean"
-	switch {
-	case starts:
-		with += `, ` + stepStart(*step, "SELECT r.next_step FROM r", arg)
-	case step != nil:
-		var u string
-		u, check = stepEnd(l.Run, *step, arg)
+	// A step inserted is numbered r.next_step less the steps inserted after it in this write;
+	// each is its own data-modifying WITH item (they see the statement's snapshot, not each
+	// other's rows: stepWrites leaves a key only once).
+	var checks []string
+	later := len(fresh)
+	for i, sw := range steps {
+		if sw.insert {
+			later--
+			seq := "SELECT r.next_step FROM r"
+			if later > 0 {
+				seq = "SELECT r.next_step - (" + strings.Join(fresh[len(fresh)-later:], " + ") + ") FROM r"
+			}
+			with += `, ` + stepStart(sw.st, fmt.Sprintf("s%d", i), seq, arg)
+			continue
+		}
+		u, c := stepEnd(l.Run, sw.st, fmt.Sprintf("u%d", i), arg)
 		with += `, ` + u
+		checks = append(checks, c)
+	}
+	check := "NULL::boolean"
+	if len(checks) > 0 {
+		check = "COALESCE(" + strings.Join(checks, ", ") + ", NULL::boolean)"
 	}
 	with += fileItems(w.Files, w.HistoryStep(), arg)
 	notify := `NULL::bigint`
@@ -435,21 +458,53 @@ func queueCharge(b *pgx.Batch, l store.Lease, c store.Charge) {
 		l.Run, c.StepKey, c.Amount, pgText(c.Note), l.Owner, l.Generation)
 }
 
-// stepEnd is the WITH item (u) that records st's end (Completed, Interrupted or Failed) on its
+// stepEnd is the WITH item (named name) that records st's end (Completed, Interrupted or Failed) on its
 // row, joined to the fenced run row r of the statement (none when the lease is stale), and the
 // expression (check) that aborts the commit when r matched and there was no row: the step was
 // never started. arg adds a parameter and returns its placeholder; $1 is the run.
-func stepEnd(run string, st api.Step, arg func(any) string) (u, check string) {
+func stepEnd(run string, st api.Step, name string, arg func(any) string) (u, check string) {
 	var completed any
 	if st.CompletedAt != nil {
 		completed = *st.CompletedAt
 	}
-	u = `u AS (UPDATE steps SET state = ` + arg(st.State) + `, result = ` + arg(nullJSON(st.Result)) + `::json, error = ` + arg(pgText(st.Error)) +
+	u = name + ` AS (UPDATE steps SET state = ` + arg(st.State) + `, result = ` + arg(nullJSON(st.Result)) + `::json, error = ` + arg(pgText(st.Error)) +
 		`, cost_micros = ` + arg(st.CostMicros) + `::bigint, completed_at = ` + arg(completed) + `::timestamptz
 		FROM r WHERE steps.run = $1 AND steps.key = ` + arg(st.Key) + ` RETURNING 1)`
-	check = `CASE WHEN r.phase IS NOT NULL AND NOT EXISTS (SELECT FROM u) THEN agentrun_raise('` + errStepCode + `', ` +
+	check = `CASE WHEN r.phase IS NOT NULL AND NOT EXISTS (SELECT FROM ` + name + `) THEN agentrun_raise('` + errStepCode + `', ` +
 		arg(fmt.Sprintf("step %s of %s: %s before Started", st.Key, run, st.State)) + `) END`
 	return u, check
+}
+
+// stepWrite is one row a commit writes to steps: insert (a step started, or started and ended in
+// the same write) or update (the end of a step started before).
+type stepWrite struct {
+	st     api.Step
+	insert bool
+}
+
+// stepWrites are a write's step records as its fence statement applies them. A step started and
+// ended in the same write (a held read, a brief tool call: the journal records both at once) is
+// one row inserted as it ends, not a row inserted then updated in the same transaction: the
+// stored row is the same, with one statement less. ok is false when the write records a key
+// more than once otherwise (the statement's WITH items would not see each other's rows): each
+// record then has a statement of its own (queueStep), in order.
+func stepWrites(steps []api.Step) (out []stepWrite, ok bool) {
+	out = make([]stepWrite, 0, len(steps))
+	seen := make(map[string]bool, len(steps))
+	for i := 0; i < len(steps); i++ {
+		sw := stepWrite{st: steps[i], insert: steps[i].State == api.StepStarted}
+		if sw.insert && i+1 < len(steps) && steps[i+1].Key == sw.st.Key && steps[i+1].State != api.StepStarted {
+			end := steps[i+1]
+			sw.st.State, sw.st.Result, sw.st.Error, sw.st.CostMicros, sw.st.CompletedAt = end.State, end.Result, end.Error, end.CostMicros, end.CompletedAt
+			i++
+		}
+		if seen[sw.st.Key] {
+			return nil, false
+		}
+		seen[sw.st.Key] = true
+		out = append(out, sw)
+	}
+	return out, true
 }
 
 // newStep is 1 when step st is not recorded yet (its start takes a number) and 0 when it is
@@ -465,23 +520,23 @@ func newStep(st api.Step, arg func(any) string) string {
 // step numbered by seq (a query returning the run's advanced next_step, which returns no row when
 // the fence did not match, so nothing is inserted), or restarts a row already present, keeping
 // its number. $1 is the run.
-func stepStart(st api.Step, seq string, arg func(any) string) string {
+func stepStart(st api.Step, name, seq string, arg func(any) string) string {
 	var completed any
 	if st.CompletedAt != nil {
 		completed = *st.CompletedAt
 	}
-	return `s AS (INSERT INTO steps (run, seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at)
+	return name + ` AS (INSERT INTO steps (run, seq, key, kind, state, title, attempt, args_hash, args, result, error, cost_micros, started_at, completed_at)
 		SELECT $1, (` + seq + `), ` + arg(st.Key) + `, ` + arg(st.Kind) + `, ` + arg(st.State) + `, ` + arg(pgText(st.Title)) + `, ` +
 		arg(st.Attempt) + `::integer, ` + arg(st.ArgsHash) + `, ` + arg(nullJSON(st.Args)) + `::json, ` + arg(nullJSON(st.Result)) + `::json, ` +
 		arg(pgText(st.Error)) + `, ` + arg(st.CostMicros) + `::bigint, ` + arg(st.StartedAt) + `::timestamptz, ` + arg(completed) + `::timestamptz
 		WHERE EXISTS (` + seq + `)
 		ON CONFLICT (run, key) DO UPDATE SET state = EXCLUDED.state, attempt = EXCLUDED.attempt, args_hash = EXCLUDED.args_hash,
-			args = EXCLUDED.args, result = NULL, error = '', started_at = EXCLUDED.started_at, completed_at = NULL,
-			cost_micros = NULL, resolution = '', resolution_result = NULL)`
+			args = EXCLUDED.args, result = EXCLUDED.result, error = EXCLUDED.error, started_at = EXCLUDED.started_at,
+			completed_at = EXCLUDED.completed_at, cost_micros = EXCLUDED.cost_micros, resolution = '', resolution_result = NULL)`
 }
 
-// queueStep queues the write of one journal row, for a write with more than one (queueFence
-// writes a lone step). Started inserts the step numbered by the run's advanced next_step, or restarts a row
+// queueStep queues the write of one journal row, for a write that records a step twice (see
+// stepWrites; queueFence writes the others' steps). Started inserts the step numbered by the run's advanced next_step, or restarts a row
 // already present (keeping its seq); Completed, Interrupted and Failed update the existing row
 // and abort the commit if there is none.
 func queueStep(b *pgx.Batch, l store.Lease, st api.Step) {
@@ -494,10 +549,10 @@ func queueStep(b *pgx.Batch, l store.Lease, st api.Step) {
 	if st.State == api.StepStarted {
 		b.Queue(`WITH n AS (UPDATE runs SET next_step = next_step + `+newStep(st, arg)+`
 			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 RETURNING next_step), `+
-			stepStart(st, "SELECT next_step FROM n", arg)+` SELECT`, args...)
+			stepStart(st, "s", "SELECT next_step FROM n", arg)+` SELECT`, args...)
 		return
 	}
-	u, check := stepEnd(run, st, arg)
+	u, check := stepEnd(run, st, "u", arg)
 	b.Queue(`WITH r AS (SELECT phase FROM runs WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3), `+u+`
 		SELECT `+check+` FROM (VALUES (1)) AS one (x) LEFT JOIN r ON true`, args...)
 }

@@ -87,6 +87,74 @@ func testJournal(t *testing.T, open opener) {
 		}
 	})
 
+	// One commit of a turn: the end of a step started before, a step started and ended at once,
+	// a step restarted (it keeps its number) and new ones; the new steps take the next numbers in
+	// the order of the write, and each row is as its last record in the write says.
+	t.Run("ManyStepsInOneCommit", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "run-1")
+		l := mustClaim(t, s, newOwner("runner"), "run-1", longTTL)
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{startedStep("m1", 1), startedStep("old", 1)}})
+		old := startedStep("old", 1)
+		old.State, old.Error = api.StepInterrupted, "cut off"
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{old}})
+		failed := startedStep("f", 1)
+		failed.State, failed.Error = api.StepFailed, "no such file"
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{
+			completedStep("m1", 1, `{"reply":1}`, 7),
+			startedStep("r", 1), completedStep("r", 1, `"listing"`, 0),
+			startedStep("old", 2), completedStep("old", 2, `"again"`, 0),
+			startedStep("f", 1), failed,
+			startedStep("m2", 1),
+		}, Events: []api.Event{ev("StepCompleted", "m1"), ev("StepStarted", "m2")}})
+		// A key recorded twice apart in one write.
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{startedStep("x", 1), startedStep("y", 1), completedStep("x", 1, `"x"`, 0)}})
+		steps := mustListSteps(t, s, "run-1")
+		type row struct {
+			key    string
+			seq    int64
+			state  api.StepState
+			att    int
+			result string
+			err    string
+		}
+		want := []row{
+			{"m1", 1, api.StepCompleted, 1, `{"reply":1}`, ""},
+			{"old", 2, api.StepCompleted, 2, `"again"`, ""},
+			{"r", 3, api.StepCompleted, 1, `"listing"`, ""},
+			{"f", 4, api.StepFailed, 1, "", "no such file"},
+			{"m2", 5, api.StepStarted, 1, "", ""},
+			{"x", 6, api.StepCompleted, 1, `"x"`, ""},
+			{"y", 7, api.StepStarted, 1, "", ""},
+		}
+		if len(steps) != len(want) {
+			t.Fatalf("ListSteps = %s, want %d steps", js(steps), len(want))
+		}
+		for i, w := range want {
+			st := steps[i]
+			got := row{st.Key, st.Seq, st.State, st.Attempt, string(st.Result), st.Error}
+			if got.result != "" && w.result != "" && sameJSON(st.Result, []byte(w.result)) {
+				got.result = w.result
+			}
+			if got != w {
+				t.Errorf("ListSteps[%d] = %+v, want %+v", i, got, w)
+			}
+		}
+		for _, k := range []string{"r", "old", "x"} {
+			if st := findStep(t, steps, k); st.CompletedAt == nil || st.StartedAt.IsZero() || st.Title != "step "+k || st.ArgsHash != "hash-"+k {
+				t.Errorf("step %s = %s, want its start's title, hash and time and a completion time", k, js(st))
+			}
+		}
+		if m2 := findStep(t, steps, "m2"); m2.CompletedAt != nil || m2.Result != nil || m2.CostMicros != nil {
+			t.Errorf("Started step m2 = %s, want no result, cost or completedAt", js(m2))
+		}
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{startedStep("z", 1)}})
+		if z := findStep(t, mustListSteps(t, s, "run-1"), "z"); z.Seq != 8 {
+			t.Errorf("the next step's seq = %d, want 8", z.Seq)
+		}
+	})
+
 	t.Run("CompletedWithoutStartedAppliesNothing", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)

@@ -335,13 +335,18 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, r
 		q = `SELECT ` + returning + ` FROM runs
 			WHERE name = $1 AND lease_owner = $2 AND lease_generation = $3 FOR UPDATE`
 	}
-	with := `WITH r AS (` + q + `)`
+	// Built in one buffer: a turn's statement has a dozen items, and joining them one by one
+	// copied the statement a dozen times.
+	var with strings.Builder
+	with.WriteString(`WITH r AS (`)
+	with.WriteString(q)
+	with.WriteString(`)`)
 	if len(w.Events) > 0 {
 		times, types, keys, msgs, data := eventArrays(w.Events)
-		with += `, e AS (INSERT INTO run_events (run, seq, time, type, step_key, message, data)
+		with.WriteString(`, e AS (INSERT INTO run_events (run, seq, time, type, step_key, message, data)
 			SELECT $1, r.next_event - $4 + e.ord, COALESCE(e.time, now()), e.type, e.step_key, e.message, e.data::json
 			FROM r, unnest(` + arg(times) + `::timestamptz[], ` + arg(types) + `::text[], ` + arg(keys) + `::text[], ` + arg(msgs) + `::text[], ` + arg(data) + `::text[])
-				WITH ORDINALITY AS e (time, type, step_key, message, data, ord))`
+				WITH ORDINALITY AS e (time, type, step_key, message, data, ord))`)
 	}
 	// A step inserted is numbered r.next_step less the steps inserted after it in this write;
 	// each is its own data-modifying WITH item (they see the statement's snapshot, not each
@@ -355,28 +360,31 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, r
 			if later > 0 {
 				seq = "SELECT r.next_step - (" + strings.Join(fresh[len(fresh)-later:], " + ") + ") FROM r"
 			}
-			with += `, ` + stepStart(sw.st, fmt.Sprintf("s%d", i), seq, arg)
+			with.WriteString(`, `)
+			with.WriteString(stepStart(sw.st, fmt.Sprintf("s%d", i), seq, arg))
 			continue
 		}
 		u, c := stepEnd(l.Run, sw.st, fmt.Sprintf("u%d", i), arg)
-		with += `, ` + u
+		with.WriteString(`, `)
+		with.WriteString(u)
 		checks = append(checks, c)
 	}
 	check := "NULL::boolean"
 	if len(checks) > 0 {
 		check = "COALESCE(" + strings.Join(checks, ", ") + ", NULL::boolean)"
 	}
-	with += fileItems(w.Files, w.HistoryStep(), arg)
+	with.WriteString(fileItems(w.Files, w.HistoryStep(), arg))
 	notify := `NULL::bigint`
 	if release {
 		// The run's reservations go with the lease; other stores are told only if the run is
 		// claimable now.
-		with += `, cr AS (DELETE FROM credit_reservations WHERE run = $1 AND EXISTS (SELECT FROM r))`
+		with.WriteString(`, cr AS (DELETE FROM credit_reservations WHERE run = $1 AND EXISTS (SELECT FROM r))`)
 		notify = `(SELECT count(pg_notify(` + arg(chanWork) + `, $1)) FROM r WHERE r.claimable_at <= now())`
 	}
-	b.Queue(with+`
-		SELECT r.cancel_requested, r.poke_seq, r.phase, `+check+`, `+notify+`
-		FROM (VALUES (1)) AS one (x) LEFT JOIN r ON true`, args...).QueryRow(func(row pgx.Row) error {
+	with.WriteString(`
+		SELECT r.cancel_requested, r.poke_seq, r.phase, ` + check + `, ` + notify + `
+		FROM (VALUES (1)) AS one (x) LEFT JOIN r ON true`)
+	b.Queue(with.String(), args...).QueryRow(func(row pgx.Row) error {
 		var cancel *bool
 		var poke *int64
 		var phase *string
@@ -490,7 +498,6 @@ type stepWrite struct {
 // record then has a statement of its own (queueStep), in order.
 func stepWrites(steps []api.Step) (out []stepWrite, ok bool) {
 	out = make([]stepWrite, 0, len(steps))
-	seen := make(map[string]bool, len(steps))
 	for i := 0; i < len(steps); i++ {
 		sw := stepWrite{st: steps[i], insert: steps[i].State == api.StepStarted}
 		if sw.insert && i+1 < len(steps) && steps[i+1].Key == sw.st.Key && steps[i+1].State != api.StepStarted {
@@ -498,10 +505,10 @@ func stepWrites(steps []api.Step) (out []stepWrite, ok bool) {
 			sw.st.State, sw.st.Result, sw.st.Error, sw.st.CostMicros, sw.st.CompletedAt = end.State, end.Result, end.Error, end.CostMicros, end.CompletedAt
 			i++
 		}
-		if seen[sw.st.Key] {
+		// A write holds a few steps: a scan is cheaper than a map.
+		if slices.ContainsFunc(out, func(o stepWrite) bool { return o.st.Key == sw.st.Key }) {
 			return nil, false
 		}
-		seen[sw.st.Key] = true
 		out = append(out, sw)
 	}
 	return out, true

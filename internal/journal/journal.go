@@ -193,10 +193,8 @@ func Open(ctx context.Context, st Store, lease store.Lease) (*Journal, error) {
 	}
 	j := &Journal{st: st, lease: lease, steps: map[string]*api.Step{}, now: time.Now, pause: devPause(), life: ctx}
 	for i := range steps {
-		s := steps[i]
-		s.Args = nil // see Lookup
-		j.steps[s.Key] = &s
-		j.order = append(j.order, s.Key)
+		j.steps[steps[i].Key] = kept(steps[i])
+		j.order = append(j.order, steps[i].Key)
 	}
 	return j, nil
 }
@@ -218,8 +216,8 @@ func (j *Journal) Forked() bool {
 	return j.steps[j.order[0]].CopiedFrom != ""
 }
 
-// Lookup returns a recorded step, without its Args: replay needs only their hash, and the store
-// keeps them for people (a run waiting on the model held every step's arguments).
+// Lookup returns a recorded step as the journal keeps it (kept): what replay and the drive read
+// of it, not the whole record, which the store keeps for people.
 func (j *Journal) Lookup(key string) (*api.Step, bool) {
 	s, ok := j.steps[key]
 	return s, ok
@@ -418,13 +416,23 @@ func (j *Journal) dropAfterAhead(err error) {
 // remember puts steps written (or held for the next write) in the journal's view of the run.
 func (j *Journal) remember(steps []api.Step) {
 	for _, s := range steps {
-		cp := s
-		cp.Args = nil // see Lookup
 		if _, ok := j.steps[s.Key]; !ok {
 			j.order = append(j.order, s.Key)
 		}
-		j.steps[s.Key] = &cp
+		j.steps[s.Key] = kept(s)
 	}
+}
+
+// kept is the copy of a step the journal holds in memory, for replay and the drive: without its
+// Args (replay needs only their hash), and once completed without its title and times (only a
+// step not completed is shown to a person from here, as NeedsResolution). A run waiting on the
+// model held every step's arguments, and every completed step's title and completion time.
+func kept(s api.Step) *api.Step {
+	s.Args = nil
+	if s.State == api.StepCompleted {
+		s.Title, s.StartedAt, s.CompletedAt = "", time.Time{}, nil
+	}
+	return &s
 }
 
 // hold keeps a Held step's record for the next commit (Spec.Held); the drive sees the step

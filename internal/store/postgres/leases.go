@@ -466,8 +466,8 @@ func queueCharge(b *pgx.Batch, l store.Lease, c store.Charge) {
 		l.Run, c.StepKey, c.Amount, pgText(c.Note), l.Owner, l.Generation)
 }
 
-// stepEnd is the WITH item (named name) that records st's end (Completed, Interrupted or Failed) on its
-// row, joined to the fenced run row r of the statement (none when the lease is stale), and the
+// stepEnd is the WITH item (named name) that records st's end (Completed, Interrupted or
+// Failed) on its row, joined to the fenced run row r of the statement (none when the lease is stale), and the
 // expression (check) that aborts the commit when r matched and there was no row: the step was
 // never started. arg adds a parameter and returns its placeholder; $1 is the run.
 func stepEnd(run string, st api.Step, name string, arg func(any) string) (u, check string) {
@@ -523,10 +523,11 @@ func newStep(st api.Step, arg func(any) string) string {
 	return `CASE WHEN EXISTS (SELECT FROM steps WHERE run = $1 AND key = ` + arg(st.Key) + `) THEN 0 ELSE 1 END`
 }
 
-// stepStart is the data-modifying WITH item that records step st as started: it inserts the
-// step numbered by seq (a query returning the run's advanced next_step, which returns no row when
-// the fence did not match, so nothing is inserted), or restarts a row already present, keeping
-// its number. $1 is the run.
+// stepStart is the data-modifying WITH item (named name) that records step st as started, or as
+// st says it ended when it started in the same write (stepWrites): it inserts the step numbered
+// by seq (a query returning the run's advanced next_step, which returns no row when the fence
+// did not match, so nothing is inserted), or restarts a row already present, keeping its
+// number. $1 is the run.
 func stepStart(st api.Step, name, seq string, arg func(any) string) string {
 	var completed any
 	if st.CompletedAt != nil {

@@ -338,6 +338,7 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, r
 	// Built in one buffer: a turn's statement has a dozen items, and joining them one by one
 	// copied the statement a dozen times.
 	var with strings.Builder
+	with.Grow(len(q) + 1024 + 1024*len(steps)) // about what a step's item and the rest take
 	with.WriteString(`WITH r AS (`)
 	with.WriteString(q)
 	with.WriteString(`)`)

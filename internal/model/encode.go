@@ -160,7 +160,9 @@ func WriteRequest(w io.Writer, req *Request) error {
 	e.value(req.Messages)
 	e.raw(`,"tools":`)
 	if e.err == nil {
-		e.flush(w)
+		if err := e.flush(w); err != nil {
+			return err
+		}
 		if _, err := w.Write(tools); err != nil {
 			return err
 		}

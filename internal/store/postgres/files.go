@@ -16,8 +16,10 @@ import (
 // stale. arg adds a parameter and returns its placeholder; $1 is the run. A write names a path
 // once. Every change is also appended to the folder's history, tagged with the seq of step (the
 // step the write ends, store.Write.HistoryStep) or, for "", the run's highest step seq, both as
-// the statement's snapshot has them (before this write's own changes).
-func fileItems(files []store.FileWrite, step string, arg func(any) string) string {
+// the statement's snapshot has them (before this write's own changes); stepSeq, when not "", is
+// the query of the seq this statement gives step (it started in the same write), used when the
+// snapshot has no row of it, so the files are tagged with that step and not the one before.
+func fileItems(files []store.FileWrite, step, stepSeq string, arg func(any) string) string {
 	if len(files) == 0 {
 		return ""
 	}
@@ -39,8 +41,14 @@ func fileItems(files []store.FileWrite, step string, arg func(any) string) strin
 		allContents = append(allContents, content)
 		paths, contents, modes = append(paths, f.Path), append(contents, content), append(modes, int64(f.Mode))
 	}
+	// A step restarted in this write keeps its seq, which the snapshot has.
+	last := `SELECT next_step FROM runs WHERE name = $1`
+	if stepSeq != "" {
+		last = stepSeq
+	}
+	tag := `COALESCE((SELECT seq FROM steps WHERE run = $1 AND key = ` + arg(step) + `), (` + last + `))`
 	items := `, fh AS (INSERT INTO file_history (run, tag, path, content, mode, deleted)
-		SELECT $1, COALESCE((SELECT seq FROM steps WHERE run = $1 AND key = ` + arg(step) + `), (SELECT next_step FROM runs WHERE name = $1)),
+		SELECT $1, ` + tag + `,
 			f.path, f.content, f.mode, f.deleted
 		FROM r, unnest(` + arg(allPaths) + `::text[], ` + arg(allContents) + `::bytea[], ` + arg(allModes) + `::bigint[], ` + arg(deleted) + `::boolean[])
 			WITH ORDINALITY AS f (path, content, mode, deleted, ord) ORDER BY f.ord)`

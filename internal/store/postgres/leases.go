@@ -300,9 +300,17 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, r
 	}
 	// Each step started takes the run's next step number, advanced here under the row lock (so
 	// it is the number as of this transaction, not the statement's snapshot) by the number of
-	// steps the write records for the first time.
-	var fresh []string // newStep of each step inserted, in order (made after $4, the events)
-	starts := slices.ContainsFunc(steps, func(sw stepWrite) bool { return sw.insert })
+	// steps the write records for the first time. With more than one, which of them are new is
+	// read once, in the item n before r (their keys in order, ord and fresh).
+	var inserted []string
+	for _, sw := range steps {
+		if sw.insert {
+			inserted = append(inserted, sw.st.Key)
+		}
+	}
+	starts := len(inserted) > 0
+	var fresh string // the number of steps inserted that take a new number
+	var first string // the WITH items before r
 	returning := `cancel_requested, poke_seq, phase`
 	switch {
 	case w.Status != nil || len(w.Events) > 0 || starts || release:
@@ -313,13 +321,16 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, r
 			phase = arg(w.Status.Phase)
 			set += `, status = ` + arg(mustJSON(w.Status)) + `, phase = ` + phase + `, resource_version = resource_version + 1`
 		}
+		switch {
+		case len(inserted) == 1:
+			fresh = newStep(steps[slices.IndexFunc(steps, func(sw stepWrite) bool { return sw.insert })].st, arg)
+		case len(inserted) > 1:
+			first = `n AS (SELECT k.ord, NOT EXISTS (SELECT FROM steps WHERE run = $1 AND key = k.key) AS fresh
+				FROM unnest(` + arg(inserted) + `::text[]) WITH ORDINALITY AS k (key, ord)), `
+			fresh = `(SELECT count(*) FROM n WHERE n.fresh)`
+		}
 		if starts {
-			for _, sw := range steps {
-				if sw.insert {
-					fresh = append(fresh, newStep(sw.st, arg))
-				}
-			}
-			set += `, next_step = next_step + ` + strings.Join(fresh, " + ")
+			set += `, next_step = next_step + ` + fresh
 		}
 		if release {
 			var wake any
@@ -339,7 +350,9 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, r
 	// copied the statement a dozen times.
 	var with strings.Builder
 	with.Grow(len(q) + 1024 + 1024*len(steps)) // about what a step's item and the rest take
-	with.WriteString(`WITH r AS (`)
+	with.WriteString(`WITH `)
+	with.WriteString(first)
+	with.WriteString(`r AS (`)
 	with.WriteString(q)
 	with.WriteString(`)`)
 	if len(w.Events) > 0 {
@@ -349,17 +362,22 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, r
 			FROM r, unnest(` + arg(times) + `::timestamptz[], ` + arg(types) + `::text[], ` + arg(keys) + `::text[], ` + arg(msgs) + `::text[], ` + arg(data) + `::text[])
 				WITH ORDINALITY AS e (time, type, step_key, message, data, ord))`)
 	}
-	// A step inserted is numbered r.next_step less the steps inserted after it in this write;
-	// each is its own data-modifying WITH item (they see the statement's snapshot, not each
-	// other's rows: stepWrites leaves a key only once).
+	// A step inserted is numbered r.next_step less the new steps inserted after it in this
+	// write; each is its own data-modifying WITH item (they see the statement's snapshot, not
+	// each other's rows: stepWrites leaves a key only once).
 	var checks []string
-	later := len(fresh)
+	histSeq := "" // the seq of the step that tags the files, when this statement inserts it
+	hist := w.HistoryStep()
+	ord := 0
 	for i, sw := range steps {
 		if sw.insert {
-			later--
+			ord++
 			seq := "SELECT r.next_step FROM r"
-			if later > 0 {
-				seq = "SELECT r.next_step - (" + strings.Join(fresh[len(fresh)-later:], " + ") + ") FROM r"
+			if ord < len(inserted) {
+				seq = "SELECT r.next_step - (SELECT count(*) FROM n WHERE n.fresh AND n.ord > " + strconv.Itoa(ord) + ") FROM r"
+			}
+			if sw.st.Key == hist {
+				histSeq = seq
 			}
 			with.WriteString(`, `)
 			with.WriteString(stepStart(sw.st, fmt.Sprintf("s%d", i), seq, arg))
@@ -374,7 +392,7 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, r
 	if len(checks) > 0 {
 		check = "COALESCE(" + strings.Join(checks, ", ") + ", NULL::boolean)"
 	}
-	with.WriteString(fileItems(w.Files, w.HistoryStep(), arg))
+	with.WriteString(fileItems(w.Files, hist, histSeq, arg))
 	notify := `NULL::bigint`
 	if release {
 		// The run's reservations go with the lease; other stores are told only if the run is

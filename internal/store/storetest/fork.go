@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,6 +167,41 @@ func testForks(t *testing.T, open opener) {
 			t.Errorf("fork of a fork messages = %s", js(msgs))
 		}
 	})
+	// A step started and ended in one write with files (a turn's rollback stop restoring the
+	// folder) tags them with its own number: a fork as of the step before has the folder before.
+	t.Run("FilesOfAStepStartedInTheSameWrite", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreateRun(t, s, "src")
+		l := mustClaim(t, s, newOwner("r"), "src", longTTL)
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{startedStep("t0/tool/0", 1)}})
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{completedStep("t0/tool/0", 1, `"wrote"`, 0)},
+			Files: []store.FileWrite{{Path: "a.txt", Content: []byte("written by tool 0"), Mode: 0o644}}})
+		// Two steps inserted, the last of which ends with the folder restored.
+		mustCommit(t, s, l, store.Write{Steps: []api.Step{
+			startedStep("t0/read", 1), completedStep("t0/read", 1, `"read"`, 0),
+			startedStep("t0/stop", 1), completedStep("t0/stop", 1, `"rolled back"`, 0),
+		}, Files: []store.FileWrite{{Path: "a.txt", Deleted: true}}})
+		mustCommit(t, s, l, store.Write{Release: true, Status: &api.AgentRunStatus{Phase: api.PhaseCancelled, AgentRevision: 1}})
+		for _, c := range []struct {
+			at   string
+			want string
+		}{{"t0/tool/0", "written by tool 0"}, {"t0/read", "written by tool 0"}, {"t0/stop", ""}} {
+			fk := forkRun("fork-" + strings.ReplaceAll(c.at, "/", "-"))
+			if err := s.ForkRun(bg, store.Fork{Run: fk, Source: "src", AtStep: c.at}, ev(api.EventRunForked, "forked")); err != nil {
+				t.Fatalf("ForkRun at %s: %v", c.at, err)
+			}
+			files, err := s.ListFiles(bg, fk.Metadata.Name)
+			got := ""
+			if len(files) == 1 {
+				got = string(files[0].Content)
+			}
+			if err != nil || len(files) > 1 || got != c.want {
+				t.Errorf("fork at %s: folder %s, %v; want a.txt %q (empty: none)", c.at, js(files), err, c.want)
+			}
+		}
+	})
+
 	t.Run("Refusals", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)

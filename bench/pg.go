@@ -176,9 +176,10 @@ func readPGCounters(ctx context.Context, conn *pgx.Conn) pgCounters {
 	return c
 }
 
-// startPGSampler samples pg_stat_activity every interval. Its three queries take about 2 ms of
-// PostgreSQL's CPU per sample on a 2 vCPU machine, counted in PostgreSQL's CPU with the bench's:
-// sampled every 10 ms they took a sixth of a core from the runs measured.
+// startPGSampler samples pg_stat_activity every interval. A sample is three queries (1-2 ms of
+// a backend each time, on a 2 vCPU machine), counted in PostgreSQL's CPU with the runs': every
+// 100 ms they are a small share of it (in a paired run, sampling every 10 ms moved no figure
+// beyond the noise).
 func startPGSampler(base string, every time.Duration) *pgSampler {
 	s := &pgSampler{stop: make(chan struct{}), done: make(chan struct{}), states: map[string]int{}, lockQuery: map[string]int{}, base: base}
 	ctx := context.Background()

@@ -303,9 +303,11 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, r
 	// steps the write records for the first time. With more than one, which of them are new is
 	// read once, in the item n before r (their keys in order, ord and fresh).
 	var inserted []string
+	var lone api.Step // the step inserted, when there is one
 	for _, sw := range steps {
 		if sw.insert {
 			inserted = append(inserted, sw.st.Key)
+			lone = sw.st
 		}
 	}
 	starts := len(inserted) > 0
@@ -323,7 +325,7 @@ func queueFence(b *pgx.Batch, l store.Lease, w store.Write, steps []stepWrite, r
 		}
 		switch {
 		case len(inserted) == 1:
-			fresh = newStep(steps[slices.IndexFunc(steps, func(sw stepWrite) bool { return sw.insert })].st, arg)
+			fresh = newStep(lone, arg)
 		case len(inserted) > 1:
 			first = `n AS (SELECT k.ord, NOT EXISTS (SELECT FROM steps WHERE run = $1 AND key = k.key) AS fresh
 				FROM unnest(` + arg(inserted) + `::text[]) WITH ORDINALITY AS k (key, ord)), `

@@ -203,6 +203,27 @@ func testFencing(t *testing.T, open opener) {
 		mustNotClaim(t, s, "a fenced Commit with Release must not release the new owner's lease")
 	})
 
+	// A stale lease writes none of a commit's steps, however many (in PostgreSQL they all ride
+	// in the fence statement), nor its files.
+	t.Run("StaleManyStepsApplyNothing", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		old, cur := stolen(t, s)
+		mustCommit(t, s, cur, store.Write{Steps: []api.Step{startedStep("a", 1)}})
+		_, err := s.Commit(bg, old, store.Write{Steps: []api.Step{
+			completedStep("a", 1, `"stale"`, 0), startedStep("b", 1), completedStep("b", 1, `"stale"`, 0), startedStep("c", 1),
+		}, Events: []api.Event{ev("StepCompleted", "a")}, Files: []store.FileWrite{{Path: "x.txt", Content: []byte("x"), Mode: 0o644}}})
+		if !errIs(err, store.ErrFenced) {
+			t.Fatalf("Commit under a stale lease: err = %v, want ErrFenced", err)
+		}
+		if steps := mustListSteps(t, s, "run-1"); len(steps) != 1 || steps[0].State != api.StepStarted {
+			t.Fatalf("after a fenced commit, ListSteps = %s, want only a, Started", js(steps))
+		}
+		if files, _ := s.ListFiles(bg, "run-1"); len(files) != 0 {
+			t.Errorf("after a fenced commit, %d files saved, want none", len(files))
+		}
+	})
+
 	t.Run("StaleCompleteAppliesNothing", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)

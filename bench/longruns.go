@@ -30,6 +30,8 @@ type LongResult struct {
 	ModelCalls int `json:"modelCalls"`
 	ToolCalls  int `json:"toolCalls"`
 	Steps      int `json:"steps"`
+	// LatencyJitterMs is -long-jitter: each model call's latency varied by up to this either way.
+	LatencyJitterMs float64 `json:"latencyJitterMs,omitempty"`
 	// ActiveMs: first startedAt → last finishedAt; StepsPerSec = Steps / ActiveMs.
 	ActiveMs    float64 `json:"activeMs"`
 	StepsPerSec float64 `json:"stepsPerSec"`
@@ -89,13 +91,13 @@ type LongResult struct {
 	PG         *PGProfile `json:"postgres,omitempty"`
 }
 
-func longScript(turns int, latency time.Duration) *fake.Script {
+func longScript(turns int, latency, jitter time.Duration) *fake.Script {
 	var ts []fake.Turn
 	for i := 0; i < turns-1; i++ {
 		ts = append(ts, fake.Turn{ToolCalls: []fake.ToolCall{{Name: "ls", Input: json.RawMessage(`{"path":"."}`)}}})
 	}
 	ts = append(ts, fake.Turn{Text: "done"})
-	return &fake.Script{DefaultLatency: fake.Duration(latency), Entries: []fake.Entry{{Name: "long", Match: "*", Turns: ts}}}
+	return &fake.Script{DefaultLatency: fake.Duration(latency), LatencyJitter: fake.Duration(jitter), Entries: []fake.Entry{{Name: "long", Match: "*", Turns: ts}}}
 }
 
 func runLong(c config, root string) ([]LongResult, error) {
@@ -120,7 +122,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		return nil, err
 	}
 	defer sch.drop(c.keep)
-	w, err := startWorld(c, root, fmt.Sprintf("long-%d-pg-%d", n, k), longScript(c.longTurns, c.longLatency), c.workers, worldOpts{storeURL: sch.url, noRunner: true})
+	w, err := startWorld(c, root, fmt.Sprintf("long-%d-pg-%d", n, k), longScript(c.longTurns, c.longLatency, c.longJitter), c.workers, worldOpts{storeURL: sch.url, noRunner: true})
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +174,8 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		}
 		return sum
 	}
-	res := &LongResult{Runners: k, Runs: n, ModelCalls: c.longTurns, ToolCalls: c.longTurns - 1, IdleRSSKB: rss("VmRSS")}
+	res := &LongResult{Runners: k, Runs: n, ModelCalls: c.longTurns, ToolCalls: c.longTurns - 1, IdleRSSKB: rss("VmRSS"),
+		LatencyJitterMs: msf(c.longJitter)}
 	idleLive, err := liveMemory(pprofAddr)
 	if err != nil {
 		return nil, fmt.Errorf("live memory of r1 before the runs: %w", err)
@@ -204,7 +207,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	}()
 	samp := startPGSampler(c.pg, c.pgSample)
 	cpu0 := w.cpu()
-	progress("long: %s, creating %d runs of %d model calls (%s each)", w.name, n, c.longTurns, c.longLatency)
+	progress("long: %s, creating %d runs of %d model calls (%s each, varied by up to %s either way)", w.name, n, c.longTurns, c.longLatency, c.longJitter)
 	_, _, err = createRuns(w, "bench-long", n, c.workers, trivialBody("long run"))
 	created := time.Now()
 	var profiled sync.Once
@@ -305,15 +308,19 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	}
 
 	// Each run's model requests, the first of each turn, by conversation.
+	// latencyOf is each of those requests' scripted latency (with -long-jitter, each its own).
 	byRun := map[string]map[int]time.Time{}
+	latencyOf := map[string]map[int]time.Duration{}
 	for _, call := range w.model.Calls() {
 		m := byRun[call.FirstUser]
 		if m == nil {
 			m = map[int]time.Time{}
 			byRun[call.FirstUser] = m
+			latencyOf[call.FirstUser] = map[int]time.Duration{}
 		}
 		if t, ok := m[call.Turn]; !ok || call.Time.Before(t) {
 			m[call.Turn] = call.Time
+			latencyOf[call.FirstUser][call.Turn] = call.Latency
 		}
 	}
 	var added []time.Duration
@@ -331,7 +338,8 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	var windows []time.Duration
 	var runTurns [][]time.Duration // each run's added times
 	var runMeans []time.Duration
-	for _, m := range byRun {
+	for run, m := range byRun {
+		lat := latencyOf[run]
 		turns := make([]int, 0, len(m))
 		for t := range m {
 			turns = append(turns, t)
@@ -340,7 +348,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		var ds []time.Duration
 		var sum time.Duration
 		for i, t := range turns {
-			due := m[t].Add(c.longLatency).Sub(firstCall)
+			due := m[t].Add(lat[t]).Sub(firstCall)
 			w := int(due / (50 * time.Millisecond))
 			for len(windows) <= w {
 				windows = append(windows, 0)
@@ -349,7 +357,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 			if i == 0 || t != turns[i-1]+1 {
 				continue
 			}
-			d := m[t].Sub(m[turns[i-1]]) - c.longLatency
+			d := m[t].Sub(m[turns[i-1]]) - lat[turns[i-1]]
 			added = append(added, d)
 			ds = append(ds, d)
 			sum += d
@@ -357,7 +365,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 				byTurn = append(byTurn, nil)
 			}
 			byTurn[t-1] = append(byTurn[t-1], d)
-			sec := int(m[turns[i-1]].Add(c.longLatency).Sub(firstCall) / time.Second)
+			sec := int(m[turns[i-1]].Add(lat[turns[i-1]]).Sub(firstCall) / time.Second)
 			for len(bySecond) <= sec {
 				bySecond = append(bySecond, nil)
 			}

@@ -69,6 +69,7 @@ type config struct {
 	longRuns        []int
 	longTurns       int
 	longLatency     time.Duration
+	longJitter      time.Duration
 	longMaxLag      string
 	pgSample        time.Duration
 	modelTLS        bool
@@ -123,6 +124,7 @@ func main() {
 	flag.StringVar(&longRuns, "long-runs", "1000", "long: runs active at once (comma-separated list), each on every -runners count")
 	flag.IntVar(&c.longTurns, "long-turns", 21, "long: model calls per run (each but the last answered with one ls call)")
 	flag.DurationVar(&c.longLatency, "long-latency", time.Second, "long: the scripted model server's latency per call")
+	flag.DurationVar(&c.longJitter, "long-jitter", 0, "long: vary each call's latency uniformly by up to this much either way (the script's latency_jitter; 0: every call takes -long-latency, so runs started together answer together)")
 	flag.BoolVar(&c.modelTLS, "model-tls", false, "serve the scripted model server over HTTPS with HTTP/2, as the vendors do (the agentrun processes trust its certificate through SSL_CERT_FILE); plain HTTP/1.1 makes one connection per call in flight")
 	flag.DurationVar(&c.pgSample, "pg-sample", 100*time.Millisecond, "scale, long, e2e: how often PostgreSQL's backends are sampled (pg_stat_activity: three queries, counted in PostgreSQL's CPU)")
 	flag.StringVar(&c.longMaxLag, "long-max-lag", "", "long: the runners' --max-lag (empty: the runner's default, 50ms; 0: a runner never holds back on scheduling lag, so all -long-runs may be active at once)")

@@ -425,3 +425,43 @@ func TestToolNameUnderHarnessPrefix(t *testing.T) {
 		}
 	}
 }
+
+// A script's latency_jitter spreads its answers' latencies around the latency, within the jitter
+// either way, and leaves answers without a latency alone.
+func TestLatencyJitter(t *testing.T) {
+	t.Parallel()
+	sc, err := ParseScript([]byte("latency_jitter: 40ms\ndefault_latency: 50ms\nentries:\n- turns: [{text: a}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.LatencyJitter != Duration(40*time.Millisecond) {
+		t.Fatalf("latency_jitter parsed as %s", time.Duration(sc.LatencyJitter))
+	}
+	seen := map[time.Duration]bool{}
+	lo, hi := time.Hour, time.Duration(0)
+	for range 200 {
+		r, _, err := plan(sc, &conversation{firstUser: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[r.latency] = true
+		lo, hi = min(lo, r.latency), max(hi, r.latency)
+	}
+	if lo < 10*time.Millisecond || hi > 90*time.Millisecond {
+		t.Errorf("latencies ranged %s..%s, want within 50ms ± 40ms", lo, hi)
+	}
+	if len(seen) < 50 || hi-lo < 40*time.Millisecond {
+		t.Errorf("200 answers had %d distinct latencies spanning %s: not spread", len(seen), hi-lo)
+	}
+	// A script with no latency keeps answering at once.
+	still, err := ParseScript([]byte("latency_jitter: 40ms\nentries:\n- turns: [{text: a}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := plan(still, &conversation{firstUser: "hi"}); r.latency != 0 {
+		t.Errorf("an answer with no latency was delayed %s by the jitter", r.latency)
+	}
+	if _, err := ParseScript([]byte("latency_jitter: -1ms\nentries:\n- turns: [{text: a}]")); err == nil || !strings.Contains(err.Error(), "latency_jitter: negative") {
+		t.Errorf("negative jitter: err = %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -90,6 +91,9 @@ func plan(sc *Script, c *conversation) (*reply, int, error) {
 	r.latency = time.Duration(t.Latency)
 	if r.latency == 0 {
 		r.latency = time.Duration(sc.DefaultLatency)
+	}
+	if j := int64(sc.LatencyJitter); j > 0 && r.latency > 0 {
+		r.latency = max(0, r.latency+time.Duration(rand.Int64N(2*j+1)-j))
 	}
 	return r, idx, nil
 }

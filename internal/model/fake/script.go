@@ -16,7 +16,12 @@ import (
 type Script struct {
 	// DefaultLatency delays every answer whose turn sets no latency.
 	DefaultLatency Duration `json:"default_latency,omitempty"`
-	Entries        []Entry  `json:"entries"`
+	// LatencyJitter varies every answer's latency (its turn's or the default) by up to this much
+	// either way, uniformly, as a vendor's time to first byte varies from call to call; the mean
+	// stays the latency, and no latency goes below zero. Runs started together with one fixed
+	// latency answer together on every turn; with jitter they drift apart, as real runs do.
+	LatencyJitter Duration `json:"latency_jitter,omitempty"`
+	Entries       []Entry  `json:"entries"`
 }
 
 // Entry is one scripted conversation.
@@ -115,12 +120,13 @@ func ParseScript(data []byte) (*Script, error) {
 	// Decoded level by level so that an error can say where it is.
 	var top struct {
 		DefaultLatency Duration          `json:"default_latency"`
+		LatencyJitter  Duration          `json:"latency_jitter"`
 		Entries        []json.RawMessage `json:"entries"`
 	}
 	if err := strictDecode(j, &top); err != nil {
 		return nil, fmt.Errorf("parse script: %w", err)
 	}
-	s := &Script{DefaultLatency: top.DefaultLatency}
+	s := &Script{DefaultLatency: top.DefaultLatency, LatencyJitter: top.LatencyJitter}
 	for i, rawEntry := range top.Entries {
 		var re struct {
 			Name  string            `json:"name"`
@@ -162,6 +168,9 @@ func (s *Script) Validate() error {
 	}
 	if s.DefaultLatency < 0 {
 		return fmt.Errorf("default_latency: negative")
+	}
+	if s.LatencyJitter < 0 {
+		return fmt.Errorf("latency_jitter: negative")
 	}
 	for i, e := range s.Entries {
 		where := fmt.Sprintf("entries[%d] (%s)", i, entryName(e.Name, i))

@@ -57,6 +57,9 @@ type Call struct {
 	Stream     bool      `json:"stream"`
 	Completed  bool      `json:"completed"` // the reply was fully written
 	Time       time.Time `json:"time"`      // when the request arrived
+	// Latency is the wait before the reply began, counted from Time: the turn's latency or the
+	// default, varied by the script's latency_jitter.
+	Latency time.Duration `json:"latencyNs,omitempty"`
 	Status     int       `json:"status"`    // HTTP status of the reply
 	Error      string    `json:"error,omitempty"`
 	// FirstUser is the conversation's first user message (at most 200 bytes): with Turn it names
@@ -430,7 +433,7 @@ func (s *Server) handleModel(format string) http.HandlerFunc {
 			fail(http.StatusInternalServerError, "no_script", err.Error())
 			return
 		}
-		call.Status = http.StatusOK
+		call.Status, call.Latency = http.StatusOK, rep.latency
 		if hook := s.record(call); hook != nil {
 			hook(*call)
 		}

@@ -60,8 +60,8 @@ type Call struct {
 	// Latency is the wait before the reply began, counted from Time: the turn's latency or the
 	// default, varied by the script's latency_jitter.
 	Latency time.Duration `json:"latencyNs,omitempty"`
-	Status     int       `json:"status"`    // HTTP status of the reply
-	Error      string    `json:"error,omitempty"`
+	Status  int           `json:"status"` // HTTP status of the reply
+	Error   string        `json:"error,omitempty"`
 	// FirstUser is the conversation's first user message (at most 200 bytes): with Turn it names
 	// one turn of one conversation, so tests can count calls per conversation.
 	FirstUser string `json:"firstUser,omitempty"`

@@ -419,12 +419,20 @@ func checkIsolationProcesses(e *Env) error {
 	if _, err := a.Start(e.Ctx, "exec sleep 1234", computer.ExecOptions{}); err != nil {
 		return err
 	}
-	seen, err := want(e, a, psAll)
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(seen, "sleep 1234") {
-		return fmt.Errorf("a sandbox does not see its own background process:\n%s", seen)
+	// Start returns once the process is launched, which may be before it has exec'd sleep (on a
+	// loaded machine the listing showed the sandbox helper that was about to): it is looked for
+	// until it shows or 10 s have passed.
+	var seen string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if seen, err = want(e, a, psAll); err != nil {
+			return err
+		}
+		if strings.Contains(seen, "sleep 1234") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("a sandbox does not see its own background process (10 s after it started):\n%s", seen)
+		}
 	}
 	seen, err = want(e, b, psAll)
 	if err != nil {

@@ -307,29 +307,30 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		res.StepsPerSec = round1(float64(res.Succeeded*(res.ModelCalls+res.ToolCalls)) / last.Sub(first).Seconds())
 	}
 
-	// Each run's model requests, the first of each turn, by conversation.
-	// latencyOf is each of those requests' scripted latency (with -long-jitter, each its own).
-	byRun := map[string]map[int]time.Time{}
-	latencyOf := map[string]map[int]time.Duration{}
+	// Each run's model requests, the first of each turn, by conversation: when each arrived and
+	// the latency it was scripted (with -long-jitter, each its own).
+	type request struct {
+		at      time.Time
+		latency time.Duration
+	}
+	byRun := map[string]map[int]request{}
 	for _, call := range w.model.Calls() {
 		m := byRun[call.FirstUser]
 		if m == nil {
-			m = map[int]time.Time{}
+			m = map[int]request{}
 			byRun[call.FirstUser] = m
-			latencyOf[call.FirstUser] = map[int]time.Duration{}
 		}
-		if t, ok := m[call.Turn]; !ok || call.Time.Before(t) {
-			m[call.Turn] = call.Time
-			latencyOf[call.FirstUser][call.Turn] = call.Latency
+		if r, ok := m[call.Turn]; !ok || call.Time.Before(r.at) {
+			m[call.Turn] = request{call.Time, call.Latency}
 		}
 	}
 	var added []time.Duration
 	var byTurn, bySecond [][]time.Duration
 	var firstCall time.Time
 	for _, m := range byRun {
-		for _, t := range m {
-			if firstCall.IsZero() || t.Before(firstCall) {
-				firstCall = t
+		for _, r := range m {
+			if firstCall.IsZero() || r.at.Before(firstCall) {
+				firstCall = r.at
 			}
 		}
 	}
@@ -338,8 +339,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	var windows []time.Duration
 	var runTurns [][]time.Duration // each run's added times
 	var runMeans []time.Duration
-	for run, m := range byRun {
-		lat := latencyOf[run]
+	for _, m := range byRun {
 		turns := make([]int, 0, len(m))
 		for t := range m {
 			turns = append(turns, t)
@@ -348,7 +348,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 		var ds []time.Duration
 		var sum time.Duration
 		for i, t := range turns {
-			due := m[t].Add(lat[t]).Sub(firstCall)
+			due := m[t].at.Add(m[t].latency).Sub(firstCall)
 			w := int(due / (50 * time.Millisecond))
 			for len(windows) <= w {
 				windows = append(windows, 0)
@@ -357,7 +357,8 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 			if i == 0 || t != turns[i-1]+1 {
 				continue
 			}
-			d := m[t].Sub(m[turns[i-1]]) - lat[turns[i-1]]
+			prev := m[turns[i-1]]
+			d := m[t].at.Sub(prev.at) - prev.latency
 			added = append(added, d)
 			ds = append(ds, d)
 			sum += d
@@ -365,7 +366,7 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 				byTurn = append(byTurn, nil)
 			}
 			byTurn[t-1] = append(byTurn[t-1], d)
-			sec := int(m[turns[i-1]].Add(lat[turns[i-1]]).Sub(firstCall) / time.Second)
+			sec := int(prev.at.Add(prev.latency).Sub(firstCall) / time.Second)
 			for len(bySecond) <= sec {
 				bySecond = append(bySecond, nil)
 			}

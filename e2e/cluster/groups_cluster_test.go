@@ -133,19 +133,21 @@ func TestPGGroupInvariantsUnderRunnerKills(t *testing.T) {
 	// The last second server may have been started just before the groups settled: it is given
 	// time to come up (checking the instant the loop ended failed on a loaded machine when it
 	// had printed no more than its first line).
-	for up := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	serving := func() bool { return strings.Contains(second.Stderr.String(), "serving at") }
+	for deadline := time.Now().Add(30 * time.Second); !serving() && time.Now().Before(deadline); {
 		select {
 		case <-second.Exited:
-			t.Errorf("the second server exited:\n%s", Tail(second.Stderr.String(), 3000))
-		default:
-			if !strings.Contains(second.Stderr.String(), "serving at") {
-				if time.Now().Before(up) {
-					continue
-				}
-				t.Errorf("the second server is not serving 30 s after the groups settled:\n%s", Tail(second.Stderr.String(), 3000))
-			}
+			deadline = time.Time{}
+		case <-time.After(100 * time.Millisecond):
 		}
-		break
+	}
+	select {
+	case <-second.Exited:
+		t.Errorf("the second server exited:\n%s", Tail(second.Stderr.String(), 3000))
+	default:
+		if !serving() {
+			t.Errorf("the second server is not serving 30 s after the groups settled:\n%s", Tail(second.Stderr.String(), 3000))
+		}
 	}
 	// No more than maxActive runs of ga had a model call in flight at once.
 	gaCalls := MemberCalls(c.Model, "ga-", 600*time.Millisecond)

@@ -52,6 +52,14 @@ type LongResult struct {
 	// (ms fields hold counts): runs started together with one fixed latency reply together, and a
 	// window far above the mean is a burst the runner works through one reply after another.
 	RepliesDuePer50ms Dist `json:"repliesDuePer50ms"`
+	// MostDueByTurn is, for each turn (index 0: the replies to the runs' first requests), the
+	// most of that turn's replies due in one 50 ms window: whether a burst is there from the
+	// start (the runs were started together) and whether the runner's work spreads it or
+	// gathers it as the turns go on.
+	MostDueByTurn []int `json:"mostDueByTurn,omitempty"`
+	// FirstRequestsMs is the time from the first run's first model request to the last run's:
+	// how spread out the runs started.
+	FirstRequestsMs float64 `json:"firstRequestsMs,omitempty"`
 	// RunPositionShare is the share of the turns above the added p90 that fall on the runs
 	// with the highest mean added time (the tenth of the runs): 0.1 if the tail falls on any
 	// run, near 1 if the same runs are always at the back of a burst.
@@ -337,6 +345,8 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	// One walk over each run's turns: the added times (all, by turn, by second, by run) and the
 	// replies due per 50 ms window (Dist's ms fields then hold counts).
 	var windows []time.Duration
+	dueByTurn := map[int]map[int]int{} // turn → 50 ms window → replies due
+	var lastFirst time.Time
 	var runTurns [][]time.Duration // each run's added times
 	var runMeans []time.Duration
 	for _, m := range byRun {
@@ -354,6 +364,13 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 				windows = append(windows, 0)
 			}
 			windows[w] += time.Millisecond
+			if dueByTurn[t] == nil {
+				dueByTurn[t] = map[int]int{}
+			}
+			dueByTurn[t][w]++
+			if t == 0 && m[t].at.After(lastFirst) {
+				lastFirst = m[t].at
+			}
 			if i == 0 || t != turns[i-1]+1 {
 				continue
 			}
@@ -379,6 +396,16 @@ func longPG(c config, root string, n, k int) (*LongResult, error) {
 	}
 	res.Added = dist(added)
 	res.RepliesDuePer50ms = dist(windows)
+	if !lastFirst.IsZero() {
+		res.FirstRequestsMs = msf(lastFirst.Sub(firstCall))
+	}
+	for t := 0; len(dueByTurn[t]) > 0; t++ {
+		most := 0
+		for _, c := range dueByTurn[t] {
+			most = max(most, c)
+		}
+		res.MostDueByTurn = append(res.MostDueByTurn, most)
+	}
 	// Whether the tail is the same runs each turn: the share of it on the slowest tenth.
 	if len(runTurns) >= 10 {
 		order := make([]int, len(runTurns))
@@ -443,6 +470,13 @@ func printLong(rs []LongResult) {
 		}
 		fmt.Printf("  %d runs, %d runner(s): replies due per 50 ms: mean %.0f, p99 %.0f, most %.0f; the slowest tenth of the runs hold %.0f%% of the turns above the added p90\n",
 			r.Runs, r.Runners, r.RepliesDuePer50ms.Mean, r.RepliesDuePer50ms.P99, r.RepliesDuePer50ms.Max, 100*r.RunPositionShare)
+		if len(r.MostDueByTurn) > 0 {
+			parts := make([]string, len(r.MostDueByTurn))
+			for i, v := range r.MostDueByTurn {
+				parts[i] = strconv.Itoa(v)
+			}
+			fmt.Printf("  %d runs, %d runner(s): the runs' first model requests arrived over %.0f ms; most replies due in one 50 ms window, by turn: %s\n", r.Runs, r.Runners, r.FirstRequestsMs, strings.Join(parts, " "))
+		}
 		if len(r.AddedP99BySecond) > 0 {
 			parts := make([]string, len(r.AddedP99BySecond))
 			for i, v := range r.AddedP99BySecond {
